@@ -1,0 +1,525 @@
+//! [`Array`]: the user's handle. Constructors, read-back, eval, printing.
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::graph::{Node, Primitive};
+use crate::memory::{BufferKind, PooledBuffer};
+use crate::shape::{contiguous_strides, numel};
+use crate::{DType, Device, Element, Error, Result};
+
+/// Where an evaluated array's elements live: a pooled buffer read through
+/// element strides from an element offset.
+#[derive(Clone, Debug)]
+pub(crate) struct Storage {
+    pub buffer: Arc<PooledBuffer>,
+    pub strides: Vec<usize>,
+    pub offset: usize,
+}
+
+pub(crate) enum State {
+    /// Not evaluated: output `index` of `node`.
+    Pending { node: Arc<Node>, index: usize },
+    /// Evaluated.
+    Ready(Storage),
+    /// Taken apart while dropping (see `Node::drop`).
+    Released,
+}
+
+/// The descriptor every handle of one array shares.
+pub(crate) struct ArrayInner {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub device: Device,
+    state: Mutex<State>,
+}
+
+impl ArrayInner {
+    fn new(shape: Vec<usize>, dtype: DType, device: &Device, state: State) -> Arc<ArrayInner> {
+        device.inner.live_arrays.fetch_add(1, Ordering::SeqCst);
+        Arc::new(ArrayInner {
+            shape,
+            dtype,
+            device: device.clone(),
+            state: Mutex::new(state),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn pending_node(&self) -> Option<Arc<Node>> {
+        match &*self.lock() {
+            State::Pending { node, .. } => Some(Arc::clone(node)),
+            _ => None,
+        }
+    }
+
+    /// The storage of an evaluated array.
+    pub(crate) fn storage(&self) -> Result<Storage> {
+        match &*self.lock() {
+            State::Ready(s) => Ok(s.clone()),
+            _ => Err(Error::Internal("an input was not evaluated before its user".into())),
+        }
+    }
+
+    /// Replace the state; the old one is returned so the caller drops it
+    /// outside the lock.
+    pub(crate) fn set_state(&self, state: State) -> State {
+        std::mem::replace(&mut *self.lock(), state)
+    }
+
+    pub(crate) fn take_state(mut self) -> State {
+        let s = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        std::mem::replace(s, State::Released)
+    }
+}
+
+impl Drop for ArrayInner {
+    fn drop(&mut self) {
+        self.device.inner.live_arrays.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A lazy n-dimensional array on a [`Device`].
+///
+/// Operations record a graph; nothing runs until [`Array::eval`],
+/// [`crate::eval`] or a read-back ([`Array::to_vec`], [`Array::item`]).
+/// Cloning is cheap (an `Arc`); clones share one descriptor, and the GPU
+/// buffer goes back to the device's pool the moment the last clone, and the
+/// last graph node that uses it, is gone.
+///
+/// ```
+/// use wgarray::{Array, Device};
+/// let device = Device::new_default()?;
+/// let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], &device)?;
+/// let b = a.matmul(&a)?;
+/// assert_eq!(b.to_vec::<f32>()?, vec![7.0, 10.0, 15.0, 22.0]);
+/// # Ok::<(), wgarray::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Array {
+    pub(crate) inner: Arc<ArrayInner>,
+}
+
+/// The 32-bit word that holds `value` as `dtype` (twice over for 2-byte dtypes).
+pub(crate) fn dtype_word(value: f64, dtype: DType) -> u32 {
+    match dtype {
+        DType::F32 => (value as f32).to_bits(),
+        DType::F16 => {
+            let h = half::f16::from_f64(value).to_bits() as u32;
+            h | (h << 16)
+        }
+        DType::BF16 => {
+            let h = half::bf16::from_f64(value).to_bits() as u32;
+            h | (h << 16)
+        }
+        DType::I32 => (value as i32) as u32,
+        DType::U32 => value as u32,
+        DType::Bool => (value != 0.0) as u32,
+    }
+}
+
+impl Array {
+    /// Record a node and make its outputs (one per `(shape, dtype)`).
+    pub(crate) fn from_node(
+        device: &Device,
+        primitive: Primitive,
+        inputs: Vec<Array>,
+        outputs: Vec<(Vec<usize>, DType)>,
+    ) -> Vec<Array> {
+        let node = Arc::new(Node::new(device, primitive, inputs));
+        let arrays: Vec<Array> = outputs
+            .into_iter()
+            .enumerate()
+            .map(|(index, (shape, dtype))| Array {
+                inner: ArrayInner::new(
+                    shape,
+                    dtype,
+                    device,
+                    State::Pending {
+                        node: Arc::clone(&node),
+                        index,
+                    },
+                ),
+            })
+            .collect();
+        let weak = arrays.iter().map(|a| Arc::downgrade(&a.inner)).collect();
+        node.outputs.set(weak).expect("outputs are set once, here");
+        arrays
+    }
+
+    /// An evaluated array holding a copy of `data`, shape `shape`.
+    ///
+    /// # Errors
+    /// [`Error::DataLength`] when `data.len()` is not the product of `shape`;
+    /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: &Device) -> Result<Array> {
+        let expected = numel(shape);
+        if data.len() != expected {
+            return Err(Error::DataLength {
+                len: data.len(),
+                shape: shape.to_vec(),
+                expected,
+            });
+        }
+        let mut bytes = T::to_device_bytes(data);
+        bytes.resize(bytes.len().next_multiple_of(4), 0);
+        Array::upload(&bytes, shape, T::DTYPE, device)
+    }
+
+    fn upload(bytes: &[u8], shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
+        crate::graph::eval::check_binding(device, "from_slice", bytes.len() as u64)?;
+        let dev = &device.inner;
+        let guard = dev.pool.lock_queue();
+        let buffer = dev.pool.acquire(&guard, bytes.len() as u64, BufferKind::Storage)?;
+        device.scoped(|| {
+            if !bytes.is_empty() {
+                dev.queue.write_buffer(buffer.buffer(), 0, bytes);
+            }
+            Ok(())
+        })?;
+        drop(guard);
+        Ok(Array {
+            inner: ArrayInner::new(
+                shape.to_vec(),
+                dtype,
+                device,
+                State::Ready(Storage {
+                    buffer: Arc::new(buffer),
+                    strides: contiguous_strides(shape),
+                    offset: 0,
+                }),
+            ),
+        })
+    }
+
+    /// A 0-dimensional array holding `value` as `dtype`, evaluated at once.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`].
+    pub fn scalar(value: f64, dtype: DType, device: &Device) -> Result<Array> {
+        let word = dtype_word(value, dtype);
+        Array::upload(&word.to_ne_bytes(), &[], dtype, device)
+    }
+
+    /// An array of `shape` with every element `value` (converted to `dtype`
+    /// as [`Element::from_f64`] does). Lazy: filled by a kernel on eval.
+    pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Array {
+        let word = dtype_word(value, dtype);
+        Array::from_node(device, Primitive::Full { word }, vec![], vec![(shape.to_vec(), dtype)])
+            .pop()
+            .expect("one output")
+    }
+
+    /// `full(shape, 0, dtype)`.
+    pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Array {
+        Array::full(shape, 0.0, dtype, device)
+    }
+
+    /// `full(shape, 1, dtype)`.
+    pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Array {
+        Array::full(shape, 1.0, dtype, device)
+    }
+
+    /// NumPy's `arange(start, stop, step)`: `ceil((stop - start) / step)`
+    /// values `start + i * step`, computed in f64 and converted to `dtype`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `step` is 0 or not finite.
+    pub fn arange(start: f64, stop: f64, step: f64, dtype: DType, device: &Device) -> Result<Array> {
+        if step == 0.0 || !step.is_finite() || !start.is_finite() || !stop.is_finite() {
+            return Err(Error::InvalidArgument(format!(
+                "arange({start}, {stop}, {step}): step must be finite and non-zero"
+            )));
+        }
+        let n = ((stop - start) / step).ceil().max(0.0) as usize;
+        let values = (0..n).map(|i| start + i as f64 * step);
+        let bytes: Vec<u8> = match dtype {
+            DType::F16 | DType::BF16 => {
+                let mut v: Vec<u8> = values
+                    .flat_map(|x| (dtype_word(x, dtype) as u16).to_ne_bytes())
+                    .collect();
+                v.resize(v.len().next_multiple_of(4), 0);
+                v
+            }
+            _ => values.flat_map(|x| dtype_word(x, dtype).to_ne_bytes()).collect(),
+        };
+        Array::upload(&bytes, &[n], dtype, device)
+    }
+
+    /// The shape: one length per dimension (`[]` for a scalar).
+    pub fn shape(&self) -> &[usize] {
+        &self.inner.shape
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.inner.dtype
+    }
+
+    /// The number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.inner.shape.len()
+    }
+
+    /// The number of elements.
+    pub fn size(&self) -> usize {
+        numel(&self.inner.shape)
+    }
+
+    /// Bytes the elements take on the device: `size() * dtype().size_in_bytes()`.
+    pub fn nbytes(&self) -> usize {
+        self.size() * self.inner.dtype.size_in_bytes()
+    }
+
+    /// The device the array lives on.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// Whether the array has been evaluated.
+    pub fn is_evaluated(&self) -> bool {
+        matches!(&*self.inner.lock(), State::Ready(_))
+    }
+
+    /// Evaluate this array (see [`crate::eval`]).
+    ///
+    /// # Errors
+    /// As [`crate::eval`].
+    pub fn eval(&self) -> Result<()> {
+        crate::eval(&[self])
+    }
+
+    /// Evaluate, then copy the elements back in row-major order.
+    ///
+    /// # Errors
+    /// [`Error::DType`] when `T` is not this array's dtype; the errors of
+    /// [`crate::eval`]; [`Error::Readback`] when mapping fails.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::DType {
+                op: "to_vec",
+                dtype: self.dtype(),
+                other: Some(T::DTYPE),
+            });
+        }
+        let bytes = self.read_bytes()?;
+        Ok(T::from_device_bytes(&bytes[..self.nbytes()]))
+    }
+
+    /// The only element of a one-element array.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the array does not have exactly one
+    /// element; otherwise as [`Array::to_vec`].
+    pub fn item<T: Element>(&self) -> Result<T> {
+        if self.size() != 1 {
+            return Err(Error::InvalidArgument(format!(
+                "item() needs exactly one element, the array has shape {:?}",
+                self.shape()
+            )));
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// Evaluate and read back the dense bytes (padded to 4).
+    fn read_bytes(&self) -> Result<Vec<u8>> {
+        self.eval()?;
+        let nbytes = self.nbytes();
+        if nbytes == 0 {
+            return Ok(Vec::new());
+        }
+        let device = self.device();
+        let dev = &device.inner;
+        let guard = dev.pool.lock_queue();
+        let storage = self.inner.storage()?;
+        let elem = self.dtype().size_in_bytes();
+        let size = nbytes.next_multiple_of(4) as u64;
+        let dense = storage.strides == contiguous_strides(self.shape());
+        let byte_offset = (storage.offset * elem) as u64;
+        let staging = dev.pool.acquire(&guard, size, BufferKind::Readback)?;
+        device.scoped(|| {
+            // A strided or oddly offset array is first copied dense.
+            let (mut dispatches, src, dense_buf);
+            if dense && byte_offset % 4 == 0 {
+                dispatches = Vec::new();
+                src = storage.buffer.buffer().clone();
+                dense_buf = None;
+            } else {
+                let tmp = dev.pool.acquire(&guard, size, BufferKind::Storage)?;
+                let view = crate::kernels::elementwise::Operand {
+                    buffer: storage.buffer.buffer(),
+                    strides: &storage.strides,
+                    offset: storage.offset,
+                };
+                dispatches = Vec::new();
+                dispatches.extend(crate::kernels::elementwise::copy(
+                    dev,
+                    elem,
+                    self.shape(),
+                    &view,
+                    tmp.buffer(),
+                )?);
+                src = tmp.buffer().clone();
+                dense_buf = Some(tmp);
+            }
+            let src_offset = if dense_buf.is_some() { 0 } else { byte_offset };
+            let index = crate::graph::eval::submit(
+                device,
+                &guard,
+                &dispatches,
+                &[crate::kernels::CopyOp {
+                    src,
+                    src_offset,
+                    dst: staging.buffer().clone(),
+                    size,
+                }],
+            )?;
+            drop(dense_buf);
+            let slice = staging.buffer().slice(0..size);
+            let (tx, rx) = std::sync::mpsc::channel();
+            slice.map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            dev.device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: Some(index),
+                    timeout: None,
+                })
+                .map_err(|e| Error::Readback(e.to_string()))?;
+            rx.recv()
+                .map_err(|e| Error::Readback(e.to_string()))?
+                .map_err(|e| Error::Readback(e.to_string()))?;
+            let data = slice
+                .get_mapped_range()
+                .map_err(|e| Error::Readback(e.to_string()))?
+                .to_vec();
+            staging.buffer().unmap();
+            Ok(data)
+        })
+    }
+
+    /// The values as f64, row-major (for printing and tests).
+    ///
+    /// # Errors
+    /// As [`Array::to_vec`].
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        Ok(match self.dtype() {
+            DType::F32 => self.to_vec::<f32>()?.into_iter().map(f64::from).collect(),
+            DType::F16 => self.to_vec::<half::f16>()?.into_iter().map(|x| x.to_f64()).collect(),
+            DType::BF16 => self.to_vec::<half::bf16>()?.into_iter().map(|x| x.to_f64()).collect(),
+            DType::I32 => self.to_vec::<i32>()?.into_iter().map(f64::from).collect(),
+            DType::U32 => self.to_vec::<u32>()?.into_iter().map(f64::from).collect(),
+            DType::Bool => self.to_vec::<bool>()?.into_iter().map(|b| b as u8 as f64).collect(),
+        })
+    }
+}
+
+/// NumPy's print threshold: arrays with more elements are summarised.
+const PRINT_THRESHOLD: usize = 1000;
+/// NumPy's `edgeitems`: elements shown at each end of a summarised axis.
+const EDGE_ITEMS: usize = 3;
+
+fn format_value(v: f64, dtype: DType) -> String {
+    match dtype {
+        DType::Bool => (if v != 0.0 { "True" } else { "False" }).to_string(),
+        DType::I32 | DType::U32 => format!("{v}"),
+        _ if v.is_nan() => "nan".to_string(),
+        _ if v.is_infinite() => (if v > 0.0 { "inf" } else { "-inf" }).to_string(),
+        // NumPy prints integral floats as `1.`.
+        _ if v.fract() == 0.0 && v.abs() < 1e16 => format!("{v:.0}."),
+        DType::F32 => format!("{}", v as f32),
+        _ => format!("{v}"),
+    }
+}
+
+fn format_nested(
+    out: &mut String,
+    values: &[String],
+    shape: &[usize],
+    width: usize,
+    depth: usize,
+    summarise: bool,
+    sep: &str,
+) {
+    if shape.is_empty() {
+        out.push_str(&format!("{:>width$}", values[0]));
+        return;
+    }
+    let n = shape[0];
+    let inner: usize = shape[1..].iter().product();
+    out.push('[');
+    let idx: Vec<Option<usize>> = if summarise && n > 2 * EDGE_ITEMS {
+        (0..EDGE_ITEMS)
+            .map(Some)
+            .chain(std::iter::once(None))
+            .chain((n - EDGE_ITEMS..n).map(Some))
+            .collect()
+    } else {
+        (0..n).map(Some).collect()
+    };
+    for (j, i) in idx.iter().enumerate() {
+        if j > 0 {
+            out.push_str(sep);
+            if shape.len() > 1 {
+                out.push('\n');
+                out.push_str(&"\n".repeat(shape.len() - 2));
+                out.push_str(&" ".repeat(depth + 1));
+            }
+        }
+        match i {
+            Some(i) => format_nested(
+                out,
+                &values[i * inner..(i + 1) * inner],
+                &shape[1..],
+                width,
+                depth + 1,
+                summarise,
+                sep,
+            ),
+            None => out.push_str("..."),
+        }
+    }
+    out.push(']');
+}
+
+impl Array {
+    fn format(&self, sep: &str, indent: usize) -> std::result::Result<String, Error> {
+        let values = self.to_f64_vec()?;
+        let strings: Vec<String> = values.iter().map(|&v| format_value(v, self.dtype())).collect();
+        let width = strings.iter().map(|s| s.len()).max().unwrap_or(0);
+        let mut out = String::new();
+        let summarise = self.size() > PRINT_THRESHOLD;
+        format_nested(&mut out, &strings, self.shape(), width, indent, summarise, sep);
+        Ok(out)
+    }
+}
+
+impl fmt::Display for Array {
+    /// Like NumPy's `str()`: `[[1. 2.]\n [3. 4.]]`; evaluates the array.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.format(" ", 0) {
+            Ok(s) => f.write_str(&s),
+            Err(e) => write!(f, "<unevaluable array: {e}>"),
+        }
+    }
+}
+
+impl fmt::Debug for Array {
+    /// Like NumPy's `repr()`: `array([[1., 2.], [3., 4.]], dtype=float32)`;
+    /// evaluates the array.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.format(",", 6) {
+            Ok(s) => write!(f, "array({s}, dtype={})", self.dtype()),
+            Err(e) => write!(
+                f,
+                "array(<unevaluable: {e}>, shape={:?}, dtype={})",
+                self.shape(),
+                self.dtype()
+            ),
+        }
+    }
+}

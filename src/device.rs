@@ -1,0 +1,475 @@
+//! [`Device`]: adapter choice, features, limits; owns the queue, the buffer
+//! pool and the kernel cache.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::kernels::KernelCache;
+use crate::memory::{MemoryStats, Pool};
+use crate::{Error, Result};
+
+/// Environment variable that picks a backend: `vulkan`, `gl`, `dx12` or `metal`.
+pub const BACKEND_ENV: &str = "WGARRAY_BACKEND";
+/// Environment variable that picks an adapter by a case-insensitive substring of its name.
+pub const ADAPTER_ENV: &str = "WGARRAY_ADAPTER";
+
+/// The wgpu features wgarray uses when the adapter has them.
+pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::SUBGROUP);
+
+/// How to choose an adapter. `Default` names nothing: the best adapter of any
+/// backend (see [`Device::new`]).
+#[derive(Clone, Debug, Default)]
+pub struct DeviceOptions {
+    /// Only adapters of this backend.
+    pub backend: Option<wgpu::Backend>,
+    /// Only adapters whose name contains this (case-insensitive).
+    pub adapter_name: Option<String>,
+    /// Rank adapters by this preference: `HighPerformance` puts discrete GPUs
+    /// first, `LowPower` integrated ones; `None` ranks discrete, integrated,
+    /// virtual, then software.
+    pub power_preference: wgpu::PowerPreference,
+}
+
+impl DeviceOptions {
+    /// Options from the environment: [`BACKEND_ENV`] and [`ADAPTER_ENV`].
+    ///
+    /// # Errors
+    /// [`Error::UnknownBackend`] when `WGARRAY_BACKEND` names no backend.
+    pub fn from_env() -> Result<Self> {
+        let backend = match std::env::var(BACKEND_ENV) {
+            Ok(s) if !s.trim().is_empty() => Some(parse_backend(&s)?),
+            _ => None,
+        };
+        let adapter_name = std::env::var(ADAPTER_ENV).ok().filter(|s| !s.trim().is_empty());
+        Ok(DeviceOptions {
+            backend,
+            adapter_name,
+            power_preference: wgpu::PowerPreference::None,
+        })
+    }
+
+    /// These options restricted to `backend`.
+    pub fn with_backend(mut self, backend: wgpu::Backend) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// These options restricted to adapters whose name contains `name`.
+    pub fn with_adapter_name(mut self, name: impl Into<String>) -> Self {
+        self.adapter_name = Some(name.into());
+        self
+    }
+
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        match self.backend {
+            Some(b) => parts.push(format!("backend {b}")),
+            None => parts.push("any backend".to_string()),
+        }
+        if let Some(n) = &self.adapter_name {
+            parts.push(format!("name containing {n:?}"));
+        }
+        parts.join(", ")
+    }
+}
+
+/// Parse a backend name: `vulkan`, `gl` (or `gles`, `opengl`), `dx12`, `metal`.
+///
+/// # Errors
+/// [`Error::UnknownBackend`] for anything else.
+pub fn parse_backend(s: &str) -> Result<wgpu::Backend> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "vulkan" | "vk" => Ok(wgpu::Backend::Vulkan),
+        "gl" | "gles" | "opengl" => Ok(wgpu::Backend::Gl),
+        "dx12" | "d3d12" => Ok(wgpu::Backend::Dx12),
+        "metal" | "mtl" => Ok(wgpu::Backend::Metal),
+        _ => Err(Error::UnknownBackend(s.to_string())),
+    }
+}
+
+fn backends_of(backend: Option<wgpu::Backend>) -> wgpu::Backends {
+    match backend {
+        None => wgpu::Backends::all(),
+        Some(b) => wgpu::Backends::from(b),
+    }
+}
+
+/// One adapter as [`Device::enumerate`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterDescription {
+    /// The driver's adapter name, e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`.
+    pub name: String,
+    /// The wgpu backend it is reached through.
+    pub backend: wgpu::Backend,
+    /// Discrete, integrated, virtual, CPU (software) or other.
+    pub device_type: wgpu::DeviceType,
+    /// The driver's name, e.g. `llvmpipe`.
+    pub driver: String,
+    /// The driver's version string.
+    pub driver_info: String,
+}
+
+impl From<wgpu::AdapterInfo> for AdapterDescription {
+    fn from(i: wgpu::AdapterInfo) -> Self {
+        AdapterDescription {
+            name: i.name,
+            backend: i.backend,
+            device_type: i.device_type,
+            driver: i.driver,
+            driver_info: i.driver_info,
+        }
+    }
+}
+
+impl fmt::Display for AdapterDescription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}, {:?})", self.name, self.backend, self.device_type)
+    }
+}
+
+fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    wgpu::Instance::new(desc)
+}
+
+fn type_rank(t: wgpu::DeviceType, pref: wgpu::PowerPreference) -> u8 {
+    use wgpu::DeviceType as T;
+    match (pref, t) {
+        (wgpu::PowerPreference::LowPower, T::IntegratedGpu) => 0,
+        (wgpu::PowerPreference::LowPower, T::DiscreteGpu) => 1,
+        (_, T::DiscreteGpu) => 0,
+        (_, T::IntegratedGpu) => 1,
+        (_, T::VirtualGpu) => 2,
+        (_, T::Cpu) => 3,
+        (_, T::Other) => 4,
+    }
+}
+
+fn backend_rank(b: wgpu::Backend) -> u8 {
+    match b {
+        wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12 => 0,
+        wgpu::Backend::Gl => 1,
+        _ => 2,
+    }
+}
+
+pub(crate) struct DeviceInner {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) info: AdapterDescription,
+    pub(crate) features: wgpu::Features,
+    pub(crate) limits: wgpu::Limits,
+    pub(crate) pool: Arc<Pool>,
+    pub(crate) kernels: KernelCache,
+    pub(crate) live_arrays: AtomicU64,
+    pub(crate) live_nodes: AtomicU64,
+    /// Set by wgpu's device-lost callback.
+    lost: Arc<Mutex<Option<String>>>,
+    /// Errors no error scope caught (should not happen; kept, not panicked on).
+    uncaptured: Arc<Mutex<Vec<String>>>,
+}
+
+/// A GPU device: one wgpu adapter, device and queue, with its buffer pool and
+/// kernel cache. Cheap to clone (an `Arc`); `Send + Sync`.
+///
+/// ```
+/// let device = wgarray::Device::new_default()?;
+/// println!("{}", device.info());
+/// # Ok::<(), wgarray::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<DeviceInner>,
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device({})", self.inner.info)
+    }
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Device {
+    /// Every adapter wgpu can reach on this machine, in wgpu's order.
+    pub fn enumerate() -> Vec<AdapterDescription> {
+        let inst = instance(wgpu::Backends::all());
+        pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all()))
+            .into_iter()
+            .map(|a| a.get_info().into())
+            .collect()
+    }
+
+    /// A device chosen by [`DeviceOptions::from_env`]: `WGARRAY_BACKEND` and
+    /// `WGARRAY_ADAPTER` if set, else the best adapter (see [`Device::new`]).
+    ///
+    /// # Errors
+    /// As [`Device::new`], plus [`Error::UnknownBackend`].
+    pub fn new_default() -> Result<Device> {
+        Device::new(&DeviceOptions::from_env()?)
+    }
+
+    /// A device on the best adapter that matches `options`.
+    ///
+    /// Adapters are filtered by backend and name, then ranked by device type
+    /// (discrete, integrated, virtual, software; `LowPower` puts integrated
+    /// first) and, among equals, Vulkan, Metal and DX12 before GL. The device
+    /// gets every optional feature in [`OPTIONAL_FEATURES`] the adapter has,
+    /// and the adapter's own limits.
+    ///
+    /// # Errors
+    /// [`Error::NoAdapter`] when nothing matches (its message says how to get
+    /// a software driver), [`Error::RequestDevice`] when the adapter refuses.
+    pub fn new(options: &DeviceOptions) -> Result<Device> {
+        let backends = backends_of(options.backend);
+        let inst = instance(backends);
+        let adapters = pollster::block_on(inst.enumerate_adapters(backends));
+        let available: Vec<String> = adapters
+            .iter()
+            .map(|a| AdapterDescription::from(a.get_info()).to_string())
+            .collect();
+        let needle = options.adapter_name.as_ref().map(|n| n.to_lowercase());
+        let best = adapters
+            .into_iter()
+            .filter(|a| {
+                let info = a.get_info();
+                options.backend.is_none_or(|b| info.backend == b)
+                    && needle
+                        .as_ref()
+                        .is_none_or(|n| info.name.to_lowercase().contains(n))
+            })
+            .min_by_key(|a| {
+                let info = a.get_info();
+                (
+                    type_rank(info.device_type, options.power_preference),
+                    backend_rank(info.backend),
+                )
+            });
+        let Some(adapter) = best else {
+            return Err(Error::NoAdapter {
+                requested: options.describe(),
+                available,
+            });
+        };
+        Device::from_adapter(&adapter)
+    }
+
+    /// A device on a given wgpu adapter, with the features and limits
+    /// [`Device::new`] requests.
+    ///
+    /// # Errors
+    /// [`Error::RequestDevice`] when the adapter refuses.
+    pub fn from_adapter(adapter: &wgpu::Adapter) -> Result<Device> {
+        let info = AdapterDescription::from(adapter.get_info());
+        let features = adapter.features() & OPTIONAL_FEATURES;
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("wgarray"),
+            required_features: features,
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| Error::RequestDevice(e.to_string()))?;
+
+        let lost = Arc::new(Mutex::new(None));
+        let lost_cb = Arc::clone(&lost);
+        device.set_device_lost_callback(move |reason, msg| {
+            log::error!("wgarray: device lost ({reason:?}): {msg}");
+            *lost_cb.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{reason:?}: {msg}"));
+        });
+        let uncaptured = Arc::new(Mutex::new(Vec::new()));
+        let unc = Arc::clone(&uncaptured);
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            log::error!("wgarray: uncaptured wgpu error: {e}");
+            unc.lock().unwrap_or_else(|e| e.into_inner()).push(e.to_string());
+        }));
+
+        let pool = Arc::new(Pool::new(device.clone()));
+        Ok(Device {
+            inner: Arc::new(DeviceInner {
+                kernels: KernelCache::new(device.clone()),
+                device,
+                queue,
+                info,
+                features,
+                limits,
+                pool,
+                live_arrays: AtomicU64::new(0),
+                live_nodes: AtomicU64::new(0),
+                lost,
+                uncaptured,
+            }),
+        })
+    }
+
+    /// The adapter behind this device.
+    pub fn info(&self) -> &AdapterDescription {
+        &self.inner.info
+    }
+
+    /// The backend this device runs on.
+    pub fn backend(&self) -> wgpu::Backend {
+        self.inner.info.backend
+    }
+
+    /// The optional features ([`OPTIONAL_FEATURES`]) this device got.
+    pub fn features(&self) -> wgpu::Features {
+        self.inner.features
+    }
+
+    /// The device's limits (the adapter's own). The ones that matter most:
+    /// `max_storage_buffer_binding_size` and `max_buffer_size` (bytes),
+    /// `max_compute_workgroups_per_dimension`,
+    /// `max_compute_invocations_per_workgroup`.
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.inner.limits
+    }
+
+    /// The underlying wgpu device, for interop.
+    pub fn wgpu_device(&self) -> &wgpu::Device {
+        &self.inner.device
+    }
+
+    /// The underlying wgpu queue, for interop.
+    pub fn wgpu_queue(&self) -> &wgpu::Queue {
+        &self.inner.queue
+    }
+
+    // ---- memory (MLX names and meanings; all bytes) ----
+
+    /// Bytes held by live arrays and in-use staging buffers
+    /// (MLX `get_active_memory`).
+    pub fn active_memory(&self) -> u64 {
+        self.inner.pool.stats().active
+    }
+
+    /// The most bytes active at once since creation or the last
+    /// [`Device::reset_peak_memory`] (MLX `get_peak_memory`).
+    pub fn peak_memory(&self) -> u64 {
+        self.inner.pool.stats().peak
+    }
+
+    /// Set the peak to the current active memory (MLX `reset_peak_memory`).
+    pub fn reset_peak_memory(&self) {
+        self.inner.pool.reset_peak()
+    }
+
+    /// Bytes in released buffers the pool keeps for reuse (MLX `get_cache_memory`).
+    pub fn cache_memory(&self) -> u64 {
+        self.inner.pool.stats().cache
+    }
+
+    /// Keep at most `bytes` in the cache, evicting least recently released
+    /// buffers now if needed; returns the previous limit (MLX
+    /// `set_cache_limit`). 0 disables caching: released buffers go straight
+    /// back to the driver. Default: no limit.
+    pub fn set_cache_limit(&self, bytes: u64) -> u64 {
+        self.inner.pool.set_cache_limit(bytes)
+    }
+
+    /// Cap active memory at `bytes`; returns the previous limit (MLX
+    /// `set_memory_limit`). An allocation that would pass it first empties
+    /// the cache, then fails with [`Error::OutOfMemory`]. Default: no limit
+    /// (the driver's own out-of-memory still maps to that error).
+    pub fn set_memory_limit(&self, bytes: u64) -> u64 {
+        self.inner.pool.set_memory_limit(bytes)
+    }
+
+    /// Hand every cached buffer back to the driver (MLX `clear_cache`).
+    pub fn clear_cache(&self) {
+        self.inner.pool.clear_cache()
+    }
+
+    /// All memory counters at once.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.inner.pool.stats()
+    }
+
+    /// Arrays (handles' shared descriptors) alive on this device: for
+    /// lifetime tests.
+    pub fn live_arrays(&self) -> u64 {
+        self.inner.live_arrays.load(Ordering::SeqCst)
+    }
+
+    /// Graph nodes alive on this device: for lifetime tests.
+    pub fn live_nodes(&self) -> u64 {
+        self.inner.live_nodes.load(Ordering::SeqCst)
+    }
+
+    /// Compute pipelines created so far (each kernel specialisation once).
+    pub fn pipelines_created(&self) -> u64 {
+        self.inner.kernels.created()
+    }
+
+    /// Wait until all submitted work has finished, so that wgpu frees the
+    /// buffers the pool has let go of.
+    ///
+    /// # Errors
+    /// [`Error::DeviceLost`] or [`Error::Readback`] when the wait fails.
+    pub fn synchronize(&self) -> Result<()> {
+        self.check_lost()?;
+        self.inner
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| Error::Readback(e.to_string()))
+    }
+
+    /// wgpu's allocator report (Vulkan, DX12; `None` on GL): total bytes the
+    /// driver allocator holds. For checking that memory really went back.
+    pub fn allocator_report(&self) -> Option<wgpu::AllocatorReport> {
+        self.inner.device.generate_allocator_report()
+    }
+
+    pub(crate) fn check_lost(&self) -> Result<()> {
+        match &*self.inner.lost.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(msg) => Err(Error::DeviceLost(msg.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Run `f` inside validation, out-of-memory and internal error scopes and
+    /// turn whatever wgpu reports into an [`Error`].
+    pub(crate) fn scoped<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.check_lost()?;
+        let d = &self.inner.device;
+        let internal = d.push_error_scope(wgpu::ErrorFilter::Internal);
+        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = d.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let v = pollster::block_on(validation.pop());
+        let o = pollster::block_on(oom.pop());
+        let i = pollster::block_on(internal.pop());
+        self.check_lost()?;
+        if let Some(e) = o {
+            log::error!("wgarray: wgpu out of memory: {e}");
+            return Err(Error::OutOfMemory {
+                requested: 0,
+                active: self.active_memory(),
+                limit: u64::MAX,
+            });
+        }
+        if let Some(e) = v {
+            return Err(Error::Validation(e.to_string()));
+        }
+        if let Some(e) = i {
+            return Err(Error::Internal(e.to_string()));
+        }
+        out
+    }
+
+    /// Errors wgpu raised outside any error scope since the last call.
+    pub fn take_uncaptured_errors(&self) -> Vec<String> {
+        std::mem::take(&mut *self.inner.uncaptured.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}

@@ -1,0 +1,154 @@
+//! The crate's error type.
+//!
+//! Every fallible call returns [`Result<T>`]. wgpu's own validation errors,
+//! out-of-memory and device loss are caught with error scopes and the device's
+//! uncaptured-error handler and come back as values of [`Error`]; none of them
+//! panics.
+
+use crate::DType;
+
+/// The result type of every fallible call in this crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Everything that can go wrong in wgarray.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// No adapter matched the request (or the machine has none at all).
+    #[error(
+        "no GPU adapter matched {requested}; adapters found: [{}]. \
+         On a machine without a GPU install Mesa's software drivers \
+         (Debian/Ubuntu, as root: `apt-get install -y mesa-vulkan-drivers libvulkan1 libegl1 libgl1-mesa-dri`) \
+         and pick a backend with WGARRAY_BACKEND=vulkan|gl|dx12|metal \
+         (an adapter by name with WGARRAY_ADAPTER=<substring>)",
+        available.join(", ")
+    )]
+    NoAdapter {
+        /// What was asked for, in words (backend, name, power preference).
+        requested: String,
+        /// `name (backend, device type)` of every adapter that was found.
+        available: Vec<String>,
+    },
+
+    /// `WGARRAY_BACKEND` or [`crate::DeviceOptions::backend`] named no known backend.
+    #[error("unknown backend {0:?}: expected one of vulkan, gl, dx12, metal")]
+    UnknownBackend(String),
+
+    /// The adapter refused to create a device.
+    #[error("the adapter refused to create a device: {0}")]
+    RequestDevice(String),
+
+    /// wgpu reported a validation error. This is a bug in wgarray (or in a
+    /// user's kernel run through [`crate::testing`]); the message is wgpu's.
+    #[error("wgpu validation error: {0}")]
+    Validation(String),
+
+    /// wgpu reported an internal error (for example a shader the driver could
+    /// not compile).
+    #[error("wgpu internal error: {0}")]
+    Internal(String),
+
+    /// A kernel failed to compile or validate. `kernel` names it.
+    #[error("kernel `{kernel}` failed to compile: {message}")]
+    Kernel {
+        /// The kernel's name and specialisation.
+        kernel: String,
+        /// naga's or wgpu's message.
+        message: String,
+    },
+
+    /// A GPU allocation would exceed the memory limit, or the driver ran out
+    /// of memory. All figures are in bytes. `limit` is `u64::MAX` when the
+    /// driver itself refused the allocation.
+    #[error(
+        "out of GPU memory: requested {requested} bytes with {active} bytes active (limit {limit} bytes)"
+    )]
+    OutOfMemory {
+        /// Bytes the failed allocation asked for (after rounding).
+        requested: u64,
+        /// Bytes held by live arrays when it failed.
+        active: u64,
+        /// The memory limit in force, see [`crate::Device::set_memory_limit`].
+        limit: u64,
+    },
+
+    /// The device was lost (driver reset, removal, or [`wgpu::Device::destroy`]).
+    #[error("the GPU device was lost: {0}")]
+    DeviceLost(String),
+
+    /// Waiting for the GPU or mapping a buffer failed.
+    #[error("reading back from the GPU failed: {0}")]
+    Readback(String),
+
+    /// Shapes that must agree do not.
+    #[error("shape mismatch in {op}: {lhs:?} and {rhs:?}")]
+    ShapeMismatch {
+        /// The operation that failed.
+        op: &'static str,
+        /// The first shape.
+        lhs: Vec<usize>,
+        /// The second shape.
+        rhs: Vec<usize>,
+    },
+
+    /// Host data does not fill the requested shape.
+    #[error("{len} elements cannot fill shape {shape:?} ({expected} elements)")]
+    DataLength {
+        /// Elements given.
+        len: usize,
+        /// The shape asked for.
+        shape: Vec<usize>,
+        /// Elements the shape holds.
+        expected: usize,
+    },
+
+    /// An axis is out of range for an array of `ndim` dimensions.
+    #[error("axis {axis} is out of range for an array of {ndim} dimensions")]
+    InvalidAxis {
+        /// The axis given (negative counts from the end).
+        axis: isize,
+        /// The array's number of dimensions.
+        ndim: usize,
+    },
+
+    /// Dtypes that must agree do not, or an op does not take this dtype.
+    #[error("{op}: unsupported dtype {dtype}{}", other.map(|o| format!(" with {o}")).unwrap_or_default())]
+    DType {
+        /// The operation that failed.
+        op: &'static str,
+        /// The offending dtype.
+        dtype: DType,
+        /// The other operand's dtype, for mixed-dtype errors.
+        other: Option<DType>,
+    },
+
+    /// The adapter lacks a wgpu feature the operation needs (for example
+    /// `SHADER_F16` for f16 arithmetic on GL).
+    #[error("{op} needs the wgpu feature {feature}, which this adapter does not have")]
+    MissingFeature {
+        /// The operation that failed.
+        op: &'static str,
+        /// The wgpu feature's name, as in `wgpu::Features`.
+        feature: &'static str,
+    },
+
+    /// An array is larger than the adapter's largest storage binding
+    /// (`max_storage_buffer_binding_size`, bytes).
+    #[error("{op}: {bytes} bytes exceed the adapter's largest storage binding of {max} bytes")]
+    TooLarge {
+        /// The operation that failed.
+        op: &'static str,
+        /// The binding's size in bytes.
+        bytes: u64,
+        /// The adapter's limit in bytes.
+        max: u64,
+    },
+
+    /// Arrays from different devices were combined.
+    #[error("arrays live on different devices")]
+    DeviceMismatch,
+
+    /// Any other invalid argument; the message says which.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}

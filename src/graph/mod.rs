@@ -1,0 +1,71 @@
+//! The lazy graph: [`Node`]s and their [`Primitive`]s, scheduling and eval.
+//!
+//! Ownership runs one way: an array holds its node (`Arc<Node>`) until it is
+//! evaluated; a node holds its inputs (arrays); a node reaches its outputs
+//! only through `Weak`. The outputs of a multi-output primitive share one node
+//! and never point at each other, so no cycle can form (DESIGN.md, rule 1).
+
+pub(crate) mod eval;
+
+use std::sync::atomic::Ordering;
+use std::sync::{OnceLock, Weak};
+
+use crate::array::{Array, ArrayInner, State};
+use crate::kernels::elementwise::BinaryOp;
+use crate::Device;
+
+/// One operation of the graph; each is one kind of kernel launch.
+#[derive(Debug)]
+pub(crate) enum Primitive {
+    /// Every 32-bit word of the output is `word`.
+    Full { word: u32 },
+    /// An elementwise binary op with broadcasting.
+    Binary(BinaryOp),
+    /// NumPy matmul (shapes already checked by the op).
+    Matmul,
+    /// A view under a shape that only adds or removes length-1 dimensions:
+    /// shares the input's buffer, no kernel.
+    Reshape,
+    /// Split along `axis`; output `i` starts at `starts[i]` along that axis.
+    Split { axis: usize, starts: Vec<usize> },
+}
+
+/// A node: a primitive applied to inputs, producing one or more outputs.
+pub(crate) struct Node {
+    pub primitive: Primitive,
+    pub inputs: Vec<Array>,
+    /// The outputs, weakly: set once, right after they are made.
+    pub outputs: OnceLock<Vec<Weak<ArrayInner>>>,
+    pub device: Device,
+}
+
+impl Node {
+    pub(crate) fn new(device: &Device, primitive: Primitive, inputs: Vec<Array>) -> Node {
+        device.inner.live_nodes.fetch_add(1, Ordering::SeqCst);
+        Node {
+            primitive,
+            inputs,
+            outputs: OnceLock::new(),
+            device: device.clone(),
+        }
+    }
+}
+
+impl Drop for Node {
+    /// Unlink the ancestry iteratively: a chain of 100,000 unevaluated ops
+    /// would otherwise drop by recursion and overflow the stack.
+    fn drop(&mut self) {
+        self.device.inner.live_nodes.fetch_sub(1, Ordering::SeqCst);
+        let mut stack = std::mem::take(&mut self.inputs);
+        while let Some(array) = stack.pop() {
+            let Ok(inner) = std::sync::Arc::try_unwrap(array.inner) else {
+                continue; // someone else still holds it
+            };
+            if let State::Pending { node, .. } = inner.take_state() {
+                if let Ok(mut node) = std::sync::Arc::try_unwrap(node) {
+                    stack.append(&mut node.inputs);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! Elementwise kernels: binary ops, strided copy, fill.
+
+use super::{COPY, Dispatch, FILL, PARAMS_WORDS, BINARY, grid};
+use crate::device::DeviceInner;
+use crate::{DType, Error, Result};
+
+/// A kernel operand: a buffer read through element strides from `offset`.
+pub(crate) struct Operand<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub strides: &'a [usize],
+    pub offset: usize,
+}
+
+/// Maximum rank the strided kernels take.
+pub(crate) const MAX_NDIM: usize = 8;
+
+/// The binary ops the `binary` kernel is specialised for, with the WGSL
+/// expression of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Maximum,
+    Minimum,
+}
+
+impl BinaryOp {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "subtract",
+            BinaryOp::Mul => "multiply",
+            BinaryOp::Div => "divide",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+        }
+    }
+
+    fn wgsl(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "a + b",
+            BinaryOp::Sub => "a - b",
+            BinaryOp::Mul => "a * b",
+            BinaryOp::Div => "a / b",
+            BinaryOp::Maximum => "max(a, b)",
+            BinaryOp::Minimum => "min(a, b)",
+        }
+    }
+}
+
+/// The WGSL scalar type of a dtype the arithmetic kernels take.
+pub(crate) fn wgsl_type(dev: &DeviceInner, op: &'static str, dtype: DType) -> Result<&'static str> {
+    match dtype {
+        DType::F32 => Ok("f32"),
+        DType::I32 => Ok("i32"),
+        DType::U32 => Ok("u32"),
+        DType::F16 if dev.features.contains(wgpu::Features::SHADER_F16) => Ok("f16"),
+        DType::F16 => Err(Error::MissingFeature {
+            op,
+            feature: "SHADER_F16",
+        }),
+        DType::BF16 | DType::Bool => Err(Error::DType {
+            op,
+            dtype,
+            other: None,
+        }),
+    }
+}
+
+fn is_contiguous(shape: &[usize], strides: &[usize]) -> bool {
+    let mut acc = 1;
+    for (&d, &s) in shape.iter().zip(strides).rev() {
+        if d != 1 && s != acc {
+            return false;
+        }
+        acc *= d;
+    }
+    true
+}
+
+fn put(v: &mut [u32; PARAMS_WORDS], base: usize, xs: &[usize]) -> Result<()> {
+    for (i, &x) in xs.iter().enumerate() {
+        v[base + i] = u32::try_from(x).map_err(|_| Error::TooLarge {
+            op: "strided kernel",
+            bytes: x as u64,
+            max: u32::MAX as u64,
+        })?;
+    }
+    Ok(())
+}
+
+/// Parameters of the strided family (see wgsl/strided.wgsl), and whether
+/// the CONTIGUOUS specialisation applies.
+fn strided_params(
+    n: usize,
+    shape: &[usize],
+    ops: &[&Operand<'_>],
+    extra: u32,
+) -> Result<([u32; PARAMS_WORDS], bool)> {
+    if shape.len() > MAX_NDIM {
+        return Err(Error::InvalidArgument(format!(
+            "arrays of more than {MAX_NDIM} dimensions are not supported (got {})",
+            shape.len()
+        )));
+    }
+    let mut p = [0u32; PARAMS_WORDS];
+    put(&mut p, 0, &[n, shape.len()])?;
+    put(&mut p, 4, shape)?;
+    let mut contiguous = true;
+    for (k, o) in ops.iter().enumerate() {
+        put(&mut p, 2 + k, &[o.offset])?;
+        put(&mut p, 12 + 8 * k, o.strides)?;
+        contiguous &= is_contiguous(shape, o.strides);
+    }
+    p[28] = extra;
+    Ok((p, contiguous))
+}
+
+fn flag(b: bool) -> &'static str {
+    if b { "true" } else { "false" }
+}
+
+/// `out = op(a, b)` over `shape` (a and b already broadcast by their strides).
+pub(crate) fn binary(
+    dev: &DeviceInner,
+    op: BinaryOp,
+    dtype: DType,
+    shape: &[usize],
+    a: &Operand<'_>,
+    b: &Operand<'_>,
+    out: &wgpu::Buffer,
+) -> Result<Option<Dispatch>> {
+    let n: usize = shape.iter().product();
+    if n == 0 {
+        return Ok(None);
+    }
+    let ty = wgsl_type(dev, op.name(), dtype)?;
+    let (params, contiguous) = strided_params(n, shape, &[a, b], 0)?;
+    let (spec, kernel) =
+        BINARY.spec(&[("T", ty), ("OP", op.wgsl()), ("CONTIGUOUS", flag(contiguous))]);
+    Ok(Some(Dispatch {
+        pipeline: dev.kernels.get(kernel, &spec)?,
+        params,
+        buffers: vec![a.buffer.clone(), b.buffer.clone(), out.clone()],
+        workgroups: grid(n as u64, dev.limits.max_compute_workgroups_per_dimension)?,
+    }))
+}
+
+/// Copy the strided `src` (of `shape`, elements of `elem_bytes` bytes) into
+/// the dense `out`.
+pub(crate) fn copy(
+    dev: &DeviceInner,
+    elem_bytes: usize,
+    shape: &[usize],
+    src: &Operand<'_>,
+    out: &wgpu::Buffer,
+) -> Result<Option<Dispatch>> {
+    let n: usize = shape.iter().product();
+    if n == 0 {
+        return Ok(None);
+    }
+    let (params, contiguous) = strided_params(n, shape, &[src], 0)?;
+    let width = elem_bytes.to_string();
+    let (spec, kernel) = COPY.spec(&[("ELEM_BYTES", &width), ("CONTIGUOUS", flag(contiguous))]);
+    let threads = if elem_bytes == 2 { n.div_ceil(2) } else { n };
+    Ok(Some(Dispatch {
+        pipeline: dev.kernels.get(kernel, &spec)?,
+        params,
+        buffers: vec![src.buffer.clone(), out.clone()],
+        workgroups: grid(threads as u64, dev.limits.max_compute_workgroups_per_dimension)?,
+    }))
+}
+
+/// Write the 32-bit `word` into the first `words` words of `out`.
+pub(crate) fn fill(dev: &DeviceInner, words: usize, word: u32, out: &wgpu::Buffer) -> Result<Option<Dispatch>> {
+    if words == 0 {
+        return Ok(None);
+    }
+    let (params, _) = strided_params(words, &[words], &[], word)?;
+    let (spec, kernel) = FILL.spec(&[("CONTIGUOUS", "true")]);
+    Ok(Some(Dispatch {
+        pipeline: dev.kernels.get(kernel, &spec)?,
+        params,
+        buffers: vec![out.clone()],
+        workgroups: grid(words as u64, dev.limits.max_compute_workgroups_per_dimension)?,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contiguity() {
+        assert!(is_contiguous(&[2, 3], &[3, 1]));
+        assert!(!is_contiguous(&[2, 3], &[1, 2]));
+        assert!(is_contiguous(&[1, 3], &[99, 1]));
+        assert!(!is_contiguous(&[2, 3], &[0, 1]));
+    }
+}

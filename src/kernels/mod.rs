@@ -1,0 +1,357 @@
+//! The Rust side of the WGSL kernels: sources and specialisation, the
+//! per-device pipeline cache, dispatch geometry, and encoding a batch of
+//! dispatches into one command buffer.
+//!
+//! Every kernel binds its parameters at `@binding(0)` as a uniform with a
+//! dynamic offset into one parameter buffer per submission, then its inputs
+//! (read-only storage) and outputs (read-write storage) in order. Kernels are
+//! specialised by text substitution of `{{NAME}}` placeholders: types cannot be
+//! override constants in WGSL, and one source per family keeps kernels that
+//! differ by a constant from being copied.
+
+pub(crate) mod elementwise;
+pub(crate) mod matmul;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::memory::{BufferKind, Pool, QueueGuard};
+use crate::{Error, Result};
+
+/// Bytes of parameters each dispatch may bind (the uniform binding size).
+pub(crate) const PARAMS_BYTES: u64 = 256;
+/// Words of parameters.
+pub(crate) const PARAMS_WORDS: usize = (PARAMS_BYTES / 4) as usize;
+/// Threads per workgroup of the one-dimensional kernels.
+pub(crate) const WORKGROUP: u32 = 256;
+
+/// A kernel family: one WGSL source with `{{NAME}}` placeholders.
+#[derive(Debug)]
+pub(crate) struct Kernel {
+    pub name: &'static str,
+    /// Prepended shared source (for example the strided-index helpers).
+    pub prelude: &'static str,
+    pub source: &'static str,
+    pub reads: u32,
+    pub writes: u32,
+}
+
+const STRIDED: &str = include_str!("../../wgsl/strided.wgsl");
+
+pub(crate) static BINARY: Kernel = Kernel {
+    name: "binary",
+    prelude: STRIDED,
+    source: include_str!("../../wgsl/binary.wgsl"),
+    reads: 2,
+    writes: 1,
+};
+
+pub(crate) static COPY: Kernel = Kernel {
+    name: "copy",
+    prelude: STRIDED,
+    source: include_str!("../../wgsl/copy.wgsl"),
+    reads: 1,
+    writes: 1,
+};
+
+pub(crate) static FILL: Kernel = Kernel {
+    name: "fill",
+    prelude: STRIDED,
+    source: include_str!("../../wgsl/fill.wgsl"),
+    reads: 0,
+    writes: 1,
+};
+
+pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
+    name: "matmul_naive",
+    prelude: "",
+    source: include_str!("../../wgsl/matmul_naive.wgsl"),
+    reads: 2,
+    writes: 1,
+};
+
+/// Every kernel family, for validation tests.
+pub(crate) static ALL: [&Kernel; 4] = [&BINARY, &COPY, &FILL, &MATMUL_NAIVE];
+
+/// One specialisation of a kernel: the values of its placeholders.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Spec {
+    pub kernel: &'static str,
+    pub subs: Vec<(&'static str, String)>,
+}
+
+impl Kernel {
+    pub(crate) fn spec(&'static self, subs: &[(&'static str, &str)]) -> (Spec, &'static Kernel) {
+        let mut subs: Vec<_> = subs.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        subs.sort();
+        (Spec { kernel: self.name, subs }, self)
+    }
+
+    /// The WGSL text of one specialisation.
+    pub(crate) fn source_for(&self, spec: &Spec) -> String {
+        let mut src = String::with_capacity(self.prelude.len() + self.source.len() + 64);
+        let needs_f16 = spec.subs.iter().any(|(_, v)| v.contains("f16"));
+        if needs_f16 {
+            src.push_str("enable f16;\n");
+        }
+        src.push_str(self.prelude);
+        src.push('\n');
+        src.push_str(self.source);
+        for (k, v) in &spec.subs {
+            src = src.replace(&format!("{{{{{k}}}}}"), v);
+        }
+        src
+    }
+}
+
+/// A compiled kernel: its pipeline and bind-group layout (cheap clones).
+#[derive(Clone, Debug)]
+pub(crate) struct Pipeline {
+    pub pipeline: wgpu::ComputePipeline,
+    pub layout: wgpu::BindGroupLayout,
+}
+
+/// The per-device pipeline cache, keyed by kernel and specialisation.
+///
+/// It holds only pipelines and layouts, keyed by strings: nothing in it points
+/// back at arrays, graphs or compiled functions (DESIGN.md, rule 5).
+pub(crate) struct KernelCache {
+    device: wgpu::Device,
+    pipelines: Mutex<HashMap<Spec, Pipeline>>,
+    layouts: Mutex<HashMap<(u32, u32), (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
+    created: AtomicU64,
+}
+
+impl KernelCache {
+    pub(crate) fn new(device: wgpu::Device) -> Self {
+        KernelCache {
+            device,
+            pipelines: Mutex::new(HashMap::new()),
+            layouts: Mutex::new(HashMap::new()),
+            created: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn created(&self) -> u64 {
+        self.created.load(Ordering::SeqCst)
+    }
+
+    fn layout(&self, reads: u32, writes: u32) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+        let mut layouts = self.layouts.lock().unwrap_or_else(|e| e.into_inner());
+        layouts
+            .entry((reads, writes))
+            .or_insert_with(|| {
+                let mut entries = vec![wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: true,
+                        min_binding_size: wgpu::BufferSize::new(PARAMS_BYTES),
+                    },
+                    count: None,
+                }];
+                for i in 0..reads + writes {
+                    entries.push(wgpu::BindGroupLayoutEntry {
+                        binding: 1 + i,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty: wgpu::BindingType::Buffer {
+                            ty: wgpu::BufferBindingType::Storage { read_only: i < reads },
+                            has_dynamic_offset: false,
+                            min_binding_size: None,
+                        },
+                        count: None,
+                    });
+                }
+                let bgl = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some("wgarray kernel"),
+                    entries: &entries,
+                });
+                let pl = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some("wgarray kernel"),
+                    bind_group_layouts: &[Some(&bgl)],
+                    immediate_size: 0,
+                });
+                (bgl, pl)
+            })
+            .clone()
+    }
+
+    /// The pipeline for `spec`, compiling it on first use.
+    ///
+    /// # Errors
+    /// [`Error::Kernel`] when WGSL parsing, validation or pipeline creation fails.
+    pub(crate) fn get(&self, kernel: &Kernel, spec: &Spec) -> Result<Pipeline> {
+        if let Some(p) = self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(spec) {
+            return Ok(p.clone());
+        }
+        let source = kernel.source_for(spec);
+        let label = format!("{}{:?}", spec.kernel, spec.subs);
+        // Validate with naga first: its messages name the line, and a bad
+        // kernel never reaches the driver.
+        let module = naga::front::wgsl::parse_str(&source).map_err(|e| Error::Kernel {
+            kernel: label.clone(),
+            message: e.emit_to_string(&source),
+        })?;
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .map_err(|e| Error::Kernel {
+            kernel: label.clone(),
+            message: e.emit_to_string(&source),
+        })?;
+        let (layout, pipeline_layout) = self.layout(kernel.reads, kernel.writes);
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let shader = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(&label),
+            source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
+        });
+        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(&label),
+            layout: Some(&pipeline_layout),
+            module: &shader,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let i = pollster::block_on(internal.pop());
+        let v = pollster::block_on(scope.pop());
+        if let Some(e) = v.or(i) {
+            return Err(Error::Kernel {
+                kernel: label,
+                message: e.to_string(),
+            });
+        }
+        self.created.fetch_add(1, Ordering::SeqCst);
+        let p = Pipeline { pipeline, layout };
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(spec.clone(), p.clone());
+        Ok(p)
+    }
+}
+
+/// Workgroup counts for `threads` threads in groups of [`WORKGROUP`], folded
+/// into a second dimension when one would pass `max_per_dim`. Kernels
+/// recover the thread index as `gid.x + gid.y * num_workgroups.x * WG`.
+///
+/// # Errors
+/// [`Error::TooLarge`] when even two dimensions cannot cover the threads.
+pub(crate) fn grid(threads: u64, max_per_dim: u32) -> Result<[u32; 3]> {
+    let groups = threads.div_ceil(WORKGROUP as u64);
+    if groups <= max_per_dim as u64 {
+        return Ok([groups as u32, 1, 1]);
+    }
+    let y = groups.div_ceil(max_per_dim as u64);
+    if y > max_per_dim as u64 || threads > u32::MAX as u64 {
+        return Err(Error::TooLarge {
+            op: "dispatch",
+            bytes: threads,
+            max: u32::MAX as u64,
+        });
+    }
+    Ok([max_per_dim, y as u32, 1])
+}
+
+/// One dispatch, ready to encode: the buffers are bound at 1, 2, ... in order.
+pub(crate) struct Dispatch {
+    pub pipeline: Pipeline,
+    pub params: [u32; PARAMS_WORDS],
+    pub buffers: Vec<wgpu::Buffer>,
+    pub workgroups: [u32; 3],
+}
+
+/// A buffer-to-buffer copy to run after the dispatches.
+pub(crate) struct CopyOp {
+    pub src: wgpu::Buffer,
+    pub src_offset: u64,
+    pub dst: wgpu::Buffer,
+    pub size: u64,
+}
+
+/// Encode `dispatches` (one compute pass) and then `copies` into one command
+/// buffer and submit it once. Identical parameter blocks share one slot of
+/// the parameter buffer.
+pub(crate) fn submit(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    pool: &Arc<Pool>,
+    guard: &QueueGuard<'_>,
+    dispatches: &[Dispatch],
+    copies: &[CopyOp],
+    uniform_align: u64,
+) -> Result<wgpu::SubmissionIndex> {
+    let stride = PARAMS_BYTES.max(uniform_align);
+    let mut slots: HashMap<&[u32; PARAMS_WORDS], u64> = HashMap::new();
+    let mut offsets = Vec::with_capacity(dispatches.len());
+    let mut bytes: Vec<u8> = Vec::new();
+    for d in dispatches {
+        let off = *slots.entry(&d.params).or_insert_with(|| {
+            let off = bytes.len() as u64;
+            bytes.extend_from_slice(bytemuck::cast_slice(&d.params));
+            bytes.resize((off + stride) as usize, 0);
+            off
+        });
+        offsets.push(off as u32);
+    }
+    let params = if bytes.is_empty() {
+        None
+    } else {
+        let buf = pool.acquire(guard, bytes.len() as u64, BufferKind::Uniform)?;
+        queue.write_buffer(buf.buffer(), 0, &bytes);
+        Some(buf)
+    };
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("wgarray eval"),
+    });
+    if !dispatches.is_empty() {
+        let params = params.as_ref().expect("made above").buffer();
+        let groups: Vec<wgpu::BindGroup> = dispatches
+            .iter()
+            .map(|d| {
+                let mut entries = vec![wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: params,
+                        offset: 0,
+                        size: wgpu::BufferSize::new(PARAMS_BYTES),
+                    }),
+                }];
+                for (i, b) in d.buffers.iter().enumerate() {
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: 1 + i as u32,
+                        resource: b.as_entire_binding(),
+                    });
+                }
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &d.pipeline.layout,
+                    entries: &entries,
+                })
+            })
+            .collect();
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("wgarray eval"),
+            timestamp_writes: None,
+        });
+        for ((d, g), off) in dispatches.iter().zip(&groups).zip(&offsets) {
+            pass.set_pipeline(&d.pipeline.pipeline);
+            pass.set_bind_group(0, g, &[*off]);
+            let [x, y, z] = d.workgroups;
+            pass.dispatch_workgroups(x, y, z);
+        }
+    }
+    for c in copies {
+        encoder.copy_buffer_to_buffer(&c.src, c.src_offset, &c.dst, 0, c.size);
+    }
+    let index = queue.submit([encoder.finish()]);
+    // `params` goes back to the pool here; see memory::pool on why reuse by
+    // later submissions is safe.
+    drop(params);
+    Ok(index)
+}

@@ -1,0 +1,47 @@
+//! # wgarray: lazy arrays on wgpu
+//!
+//! Build a graph of array operations; [`eval`] runs the part you need as WGSL
+//! compute shaders on one [`Device`] (Vulkan, DX12, Metal or GL, including
+//! Mesa's software drivers), in one submission. GPU memory comes from a
+//! per-device pool and goes back the moment the last handle to it is gone:
+//! [`Device::active_memory`] says so at once.
+//!
+//! ```
+//! use wgarray::{Array, DType, Device};
+//!
+//! let device = Device::new_default()?; // WGARRAY_BACKEND=vulkan|gl picks a backend
+//! let x = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], &device)?;
+//! let w = Array::ones(&[3, 4], DType::F32, &device);
+//! let y = (&x.matmul(&w)? * 2.0)?;          // lazy: nothing has run yet
+//! let parts = y.split(2, 1)?;               // a multi-output op
+//! assert_eq!(parts[0].to_vec::<f32>()?, vec![12.0, 12.0, 30.0, 30.0]);
+//! drop((x, w, y, parts));
+//! assert_eq!(device.active_memory(), 0);    // every buffer is back in the pool
+//! # Ok::<(), wgarray::Error>(())
+//! ```
+//!
+//! The architecture and lifetime rules are in `docs/ARCHITECTURE.md`.
+
+mod array;
+mod device;
+mod dtype;
+mod error;
+mod graph;
+mod kernels;
+mod memory;
+pub mod ops;
+pub mod shape;
+
+pub use array::Array;
+pub use device::{
+    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, Device, DeviceOptions, OPTIONAL_FEATURES,
+    parse_backend,
+};
+pub use dtype::{DType, Element};
+pub use error::{Error, Result};
+pub use graph::eval::eval;
+pub use memory::MemoryStats;
+pub use ops::multi_output::SplitSpec;
+
+/// Re-exported so users can name adapters, backends and features.
+pub use wgpu;

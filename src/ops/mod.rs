@@ -1,0 +1,15 @@
+//! Graph-building operations, one file per family. Each checks its inputs
+//! (shapes, dtypes, devices) and records a node; nothing runs until eval.
+
+pub mod elementwise;
+pub mod matmul;
+pub mod multi_output;
+
+use crate::{Array, Error, Result};
+
+pub(crate) fn same_device(a: &Array, b: &Array) -> Result<()> {
+    if a.device() != b.device() {
+        return Err(Error::DeviceMismatch);
+    }
+    Ok(())
+}
