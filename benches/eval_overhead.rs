@@ -1,1 +1,136 @@
-fn main() {}
+//! Eval overhead: 1000 chained `x + 1` on an f32[256] array, then read back.
+//! Reported per op (divide the time by 1000). Beside it, in the same run, a
+//! raw wgpu loop doing the same work the plain way: one pipeline, a fresh
+//! bind group and uniform-free dispatch per op, one submit, one read-back.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use wgarray::{Array, DType, Device};
+
+const OPS: usize = 1000;
+const N: usize = 256;
+
+fn wgarray_chain(c: &mut Criterion, device: &Device) {
+    let x = Array::from_slice(&vec![0.0f32; N], &[N], device).unwrap();
+    let one = Array::scalar(1.0, DType::F32, device).unwrap();
+    c.bench_function(
+        &format!(
+            "wgarray: {OPS} chained x+1 on f32[{N}] + read back ({:?})",
+            device.backend()
+        ),
+        |b| {
+            b.iter(|| {
+                let mut y = x.clone();
+                for _ in 0..OPS {
+                    y = (&y + &one).unwrap();
+                }
+                let v = y.to_vec::<f32>().unwrap();
+                assert_eq!(v[0], OPS as f32);
+            })
+        },
+    );
+}
+
+const RAW_SHADER: &str = r#"
+@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if gid.x < arrayLength(&dst) { dst[gid.x] = src[gid.x] + 1.0; }
+}
+"#;
+
+fn raw_wgpu_chain(c: &mut Criterion, device: &Device) {
+    let d = device.wgpu_device();
+    let q = device.wgpu_queue();
+    let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: None,
+        source: wgpu::ShaderSource::Wgsl(RAW_SHADER.into()),
+    });
+    let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: None,
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let usage =
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+    let bufs: Vec<wgpu::Buffer> = (0..2)
+        .map(|_| {
+            d.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: (N * 4) as u64,
+                usage,
+                mapped_at_creation: false,
+            })
+        })
+        .collect();
+    let staging = d.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: (N * 4) as u64,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let layout = pipeline.get_bind_group_layout(0);
+    c.bench_function(
+        &format!(
+            "raw wgpu: {OPS} chained x+1 on f32[{N}] + read back ({:?})",
+            device.backend()
+        ),
+        |b| {
+            b.iter(|| {
+                q.write_buffer(&bufs[0], 0, bytemuck::cast_slice(&vec![0.0f32; N]));
+                let mut enc = d.create_command_encoder(&Default::default());
+                {
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    pass.set_pipeline(&pipeline);
+                    for i in 0..OPS {
+                        let (src, dst) = (&bufs[i % 2], &bufs[(i + 1) % 2]);
+                        let bg = d.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: None,
+                            layout: &layout,
+                            entries: &[
+                                wgpu::BindGroupEntry {
+                                    binding: 0,
+                                    resource: src.as_entire_binding(),
+                                },
+                                wgpu::BindGroupEntry {
+                                    binding: 1,
+                                    resource: dst.as_entire_binding(),
+                                },
+                            ],
+                        });
+                        pass.set_bind_group(0, &bg, &[]);
+                        pass.dispatch_workgroups(1, 1, 1);
+                    }
+                }
+                enc.copy_buffer_to_buffer(&bufs[OPS % 2], 0, &staging, 0, (N * 4) as u64);
+                let idx = q.submit([enc.finish()]);
+                staging.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+                d.poll(wgpu::PollType::Wait {
+                    submission_index: Some(idx),
+                    timeout: None,
+                })
+                .unwrap();
+                let v: Vec<f32> =
+                    bytemuck::pod_collect_to_vec(&staging.slice(..).get_mapped_range().unwrap());
+                staging.unmap();
+                assert_eq!(v[0], OPS as f32);
+            })
+        },
+    );
+}
+
+fn benches(c: &mut Criterion) {
+    let device = Device::new_default().expect("a GPU adapter (see README)");
+    wgarray_chain(c, &device);
+    raw_wgpu_chain(c, &device);
+}
+
+criterion_group! {
+    name = eval_overhead;
+    config = Criterion::default().sample_size(20);
+    targets = benches
+}
+criterion_main!(eval_overhead);

@@ -24,8 +24,12 @@ fn main() -> wgarray::Result<()> {
     );
 
     let (m, k, n) = (64, 128, 96);
-    let a_host: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 101) as f32 / 101.0 - 0.5).collect();
-    let w_host: Vec<f32> = (0..k * 3 * n).map(|i| ((i * 104_729) % 89) as f32 / 89.0 - 0.5).collect();
+    let a_host: Vec<f32> = (0..m * k)
+        .map(|i| ((i * 7919) % 101) as f32 / 101.0 - 0.5)
+        .collect();
+    let w_host: Vec<f32> = (0..k * 3 * n)
+        .map(|i| ((i * 104_729) % 89) as f32 / 89.0 - 0.5)
+        .collect();
     let x = Array::from_slice(&a_host, &[m, k], &device)?;
     let w = Array::from_slice(&w_host, &[k, 3 * n], &device)?;
 
@@ -36,7 +40,10 @@ fn main() -> wgarray::Result<()> {
     let y = (&(q * kk)? + 1.0)?;
     wgarray::eval(&[&y, &parts[2]])?;
     println!("y[0, ..4] = {:?}", &y.to_vec::<f32>()?[..4]);
-    println!("small array: {}", Array::arange(0.0, 6.0, 1.0, DType::F32, &device)?);
+    println!(
+        "small array: {}",
+        Array::arange(0.0, 6.0, 1.0, DType::F32, &device)?
+    );
     println!(
         "memory: active {:.3} MiB, peak {:.3} MiB, cache {:.3} MiB",
         mib(device.active_memory()),

@@ -19,8 +19,8 @@ pub(crate) struct Storage {
 }
 
 pub(crate) enum State {
-    /// Not evaluated: output `index` of `node`.
-    Pending { node: Arc<Node>, index: usize },
+    /// Not evaluated: one of `node`'s outputs (the node knows which, weakly).
+    Pending { node: Arc<Node> },
     /// Evaluated.
     Ready(Storage),
     /// Taken apart while dropping (see `Node::drop`).
@@ -61,7 +61,9 @@ impl ArrayInner {
     pub(crate) fn storage(&self) -> Result<Storage> {
         match &*self.lock() {
             State::Ready(s) => Ok(s.clone()),
-            _ => Err(Error::Internal("an input was not evaluated before its user".into())),
+            _ => Err(Error::Internal(
+                "an input was not evaluated before its user".into(),
+            )),
         }
     }
 
@@ -133,15 +135,13 @@ impl Array {
         let node = Arc::new(Node::new(device, primitive, inputs));
         let arrays: Vec<Array> = outputs
             .into_iter()
-            .enumerate()
-            .map(|(index, (shape, dtype))| Array {
+            .map(|(shape, dtype)| Array {
                 inner: ArrayInner::new(
                     shape,
                     dtype,
                     device,
                     State::Pending {
                         node: Arc::clone(&node),
-                        index,
                     },
                 ),
             })
@@ -174,7 +174,9 @@ impl Array {
         crate::graph::eval::check_binding(device, "from_slice", bytes.len() as u64)?;
         let dev = &device.inner;
         let guard = dev.pool.lock_queue();
-        let buffer = dev.pool.acquire(&guard, bytes.len() as u64, BufferKind::Storage)?;
+        let buffer = dev
+            .pool
+            .acquire(&guard, bytes.len() as u64, BufferKind::Storage)?;
         device.scoped(|| {
             if !bytes.is_empty() {
                 dev.queue.write_buffer(buffer.buffer(), 0, bytes);
@@ -209,9 +211,14 @@ impl Array {
     /// as [`Element::from_f64`] does). Lazy: filled by a kernel on eval.
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Array {
         let word = dtype_word(value, dtype);
-        Array::from_node(device, Primitive::Full { word }, vec![], vec![(shape.to_vec(), dtype)])
-            .pop()
-            .expect("one output")
+        Array::from_node(
+            device,
+            Primitive::Full { word },
+            vec![],
+            vec![(shape.to_vec(), dtype)],
+        )
+        .pop()
+        .expect("one output")
     }
 
     /// `full(shape, 0, dtype)`.
@@ -229,7 +236,13 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `step` is 0 or not finite.
-    pub fn arange(start: f64, stop: f64, step: f64, dtype: DType, device: &Device) -> Result<Array> {
+    pub fn arange(
+        start: f64,
+        stop: f64,
+        step: f64,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Array> {
         if step == 0.0 || !step.is_finite() || !start.is_finite() || !stop.is_finite() {
             return Err(Error::InvalidArgument(format!(
                 "arange({start}, {stop}, {step}): step must be finite and non-zero"
@@ -245,7 +258,9 @@ impl Array {
                 v.resize(v.len().next_multiple_of(4), 0);
                 v
             }
-            _ => values.flat_map(|x| dtype_word(x, dtype).to_ne_bytes()).collect(),
+            _ => values
+                .flat_map(|x| dtype_word(x, dtype).to_ne_bytes())
+                .collect(),
         };
         Array::upload(&bytes, &[n], dtype, device)
     }
@@ -344,7 +359,7 @@ impl Array {
         device.scoped(|| {
             // A strided or oddly offset array is first copied dense.
             let (mut dispatches, src, dense_buf);
-            if dense && byte_offset % 4 == 0 {
+            if dense && byte_offset.is_multiple_of(4) {
                 dispatches = Vec::new();
                 src = storage.buffer.buffer().clone();
                 dense_buf = None;
@@ -409,11 +424,23 @@ impl Array {
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
         Ok(match self.dtype() {
             DType::F32 => self.to_vec::<f32>()?.into_iter().map(f64::from).collect(),
-            DType::F16 => self.to_vec::<half::f16>()?.into_iter().map(|x| x.to_f64()).collect(),
-            DType::BF16 => self.to_vec::<half::bf16>()?.into_iter().map(|x| x.to_f64()).collect(),
+            DType::F16 => self
+                .to_vec::<half::f16>()?
+                .into_iter()
+                .map(|x| x.to_f64())
+                .collect(),
+            DType::BF16 => self
+                .to_vec::<half::bf16>()?
+                .into_iter()
+                .map(|x| x.to_f64())
+                .collect(),
             DType::I32 => self.to_vec::<i32>()?.into_iter().map(f64::from).collect(),
             DType::U32 => self.to_vec::<u32>()?.into_iter().map(f64::from).collect(),
-            DType::Bool => self.to_vec::<bool>()?.into_iter().map(|b| b as u8 as f64).collect(),
+            DType::Bool => self
+                .to_vec::<bool>()?
+                .into_iter()
+                .map(|b| b as u8 as f64)
+                .collect(),
         })
     }
 }
@@ -433,6 +460,21 @@ fn format_value(v: f64, dtype: DType) -> String {
         _ if v.fract() == 0.0 && v.abs() < 1e16 => format!("{v:.0}."),
         DType::F32 => format!("{}", v as f32),
         _ => format!("{v}"),
+    }
+}
+
+/// Pad float strings so their decimal points line up, as NumPy does:
+/// integer parts right-aligned, fractions left-aligned.
+fn align_decimal_points(strings: &mut [String]) {
+    let split = |s: &str| match s.find('.') {
+        Some(i) => (i, s.len() - i),
+        None => (s.len(), 0),
+    };
+    let int_w = strings.iter().map(|s| split(s).0).max().unwrap_or(0);
+    let frac_w = strings.iter().map(|s| split(s).1).max().unwrap_or(0);
+    for s in strings.iter_mut() {
+        let (i, f) = split(s);
+        *s = format!("{}{s}{}", " ".repeat(int_w - i), " ".repeat(frac_w - f));
     }
 }
 
@@ -463,7 +505,7 @@ fn format_nested(
     };
     for (j, i) in idx.iter().enumerate() {
         if j > 0 {
-            out.push_str(sep);
+            out.push_str(if shape.len() > 1 { sep.trim_end() } else { sep });
             if shape.len() > 1 {
                 out.push('\n');
                 out.push_str(&"\n".repeat(shape.len() - 2));
@@ -489,11 +531,25 @@ fn format_nested(
 impl Array {
     fn format(&self, sep: &str, indent: usize) -> std::result::Result<String, Error> {
         let values = self.to_f64_vec()?;
-        let strings: Vec<String> = values.iter().map(|&v| format_value(v, self.dtype())).collect();
+        let mut strings: Vec<String> = values
+            .iter()
+            .map(|&v| format_value(v, self.dtype()))
+            .collect();
+        if self.dtype().is_float() {
+            align_decimal_points(&mut strings);
+        }
         let width = strings.iter().map(|s| s.len()).max().unwrap_or(0);
         let mut out = String::new();
         let summarise = self.size() > PRINT_THRESHOLD;
-        format_nested(&mut out, &strings, self.shape(), width, indent, summarise, sep);
+        format_nested(
+            &mut out,
+            &strings,
+            self.shape(),
+            width,
+            indent,
+            summarise,
+            sep,
+        );
         Ok(out)
     }
 }
@@ -512,7 +568,7 @@ impl fmt::Debug for Array {
     /// Like NumPy's `repr()`: `array([[1., 2.], [3., 4.]], dtype=float32)`;
     /// evaluates the array.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.format(",", 6) {
+        match self.format(", ", 6) {
             Ok(s) => write!(f, "array({s}, dtype={})", self.dtype()),
             Err(e) => write!(
                 f,

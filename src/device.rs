@@ -43,7 +43,9 @@ impl DeviceOptions {
             Ok(s) if !s.trim().is_empty() => Some(parse_backend(&s)?),
             _ => None,
         };
-        let adapter_name = std::env::var(ADAPTER_ENV).ok().filter(|s| !s.trim().is_empty());
+        let adapter_name = std::env::var(ADAPTER_ENV)
+            .ok()
+            .filter(|s| !s.trim().is_empty());
         Ok(DeviceOptions {
             backend,
             adapter_name,
@@ -126,7 +128,11 @@ impl From<wgpu::AdapterInfo> for AdapterDescription {
 
 impl fmt::Display for AdapterDescription {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}, {:?})", self.name, self.backend, self.device_type)
+        write!(
+            f,
+            "{} ({}, {:?})",
+            self.name, self.backend, self.device_type
+        )
     }
 }
 
@@ -291,7 +297,9 @@ impl Device {
         let unc = Arc::clone(&uncaptured);
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             log::error!("wgarray: uncaptured wgpu error: {e}");
-            unc.lock().unwrap_or_else(|e| e.into_inner()).push(e.to_string());
+            unc.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(e.to_string());
         }));
 
         let pool = Arc::new(Pool::new(device.clone()));
@@ -470,6 +478,12 @@ impl Device {
 
     /// Errors wgpu raised outside any error scope since the last call.
     pub fn take_uncaptured_errors(&self) -> Vec<String> {
-        std::mem::take(&mut *self.inner.uncaptured.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(
+            &mut *self
+                .inner
+                .uncaptured
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
     }
 }

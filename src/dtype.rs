@@ -121,8 +121,18 @@ macro_rules! pod_element {
 }
 
 pod_element!(f32, DType::F32, |x: f32| x as f64, |v: f64| v as f32);
-pod_element!(half::f16, DType::F16, |x: half::f16| x.to_f64(), half::f16::from_f64);
-pod_element!(half::bf16, DType::BF16, |x: half::bf16| x.to_f64(), half::bf16::from_f64);
+pod_element!(
+    half::f16,
+    DType::F16,
+    |x: half::f16| x.to_f64(),
+    half::f16::from_f64
+);
+pod_element!(
+    half::bf16,
+    DType::BF16,
+    |x: half::bf16| x.to_f64(),
+    half::bf16::from_f64
+);
 pod_element!(i32, DType::I32, |x: i32| x as f64, |v: f64| v as i32);
 pod_element!(u32, DType::U32, |x: u32| x as f64, |v: f64| v as u32);
 
@@ -136,7 +146,10 @@ impl Element for bool {
         v != 0.0
     }
     fn to_device_bytes(values: &[Self]) -> Vec<u8> {
-        values.iter().flat_map(|&b| (b as u32).to_ne_bytes()).collect()
+        values
+            .iter()
+            .flat_map(|&b| (b as u32).to_ne_bytes())
+            .collect()
     }
     fn from_device_bytes(bytes: &[u8]) -> Vec<Self> {
         bytes

@@ -39,7 +39,7 @@ pub enum Error {
     RequestDevice(String),
 
     /// wgpu reported a validation error. This is a bug in wgarray (or in a
-    /// user's kernel run through [`crate::testing`]); the message is wgpu's.
+    /// user's own kernel); the message is wgpu's.
     #[error("wgpu validation error: {0}")]
     Validation(String),
 

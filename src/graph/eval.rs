@@ -106,10 +106,18 @@ pub(crate) fn submit(
 }
 
 /// Allocate a dense output buffer for `shape` and `dtype`.
-fn alloc(device: &Device, guard: &QueueGuard<'_>, shape: &[usize], dtype: crate::DType) -> Result<Storage> {
+fn alloc(
+    device: &Device,
+    guard: &QueueGuard<'_>,
+    shape: &[usize],
+    dtype: crate::DType,
+) -> Result<Storage> {
     let bytes = (numel(shape) * dtype.size_in_bytes()) as u64;
     check_binding(device, "eval", bytes)?;
-    let buffer = device.inner.pool.acquire(guard, bytes, BufferKind::Storage)?;
+    let buffer = device
+        .inner
+        .pool
+        .acquire(guard, bytes, BufferKind::Storage)?;
     Ok(Storage {
         buffer: Arc::new(buffer),
         strides: contiguous_strides(shape),
@@ -134,7 +142,12 @@ fn operand<'a>(s: &'a Storage, strides: &'a [usize]) -> Operand<'a> {
 }
 
 /// Encode one node and detach its live outputs.
-fn run_node(device: &Device, guard: &QueueGuard<'_>, node: &Node, out: &mut Vec<Dispatch>) -> Result<()> {
+fn run_node(
+    device: &Device,
+    guard: &QueueGuard<'_>,
+    node: &Node,
+    out: &mut Vec<Dispatch>,
+) -> Result<()> {
     let dev = &*device.inner;
     let outputs: Vec<Option<Arc<crate::array::ArrayInner>>> = node
         .outputs
@@ -149,14 +162,18 @@ fn run_node(device: &Device, guard: &QueueGuard<'_>, node: &Node, out: &mut Vec<
     let mut results: Vec<Option<Storage>> = Vec::with_capacity(outputs.len());
     match &node.primitive {
         Primitive::Full { word } => {
-            let o = outputs[0].as_ref().expect("a node being run has a live output");
+            let o = outputs[0]
+                .as_ref()
+                .expect("a node being run has a live output");
             let s = alloc(device, guard, &o.shape, o.dtype)?;
             let words = (numel(&o.shape) * o.dtype.size_in_bytes()).div_ceil(4);
             out.extend(elementwise::fill(dev, words, *word, s.buffer.buffer())?);
             results.push(Some(s));
         }
         Primitive::Binary(op) => {
-            let o = outputs[0].as_ref().expect("a node being run has a live output");
+            let o = outputs[0]
+                .as_ref()
+                .expect("a node being run has a live output");
             let (a, b) = (&node.inputs[0].inner, &node.inputs[1].inner);
             let sa = broadcast_strides(&a.shape, &inputs[0].strides, &o.shape);
             let sb = broadcast_strides(&b.shape, &inputs[1].strides, &o.shape);
@@ -173,7 +190,9 @@ fn run_node(device: &Device, guard: &QueueGuard<'_>, node: &Node, out: &mut Vec<
             results.push(Some(s));
         }
         Primitive::Matmul => {
-            let o = outputs[0].as_ref().expect("a node being run has a live output");
+            let o = outputs[0]
+                .as_ref()
+                .expect("a node being run has a live output");
             let s = alloc(device, guard, &o.shape, o.dtype)?;
             let (a, b) = (&node.inputs[0].inner, &node.inputs[1].inner);
             let nd = o.shape.len();
@@ -216,7 +235,9 @@ fn run_node(device: &Device, guard: &QueueGuard<'_>, node: &Node, out: &mut Vec<
             results.push(Some(s));
         }
         Primitive::Reshape => {
-            let o = outputs[0].as_ref().expect("a node being run has a live output");
+            let o = outputs[0]
+                .as_ref()
+                .expect("a node being run has a live output");
             let src = &inputs[0];
             let x = &node.inputs[0].inner;
             // Strides of the non-unit dimensions carry over in order.

@@ -10,9 +10,9 @@ pub(crate) mod eval;
 use std::sync::atomic::Ordering;
 use std::sync::{OnceLock, Weak};
 
+use crate::Device;
 use crate::array::{Array, ArrayInner, State};
 use crate::kernels::elementwise::BinaryOp;
-use crate::Device;
 
 /// One operation of the graph; each is one kind of kernel launch.
 #[derive(Debug)]
@@ -61,10 +61,10 @@ impl Drop for Node {
             let Ok(inner) = std::sync::Arc::try_unwrap(array.inner) else {
                 continue; // someone else still holds it
             };
-            if let State::Pending { node, .. } = inner.take_state() {
-                if let Ok(mut node) = std::sync::Arc::try_unwrap(node) {
-                    stack.append(&mut node.inputs);
-                }
+            if let State::Pending { node } = inner.take_state()
+                && let Ok(mut node) = std::sync::Arc::try_unwrap(node)
+            {
+                stack.append(&mut node.inputs);
             }
         }
     }

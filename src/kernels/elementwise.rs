@@ -1,6 +1,6 @@
 //! Elementwise kernels: binary ops, strided copy, fill.
 
-use super::{COPY, Dispatch, FILL, PARAMS_WORDS, BINARY, grid};
+use super::{BINARY, COPY, Dispatch, FILL, PARAMS_WORDS, grid};
 use crate::device::DeviceInner;
 use crate::{DType, Error, Result};
 
@@ -138,8 +138,11 @@ pub(crate) fn binary(
     }
     let ty = wgsl_type(dev, op.name(), dtype)?;
     let (params, contiguous) = strided_params(n, shape, &[a, b], 0)?;
-    let (spec, kernel) =
-        BINARY.spec(&[("T", ty), ("OP", op.wgsl()), ("CONTIGUOUS", flag(contiguous))]);
+    let (spec, kernel) = BINARY.spec(&[
+        ("T", ty),
+        ("OP", op.wgsl()),
+        ("CONTIGUOUS", flag(contiguous)),
+    ]);
     Ok(Some(Dispatch {
         pipeline: dev.kernels.get(kernel, &spec)?,
         params,
@@ -169,12 +172,20 @@ pub(crate) fn copy(
         pipeline: dev.kernels.get(kernel, &spec)?,
         params,
         buffers: vec![src.buffer.clone(), out.clone()],
-        workgroups: grid(threads as u64, dev.limits.max_compute_workgroups_per_dimension)?,
+        workgroups: grid(
+            threads as u64,
+            dev.limits.max_compute_workgroups_per_dimension,
+        )?,
     }))
 }
 
 /// Write the 32-bit `word` into the first `words` words of `out`.
-pub(crate) fn fill(dev: &DeviceInner, words: usize, word: u32, out: &wgpu::Buffer) -> Result<Option<Dispatch>> {
+pub(crate) fn fill(
+    dev: &DeviceInner,
+    words: usize,
+    word: u32,
+    out: &wgpu::Buffer,
+) -> Result<Option<Dispatch>> {
     if words == 0 {
         return Ok(None);
     }
@@ -184,7 +195,10 @@ pub(crate) fn fill(dev: &DeviceInner, words: usize, word: u32, out: &wgpu::Buffe
         pipeline: dev.kernels.get(kernel, &spec)?,
         params,
         buffers: vec![out.clone()],
-        workgroups: grid(words as u64, dev.limits.max_compute_workgroups_per_dimension)?,
+        workgroups: grid(
+            words as u64,
+            dev.limits.max_compute_workgroups_per_dimension,
+        )?,
     }))
 }
 

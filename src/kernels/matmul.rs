@@ -65,6 +65,9 @@ pub(crate) fn matmul_naive(
         pipeline: dev.kernels.get(kernel, &spec)?,
         params: p,
         buffers: vec![a.buffer.clone(), b.buffer.clone(), c.clone()],
-        workgroups: grid(total as u64, dev.limits.max_compute_workgroups_per_dimension)?,
+        workgroups: grid(
+            total as u64,
+            dev.limits.max_compute_workgroups_per_dimension,
+        )?,
     }))
 }

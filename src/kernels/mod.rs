@@ -72,6 +72,7 @@ pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
 };
 
 /// Every kernel family, for validation tests.
+#[cfg(test)]
 pub(crate) static ALL: [&Kernel; 4] = [&BINARY, &COPY, &FILL, &MATMUL_NAIVE];
 
 /// One specialisation of a kernel: the values of its placeholders.
@@ -85,7 +86,13 @@ impl Kernel {
     pub(crate) fn spec(&'static self, subs: &[(&'static str, &str)]) -> (Spec, &'static Kernel) {
         let mut subs: Vec<_> = subs.iter().map(|(k, v)| (*k, v.to_string())).collect();
         subs.sort();
-        (Spec { kernel: self.name, subs }, self)
+        (
+            Spec {
+                kernel: self.name,
+                subs,
+            },
+            self,
+        )
     }
 
     /// The WGSL text of one specialisation.
@@ -157,22 +164,28 @@ impl KernelCache {
                         binding: 1 + i,
                         visibility: wgpu::ShaderStages::COMPUTE,
                         ty: wgpu::BindingType::Buffer {
-                            ty: wgpu::BufferBindingType::Storage { read_only: i < reads },
+                            ty: wgpu::BufferBindingType::Storage {
+                                read_only: i < reads,
+                            },
                             has_dynamic_offset: false,
                             min_binding_size: None,
                         },
                         count: None,
                     });
                 }
-                let bgl = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                    label: Some("wgarray kernel"),
-                    entries: &entries,
-                });
-                let pl = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                    label: Some("wgarray kernel"),
-                    bind_group_layouts: &[Some(&bgl)],
-                    immediate_size: 0,
-                });
+                let bgl = self
+                    .device
+                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                        label: Some("wgarray kernel"),
+                        entries: &entries,
+                    });
+                let pl = self
+                    .device
+                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                        label: Some("wgarray kernel"),
+                        bind_group_layouts: &[Some(&bgl)],
+                        immediate_size: 0,
+                    });
                 (bgl, pl)
             })
             .clone()
@@ -183,7 +196,12 @@ impl KernelCache {
     /// # Errors
     /// [`Error::Kernel`] when WGSL parsing, validation or pipeline creation fails.
     pub(crate) fn get(&self, kernel: &Kernel, spec: &Spec) -> Result<Pipeline> {
-        if let Some(p) = self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(spec) {
+        if let Some(p) = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(spec)
+        {
             return Ok(p.clone());
         }
         let source = kernel.source_for(spec);
@@ -206,18 +224,22 @@ impl KernelCache {
         let (layout, pipeline_layout) = self.layout(kernel.reads, kernel.writes);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
-        let shader = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(&label),
-            source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-        });
-        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(&label),
-            layout: Some(&pipeline_layout),
-            module: &shader,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let shader = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&label),
+                source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
+            });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&label),
+                layout: Some(&pipeline_layout),
+                module: &shader,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
         let i = pollster::block_on(internal.pop());
         let v = pollster::block_on(scope.pop());
         if let Some(e) = v.or(i) {
@@ -354,4 +376,47 @@ pub(crate) fn submit(
     // later submissions is safe.
     drop(params);
     Ok(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Representative specialisations of every kernel family parse and
+    /// validate with naga.
+    #[test]
+    fn every_kernel_family_validates_with_naga() {
+        for kernel in ALL {
+            let specs: Vec<Vec<(&'static str, &str)>> = match kernel.name {
+                "binary" => vec![
+                    vec![("T", "f32"), ("OP", "a + b"), ("CONTIGUOUS", "true")],
+                    vec![("T", "i32"), ("OP", "max(a, b)"), ("CONTIGUOUS", "false")],
+                    vec![("T", "f16"), ("OP", "a * b"), ("CONTIGUOUS", "false")],
+                ],
+                "copy" => vec![
+                    vec![("ELEM_BYTES", "4"), ("CONTIGUOUS", "false")],
+                    vec![("ELEM_BYTES", "2"), ("CONTIGUOUS", "true")],
+                ],
+                "fill" => vec![vec![("CONTIGUOUS", "true")]],
+                _ => vec![vec![]],
+            };
+            for subs in specs {
+                let (spec, k) = kernel.spec(&subs);
+                let src = k.source_for(&spec);
+                assert!(
+                    !src.contains("{{"),
+                    "{}: unsubstituted placeholder",
+                    kernel.name
+                );
+                let module = naga::front::wgsl::parse_str(&src)
+                    .unwrap_or_else(|e| panic!("{}: {}", kernel.name, e.emit_to_string(&src)));
+                naga::valid::Validator::new(
+                    naga::valid::ValidationFlags::all(),
+                    naga::valid::Capabilities::all(),
+                )
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{}: {}", kernel.name, e.emit_to_string(&src)));
+            }
+        }
+    }
 }

@@ -263,7 +263,11 @@ impl Pool {
 
     /// Create a buffer, catching wgpu's out-of-memory and validation errors
     /// (a size above `max_buffer_size` is a validation error).
-    fn create(&self, size: u64, kind: BufferKind) -> std::result::Result<wgpu::Buffer, wgpu::Error> {
+    fn create(
+        &self,
+        size: u64,
+        kind: BufferKind,
+    ) -> std::result::Result<wgpu::Buffer, wgpu::Error> {
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let val = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -333,11 +337,6 @@ pub(crate) struct PooledBuffer {
 impl PooledBuffer {
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
         self.buffer.as_ref().expect("present until drop")
-    }
-
-    /// The buffer's size in bytes (the rounded request, or a larger cached buffer).
-    pub(crate) fn size(&self) -> u64 {
-        self.size
     }
 }
 

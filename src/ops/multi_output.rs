@@ -73,7 +73,7 @@ impl Array {
             SplitSpec::Sections(0) => {
                 return Err(Error::InvalidArgument("split into 0 sections".into()));
             }
-            SplitSpec::Sections(n) if len % n != 0 => {
+            SplitSpec::Sections(n) if !len.is_multiple_of(n) => {
                 return Err(Error::InvalidArgument(format!(
                     "an axis of length {len} does not split into {n} equal sections"
                 )));
@@ -83,9 +83,7 @@ impl Array {
                 let mut cuts = vec![0];
                 cuts.extend(idx.iter().map(|&i| i.min(len)));
                 cuts.push(len);
-                cuts.windows(2)
-                    .map(|w| (w[0], w[1].max(w[0])))
-                    .collect()
+                cuts.windows(2).map(|w| (w[0], w[1].max(w[0]))).collect()
             }
         };
         let outputs = bounds

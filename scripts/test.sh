@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Run the whole test suite once per software backend: Vulkan (lavapipe) and
+# GL (llvmpipe). A test that needs an adapter fails when none is found.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-drivers.sh
+# Mesa's EGL probes Wayland and complains without a runtime dir.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+for backend in vulkan gl; do
+  echo "=== WGARRAY_BACKEND=$backend ==="
+  WGARRAY_BACKEND=$backend cargo test --all-targets "$@"
+  WGARRAY_BACKEND=$backend cargo test --doc "$@"
+done

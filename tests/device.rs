@@ -1,0 +1,94 @@
+//! Adapter selection, features, limits and the no-adapter error.
+
+mod common;
+
+use wgarray::wgpu::Backend;
+use wgarray::{Device, DeviceOptions, Error};
+
+#[test]
+fn enumerate_lists_vulkan_and_gl_software_adapters() {
+    let all = Device::enumerate();
+    assert!(
+        all.iter().any(|a| a.backend == Backend::Vulkan),
+        "no Vulkan adapter: {all:?}"
+    );
+    assert!(
+        all.iter().any(|a| a.backend == Backend::Gl),
+        "no GL adapter: {all:?}"
+    );
+    for a in &all {
+        assert!(!a.name.is_empty());
+    }
+}
+
+#[test]
+fn selects_by_backend() {
+    for backend in [Backend::Vulkan, Backend::Gl] {
+        let d = Device::new(&DeviceOptions::default().with_backend(backend))
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        assert_eq!(d.backend(), backend);
+        assert!(d.limits().max_storage_buffer_binding_size >= 128 << 20);
+    }
+}
+
+#[test]
+fn selects_by_name_substring_case_insensitively() {
+    let name = Device::enumerate()[0].name.clone();
+    let needle = name[..name.len().min(6)].to_uppercase();
+    let d = Device::new(&DeviceOptions::default().with_adapter_name(needle)).unwrap();
+    assert!(
+        d.info()
+            .name
+            .to_uppercase()
+            .contains(&name[..name.len().min(6)].to_uppercase())
+    );
+}
+
+#[test]
+fn prefers_vulkan_over_gl_among_equal_device_types() {
+    let d = Device::new(&DeviceOptions::default()).unwrap();
+    let all = Device::enumerate();
+    if all.iter().all(|a| a.device_type == all[0].device_type) {
+        assert_ne!(d.backend(), Backend::Gl);
+    }
+}
+
+#[test]
+fn no_adapter_is_a_typed_error_that_says_what_to_do() {
+    let err = Device::new(&DeviceOptions::default().with_adapter_name("no-such-adapter-xyz"))
+        .expect_err("nothing is called that");
+    let msg = err.to_string();
+    assert!(matches!(err, Error::NoAdapter { .. }), "{err:?}");
+    assert!(msg.contains("mesa-vulkan-drivers"), "{msg}");
+    assert!(msg.contains("WGARRAY_BACKEND"), "{msg}");
+    assert!(msg.contains("no-such-adapter-xyz"), "{msg}");
+}
+
+#[test]
+fn backend_names_parse() {
+    assert_eq!(wgarray::parse_backend("Vulkan").unwrap(), Backend::Vulkan);
+    assert_eq!(wgarray::parse_backend("gl").unwrap(), Backend::Gl);
+    assert_eq!(wgarray::parse_backend("dx12").unwrap(), Backend::Dx12);
+    assert_eq!(wgarray::parse_backend("metal").unwrap(), Backend::Metal);
+    assert!(matches!(
+        wgarray::parse_backend("cuda"),
+        Err(Error::UnknownBackend(_))
+    ));
+}
+
+#[test]
+fn optional_features_follow_the_backend() {
+    let vk = Device::new(&DeviceOptions::default().with_backend(Backend::Vulkan)).unwrap();
+    assert!(vk.features().contains(wgarray::wgpu::Features::SHADER_F16));
+    let gl = Device::new(&DeviceOptions::default().with_backend(Backend::Gl)).unwrap();
+    assert!(!gl.features().contains(wgarray::wgpu::Features::SHADER_F16));
+    assert!(!gl.features().contains(wgarray::wgpu::Features::SUBGROUP));
+}
+
+#[test]
+fn default_device_follows_wgarray_backend() {
+    let d = common::device();
+    if let Ok(b) = std::env::var(wgarray::BACKEND_ENV) {
+        assert_eq!(d.backend(), wgarray::parse_backend(&b).unwrap());
+    }
+}

@@ -1,0 +1,169 @@
+//! Lazy graph mechanics: deep chains, one-submit eval, the pipeline cache,
+//! detach after eval, and multi-output lifetimes.
+
+mod common;
+
+use common::{assert_empty, device};
+use wgarray::{Array, DType};
+
+#[test]
+fn a_chain_of_100000_ops_evaluates_and_drops_without_recursion() {
+    let d = device();
+    let x = Array::from_slice(&[0.0f32, 1.0, 2.0], &[3], &d).unwrap();
+    let one = Array::scalar(1.0, DType::F32, &d).unwrap();
+    let mut y = x.clone();
+    for _ in 0..100_000 {
+        y = (&y + &one).unwrap();
+    }
+    assert_eq!(d.live_nodes(), 100_000);
+    assert_eq!(
+        y.to_vec::<f32>().unwrap(),
+        vec![100_000.0, 100_001.0, 100_002.0]
+    );
+    // Evaluated: every intermediate node is gone.
+    assert_eq!(d.live_nodes(), 0);
+    drop((x, y, one));
+    assert_empty(&d);
+}
+
+#[test]
+fn an_unevaluated_chain_of_100000_ops_drops_without_recursion() {
+    let d = device();
+    let mut y = Array::zeros(&[4], DType::F32, &d);
+    for _ in 0..100_000 {
+        y = (&y * &y).unwrap();
+    }
+    assert_eq!(d.live_nodes(), 100_001);
+    drop(y);
+    assert_empty(&d);
+}
+
+#[test]
+fn evaluating_the_same_op_again_creates_no_pipeline() {
+    let d = device();
+    let a = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3], &d).unwrap();
+    let first = (&a + &a).unwrap();
+    first.eval().unwrap();
+    let after_first = d.pipelines_created();
+    assert!(after_first >= 1);
+    for _ in 0..5 {
+        let again = (&a + &a).unwrap();
+        again.eval().unwrap();
+    }
+    assert_eq!(
+        d.pipelines_created(),
+        after_first,
+        "same op, same specialisation"
+    );
+    // A different shape of the same kind (contiguous) reuses it too.
+    let b = Array::from_slice(&[1.0f32; 1025], &[1025], &d).unwrap();
+    (&b + &b).unwrap().eval().unwrap();
+    assert_eq!(d.pipelines_created(), after_first);
+    // A new op is a new pipeline.
+    (&a * &a).unwrap().eval().unwrap();
+    assert_eq!(d.pipelines_created(), after_first + 1);
+}
+
+#[test]
+fn eval_detaches_outputs_and_frees_intermediates() {
+    let d = device();
+    let x = Array::from_slice(&[1.0f32; 1024], &[1024], &d).unwrap();
+    let y = (&(&x + 1.0).unwrap() * 3.0).unwrap();
+    assert!(!y.is_evaluated());
+    assert_eq!(d.live_nodes(), 2);
+    y.eval().unwrap();
+    assert!(y.is_evaluated());
+    assert_eq!(d.live_nodes(), 0);
+    // x, y and the two scalars are the only live arrays; the intermediate is gone.
+    assert_eq!(d.live_arrays(), 2);
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![6.0; 1024]);
+    drop((x, y));
+    assert_empty(&d);
+}
+
+#[test]
+fn eval_of_several_arrays_shares_their_ancestors() {
+    let d = device();
+    let x = Array::from_slice(&[2.0f32, 3.0], &[2], &d).unwrap();
+    let s = (&x * &x).unwrap();
+    let a = (&s + 1.0).unwrap();
+    let b = (&s - 1.0).unwrap();
+    let created = d.pipelines_created();
+    wgarray::eval(&[&a, &b]).unwrap();
+    assert!(
+        s.is_evaluated(),
+        "the shared ancestor was evaluated once, in the same eval"
+    );
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![5.0, 10.0]);
+    assert_eq!(b.to_vec::<f32>().unwrap(), vec![3.0, 8.0]);
+    assert!(d.pipelines_created() <= created + 3);
+}
+
+/// Both outputs of a split, dropped in each order, before and after eval.
+#[test]
+fn split_outputs_drop_in_either_order_before_and_after_eval() {
+    for evaluate in [false, true] {
+        for first in [0, 1] {
+            let d = device();
+            let x = Array::from_slice(&(0..64).map(|i| i as f32).collect::<Vec<_>>(), &[8, 8], &d)
+                .unwrap();
+            let h = (&x + 1.0).unwrap();
+            drop(x);
+            let mut parts = h.split(2, 0).unwrap();
+            drop(h);
+            assert_eq!(d.live_nodes(), 2, "the add and the split");
+            if evaluate {
+                wgarray::eval(&[&parts[0], &parts[1]]).unwrap();
+                assert_eq!(d.live_nodes(), 0);
+            }
+            let a = parts.remove(first);
+            let b = parts.remove(0);
+            drop(a);
+            if !evaluate {
+                // The survivor still holds the split node and its input.
+                assert_eq!(d.live_nodes(), 2);
+            }
+            let want: Vec<f32> = (0..64).map(|i| i as f32 + 1.0).collect();
+            let got = b.to_vec::<f32>().unwrap();
+            let off = if first == 0 { 32 } else { 0 };
+            assert_eq!(
+                got,
+                want[off..off + 32].to_vec(),
+                "evaluate={evaluate} first={first}"
+            );
+            drop(b);
+            assert_empty(&d);
+        }
+    }
+}
+
+#[test]
+fn a_kept_split_output_evaluates_after_its_sibling_is_gone() {
+    let d = device();
+    let x = Array::from_slice(&[1i32, 2, 3, 4, 5, 6], &[6], &d).unwrap();
+    let mut parts = x.split([2], 0).unwrap();
+    drop(x);
+    let kept = parts.pop().unwrap();
+    drop(parts);
+    assert_eq!(kept.to_vec::<i32>().unwrap(), vec![3, 4, 5, 6]);
+    drop(kept);
+    assert_empty(&d);
+}
+
+#[test]
+fn arrays_are_send_and_sync() {
+    fn check<T: Send + Sync + Clone>() {}
+    check::<Array>();
+    check::<wgarray::Device>();
+    let d = device();
+    let a = Array::from_slice(&[1.0f32, 2.0], &[2], &d).unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let a = a.clone();
+            std::thread::spawn(move || (&a * (i as f64)).unwrap().to_vec::<f32>().unwrap())
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.join().unwrap(), vec![i as f32, 2.0 * i as f32]);
+    }
+}
