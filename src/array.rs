@@ -57,6 +57,21 @@ impl ArrayInner {
         }
     }
 
+    /// Whether this array is evaluated, dense, of `shape` and `dtype`, and
+    /// the only holder of its buffer: then an op may write over it.
+    pub(crate) fn is_sole_dense(&self, shape: &[usize], dtype: DType) -> bool {
+        match &*self.lock() {
+            State::Ready(s) => {
+                self.shape == shape
+                    && self.dtype == dtype
+                    && s.offset == 0
+                    && Arc::strong_count(&s.buffer) == 1
+                    && s.strides == contiguous_strides(shape)
+            }
+            _ => false,
+        }
+    }
+
     /// The storage of an evaluated array.
     pub(crate) fn storage(&self) -> Result<Storage> {
         match &*self.lock() {

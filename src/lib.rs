@@ -43,5 +43,10 @@ pub use graph::eval::eval;
 pub use memory::MemoryStats;
 pub use ops::multi_output::SplitSpec;
 
+// README's example is compiled and run as a doctest, so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 /// Re-exported so users can name adapters, backends and features.
 pub use wgpu;

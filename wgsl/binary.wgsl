@@ -1,5 +1,9 @@
 // Elementwise binary op with NumPy broadcasting (strided operands).
-// Specialised by {{T}} (the element type) and {{OP}} (an expression in `a` and `b`).
+// Specialised by {{T}} (the element type), {{OP}} (an expression in `a` and
+// `b`), and {{LHS}}/{{RHS}}: `lhs`/`rhs`, or `out` when that operand's buffer
+// was donated to the output (the op runs in place; wgpu forbids binding one
+// buffer as both read-only and read-write, so the donated operand is read
+// through `out`, and its own binding holds the other operand's buffer).
 
 @group(0) @binding(1) var<storage, read> lhs: array<{{T}}>;
 @group(0) @binding(2) var<storage, read> rhs: array<{{T}}>;
@@ -11,7 +15,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if t >= p.n {
         return;
     }
-    let a = lhs[offset0(t)];
-    let b = rhs[offset1(t)];
+    let a = {{LHS}}[offset0(t)];
+    let b = {{RHS}}[offset1(t)];
     out[t] = {{OP}};
 }

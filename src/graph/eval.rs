@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{Node, Primitive};
 use crate::array::{Array, State, Storage};
-use crate::kernels::elementwise::{self, Operand};
+use crate::kernels::elementwise::{self, Donated, Operand};
 use crate::kernels::matmul::{self, MatOperand};
 use crate::kernels::{self, CopyOp, Dispatch};
 use crate::memory::{BufferKind, QueueGuard};
@@ -97,7 +97,7 @@ pub(crate) fn submit(
     kernels::submit(
         &d.device,
         &d.queue,
-        &d.pool,
+        &d.kernels,
         guard,
         dispatches,
         copies,
@@ -133,6 +133,15 @@ pub(crate) fn check_binding(device: &Device, op: &'static str, bytes: u64) -> Re
     Ok(())
 }
 
+/// The output storage of an op that writes in place into `input`'s buffer.
+fn dense_alias(input: &Storage) -> Storage {
+    Storage {
+        buffer: Arc::clone(&input.buffer),
+        strides: input.strides.clone(),
+        offset: 0,
+    }
+}
+
 fn operand<'a>(s: &'a Storage, strides: &'a [usize]) -> Operand<'a> {
     Operand {
         buffer: s.buffer.buffer(),
@@ -154,6 +163,18 @@ fn run_node(
         .get()
         .map(|o| o.iter().map(|w| w.upgrade()).collect())
         .unwrap_or_default();
+    // Donation: an elementwise op may write into an input's buffer when
+    // nothing but this node holds that input or its buffer, and the input is
+    // dense with the output's shape and dtype. Decided before `inputs` below
+    // takes its own references.
+    let donatable: Vec<bool> = match (&node.primitive, outputs.first()) {
+        (Primitive::Binary(_), Some(Some(o))) => node
+            .inputs
+            .iter()
+            .map(|i| Arc::strong_count(&i.inner) == 1 && i.inner.is_sole_dense(&o.shape, o.dtype))
+            .collect(),
+        _ => vec![false; node.inputs.len()],
+    };
     let inputs: Vec<Storage> = node
         .inputs
         .iter()
@@ -177,7 +198,13 @@ fn run_node(
             let (a, b) = (&node.inputs[0].inner, &node.inputs[1].inner);
             let sa = broadcast_strides(&a.shape, &inputs[0].strides, &o.shape);
             let sb = broadcast_strides(&b.shape, &inputs[1].strides, &o.shape);
-            let s = alloc(device, guard, &o.shape, o.dtype)?;
+            let (s, donated) = if donatable[0] {
+                (dense_alias(&inputs[0]), Donated::Lhs)
+            } else if donatable[1] {
+                (dense_alias(&inputs[1]), Donated::Rhs)
+            } else {
+                (alloc(device, guard, &o.shape, o.dtype)?, Donated::None)
+            };
             out.extend(elementwise::binary(
                 dev,
                 *op,
@@ -186,6 +213,7 @@ fn run_node(
                 &operand(&inputs[0], &sa),
                 &operand(&inputs[1], &sb),
                 s.buffer.buffer(),
+                donated,
             )?);
             results.push(Some(s));
         }

@@ -122,7 +122,17 @@ fn flag(b: bool) -> &'static str {
     if b { "true" } else { "false" }
 }
 
+/// Which operand of a binary op, if any, was donated to the output: its
+/// buffer *is* `out`, dense and of the output's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Donated {
+    None,
+    Lhs,
+    Rhs,
+}
+
 /// `out = op(a, b)` over `shape` (a and b already broadcast by their strides).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn binary(
     dev: &DeviceInner,
     op: BinaryOp,
@@ -131,6 +141,7 @@ pub(crate) fn binary(
     a: &Operand<'_>,
     b: &Operand<'_>,
     out: &wgpu::Buffer,
+    donated: Donated,
 ) -> Result<Option<Dispatch>> {
     let n: usize = shape.iter().product();
     if n == 0 {
@@ -138,15 +149,24 @@ pub(crate) fn binary(
     }
     let ty = wgsl_type(dev, op.name(), dtype)?;
     let (params, contiguous) = strided_params(n, shape, &[a, b], 0)?;
+    // A donated operand is read through `out`; its binding takes the other
+    // operand's buffer (read-only twice is allowed).
+    let (lhs, rhs, bound_a, bound_b) = match donated {
+        Donated::None => ("lhs", "rhs", a.buffer, b.buffer),
+        Donated::Lhs => ("out", "rhs", b.buffer, b.buffer),
+        Donated::Rhs => ("lhs", "out", a.buffer, a.buffer),
+    };
     let (spec, kernel) = BINARY.spec(&[
         ("T", ty),
         ("OP", op.wgsl()),
         ("CONTIGUOUS", flag(contiguous)),
+        ("LHS", lhs),
+        ("RHS", rhs),
     ]);
     Ok(Some(Dispatch {
         pipeline: dev.kernels.get(kernel, &spec)?,
         params,
-        buffers: vec![a.buffer.clone(), b.buffer.clone(), out.clone()],
+        buffers: vec![bound_a.clone(), bound_b.clone(), out.clone()],
         workgroups: grid(n as u64, dev.limits.max_compute_workgroups_per_dimension)?,
     }))
 }

@@ -13,10 +13,10 @@ pub(crate) mod elementwise;
 pub(crate) mod matmul;
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
-use crate::memory::{BufferKind, Pool, QueueGuard};
+use crate::memory::QueueGuard;
 use crate::{Error, Result};
 
 /// Bytes of parameters each dispatch may bind (the uniform binding size).
@@ -128,7 +128,13 @@ pub(crate) struct KernelCache {
     pipelines: Mutex<HashMap<Spec, Pipeline>>,
     layouts: Mutex<HashMap<(u32, u32), (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
     created: AtomicU64,
+    /// The parameter buffer, reused by every submission (see `params_buffer`).
+    params: Mutex<Option<wgpu::Buffer>>,
 }
+
+/// A parameter buffer larger than this is not kept after the submission
+/// that needed it.
+const PARAMS_KEEP_BYTES: u64 = 1 << 20;
 
 impl KernelCache {
     pub(crate) fn new(device: wgpu::Device) -> Self {
@@ -137,7 +143,32 @@ impl KernelCache {
             pipelines: Mutex::new(HashMap::new()),
             layouts: Mutex::new(HashMap::new()),
             created: AtomicU64::new(0),
+            params: Mutex::new(None),
         }
+    }
+
+    /// The device's parameter buffer, at least `bytes` long. It lives outside
+    /// the pool and is not counted in active memory; one that grows past
+    /// [`PARAMS_KEEP_BYTES`] is made for that submission alone.
+    ///
+    /// Rewriting it for the next submission while the last one still reads
+    /// it is safe: `queue.write_buffer` takes effect in queue order, after
+    /// every command buffer submitted before it (WebGPU `writeBuffer`), and
+    /// callers hold the queue lock, so no submission is recorded in between.
+    fn params_buffer(&self, bytes: u64) -> wgpu::Buffer {
+        let mut slot = self.params.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = slot.as_ref().filter(|b| b.size() >= bytes) {
+            return b.clone();
+        }
+        let size = bytes.max(PARAMS_BYTES * 64).next_power_of_two();
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgarray params"),
+            size,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        *slot = (size <= PARAMS_KEEP_BYTES).then(|| buffer.clone());
+        buffer
     }
 
     pub(crate) fn created(&self) -> u64 {
@@ -302,8 +333,8 @@ pub(crate) struct CopyOp {
 pub(crate) fn submit(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
-    pool: &Arc<Pool>,
-    guard: &QueueGuard<'_>,
+    cache: &KernelCache,
+    _guard: &QueueGuard<'_>,
     dispatches: &[Dispatch],
     copies: &[CopyOp],
     uniform_align: u64,
@@ -324,15 +355,15 @@ pub(crate) fn submit(
     let params = if bytes.is_empty() {
         None
     } else {
-        let buf = pool.acquire(guard, bytes.len() as u64, BufferKind::Uniform)?;
-        queue.write_buffer(buf.buffer(), 0, &bytes);
+        let buf = cache.params_buffer(bytes.len() as u64);
+        queue.write_buffer(&buf, 0, &bytes);
         Some(buf)
     };
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some("wgarray eval"),
     });
     if !dispatches.is_empty() {
-        let params = params.as_ref().expect("made above").buffer();
+        let params = params.as_ref().expect("made above");
         let groups: Vec<wgpu::BindGroup> = dispatches
             .iter()
             .map(|d| {
@@ -371,11 +402,7 @@ pub(crate) fn submit(
     for c in copies {
         encoder.copy_buffer_to_buffer(&c.src, c.src_offset, &c.dst, 0, c.size);
     }
-    let index = queue.submit([encoder.finish()]);
-    // `params` goes back to the pool here; see memory::pool on why reuse by
-    // later submissions is safe.
-    drop(params);
-    Ok(index)
+    Ok(queue.submit([encoder.finish()]))
 }
 
 #[cfg(test)]
@@ -389,9 +416,27 @@ mod tests {
         for kernel in ALL {
             let specs: Vec<Vec<(&'static str, &str)>> = match kernel.name {
                 "binary" => vec![
-                    vec![("T", "f32"), ("OP", "a + b"), ("CONTIGUOUS", "true")],
-                    vec![("T", "i32"), ("OP", "max(a, b)"), ("CONTIGUOUS", "false")],
-                    vec![("T", "f16"), ("OP", "a * b"), ("CONTIGUOUS", "false")],
+                    vec![
+                        ("T", "f32"),
+                        ("OP", "a + b"),
+                        ("CONTIGUOUS", "true"),
+                        ("LHS", "lhs"),
+                        ("RHS", "rhs"),
+                    ],
+                    vec![
+                        ("T", "i32"),
+                        ("OP", "max(a, b)"),
+                        ("CONTIGUOUS", "false"),
+                        ("LHS", "out"),
+                        ("RHS", "rhs"),
+                    ],
+                    vec![
+                        ("T", "f16"),
+                        ("OP", "a * b"),
+                        ("CONTIGUOUS", "false"),
+                        ("LHS", "lhs"),
+                        ("RHS", "out"),
+                    ],
                 ],
                 "copy" => vec![
                     vec![("ELEM_BYTES", "4"), ("CONTIGUOUS", "false")],

@@ -46,8 +46,6 @@ pub(crate) const SMALL_GRANULE: u64 = 256;
 pub(crate) enum BufferKind {
     /// `STORAGE | COPY_SRC | COPY_DST`: any kernel input or output.
     Storage,
-    /// `UNIFORM | COPY_DST`: kernel parameters.
-    Uniform,
     /// `MAP_READ | COPY_DST`: read-back staging.
     Readback,
 }
@@ -57,7 +55,6 @@ impl BufferKind {
         use wgpu::BufferUsages as U;
         match self {
             BufferKind::Storage => U::STORAGE | U::COPY_SRC | U::COPY_DST,
-            BufferKind::Uniform => U::UNIFORM | U::COPY_DST,
             BufferKind::Readback => U::MAP_READ | U::COPY_DST,
         }
     }

@@ -1,0 +1,404 @@
+//! The buffer pool and the memory API: accounting, limits, donation, reuse
+//! while in flight, and deterministic lifetime tests (DESIGN.md, rule 6).
+
+mod common;
+
+use common::{Rng, assert_empty, device};
+use wgarray::{Array, DType, Device, Error};
+
+const MIB: u64 = 1 << 20;
+const MIB_F32: usize = (MIB / 4) as usize;
+
+/// Bytes wgpu's allocator holds (Vulkan); `None` where there is no report (GL).
+fn driver_bytes(d: &Device) -> Option<u64> {
+    d.synchronize().unwrap();
+    d.allocator_report().map(|r| r.total_allocated_bytes)
+}
+
+fn assert_cache(d: &Device, want: u64) {
+    assert_eq!(d.cache_memory(), want, "cache bytes");
+}
+
+fn evaluated(a: Array) -> Array {
+    a.eval().unwrap();
+    a
+}
+
+#[test]
+fn allocator_report_returns_to_baseline_after_clear_cache() {
+    let d = device();
+    // Let wgpu make its own internal allocations (staging, zero buffers) first.
+    let w = Array::from_slice(&[1.0f32; 8], &[8], &d).unwrap();
+    (&w + &w).unwrap().to_vec::<f32>().unwrap();
+    drop(w);
+    d.clear_cache();
+    let baseline = driver_bytes(&d);
+    let a = evaluated(Array::full(&[16 * MIB_F32], 1.0, DType::F32, &d));
+    let b = evaluated((&a * 2.0).unwrap());
+    let during = driver_bytes(&d);
+    drop((a, b));
+    assert_eq!(d.active_memory(), 0);
+    assert!(d.cache_memory() >= 32 * MIB);
+    d.clear_cache();
+    assert_eq!(d.cache_memory(), 0);
+    assert_eq!(d.memory_stats().live_buffers, 0);
+    let after = driver_bytes(&d);
+    match d.backend() {
+        wgarray::wgpu::Backend::Vulkan => {
+            let (baseline, during, after) = (baseline.unwrap(), during.unwrap(), after.unwrap());
+            assert!(during >= baseline + 32 * MIB, "{during} vs {baseline}");
+            assert_eq!(after, baseline, "every byte went back to the driver");
+        }
+        _ => assert!(after.is_none() || after == baseline),
+    }
+}
+
+#[test]
+fn cache_limit_zero_frees_at_once_and_the_report_agrees() {
+    let d = device();
+    d.set_cache_limit(0);
+    // Let wgpu and the device make their lasting allocations first (staging,
+    // the parameter buffer).
+    let warm = Array::from_slice(&[1.0f32; 8], &[8], &d).unwrap();
+    (&warm + &warm).unwrap().to_vec::<f32>().unwrap();
+    drop(warm);
+    let baseline = driver_bytes(&d);
+    let before = d.memory_stats();
+    let a = evaluated(Array::full(&[4 * MIB_F32], 1.0, DType::F32, &d));
+    assert_eq!(d.active_memory(), 4 * MIB);
+    drop(a);
+    let after = d.memory_stats();
+    assert_eq!(after.active, 0);
+    assert_eq!(after.cache, 0);
+    assert_eq!(
+        after.frees,
+        before.frees + after.allocations - before.allocations
+    );
+    assert_eq!(driver_bytes(&d), baseline);
+}
+
+#[test]
+fn the_pool_reuses_near_sizes_only() {
+    let d = device();
+    let n = MIB_F32;
+    drop(evaluated(Array::full(&[n], 1.0, DType::F32, &d)));
+    let s0 = d.memory_stats();
+    assert_cache(&d, MIB);
+    // Same size: a hit.
+    let a = evaluated(Array::full(&[n], 2.0, DType::F32, &d));
+    let s1 = d.memory_stats();
+    assert_eq!(s1.cache_hits, s0.cache_hits + 1);
+    assert_eq!(s1.allocations, s0.allocations);
+    drop(a);
+    // Less than half: not served by the 1 MiB buffer (it would waste > 2 pages).
+    let b = evaluated(Array::full(&[n / 3], 2.0, DType::F32, &d));
+    let s2 = d.memory_stats();
+    assert_eq!(s2.allocations, s1.allocations + 1);
+    assert_cache(&d, MIB);
+    // Larger: a miss too.
+    let c = evaluated(Array::full(&[n + 1], 2.0, DType::F32, &d));
+    assert_eq!(d.memory_stats().allocations, s2.allocations + 1);
+    assert_eq!(c.to_vec::<f32>().unwrap()[n], 2.0);
+    drop((b, c));
+    assert_eq!(d.active_memory(), 0);
+    // Granularity: 513 MiB would not hold 1 GiB; here, 1 byte past a page
+    // rounds to two pages, not to a power of two.
+    let e = evaluated(Array::full(&[4097], 1.0, DType::F32, &d));
+    assert_eq!(d.active_memory(), 32 * 1024);
+    drop(e);
+}
+
+#[test]
+fn set_cache_limit_evicts_least_recently_released_first() {
+    let d = device();
+    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
+    let b = evaluated(Array::full(&[2 * MIB_F32], 1.0, DType::F32, &d));
+    drop(a); // released first
+    drop(b);
+    assert_cache(&d, 3 * MIB);
+    assert_eq!(d.set_cache_limit(2 * MIB), u64::MAX);
+    assert_cache(&d, 2 * MIB);
+    d.set_cache_limit(2 * MIB + MIB / 2);
+    // The 2 MiB one is still there: a 2 MiB request hits.
+    let hits = d.memory_stats().cache_hits;
+    let c = evaluated(Array::full(&[2 * MIB_F32], 3.0, DType::F32, &d));
+    drop(c);
+    let e = evaluated(Array::full(&[2 * MIB_F32], 3.0, DType::F32, &d));
+    assert!(d.memory_stats().cache_hits >= hits + 2);
+    drop(e);
+    d.clear_cache();
+    assert_eq!(d.cache_memory(), 0);
+    assert_eq!(d.set_cache_limit(u64::MAX), 2 * MIB + MIB / 2);
+}
+
+#[test]
+fn peak_and_reset_peak() {
+    let d = device();
+    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
+    let b = evaluated(Array::full(&[2 * MIB_F32], 1.0, DType::F32, &d));
+    assert!(d.peak_memory() >= 3 * MIB);
+    drop(b);
+    assert!(d.peak_memory() >= 3 * MIB);
+    d.reset_peak_memory();
+    assert_eq!(d.peak_memory(), d.active_memory());
+    assert_eq!(d.active_memory(), MIB);
+    drop(a);
+}
+
+#[test]
+fn memory_limit_evicts_the_cache_then_fails_and_leaves_the_graph_intact() {
+    let d = device();
+    let mut rng = Rng::new(7);
+    let x = rng.vec_f32(MIB_F32);
+    let a = Array::from_slice(&x, &[MIB_F32], &d).unwrap();
+    let b = Array::from_slice(&x, &[MIB_F32], &d).unwrap();
+    let junk = evaluated(Array::full(&[MIB_F32], 5.0, DType::F32, &d));
+    drop(evaluated(Array::full(&[2 * MIB_F32], 0.0, DType::F32, &d))); // 2 MiB cached
+    assert_cache(&d, 2 * MIB);
+    let prev = d.set_memory_limit(3 * MIB + MIB / 2);
+    assert_eq!(prev, u64::MAX);
+
+    let c = (&a + &b).unwrap();
+    let err = c
+        .eval()
+        .expect_err("3 MiB active + 1 MiB would pass the limit");
+    match err {
+        Error::OutOfMemory {
+            requested,
+            active,
+            limit,
+        } => {
+            assert_eq!(requested, MIB);
+            assert_eq!(active, 3 * MIB);
+            assert_eq!(limit, 3 * MIB + MIB / 2);
+        }
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(
+        d.cache_memory(),
+        0,
+        "the cache was emptied before giving up"
+    );
+    assert!(!c.is_evaluated());
+    assert_eq!(d.active_memory(), 3 * MIB);
+
+    drop(junk);
+    c.eval().unwrap();
+    d.set_memory_limit(u64::MAX);
+    let got = c.to_vec::<f32>().unwrap();
+    for i in (0..MIB_F32).step_by(4099) {
+        assert_eq!(got[i], x[i] + x[i]);
+    }
+    d.set_memory_limit(u64::MAX);
+    drop((a, b, c));
+    assert_empty(&d);
+}
+
+#[test]
+fn an_eval_stopped_midway_keeps_what_it_finished() {
+    let d = device();
+    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
+    let junk = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
+    d.set_memory_limit(3 * MIB + MIB / 2);
+    let b = (&a * 2.0).unwrap(); // fits: 3 MiB
+    let c = (&b * &a).unwrap(); // would be 4 MiB (b is held, no donation)
+    let err = wgarray::eval(&[&b, &c]).unwrap_err();
+    assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
+    assert!(b.is_evaluated(), "the node before the failure ran");
+    assert!(!c.is_evaluated());
+    drop(junk);
+    c.eval().unwrap();
+    d.set_memory_limit(u64::MAX); // read-back staging counts as active memory too
+    assert_eq!(b.to_vec::<f32>().unwrap()[0], 2.0);
+    assert_eq!(c.to_vec::<f32>().unwrap()[7], 2.0);
+    drop((a, b, c));
+    assert_empty(&d);
+}
+
+#[test]
+fn donation_keeps_a_chain_of_50_ops_on_64_mib_within_two_buffers() {
+    let d = device();
+    let n = 64 * MIB_F32;
+    let x = Array::full(&[n], 0.5, DType::F32, &d);
+    x.eval().unwrap();
+    d.reset_peak_memory();
+    let mut y = x.clone();
+    for i in 0..50 {
+        y = if i % 2 == 0 {
+            (&y + 1.0).unwrap()
+        } else {
+            (&y * 1.0).unwrap()
+        };
+    }
+    y.eval().unwrap();
+    let peak = d.peak_memory();
+    assert!(peak <= 2 * 64 * MIB + MIB, "peak {peak} bytes");
+    let got = y.to_vec::<f32>().unwrap();
+    assert_eq!(got[0], 25.5);
+    assert_eq!(got[n - 1], 25.5);
+    // x was held by the caller, so it was not written over.
+    assert_eq!(x.to_vec::<f32>().unwrap()[n / 2], 0.5);
+    drop((x, y));
+    assert_empty(&d);
+}
+
+#[test]
+fn donation_never_writes_over_an_array_someone_holds() {
+    let d = device();
+    let a = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3], &d).unwrap();
+    let b = (&a + 1.0).unwrap();
+    let c = (&b * 2.0).unwrap();
+    wgarray::eval(&[&c]).unwrap();
+    // b is held by the caller: c must not have been written into it.
+    assert_eq!(b.to_vec::<f32>().unwrap(), vec![2.0, 3.0, 4.0]);
+    assert_eq!(c.to_vec::<f32>().unwrap(), vec![4.0, 6.0, 8.0]);
+    assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
+}
+
+#[test]
+fn a_buffer_released_while_in_flight_is_reused_safely() {
+    let d = device();
+    let mut rng = Rng::new(11);
+    let n = 3 * MIB_F32 + 17;
+    let (x, y) = (rng.vec_f32(n), rng.vec_f32(n));
+    let a = Array::from_slice(&x, &[n], &d).unwrap();
+    let b = (&a * 2.0).unwrap();
+    b.eval().unwrap(); // submitted; may still be running
+    drop(a); // its buffer goes back to the pool now
+    let hits = d.memory_stats().cache_hits;
+    let c = Array::from_slice(&y, &[n], &d).unwrap(); // takes a's buffer
+    assert_eq!(
+        d.memory_stats().cache_hits,
+        hits + 1,
+        "a's buffer was reused"
+    );
+    let e = (&c * 3.0).unwrap();
+    let (bv, ev) = (b.to_vec::<f32>().unwrap(), e.to_vec::<f32>().unwrap());
+    for i in 0..n {
+        assert_eq!(bv[i], x[i] * 2.0, "b[{i}]");
+        assert_eq!(ev[i], y[i] * 3.0, "e[{i}]");
+    }
+}
+
+// ---- lifetime tests (issue 3, item 7); each ends with nothing alive ----
+
+#[test]
+fn lifetime_a_both_split_outputs_dropped_unevaluated_in_each_order() {
+    for first in [0, 1] {
+        let d = device();
+        let x = Array::from_slice(&[1.0f32; 64], &[8, 8], &d).unwrap();
+        let mut parts = (&x + 1.0).unwrap().split(2, 0).unwrap();
+        drop(x);
+        let a = parts.remove(first);
+        drop(a);
+        assert!(d.live_nodes() > 0, "the sibling still holds the node");
+        drop(parts);
+        assert_empty(&d);
+    }
+}
+
+#[test]
+fn lifetime_b_one_split_output_kept_and_evaluated() {
+    let d = device();
+    let x = Array::from_slice(&[1.0f32; 64], &[8, 8], &d).unwrap();
+    let mut parts = (&x + 1.0).unwrap().split(2, 1).unwrap();
+    drop(x);
+    let kept = parts.pop().unwrap();
+    drop(parts);
+    assert_eq!(kept.to_vec::<f32>().unwrap(), vec![2.0; 32]);
+    assert_eq!(d.live_nodes(), 0);
+    assert_eq!(
+        d.active_memory(),
+        256,
+        "only the kept output (128 bytes, rounded)"
+    );
+    drop(kept);
+    assert_empty(&d);
+}
+
+#[test]
+fn lifetime_c_last_split_output_replaced_by_assignment() {
+    let d = device();
+    let x = Array::from_slice(&[1.0f32; 4 * MIB_F32], &[4, MIB_F32], &d).unwrap();
+    let mut parts = x.split(4, 0).unwrap();
+    drop(x);
+    let mut last = parts.pop().unwrap();
+    drop(parts);
+    assert!(
+        d.active_memory() >= 4 * MIB,
+        "the input is held through the node"
+    );
+    last = Array::scalar(1.0, DType::F32, &d).unwrap();
+    assert_eq!(d.live_nodes(), 0);
+    assert_eq!(d.live_arrays(), 1);
+    assert_eq!(d.active_memory(), 256);
+    drop(last);
+    assert_empty(&d);
+}
+
+#[test]
+fn lifetime_d_a_split_output_assigned_over_its_sibling() {
+    let d = device();
+    let x = Array::from_slice(&[2.0f32; 2 * MIB_F32], &[2, MIB_F32], &d).unwrap();
+    let [mut a, b]: [Array; 2] = x.split(2, 0).unwrap().try_into().unwrap();
+    drop(x);
+    assert_eq!(a.shape(), b.shape());
+    a = b; // the group's last outside reference is now `a` itself
+    assert_eq!(d.live_arrays(), 2, "the input and one output");
+    assert_eq!(a.to_vec::<f32>().unwrap()[0], 2.0);
+    drop(a);
+    assert_empty(&d);
+}
+
+fn closure_case(evaluate: Option<bool>) {
+    let d = device();
+    let mut rng = Rng::new(13);
+    let w = Array::from_slice(&rng.vec_f32(64 * 96), &[64, 96], &d).unwrap();
+    let x = Array::from_slice(&rng.vec_f32(8 * 64), &[8, 64], &d).unwrap();
+    let f = {
+        let w = w.clone();
+        move |x: &Array| x.matmul(&w).unwrap().split(3, -1).unwrap()
+    };
+    drop(w);
+    let mut kept = Vec::new();
+    for i in 0..100 {
+        let parts = f(&x);
+        match evaluate {
+            Some(true) => {
+                wgarray::eval(&parts.iter().collect::<Vec<_>>()).unwrap();
+            }
+            Some(false) => {}
+            None => {
+                // Evaluation stopped by the memory limit, then given up on.
+                let limit = d.active_memory();
+                d.set_memory_limit(limit);
+                assert!(matches!(parts[0].eval(), Err(Error::OutOfMemory { .. })));
+                d.set_memory_limit(u64::MAX);
+            }
+        }
+        if i % 10 == 0 {
+            kept.push(parts[i % 3].clone());
+        }
+    }
+    drop(kept);
+    drop(f);
+    drop(x);
+    assert_empty(&d);
+    d.clear_cache();
+    assert_eq!(d.memory_stats().live_buffers, 0);
+}
+
+#[test]
+fn lifetime_e_closure_capturing_a_weight_called_100_times_then_dropped() {
+    closure_case(Some(true));
+}
+
+#[test]
+fn lifetime_f_closure_with_no_output_evaluated() {
+    closure_case(Some(false));
+}
+
+#[test]
+fn lifetime_f_closure_with_eval_stopped_by_out_of_memory() {
+    closure_case(None);
+}
