@@ -328,6 +328,7 @@ fn lifetime_c_last_split_output_replaced_by_assignment() {
         d.active_memory() >= 4 * MIB,
         "the input is held through the node"
     );
+    assert_eq!(last.shape(), &[1, MIB_F32]);
     last = Array::scalar(1.0, DType::F32, &d).unwrap();
     assert_eq!(d.live_nodes(), 0);
     assert_eq!(d.live_arrays(), 1);
