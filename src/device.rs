@@ -419,13 +419,19 @@ impl Device {
         self.inner.kernels.created()
     }
 
-    /// Wait until all submitted work has finished, so that wgpu frees the
-    /// buffers the pool has let go of.
+    /// Submit pending uploads and wait until all work has finished, so that
+    /// wgpu frees the buffers the pool has let go of.
     ///
     /// # Errors
     /// [`Error::DeviceLost`] or [`Error::Readback`] when the wait fails.
     pub fn synchronize(&self) -> Result<()> {
         self.check_lost()?;
+        {
+            // An empty submission flushes pending uploads (`write_buffer`),
+            // which otherwise hold their buffers until the next submit.
+            let _guard = self.inner.pool.lock_queue();
+            self.inner.queue.submit([]);
+        }
         self.inner
             .device
             .poll(wgpu::PollType::wait_indefinitely())
