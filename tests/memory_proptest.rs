@@ -145,7 +145,7 @@ fn random_graphs_release_everything() {
             }
             // Every so often, empty the cache: the pool's allocations are
             // gone from the driver, and nothing else grew.
-            if n.get() % 25 == 0 {
+            if n.get().is_multiple_of(25) {
                 d.clear_cache();
                 prop_assert_eq!(d.memory_stats().live_buffers, 0);
                 d.synchronize().unwrap();
