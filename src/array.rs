@@ -199,7 +199,29 @@ impl Array {
             Ok(())
         })?;
         drop(guard);
-        Ok(Array {
+        Ok(Array::ready(shape, dtype, device, buffer))
+    }
+
+    /// An evaluated array of `shape` and `dtype` whose elements are
+    /// unspecified (NumPy `empty`): a buffer straight from the pool, with
+    /// whatever an earlier array left in it, or zeros if it is new. For
+    /// outputs that a kernel will overwrite, and for measuring the pool.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
+        let bytes = (numel(shape) * dtype.size_in_bytes()) as u64;
+        crate::graph::eval::check_binding(device, "empty", bytes)?;
+        let dev = &device.inner;
+        let buffer = {
+            let guard = dev.pool.lock_queue();
+            dev.pool.acquire(&guard, bytes, BufferKind::Storage)?
+        };
+        Ok(Array::ready(shape, dtype, device, buffer))
+    }
+
+    fn ready(shape: &[usize], dtype: DType, device: &Device, buffer: PooledBuffer) -> Array {
+        Array {
             inner: ArrayInner::new(
                 shape.to_vec(),
                 dtype,
@@ -210,7 +232,7 @@ impl Array {
                     offset: 0,
                 }),
             ),
-        })
+        }
     }
 
     /// A 0-dimensional array holding `value` as `dtype`, evaluated at once.

@@ -1,0 +1,75 @@
+//! The buffer pool against creating a wgpu buffer each time, and a 10-op
+//! eval chain with and without the cache. Run: `cargo bench --bench memory`.
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use wgarray::{Array, DType, Device};
+
+const SIZES: [usize; 3] = [4 << 10, 1 << 20, 64 << 20];
+
+fn alloc_release(c: &mut Criterion, device: &Device) {
+    let mut g = c.benchmark_group(format!("alloc+release ({:?})", device.backend()));
+    for &bytes in &SIZES {
+        let n = bytes / 4;
+        device.set_cache_limit(u64::MAX);
+        g.bench_with_input(BenchmarkId::new("pool (cached)", bytes), &n, |b, &n| {
+            b.iter(|| drop(Array::empty(&[n], DType::F32, device).unwrap()))
+        });
+        device.set_cache_limit(0);
+        g.bench_with_input(BenchmarkId::new("pool (cache limit 0)", bytes), &n, |b, &n| {
+            b.iter(|| drop(Array::empty(&[n], DType::F32, device).unwrap()))
+        });
+        device.set_cache_limit(u64::MAX);
+        let d = device.wgpu_device();
+        g.bench_with_input(BenchmarkId::new("wgpu create_buffer", bytes), &bytes, |b, &bytes| {
+            b.iter(|| {
+                drop(d.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size: bytes as u64,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_SRC
+                        | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }))
+            })
+        });
+    }
+    g.finish();
+}
+
+fn chain(c: &mut Criterion, device: &Device) {
+    let mut g = c.benchmark_group(format!("10-op chain on f32[1M], eval ({:?})", device.backend()));
+    let n = 1 << 20;
+    let x = Array::full(&[n], 1.0, DType::F32, device);
+    x.eval().unwrap();
+    for (name, limit) in [("with cache", u64::MAX), ("cache limit 0", 0)] {
+        device.set_cache_limit(limit);
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut y = x.clone();
+                for i in 0..10 {
+                    y = (&y + &x).unwrap();
+                    if i == 4 {
+                        y = (&y * 0.5).unwrap();
+                    }
+                }
+                y.eval().unwrap();
+                device.synchronize().unwrap();
+            })
+        });
+    }
+    device.set_cache_limit(u64::MAX);
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let device = Device::new_default().expect("a GPU adapter (see README)");
+    alloc_release(c, &device);
+    chain(c, &device);
+}
+
+criterion_group! {
+    name = memory;
+    config = Criterion::default().sample_size(20);
+    targets = benches
+}
+criterion_main!(memory);
