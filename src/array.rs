@@ -14,7 +14,7 @@ use crate::{DType, Device, Element, Error, Result};
 #[derive(Clone, Debug)]
 pub(crate) struct Storage {
     pub buffer: Arc<PooledBuffer>,
-    pub strides: Vec<usize>,
+    pub strides: Vec<isize>,
     pub offset: usize,
 }
 
@@ -66,7 +66,7 @@ impl ArrayInner {
                     && self.dtype == dtype
                     && s.offset == 0
                     && Arc::strong_count(&s.buffer) == 1
-                    && s.strides == contiguous_strides(shape)
+                    && crate::shape::is_contiguous(shape, &s.strides)
             }
             _ => false,
         }
@@ -390,7 +390,7 @@ impl Array {
         let storage = self.inner.storage()?;
         let elem = self.dtype().size_in_bytes();
         let size = nbytes.next_multiple_of(4) as u64;
-        let dense = storage.strides == contiguous_strides(self.shape());
+        let dense = crate::shape::is_contiguous(self.shape(), &storage.strides);
         let byte_offset = (storage.offset * elem) as u64;
         let staging = dev.pool.acquire(&guard, size, BufferKind::Readback)?;
         device.scoped(|| {
@@ -406,14 +406,17 @@ impl Array {
                     buffer: storage.buffer.buffer(),
                     strides: &storage.strides,
                     offset: storage.offset,
+                    dtype: self.dtype(),
                 };
                 dispatches = Vec::new();
-                dispatches.extend(crate::kernels::elementwise::copy(
+                dispatches.extend(crate::kernels::elementwise::elementwise(
                     dev,
-                    elem,
+                    crate::kernels::elementwise::ElementwiseOp::Cast,
                     self.shape(),
-                    &view,
+                    &[view],
+                    self.dtype(),
                     tmp.buffer(),
+                    None,
                 )?);
                 src = tmp.buffer().clone();
                 dense_buf = Some(tmp);

@@ -41,7 +41,9 @@ pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use graph::eval::eval;
 pub use memory::MemoryStats;
+pub use ops::elementwise::{promote_types, where_};
 pub use ops::multi_output::SplitSpec;
+pub use ops::shape::Slice;
 
 // README's example is compiled and run as a doctest, so it stays true.
 #[cfg(doctest)]

@@ -8,14 +8,27 @@ pub fn numel(shape: &[usize]) -> usize {
 }
 
 /// Row-major (C order) strides of `shape`, in elements.
-pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![0; shape.len()];
-    let mut acc = 1;
+    let mut acc = 1isize;
     for (s, &d) in strides.iter_mut().zip(shape).rev() {
         *s = acc;
-        acc *= d.max(1);
+        acc *= d.max(1) as isize;
     }
     strides
+}
+
+/// Whether `strides` lay out `shape` densely in row-major order
+/// (dimensions of length 1 may have any stride).
+pub fn is_contiguous(shape: &[usize], strides: &[isize]) -> bool {
+    let mut acc = 1isize;
+    for (&d, &s) in shape.iter().zip(strides).rev() {
+        if d != 1 && s != acc {
+            return false;
+        }
+        acc *= d as isize;
+    }
+    true
 }
 
 /// `axis` (negative counts from the end) as an index below `ndim`.
@@ -66,7 +79,7 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
 
 /// Strides that read an array of `shape`/`strides` as if it had the
 /// broadcast shape `target` (stride 0 along broadcast dimensions).
-pub fn broadcast_strides(shape: &[usize], strides: &[usize], target: &[usize]) -> Vec<usize> {
+pub fn broadcast_strides(shape: &[usize], strides: &[isize], target: &[usize]) -> Vec<isize> {
     let pad = target.len() - shape.len();
     (0..target.len())
         .map(|i| {
@@ -86,7 +99,7 @@ mod tests {
     #[test]
     fn strides_and_broadcast() {
         assert_eq!(contiguous_strides(&[2, 3, 4]), vec![12, 4, 1]);
-        assert_eq!(contiguous_strides(&[]), Vec::<usize>::new());
+        assert_eq!(contiguous_strides(&[]), Vec::<isize>::new());
         assert_eq!(broadcast_shapes("t", &[3, 1], &[4]).unwrap(), vec![3, 4]);
         assert!(broadcast_shapes("t", &[3], &[4]).is_err());
         assert_eq!(

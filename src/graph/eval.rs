@@ -4,13 +4,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{Node, Primitive};
+use super::{Node, Primitive, View};
 use crate::array::{Array, State, Storage};
-use crate::kernels::elementwise::{self, Donated, Operand};
+use crate::kernels::elementwise::{self, ElementwiseOp, Operand};
 use crate::kernels::matmul::{self, MatOperand};
 use crate::kernels::{self, CopyOp, Dispatch};
 use crate::memory::{BufferKind, QueueGuard};
-use crate::shape::{broadcast_strides, contiguous_strides, numel};
+use crate::shape::{broadcast_strides, contiguous_strides, is_contiguous, numel};
 use crate::{Device, Error, Result};
 
 /// The unevaluated ancestors of `targets`, inputs before users. Iterative
@@ -142,12 +142,37 @@ fn dense_alias(input: &Storage) -> Storage {
     }
 }
 
-fn operand<'a>(s: &'a Storage, strides: &'a [usize]) -> Operand<'a> {
-    Operand {
-        buffer: s.buffer.buffer(),
+/// A view of `src`'s buffer with other strides and offset.
+fn view_of(src: &Storage, strides: Vec<isize>, offset: usize) -> Storage {
+    Storage {
+        buffer: Arc::clone(&src.buffer),
         strides,
-        offset: s.offset,
+        offset,
     }
+}
+
+/// Strides for `to` that read `src` (of shape `from`) in the same row-major
+/// order, if there are any: the input must be dense up to dimensions of
+/// length 1, which may be added or removed.
+fn reshape_strides(from: &[usize], src: &Storage, to: &[usize]) -> Option<Vec<isize>> {
+    if is_contiguous(from, &src.strides) {
+        return Some(contiguous_strides(to));
+    }
+    let kept_from: Vec<usize> = from.iter().copied().filter(|&d| d != 1).collect();
+    let kept_to: Vec<usize> = to.iter().copied().filter(|&d| d != 1).collect();
+    if kept_from != kept_to {
+        return None;
+    }
+    let mut kept = from
+        .iter()
+        .zip(&src.strides)
+        .filter(|(d, _)| **d != 1)
+        .map(|(_, s)| *s);
+    Some(
+        to.iter()
+            .map(|&d| if d == 1 { 0 } else { kept.next().unwrap_or(0) })
+            .collect(),
+    )
 }
 
 /// Encode one node and detach its live outputs.
@@ -165,62 +190,71 @@ fn run_node(
         .unwrap_or_default();
     // Donation: an elementwise op may write into an input's buffer when
     // nothing but this node holds that input or its buffer, and the input is
-    // dense with the output's shape and dtype. Decided before `inputs` below
-    // takes its own references.
-    let donatable: Vec<bool> = match (&node.primitive, outputs.first()) {
-        (Primitive::Binary(_), Some(Some(o))) => node
-            .inputs
-            .iter()
-            .map(|i| Arc::strong_count(&i.inner) == 1 && i.inner.is_sole_dense(&o.shape, o.dtype))
-            .collect(),
-        _ => vec![false; node.inputs.len()],
+    // dense with the output's shape and dtype width. Decided before `inputs`
+    // below takes its own references.
+    let donated: Option<usize> = match (&node.primitive, outputs.first()) {
+        (Primitive::Elementwise(_), Some(Some(o))) => node.inputs.iter().position(|i| {
+            Arc::strong_count(&i.inner) == 1 && i.inner.is_sole_dense(&o.shape, o.dtype)
+        }),
+        _ => None,
     };
     let inputs: Vec<Storage> = node
         .inputs
         .iter()
         .map(|a| a.inner.storage())
         .collect::<Result<_>>()?;
+    // The first live output (every primitive but split has exactly one).
+    let first = || {
+        outputs[0]
+            .as_ref()
+            .ok_or_else(|| Error::Internal("a node was run without a live output".into()))
+    };
     let mut results: Vec<Option<Storage>> = Vec::with_capacity(outputs.len());
     match &node.primitive {
         Primitive::Full { word } => {
-            let o = outputs[0]
-                .as_ref()
-                .expect("a node being run has a live output");
+            let o = first()?;
             let s = alloc(device, guard, &o.shape, o.dtype)?;
             let words = (numel(&o.shape) * o.dtype.size_in_bytes()).div_ceil(4);
             out.extend(elementwise::fill(dev, words, *word, s.buffer.buffer())?);
             results.push(Some(s));
         }
-        Primitive::Binary(op) => {
-            let o = outputs[0]
-                .as_ref()
-                .expect("a node being run has a live output");
-            let (a, b) = (&node.inputs[0].inner, &node.inputs[1].inner);
-            let sa = broadcast_strides(&a.shape, &inputs[0].strides, &o.shape);
-            let sb = broadcast_strides(&b.shape, &inputs[1].strides, &o.shape);
-            let (s, donated) = if donatable[0] {
-                (dense_alias(&inputs[0]), Donated::Lhs)
-            } else if donatable[1] {
-                (dense_alias(&inputs[1]), Donated::Rhs)
-            } else {
-                (alloc(device, guard, &o.shape, o.dtype)?, Donated::None)
+        Primitive::Elementwise(op) => {
+            let o = first()?;
+            let strides: Vec<Vec<isize>> = node
+                .inputs
+                .iter()
+                .zip(&inputs)
+                .map(|(a, s)| broadcast_strides(&a.inner.shape, &s.strides, &o.shape))
+                .collect();
+            let operands: Vec<Operand<'_>> = node
+                .inputs
+                .iter()
+                .zip(&inputs)
+                .zip(&strides)
+                .map(|((a, s), st)| Operand {
+                    buffer: s.buffer.buffer(),
+                    strides: st,
+                    offset: s.offset,
+                    dtype: a.inner.dtype,
+                })
+                .collect();
+            let s = match donated {
+                Some(k) => dense_alias(&inputs[k]),
+                None => alloc(device, guard, &o.shape, o.dtype)?,
             };
-            out.extend(elementwise::binary(
+            out.extend(elementwise::elementwise(
                 dev,
                 *op,
-                a.dtype,
                 &o.shape,
-                &operand(&inputs[0], &sa),
-                &operand(&inputs[1], &sb),
+                &operands,
+                o.dtype,
                 s.buffer.buffer(),
                 donated,
             )?);
             results.push(Some(s));
         }
         Primitive::Matmul => {
-            let o = outputs[0]
-                .as_ref()
-                .expect("a node being run has a live output");
+            let o = first()?;
             let s = alloc(device, guard, &o.shape, o.dtype)?;
             let (a, b) = (&node.inputs[0].inner, &node.inputs[1].inner);
             let nd = o.shape.len();
@@ -232,7 +266,7 @@ fn run_node(
             let mat = |arr: &crate::array::ArrayInner, st: &'_ Storage| {
                 let r = arr.shape.len();
                 let full = broadcast_strides(&arr.shape[..r - 2], &st.strides[..r - 2], batch);
-                let mut bs = [0usize; 4];
+                let mut bs = [0isize; 4];
                 bs[4 - full.len()..].copy_from_slice(&full);
                 (st.strides[r - 2], st.strides[r - 1], bs)
             };
@@ -262,29 +296,55 @@ fn run_node(
             )?);
             results.push(Some(s));
         }
-        Primitive::Reshape => {
-            let o = outputs[0]
-                .as_ref()
-                .expect("a node being run has a live output");
-            let src = &inputs[0];
+        Primitive::View(view) => {
+            let o = first()?;
             let x = &node.inputs[0].inner;
-            // Strides of the non-unit dimensions carry over in order.
-            let mut kept = x
-                .shape
-                .iter()
-                .zip(&src.strides)
-                .filter(|(d, _)| **d != 1)
-                .map(|(_, s)| *s);
-            let strides = o
-                .shape
-                .iter()
-                .map(|&d| if d == 1 { 0 } else { kept.next().unwrap_or(0) })
-                .collect();
-            results.push(Some(Storage {
-                buffer: Arc::clone(&src.buffer),
-                strides,
-                offset: src.offset,
-            }));
+            let src = &inputs[0];
+            let s = match view {
+                View::Reshape => match reshape_strides(&x.shape, src, &o.shape) {
+                    Some(strides) => view_of(src, strides, src.offset),
+                    None => {
+                        // Not expressible as strides: copy dense, then view.
+                        let dense = alloc(device, guard, &o.shape, o.dtype)?;
+                        out.extend(elementwise::elementwise(
+                            dev,
+                            ElementwiseOp::Cast,
+                            &x.shape,
+                            &[Operand {
+                                buffer: src.buffer.buffer(),
+                                strides: &src.strides,
+                                offset: src.offset,
+                                dtype: x.dtype,
+                            }],
+                            x.dtype,
+                            dense.buffer.buffer(),
+                            None,
+                        )?);
+                        dense
+                    }
+                },
+                View::Permute(axes) => view_of(
+                    src,
+                    axes.iter().map(|&a| src.strides[a]).collect(),
+                    src.offset,
+                ),
+                View::Broadcast => view_of(
+                    src,
+                    broadcast_strides(&x.shape, &src.strides, &o.shape),
+                    src.offset,
+                ),
+                View::Slice { starts, steps } => {
+                    let offset = src.offset as isize
+                        + starts
+                            .iter()
+                            .zip(&src.strides)
+                            .map(|(&st, &sd)| st as isize * sd)
+                            .sum::<isize>();
+                    let strides = src.strides.iter().zip(steps).map(|(s, k)| s * k).collect();
+                    view_of(src, strides, offset as usize)
+                }
+            };
+            results.push(Some(s));
         }
         Primitive::Split { axis, starts } => {
             let x = &node.inputs[0].inner;
@@ -299,14 +359,17 @@ fn run_node(
                 let view = Operand {
                     buffer: src.buffer.buffer(),
                     strides: &src.strides,
-                    offset: src.offset + start * src.strides[*axis],
+                    offset: (src.offset as isize + start as isize * src.strides[*axis]) as usize,
+                    dtype: x.dtype,
                 };
-                out.extend(elementwise::copy(
+                out.extend(elementwise::elementwise(
                     dev,
-                    x.dtype.size_in_bytes(),
+                    ElementwiseOp::Cast,
                     &o.shape,
-                    &view,
+                    &[view],
+                    x.dtype,
                     s.buffer.buffer(),
+                    None,
                 )?);
                 results.push(Some(s));
             }

@@ -12,22 +12,39 @@ use std::sync::{OnceLock, Weak};
 
 use crate::Device;
 use crate::array::{Array, ArrayInner, State};
-use crate::kernels::elementwise::BinaryOp;
+use crate::kernels::elementwise::ElementwiseOp;
 
-/// One operation of the graph; each is one kind of kernel launch.
+/// One operation of the graph; each is one kind of kernel launch (or none,
+/// for views).
 #[derive(Debug)]
 pub(crate) enum Primitive {
     /// Every 32-bit word of the output is `word`.
     Full { word: u32 },
-    /// An elementwise binary op with broadcasting.
-    Binary(BinaryOp),
+    /// An elementwise op; inputs broadcast to the output's shape.
+    Elementwise(ElementwiseOp),
     /// NumPy matmul (shapes already checked by the op).
     Matmul,
-    /// A view under a shape that only adds or removes length-1 dimensions:
-    /// shares the input's buffer, no kernel.
-    Reshape,
+    /// A view: the output shares the input's buffer with other strides.
+    View(View),
     /// Split along `axis`; output `i` starts at `starts[i]` along that axis.
     Split { axis: usize, starts: Vec<usize> },
+}
+
+/// How a view maps its input's layout to its output's.
+#[derive(Debug)]
+pub(crate) enum View {
+    /// Same elements in row-major order under a new shape; copies when the
+    /// input's strides cannot express it.
+    Reshape,
+    /// Output axis `i` is input axis `axes[i]`.
+    Permute(Vec<usize>),
+    /// NumPy broadcasting to the output's shape (stride 0 where repeated).
+    Broadcast,
+    /// Per axis: the first element and the step (negative steps reverse).
+    Slice {
+        starts: Vec<usize>,
+        steps: Vec<isize>,
+    },
 }
 
 /// A node: a primitive applied to inputs, producing one or more outputs.

@@ -1,92 +1,337 @@
-//! Elementwise kernels: binary ops, strided copy, fill.
+//! The elementwise kernel (wgsl/elementwise.wgsl) and the fill kernel: the
+//! WGSL expression of every elementwise op, dtype decoding and encoding,
+//! strided operands, donation.
 
-use super::{BINARY, COPY, Dispatch, FILL, PARAMS_WORDS, grid};
+use super::{Dispatch, ELEMENTWISE, FILL, Kernel, PARAMS_WORDS, Spec, grid};
 use crate::device::DeviceInner;
+use crate::shape::is_contiguous;
 use crate::{DType, Error, Result};
 
-/// A kernel operand: a buffer read through element strides from `offset`.
+/// A kernel operand: a buffer of `dtype` read through element strides
+/// (two's complement, may be negative or 0) from `offset`.
 pub(crate) struct Operand<'a> {
     pub buffer: &'a wgpu::Buffer,
-    pub strides: &'a [usize],
+    pub strides: &'a [isize],
     pub offset: usize,
+    pub dtype: DType,
 }
 
 /// Maximum rank the strided kernels take.
 pub(crate) const MAX_NDIM: usize = 8;
 
-/// The binary ops the `binary` kernel is specialised for, with the WGSL
-/// expression of each.
+/// Unary ops. Float-only ops on integer or bool input compute in f32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum UnaryOp {
+    Neg,
+    Abs,
+    Sign,
+    Exp,
+    Log,
+    Log1p,
+    Sqrt,
+    Rsqrt,
+    Square,
+    Reciprocal,
+    Sin,
+    Cos,
+    Tanh,
+    Sigmoid,
+    Relu,
+    /// GELU, exact: `x * Phi(x)` with erf.
+    Gelu,
+    /// GELU, tanh approximation (Hendrycks & Gimpel 2016, eq. 2).
+    GeluTanh,
+    Silu,
+    Erf,
+    Floor,
+    Ceil,
+    /// Round half to even, as NumPy `round`.
+    Round,
+    /// Logical not: 1 where the input is 0.
+    LogicalNot,
+}
+
+impl UnaryOp {
+    /// Every unary op, for enumerating specialisations.
+    pub(crate) const ALL: [UnaryOp; 23] = [
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Sign,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Log1p,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Square,
+        UnaryOp::Reciprocal,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Relu,
+        UnaryOp::Gelu,
+        UnaryOp::GeluTanh,
+        UnaryOp::Silu,
+        UnaryOp::Erf,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Round,
+        UnaryOp::LogicalNot,
+    ];
+
+    /// Whether the op is defined on integers (else integers compute in f32).
+    pub(crate) fn takes_integers(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Neg
+                | UnaryOp::Abs
+                | UnaryOp::Sign
+                | UnaryOp::Square
+                | UnaryOp::Floor
+                | UnaryOp::Ceil
+                | UnaryOp::Round
+                | UnaryOp::Relu
+                | UnaryOp::LogicalNot
+        )
+    }
+
+    /// The WGSL expression in `x0` (of type `ct`) and its result type.
+    fn wgsl(self, ct: &'static str) -> (String, &'static str) {
+        let f = match self {
+            UnaryOp::Neg if ct == "u32" => "0u - x0",
+            UnaryOp::Neg => "-x0",
+            UnaryOp::Abs if ct == "u32" => "x0",
+            UnaryOp::Abs => "abs(x0)",
+            UnaryOp::Sign if ct == "u32" => "select(0u, 1u, x0 > 0u)",
+            UnaryOp::Sign => "sign(x0)",
+            UnaryOp::Exp => "exp(x0)",
+            UnaryOp::Log => "log(x0)",
+            UnaryOp::Log1p => "log1p_f(x0)",
+            UnaryOp::Sqrt => "sqrt(x0)",
+            UnaryOp::Rsqrt => "inverseSqrt(x0)",
+            UnaryOp::Square => "x0 * x0",
+            UnaryOp::Reciprocal => "1.0 / x0",
+            UnaryOp::Sin => "sin(x0)",
+            UnaryOp::Cos => "cos(x0)",
+            UnaryOp::Tanh => "tanh_f(x0)",
+            UnaryOp::Sigmoid => "sigmoid_f(x0)",
+            UnaryOp::Relu if ct == "f32" => "select(x0, 0.0, x0 < 0.0)",
+            UnaryOp::Relu => "max(x0, 0)",
+            UnaryOp::Gelu => "0.5 * x0 * (1.0 + erf_f(x0 * 0.70710678118654752))",
+            UnaryOp::GeluTanh => {
+                "0.5 * x0 * (1.0 + tanh_f(0.79788456080286536 * (x0 + 0.044715 * x0 * x0 * x0)))"
+            }
+            UnaryOp::Silu => "x0 * sigmoid_f(x0)",
+            UnaryOp::Erf => "erf_f(x0)",
+            UnaryOp::Floor if ct == "f32" => "floor(x0)",
+            UnaryOp::Ceil if ct == "f32" => "ceil(x0)",
+            UnaryOp::Round if ct == "f32" => "round(x0)",
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => "x0",
+            UnaryOp::LogicalNot => return (format!("select(0u, 1u, x0 == {ct}(0))"), "u32"),
+        };
+        (f.to_string(), ct)
+    }
+}
+
+/// Binary ops; comparisons and logical ops produce bool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum BinaryOp {
     Add,
     Sub,
     Mul,
+    /// True division; integers compute in f32.
     Div,
+    /// NumPy `floor_divide`.
+    FloorDiv,
+    /// NumPy `remainder`: the sign of the divisor.
+    Remainder,
+    Pow,
     Maximum,
     Minimum,
+    Equal,
+    NotEqual,
+    Less,
+    LessEqual,
+    Greater,
+    GreaterEqual,
+    LogicalAnd,
+    LogicalOr,
 }
 
 impl BinaryOp {
+    /// Every binary op, for enumerating specialisations.
+    pub(crate) const ALL: [BinaryOp; 17] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::FloorDiv,
+        BinaryOp::Remainder,
+        BinaryOp::Pow,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Equal,
+        BinaryOp::NotEqual,
+        BinaryOp::Less,
+        BinaryOp::LessEqual,
+        BinaryOp::Greater,
+        BinaryOp::GreaterEqual,
+        BinaryOp::LogicalAnd,
+        BinaryOp::LogicalOr,
+    ];
+
+    /// NumPy's name for the op.
     pub(crate) fn name(self) -> &'static str {
         match self {
             BinaryOp::Add => "add",
             BinaryOp::Sub => "subtract",
             BinaryOp::Mul => "multiply",
             BinaryOp::Div => "divide",
+            BinaryOp::FloorDiv => "floor_divide",
+            BinaryOp::Remainder => "remainder",
+            BinaryOp::Pow => "power",
             BinaryOp::Maximum => "maximum",
             BinaryOp::Minimum => "minimum",
+            BinaryOp::Equal => "equal",
+            BinaryOp::NotEqual => "not_equal",
+            BinaryOp::Less => "less",
+            BinaryOp::LessEqual => "less_equal",
+            BinaryOp::Greater => "greater",
+            BinaryOp::GreaterEqual => "greater_equal",
+            BinaryOp::LogicalAnd => "logical_and",
+            BinaryOp::LogicalOr => "logical_or",
         }
     }
 
-    fn wgsl(self) -> &'static str {
+    /// Whether the result is bool.
+    pub(crate) fn is_predicate(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Equal
+                | BinaryOp::NotEqual
+                | BinaryOp::Less
+                | BinaryOp::LessEqual
+                | BinaryOp::Greater
+                | BinaryOp::GreaterEqual
+                | BinaryOp::LogicalAnd
+                | BinaryOp::LogicalOr
+        )
+    }
+
+    /// The WGSL expression in `x0`, `x1` (of type `ct`) and its result type.
+    fn wgsl(self, ct: &'static str) -> (String, &'static str) {
+        let sfx = match ct {
+            "f32" => "f",
+            "i32" => "i",
+            _ => "u",
+        };
+        let cmp = |op: &str| (format!("select(0u, 1u, x0 {op} x1)"), "u32");
         match self {
-            BinaryOp::Add => "a + b",
-            BinaryOp::Sub => "a - b",
-            BinaryOp::Mul => "a * b",
-            BinaryOp::Div => "a / b",
-            BinaryOp::Maximum => "max(a, b)",
-            BinaryOp::Minimum => "min(a, b)",
+            BinaryOp::Add => ("x0 + x1".into(), ct),
+            BinaryOp::Sub => ("x0 - x1".into(), ct),
+            BinaryOp::Mul => ("x0 * x1".into(), ct),
+            BinaryOp::Div => ("x0 / x1".into(), ct),
+            BinaryOp::FloorDiv => (format!("fdiv_{sfx}(x0, x1)"), ct),
+            BinaryOp::Remainder => (format!("rem_{sfx}(x0, x1)"), ct),
+            BinaryOp::Pow => (format!("pow_{sfx}(x0, x1)"), ct),
+            BinaryOp::Maximum if ct == "f32" => ("maximum_f(x0, x1)".into(), ct),
+            BinaryOp::Minimum if ct == "f32" => ("minimum_f(x0, x1)".into(), ct),
+            BinaryOp::Maximum => ("max(x0, x1)".into(), ct),
+            BinaryOp::Minimum => ("min(x0, x1)".into(), ct),
+            BinaryOp::Equal => cmp("=="),
+            BinaryOp::NotEqual => cmp("!="),
+            BinaryOp::Less => cmp("<"),
+            BinaryOp::LessEqual => cmp("<="),
+            BinaryOp::Greater => cmp(">"),
+            BinaryOp::GreaterEqual => cmp(">="),
+            BinaryOp::LogicalAnd => (
+                format!("select(0u, 1u, x0 != {ct}(0) && x1 != {ct}(0))"),
+                "u32",
+            ),
+            BinaryOp::LogicalOr => (
+                format!("select(0u, 1u, x0 != {ct}(0) || x1 != {ct}(0))"),
+                "u32",
+            ),
         }
     }
 }
 
-/// The WGSL scalar type of a dtype the arithmetic kernels take.
-pub(crate) fn wgsl_type(dev: &DeviceInner, op: &'static str, dtype: DType) -> Result<&'static str> {
-    match dtype {
-        DType::F32 => Ok("f32"),
-        DType::I32 => Ok("i32"),
-        DType::U32 => Ok("u32"),
-        DType::F16 if dev.features.contains(wgpu::Features::SHADER_F16) => Ok("f16"),
-        DType::F16 => Err(Error::MissingFeature {
-            op,
-            feature: "SHADER_F16",
-        }),
-        DType::BF16 | DType::Bool => Err(Error::DType {
-            op,
-            dtype,
-            other: None,
-        }),
+/// What one elementwise dispatch computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ElementwiseOp {
+    /// Convert (or copy, for the same dtype) the one input to the output dtype.
+    Cast,
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    /// `where(cond, a, b)`.
+    Where,
+}
+
+/// The WGSL compute type of a dtype: f32 for every float, i32, u32 (bool too).
+pub(crate) fn compute_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 | DType::F16 | DType::BF16 => "f32",
+        DType::I32 => "i32",
+        DType::U32 | DType::Bool => "u32",
     }
 }
 
-fn is_contiguous(shape: &[usize], strides: &[usize]) -> bool {
-    let mut acc = 1;
-    for (&d, &s) in shape.iter().zip(strides).rev() {
-        if d != 1 && s != acc {
-            return false;
+/// The compute-type value of raw element bits `b` of dtype `d`.
+fn decode(d: DType, b: &str) -> String {
+    match d {
+        DType::F32 => format!("bitcast<f32>({b})"),
+        DType::I32 => format!("bitcast<i32>({b})"),
+        DType::U32 | DType::Bool => b.to_string(),
+        DType::F16 => format!("f16_bits_to_f32({b})"),
+        DType::BF16 => format!("bitcast<f32>({b} << 16u)"),
+    }
+}
+
+/// The output bits of `r` (of compute type `ct`) as dtype `d`.
+fn encode(d: DType, r: &str, ct: &str) -> String {
+    match d {
+        DType::Bool => format!("select(0u, 1u, {r} != {ct}(0))"),
+        _ => {
+            let v = if compute_type(d) == ct {
+                r.to_string()
+            } else {
+                format!("{}({r})", compute_type(d))
+            };
+            match d {
+                DType::F32 | DType::I32 => format!("bitcast<u32>({v})"),
+                DType::U32 => v,
+                DType::F16 => format!("f32_to_f16_bits(bitcast<u32>({v}))"),
+                DType::BF16 => format!("f32_to_bf16_bits(bitcast<u32>({v}))"),
+                DType::Bool => unreachable!(),
+            }
         }
-        acc *= d;
     }
-    true
 }
 
-fn put(v: &mut [u32; PARAMS_WORDS], base: usize, xs: &[usize]) -> Result<()> {
-    for (i, &x) in xs.iter().enumerate() {
-        v[base + i] = u32::try_from(x).map_err(|_| Error::TooLarge {
-            op: "strided kernel",
-            bytes: x as u64,
-            max: u32::MAX as u64,
-        })?;
+/// The compute type the op works in, given its input dtypes (already
+/// promoted to one dtype for binary ops, except `Where`'s condition).
+fn op_compute_type(op: ElementwiseOp, inputs: &[DType], out: DType) -> &'static str {
+    match op {
+        ElementwiseOp::Cast => compute_type(inputs[0]),
+        ElementwiseOp::Unary(u) if !u.takes_integers() => "f32",
+        ElementwiseOp::Unary(_) => compute_type(inputs[0]),
+        ElementwiseOp::Binary(BinaryOp::Div) => "f32",
+        ElementwiseOp::Binary(_) => compute_type(inputs[0]),
+        ElementwiseOp::Where => compute_type(out),
+    }
+}
+
+fn put(v: &mut [u32; PARAMS_WORDS], base: usize, xs: impl IntoIterator<Item = i64>) -> Result<()> {
+    for (i, x) in xs.into_iter().enumerate() {
+        v[base + i] = if (i32::MIN as i64..=u32::MAX as i64).contains(&x) {
+            x as u32 // negative strides wrap to two's complement on purpose
+        } else {
+            return Err(Error::TooLarge {
+                op: "strided kernel",
+                bytes: x.unsigned_abs(),
+                max: u32::MAX as u64,
+            });
+        };
     }
     Ok(())
 }
@@ -106,15 +351,14 @@ fn strided_params(
         )));
     }
     let mut p = [0u32; PARAMS_WORDS];
-    put(&mut p, 0, &[n, shape.len()])?;
-    put(&mut p, 4, shape)?;
+    put(&mut p, 0, [n as i64, shape.len() as i64, extra as i64])?;
+    put(&mut p, 8, shape.iter().map(|&d| d as i64))?;
     let mut contiguous = true;
     for (k, o) in ops.iter().enumerate() {
-        put(&mut p, 2 + k, &[o.offset])?;
-        put(&mut p, 12 + 8 * k, o.strides)?;
+        put(&mut p, 4 + k, [o.offset as i64])?;
+        put(&mut p, 16 + 8 * k, o.strides.iter().map(|&s| s as i64))?;
         contiguous &= is_contiguous(shape, o.strides);
     }
-    p[28] = extra;
     Ok((p, contiguous))
 }
 
@@ -122,81 +366,148 @@ fn flag(b: bool) -> &'static str {
     if b { "true" } else { "false" }
 }
 
-/// Which operand of a binary op, if any, was donated to the output: its
-/// buffer *is* `out`, dense and of the output's shape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Donated {
-    None,
-    Lhs,
-    Rhs,
-}
-
-/// `out = op(a, b)` over `shape` (a and b already broadcast by their strides).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn binary(
-    dev: &DeviceInner,
-    op: BinaryOp,
-    dtype: DType,
-    shape: &[usize],
-    a: &Operand<'_>,
-    b: &Operand<'_>,
-    out: &wgpu::Buffer,
-    donated: Donated,
-) -> Result<Option<Dispatch>> {
-    let n: usize = shape.iter().product();
-    if n == 0 {
-        return Ok(None);
-    }
-    let ty = wgsl_type(dev, op.name(), dtype)?;
-    let (params, contiguous) = strided_params(n, shape, &[a, b], 0)?;
-    // A donated operand is read through `out`; its binding takes the other
-    // operand's buffer (read-only twice is allowed).
-    let (lhs, rhs, bound_a, bound_b) = match donated {
-        Donated::None => ("lhs", "rhs", a.buffer, b.buffer),
-        Donated::Lhs => ("out", "rhs", b.buffer, b.buffer),
-        Donated::Rhs => ("lhs", "out", a.buffer, a.buffer),
+/// The specialisation of the elementwise kernel for `op` on inputs of
+/// `dtypes` (read through `out` for the `donated` one) writing `out_dtype`.
+pub(crate) fn spec(
+    op: ElementwiseOp,
+    dtypes: &[DType],
+    out_dtype: DType,
+    contiguous: bool,
+    donated: Option<usize>,
+) -> (Spec, &'static Kernel) {
+    let ct = op_compute_type(op, dtypes, out_dtype);
+    let (expr, rt) = match op {
+        ElementwiseOp::Cast => ("x0".to_string(), ct),
+        ElementwiseOp::Unary(u) => u.wgsl(ct),
+        ElementwiseOp::Binary(b) => b.wgsl(ct),
+        ElementwiseOp::Where => {
+            let cond = compute_type(dtypes[0]);
+            (format!("select(x2, x1, x0 != {cond}(0))"), ct)
+        }
     };
-    let (spec, kernel) = BINARY.spec(&[
-        ("T", ty),
-        ("OP", op.wgsl()),
-        ("CONTIGUOUS", flag(contiguous)),
-        ("LHS", lhs),
-        ("RHS", rhs),
-    ]);
-    Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
-        params,
-        buffers: vec![bound_a.clone(), bound_b.clone(), out.clone()],
-        workgroups: grid(n as u64, dev.limits.max_compute_workgroups_per_dimension)?,
-    }))
+    let mut bindings = String::new();
+    let mut loads = String::new();
+    let mut args = String::new();
+    let mut binding = 1;
+    for (k, &dtype) in dtypes.iter().enumerate() {
+        let var = if donated == Some(k) {
+            "out".to_string()
+        } else {
+            bindings.push_str(&format!(
+                "@group(0) @binding({binding}) var<storage, read> in{k}: array<u32>;\n"
+            ));
+            binding += 1;
+            format!("in{k}")
+        };
+        let bits = if dtype.size_in_bytes() == 2 {
+            format!("half_word({var}[i >> 1u], i)")
+        } else {
+            format!("{var}[i]")
+        };
+        // Where's condition keeps its own type; every other input takes the op's.
+        let want = if op == ElementwiseOp::Where && k == 0 {
+            compute_type(dtype)
+        } else {
+            ct
+        };
+        let mut value = decode(dtype, "b");
+        if compute_type(dtype) != want {
+            value = format!("{want}({value})");
+        }
+        loads.push_str(&format!(
+            "fn load{k}(i: u32) -> {want} {{\n    let b = {bits};\n    return {value};\n}}\n"
+        ));
+        args.push_str(&format!("    let x{k} = load{k}(offset_of(e, {k}u));\n"));
+    }
+    bindings.push_str(&format!(
+        "@group(0) @binding({binding}) var<storage, read_write> out: array<u32>;\n"
+    ));
+    let out_bytes = out_dtype.size_in_bytes().to_string();
+    let encoded = encode(out_dtype, "r", rt);
+    ELEMENTWISE.spec_with_bindings(
+        &[
+            ("BINDINGS", &bindings),
+            ("LOADS", &loads),
+            ("ARGS", &args),
+            ("OP", &expr),
+            ("ENCODE", &encoded),
+            ("OUT_BYTES", &out_bytes),
+            ("CONTIGUOUS", flag(contiguous)),
+        ],
+        (binding - 1) as u32,
+        1,
+    )
 }
 
-/// Copy the strided `src` (of `shape`, elements of `elem_bytes` bytes) into
-/// the dense `out`.
-pub(crate) fn copy(
+/// Encode `out = op(inputs...)` over `shape`; `out` is dense, of dtype
+/// `out_dtype`. `donated` names the input whose buffer *is* `out` (dense, of
+/// the output's shape): it is read through `out`, because wgpu forbids
+/// binding one buffer as read-only and read-write in one dispatch.
+pub(crate) fn elementwise(
     dev: &DeviceInner,
-    elem_bytes: usize,
+    op: ElementwiseOp,
     shape: &[usize],
-    src: &Operand<'_>,
+    inputs: &[Operand<'_>],
+    out_dtype: DType,
     out: &wgpu::Buffer,
+    donated: Option<usize>,
 ) -> Result<Option<Dispatch>> {
     let n: usize = shape.iter().product();
     if n == 0 {
         return Ok(None);
     }
-    let (params, contiguous) = strided_params(n, shape, &[src], 0)?;
-    let width = elem_bytes.to_string();
-    let (spec, kernel) = COPY.spec(&[("ELEM_BYTES", &width), ("CONTIGUOUS", flag(contiguous))]);
-    let threads = if elem_bytes == 2 { n.div_ceil(2) } else { n };
+    let refs: Vec<&Operand<'_>> = inputs.iter().collect();
+    let (params, contiguous) = strided_params(n, shape, &refs, 0)?;
+    let dtypes: Vec<DType> = inputs.iter().map(|o| o.dtype).collect();
+    let (spec, kernel) = spec(op, &dtypes, out_dtype, contiguous, donated);
+    let mut buffers: Vec<wgpu::Buffer> = inputs
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| donated != Some(*k))
+        .map(|(_, o)| o.buffer.clone())
+        .collect();
+    buffers.push(out.clone());
+    let threads = if out_dtype.size_in_bytes() == 2 {
+        n.div_ceil(2)
+    } else {
+        n
+    };
     Ok(Some(Dispatch {
         pipeline: dev.kernels.get(kernel, &spec)?,
         params,
-        buffers: vec![src.buffer.clone(), out.clone()],
+        buffers,
         workgroups: grid(
             threads as u64,
             dev.limits.max_compute_workgroups_per_dimension,
         )?,
     }))
+}
+
+/// A representative set of specialisations: every op on every dtype it
+/// takes, strided, plus donation and 2-byte outputs. For validation tests.
+#[cfg(test)]
+pub(crate) fn sample_specs() -> Vec<(Spec, &'static Kernel)> {
+    let mut out = Vec::new();
+    for d in DType::ALL {
+        for u in UnaryOp::ALL {
+            out.push(spec(ElementwiseOp::Unary(u), &[d], d, false, None));
+        }
+        for b in BinaryOp::ALL {
+            let o = if b.is_predicate() { DType::Bool } else { d };
+            out.push(spec(ElementwiseOp::Binary(b), &[d, d], o, false, Some(0)));
+        }
+        for to in DType::ALL {
+            out.push(spec(ElementwiseOp::Cast, &[d], to, true, None));
+        }
+        out.push(spec(
+            ElementwiseOp::Where,
+            &[DType::Bool, d, d],
+            d,
+            false,
+            None,
+        ));
+    }
+    out
 }
 
 /// Write the 32-bit `word` into the first `words` words of `out`.
@@ -232,5 +543,6 @@ mod tests {
         assert!(!is_contiguous(&[2, 3], &[1, 2]));
         assert!(is_contiguous(&[1, 3], &[99, 1]));
         assert!(!is_contiguous(&[2, 3], &[0, 1]));
+        assert!(!is_contiguous(&[3], &[-1]));
     }
 }

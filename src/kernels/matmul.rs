@@ -8,10 +8,10 @@ use crate::{Error, Result};
 pub(crate) struct MatOperand<'a> {
     pub buffer: &'a wgpu::Buffer,
     pub offset: usize,
-    pub row_stride: usize,
-    pub col_stride: usize,
+    pub row_stride: isize,
+    pub col_stride: isize,
     /// Strides of the (up to four, already broadcast) batch dimensions.
-    pub batch_strides: [usize; 4],
+    pub batch_strides: [isize; 4],
 }
 
 /// Batch dimensions the kernel takes.
@@ -34,31 +34,35 @@ pub(crate) fn matmul_naive(
         return Ok(None);
     }
     let words = [
-        m,
-        n,
-        k,
-        total,
-        a.offset,
-        a.row_stride,
-        a.col_stride,
-        b.offset,
-        b.row_stride,
-        b.col_stride,
+        m as i64,
+        n as i64,
+        k as i64,
+        total as i64,
+        a.offset as i64,
+        a.row_stride as i64,
+        a.col_stride as i64,
+        b.offset as i64,
+        b.row_stride as i64,
+        b.col_stride as i64,
         0,
         0,
     ];
     let mut p = [0u32; PARAMS_WORDS];
     let all = words
-        .iter()
-        .chain(&batch_shape)
-        .chain(&a.batch_strides)
-        .chain(&b.batch_strides);
-    for (slot, &x) in p.iter_mut().zip(all) {
-        *slot = u32::try_from(x).map_err(|_| Error::TooLarge {
-            op: "matmul",
-            bytes: x as u64,
-            max: u32::MAX as u64,
-        })?;
+        .into_iter()
+        .chain(batch_shape.iter().map(|&x| x as i64))
+        .chain(a.batch_strides.iter().map(|&x| x as i64))
+        .chain(b.batch_strides.iter().map(|&x| x as i64));
+    for (slot, x) in p.iter_mut().zip(all) {
+        // Negative strides wrap to two's complement on purpose.
+        if !(i32::MIN as i64..=u32::MAX as i64).contains(&x) {
+            return Err(Error::TooLarge {
+                op: "matmul",
+                bytes: x.unsigned_abs(),
+                max: u32::MAX as u64,
+            });
+        }
+        *slot = x as u32;
     }
     let (spec, kernel) = MATMUL_NAIVE.spec(&[]);
     Ok(Some(Dispatch {

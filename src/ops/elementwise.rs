@@ -1,33 +1,199 @@
-//! Elementwise binary operations with NumPy broadcasting.
+//! Elementwise operations: unary math, binary arithmetic and comparisons
+//! with NumPy broadcasting, logical ops, `where_`, and `astype`.
 //!
-//! Both operands must have the same dtype (type promotion comes with the full
-//! op set). Scalars (`&a + 2.0`) are converted to the array's dtype. The
-//! operators on `&Array` return `Result<Array>`, as candle's do.
+//! # Type promotion
+//!
+//! A NumPy-like subset, as MLX does it (floats win over integers):
+//!
+//! | operands | result |
+//! |---|---|
+//! | same dtype | that dtype |
+//! | bool with any X | X |
+//! | int (i32, u32) with a float | the float |
+//! | i32 with u32 | i32 (NumPy gives int64, which WGSL lacks) |
+//! | f16 with bf16, or either with f32 | f32 |
+//!
+//! A scalar (`&a + 2.0`) is weak, as in NumPy 2 and MLX: it takes the
+//! array's dtype, except that a non-integral scalar with an integer or bool
+//! array gives f32, and an integral one with a bool array gives i32.
+//!
+//! Every op computes in f32 for every float dtype (f16 and bf16 are decoded
+//! from their bits and the result rounded to nearest even, so no
+//! `SHADER_F16` is needed), in i32 or u32 for integers. `divide` and the
+//! float-only unary ops (exp, log, ...) turn integer input into f32.
+//! Integer division by zero gives 0 (NumPy warns and gives 0).
 
 use crate::graph::Primitive;
-use crate::kernels::elementwise::{BinaryOp, wgsl_type};
+use crate::kernels::elementwise::{BinaryOp, ElementwiseOp, UnaryOp};
 use crate::shape::broadcast_shapes;
-use crate::{Array, Error, Result};
+use crate::{Array, DType, Result};
 
-fn binary(op: BinaryOp, a: &Array, b: &Array) -> Result<Array> {
-    super::same_device(a, b)?;
-    if a.dtype() != b.dtype() {
-        return Err(Error::DType {
-            op: op.name(),
-            dtype: a.dtype(),
-            other: Some(b.dtype()),
-        });
+/// The dtype two operands promote to (see the module docs).
+pub fn promote_types(a: DType, b: DType) -> DType {
+    use DType::*;
+    match (a, b) {
+        (x, y) if x == y => x,
+        (Bool, x) | (x, Bool) => x,
+        (I32, U32) | (U32, I32) => I32,
+        (x, y) if x.is_float() && !y.is_float() => x,
+        (x, y) if y.is_float() && !x.is_float() => y,
+        _ => F32,
     }
-    wgsl_type(&a.device().inner, op.name(), a.dtype())?;
-    let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
-    Ok(Array::from_node(
-        a.device(),
-        Primitive::Binary(op),
-        vec![a.clone(), b.clone()],
-        vec![(shape, a.dtype())],
-    )
-    .pop()
-    .expect("one output"))
+}
+
+fn scalar_dtype(array: DType, value: f64) -> DType {
+    let integral = value.fract() == 0.0 && value.is_finite();
+    match array {
+        d if d.is_float() => d,
+        DType::Bool if integral => DType::I32,
+        d if integral => d,
+        _ => DType::F32,
+    }
+}
+
+impl Array {
+    /// Record an elementwise node over `inputs` broadcast together.
+    fn elementwise(
+        op: ElementwiseOp,
+        name: &'static str,
+        inputs: &[&Array],
+        out: DType,
+    ) -> Result<Array> {
+        let mut shape: Vec<usize> = inputs[0].shape().to_vec();
+        for x in &inputs[1..] {
+            super::same_device(inputs[0], x)?;
+            shape = broadcast_shapes(name, &shape, x.shape())?;
+        }
+        Ok(Array::from_node(
+            inputs[0].device(),
+            Primitive::Elementwise(op),
+            inputs.iter().map(|a| (*a).clone()).collect(),
+            vec![(shape, out)],
+        )
+        .pop()
+        .expect("one output"))
+    }
+
+    /// This array converted to `dtype` (NumPy `astype`): floats to f16/bf16
+    /// round to nearest even, bit for bit as the `half` crate; floats to
+    /// integers truncate toward zero and saturate (WGSL conversion); anything
+    /// to bool is `x != 0`. The same dtype gives the same array.
+    ///
+    /// # Errors
+    /// None today; `Result` for symmetry with the other ops.
+    pub fn astype(&self, dtype: DType) -> Result<Array> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        Array::elementwise(ElementwiseOp::Cast, "astype", &[self], dtype)
+    }
+
+    /// A dense row-major copy of this array if it is a strided view (MLX
+    /// `contiguous`); evaluated arrays that are already dense are returned as
+    /// they are after eval, so the copy happens on the device only when needed.
+    ///
+    /// # Errors
+    /// As [`crate::eval`] is not called here; none.
+    pub fn contiguous(&self) -> Result<Array> {
+        Array::elementwise(ElementwiseOp::Cast, "contiguous", &[self], self.dtype())
+    }
+
+    fn unary(&self, op: UnaryOp, name: &'static str) -> Result<Array> {
+        let out = match op {
+            UnaryOp::LogicalNot => DType::Bool,
+            _ if op.takes_integers() || self.dtype().is_float() => self.dtype(),
+            _ => DType::F32,
+        };
+        Array::elementwise(ElementwiseOp::Unary(op), name, &[self], out)
+    }
+
+    fn binary(&self, other: &Array, op: BinaryOp) -> Result<Array> {
+        let t = promote_types(self.dtype(), other.dtype());
+        let out = if op.is_predicate() {
+            DType::Bool
+        } else if op == BinaryOp::Div && !t.is_float() {
+            DType::F32
+        } else {
+            t
+        };
+        let a = self.astype(t)?;
+        let b = other.astype(t)?;
+        Array::elementwise(ElementwiseOp::Binary(op), op.name(), &[&a, &b], out)
+    }
+
+    fn binary_scalar(&self, value: f64, op: BinaryOp) -> Result<Array> {
+        let s = Array::scalar(value, scalar_dtype(self.dtype(), value), self.device())?;
+        self.binary(&s, op)
+    }
+}
+
+macro_rules! unary_fns {
+    ($($(#[$doc:meta])* $name:ident => $op:expr;)*) => {
+        impl Array {
+            $(
+                $(#[$doc])*
+                ///
+                /// Any dtype; shape unchanged. Float-only math on integer or
+                /// bool input returns f32.
+                ///
+                /// # Errors
+                /// None today (the op is recorded lazily); `Result` so that
+                /// every op composes with `?`.
+                pub fn $name(&self) -> Result<Array> {
+                    self.unary($op, stringify!($name))
+                }
+            )*
+        }
+    };
+}
+
+unary_fns! {
+    /// `-x` (NumPy `negative`).
+    negative => UnaryOp::Neg;
+    /// `|x|` (NumPy `abs`).
+    abs => UnaryOp::Abs;
+    /// -1, 0 or 1 (NumPy `sign`).
+    sign => UnaryOp::Sign;
+    /// `e^x`.
+    exp => UnaryOp::Exp;
+    /// Natural logarithm.
+    log => UnaryOp::Log;
+    /// `log(1 + x)`, accurate near 0 (Goldberg 1991, theorem 4).
+    log1p => UnaryOp::Log1p;
+    /// Square root.
+    sqrt => UnaryOp::Sqrt;
+    /// `1 / sqrt(x)` (MLX `rsqrt`).
+    rsqrt => UnaryOp::Rsqrt;
+    /// `x * x`.
+    square => UnaryOp::Square;
+    /// `1 / x`.
+    reciprocal => UnaryOp::Reciprocal;
+    /// Sine (radians).
+    sin => UnaryOp::Sin;
+    /// Cosine (radians).
+    cos => UnaryOp::Cos;
+    /// Hyperbolic tangent.
+    tanh => UnaryOp::Tanh;
+    /// `1 / (1 + e^-x)`.
+    sigmoid => UnaryOp::Sigmoid;
+    /// `max(x, 0)`.
+    relu => UnaryOp::Relu;
+    /// GELU, exact erf form: `x/2 * (1 + erf(x/sqrt 2))` (Hendrycks & Gimpel 2016).
+    gelu => UnaryOp::Gelu;
+    /// GELU, tanh approximation: `x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (MLX `gelu_approx`).
+    gelu_approx => UnaryOp::GeluTanh;
+    /// SiLU (swish): `x * sigmoid(x)`.
+    silu => UnaryOp::Silu;
+    /// The error function (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7).
+    erf => UnaryOp::Erf;
+    /// Largest integer not above x.
+    floor => UnaryOp::Floor;
+    /// Smallest integer not below x.
+    ceil => UnaryOp::Ceil;
+    /// Round half to even (NumPy `round`, `decimals=0`).
+    round => UnaryOp::Round;
+    /// `x == 0`, as bool (NumPy `logical_not`).
+    logical_not => UnaryOp::LogicalNot;
 }
 
 macro_rules! binary_fns {
@@ -36,16 +202,14 @@ macro_rules! binary_fns {
             $(
                 $(#[$doc])*
                 ///
-                /// Shapes broadcast as in NumPy; both operands must share a
-                /// dtype among f32, i32, u32 (f16 with `SHADER_F16`).
+                /// Shapes broadcast as in NumPy; dtypes promote as the module
+                /// docs say.
                 ///
                 /// # Errors
-                /// [`Error::ShapeMismatch`] when the shapes do not broadcast,
-                /// [`Error::DType`] for mixed or unsupported dtypes,
-                /// [`Error::MissingFeature`] for f16 without `SHADER_F16`,
-                /// [`Error::DeviceMismatch`].
+                /// [`crate::Error::ShapeMismatch`] when the shapes do not
+                /// broadcast; [`crate::Error::DeviceMismatch`].
                 pub fn $name(&self, other: &Array) -> Result<Array> {
-                    binary($op, self, other)
+                    self.binary(other, $op)
                 }
             )*
         }
@@ -59,12 +223,45 @@ binary_fns! {
     subtract => BinaryOp::Sub;
     /// Elementwise `self * other` (NumPy `multiply`).
     multiply => BinaryOp::Mul;
-    /// Elementwise `self / other` (NumPy `divide`; integer division truncates, as WGSL does).
+    /// True division (NumPy `divide`): integers give f32.
     divide => BinaryOp::Div;
-    /// Elementwise maximum (NumPy `maximum`).
+    /// Floored quotient (NumPy `floor_divide`).
+    floor_divide => BinaryOp::FloorDiv;
+    /// Floored remainder, with the divisor's sign (NumPy `remainder`).
+    remainder => BinaryOp::Remainder;
+    /// `self ** other` (NumPy `power`; negative bases take integral exponents).
+    power => BinaryOp::Pow;
+    /// Elementwise maximum; NaN propagates (NumPy `maximum`).
     maximum => BinaryOp::Maximum;
-    /// Elementwise minimum (NumPy `minimum`).
+    /// Elementwise minimum; NaN propagates (NumPy `minimum`).
     minimum => BinaryOp::Minimum;
+    /// `self == other`, as bool.
+    equal => BinaryOp::Equal;
+    /// `self != other`, as bool.
+    not_equal => BinaryOp::NotEqual;
+    /// `self < other`, as bool.
+    less => BinaryOp::Less;
+    /// `self <= other`, as bool.
+    less_equal => BinaryOp::LessEqual;
+    /// `self > other`, as bool.
+    greater => BinaryOp::Greater;
+    /// `self >= other`, as bool.
+    greater_equal => BinaryOp::GreaterEqual;
+    /// Both non-zero, as bool.
+    logical_and => BinaryOp::LogicalAnd;
+    /// Either non-zero, as bool.
+    logical_or => BinaryOp::LogicalOr;
+}
+
+/// `cond ? a : b` elementwise (NumPy `where`); the three shapes broadcast
+/// together, `a` and `b` promote, `cond` is any dtype (non-zero is true).
+///
+/// # Errors
+/// [`crate::Error::ShapeMismatch`], [`crate::Error::DeviceMismatch`].
+pub fn where_(cond: &Array, a: &Array, b: &Array) -> Result<Array> {
+    let t = promote_types(a.dtype(), b.dtype());
+    let (a, b) = (a.astype(t)?, b.astype(t)?);
+    Array::elementwise(ElementwiseOp::Where, "where", &[cond, &a, &b], t)
 }
 
 macro_rules! operator {
@@ -72,27 +269,26 @@ macro_rules! operator {
         impl std::ops::$trait<&Array> for &Array {
             type Output = Result<Array>;
             fn $method(self, rhs: &Array) -> Result<Array> {
-                binary($op, self, rhs)
+                self.binary(rhs, $op)
             }
         }
         impl std::ops::$trait<Array> for Array {
             type Output = Result<Array>;
             fn $method(self, rhs: Array) -> Result<Array> {
-                binary($op, &self, &rhs)
+                self.binary(&rhs, $op)
             }
         }
         impl std::ops::$trait<f64> for &Array {
             type Output = Result<Array>;
-            /// The scalar is converted to the array's dtype.
+            /// The scalar is weak: see the module docs.
             fn $method(self, rhs: f64) -> Result<Array> {
-                let s = Array::scalar(rhs, self.dtype(), self.device())?;
-                binary($op, self, &s)
+                self.binary_scalar(rhs, $op)
             }
         }
         impl std::ops::$trait<f64> for Array {
             type Output = Result<Array>;
             fn $method(self, rhs: f64) -> Result<Array> {
-                std::ops::$trait::$method(&self, rhs)
+                self.binary_scalar(rhs, $op)
             }
         }
     };
@@ -102,3 +298,18 @@ operator!(Add, add, BinaryOp::Add);
 operator!(Sub, sub, BinaryOp::Sub);
 operator!(Mul, mul, BinaryOp::Mul);
 operator!(Div, div, BinaryOp::Div);
+operator!(Rem, rem, BinaryOp::Remainder);
+
+impl std::ops::Neg for &Array {
+    type Output = Result<Array>;
+    fn neg(self) -> Result<Array> {
+        self.negative()
+    }
+}
+
+impl std::ops::Neg for Array {
+    type Output = Result<Array>;
+    fn neg(self) -> Result<Array> {
+        self.negative()
+    }
+}

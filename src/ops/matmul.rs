@@ -59,8 +59,8 @@ impl Array {
                 batch.len()
             )));
         }
-        let a = self.reshape_internal(&a_shape);
-        let b = other.reshape_internal(&b_shape);
+        let a = self.reshape_to(&a_shape);
+        let b = other.reshape_to(&b_shape);
         let mut out = batch.clone();
         out.extend([a_shape[ar - 2], b_shape[br - 1]]);
         let c = Array::from_node(
@@ -79,22 +79,6 @@ impl Array {
         if other.ndim() > 1 {
             final_shape.push(out[out.len() - 1]);
         }
-        Ok(c.reshape_internal(&final_shape))
-    }
-
-    /// The same elements under a shape with the same row-major layout that
-    /// only adds or removes dimensions of length 1.
-    fn reshape_internal(&self, shape: &[usize]) -> Array {
-        if shape == self.shape() {
-            return self.clone();
-        }
-        Array::from_node(
-            self.device(),
-            Primitive::Reshape,
-            vec![self.clone()],
-            vec![(shape.to_vec(), self.dtype())],
-        )
-        .pop()
-        .expect("one output")
+        Ok(c.reshape_to(&final_shape))
     }
 }

@@ -4,6 +4,7 @@
 pub mod elementwise;
 pub mod matmul;
 pub mod multi_output;
+pub mod shape;
 
 use crate::{Array, Error, Result};
 

@@ -1,0 +1,286 @@
+//! Shape operations. All of them are views where strides allow (no copy
+//! until a kernel needs contiguity; kernels read strided input): reshape,
+//! transpose/permute, broadcast_to, expand_dims, squeeze, flatten, slice.
+
+use crate::graph::{Primitive, View};
+use crate::shape::{broadcast_shapes, normalize_axis, numel};
+use crate::{Array, Error, Result};
+
+/// One axis of [`Array::slice`]: NumPy's `start:stop:step`. `None` bounds
+/// mean the whole axis in the step's direction; negative bounds count from
+/// the end; out-of-range bounds are clipped, as in NumPy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    /// First index (inclusive).
+    pub start: Option<isize>,
+    /// Last index (exclusive).
+    pub stop: Option<isize>,
+    /// Step; not 0. Negative steps walk backwards.
+    pub step: isize,
+}
+
+impl Slice {
+    /// The whole axis (`:`).
+    pub const FULL: Slice = Slice {
+        start: None,
+        stop: None,
+        step: 1,
+    };
+
+    /// `start:stop:step`.
+    pub fn new(start: Option<isize>, stop: Option<isize>, step: isize) -> Slice {
+        Slice { start, stop, step }
+    }
+
+    /// `start:stop`.
+    pub fn range(start: isize, stop: isize) -> Slice {
+        Slice::new(Some(start), Some(stop), 1)
+    }
+
+    /// The whole axis with a step (`::step`).
+    pub fn step(step: isize) -> Slice {
+        Slice::new(None, None, step)
+    }
+
+    /// NumPy `slice.indices(len)`: (first, count, step).
+    fn resolve(self, len: usize) -> Result<(usize, usize, isize)> {
+        if self.step == 0 {
+            return Err(Error::InvalidArgument("slice step cannot be 0".into()));
+        }
+        let len = len as isize;
+        let clip = |v: isize, lo: isize, hi: isize| v.clamp(lo, hi);
+        let norm = |v: isize| if v < 0 { v + len } else { v };
+        let (start, stop) = if self.step > 0 {
+            (
+                self.start.map_or(0, |s| clip(norm(s), 0, len)),
+                self.stop.map_or(len, |s| clip(norm(s), 0, len)),
+            )
+        } else {
+            (
+                self.start.map_or(len - 1, |s| clip(norm(s), -1, len - 1)),
+                self.stop.map_or(-1, |s| clip(norm(s), -1, len - 1)),
+            )
+        };
+        let count = if self.step > 0 {
+            ((stop - start).max(0) + self.step - 1) / self.step
+        } else {
+            ((start - stop).max(0) + (-self.step) - 1) / (-self.step)
+        };
+        Ok((start.max(0) as usize, count as usize, self.step))
+    }
+}
+
+impl From<std::ops::Range<isize>> for Slice {
+    fn from(r: std::ops::Range<isize>) -> Slice {
+        Slice::range(r.start, r.end)
+    }
+}
+
+impl From<std::ops::RangeFull> for Slice {
+    fn from(_: std::ops::RangeFull) -> Slice {
+        Slice::FULL
+    }
+}
+
+impl From<std::ops::RangeFrom<isize>> for Slice {
+    fn from(r: std::ops::RangeFrom<isize>) -> Slice {
+        Slice::new(Some(r.start), None, 1)
+    }
+}
+
+impl From<std::ops::RangeTo<isize>> for Slice {
+    fn from(r: std::ops::RangeTo<isize>) -> Slice {
+        Slice::new(None, Some(r.end), 1)
+    }
+}
+
+impl Array {
+    fn view(&self, view: View, shape: Vec<usize>) -> Array {
+        Array::from_node(
+            self.device(),
+            Primitive::View(view),
+            vec![self.clone()],
+            vec![(shape, self.dtype())],
+        )
+        .pop()
+        .expect("one output")
+    }
+
+    /// The same elements, in row-major order, under `shape` (NumPy
+    /// `reshape`); one entry may be -1 and is inferred. A view when the
+    /// strides allow it, else a copy on eval.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the sizes differ, or for more than
+    /// one -1 or another negative entry.
+    pub fn reshape(&self, shape: &[isize]) -> Result<Array> {
+        let size = self.size();
+        let bad =
+            || Error::InvalidArgument(format!("cannot reshape {:?} into {shape:?}", self.shape()));
+        if shape.iter().filter(|&&d| d == -1).count() > 1 || shape.iter().any(|&d| d < -1) {
+            return Err(bad());
+        }
+        let known: usize = shape
+            .iter()
+            .filter(|&&d| d >= 0)
+            .map(|&d| d as usize)
+            .product();
+        let new: Vec<usize> = shape
+            .iter()
+            .map(|&d| {
+                if d == -1 {
+                    if known == 0 { 0 } else { size / known }
+                } else {
+                    d as usize
+                }
+            })
+            .collect();
+        if numel(&new) != size {
+            return Err(bad());
+        }
+        Ok(self.reshape_to(&new))
+    }
+
+    /// Reshape to a shape of the same size (checked by the caller).
+    pub(crate) fn reshape_to(&self, shape: &[usize]) -> Array {
+        if shape == self.shape() {
+            return self.clone();
+        }
+        self.view(View::Reshape, shape.to_vec())
+    }
+
+    /// A 1-D view of all elements (NumPy `ravel`/`flatten`, without the copy).
+    pub fn flatten(&self) -> Array {
+        self.reshape_to(&[self.size()])
+    }
+
+    /// Axes in the order `axes` gives (NumPy `transpose(x, axes)`), a view.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless `axes` is a permutation of the
+    /// array's axes (negative entries count from the end).
+    pub fn permute(&self, axes: &[isize]) -> Result<Array> {
+        let nd = self.ndim();
+        let axes: Vec<usize> = axes
+            .iter()
+            .map(|&a| normalize_axis(a, nd))
+            .collect::<Result<_>>()?;
+        let mut seen = vec![false; nd];
+        for &a in &axes {
+            seen[a] = true;
+        }
+        if axes.len() != nd || seen.iter().any(|s| !s) {
+            return Err(Error::InvalidArgument(format!(
+                "{axes:?} is not a permutation of {nd} axes"
+            )));
+        }
+        let shape = axes.iter().map(|&a| self.shape()[a]).collect();
+        Ok(self.view(View::Permute(axes), shape))
+    }
+
+    /// Axes reversed (NumPy `transpose` / `.T`), a view.
+    pub fn transpose(&self) -> Array {
+        let axes: Vec<isize> = (0..self.ndim() as isize).rev().collect();
+        self.permute(&axes).expect("a reversal is a permutation")
+    }
+
+    /// Swap two axes (NumPy `swapaxes`), a view.
+    ///
+    /// # Errors
+    /// [`Error::InvalidAxis`].
+    pub fn swapaxes(&self, a: isize, b: isize) -> Result<Array> {
+        let (a, b) = (
+            normalize_axis(a, self.ndim())?,
+            normalize_axis(b, self.ndim())?,
+        );
+        let mut axes: Vec<isize> = (0..self.ndim() as isize).collect();
+        axes.swap(a, b);
+        self.permute(&axes)
+    }
+
+    /// This array repeated along new or length-1 axes to `shape` (NumPy
+    /// `broadcast_to`), a view with stride 0 where repeated.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when the shapes do not broadcast to `shape`.
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Array> {
+        let out = broadcast_shapes("broadcast_to", self.shape(), shape)?;
+        if out != shape {
+            return Err(Error::ShapeMismatch {
+                op: "broadcast_to",
+                lhs: self.shape().to_vec(),
+                rhs: shape.to_vec(),
+            });
+        }
+        if shape == self.shape() {
+            return Ok(self.clone());
+        }
+        Ok(self.view(View::Broadcast, shape.to_vec()))
+    }
+
+    /// A new axis of length 1 at `axis` (NumPy `expand_dims`; negative
+    /// counts from the end of the result), a view.
+    ///
+    /// # Errors
+    /// [`Error::InvalidAxis`].
+    pub fn expand_dims(&self, axis: isize) -> Result<Array> {
+        let a = normalize_axis(axis, self.ndim() + 1)?;
+        let mut shape = self.shape().to_vec();
+        shape.insert(a, 1);
+        Ok(self.reshape_to(&shape))
+    }
+
+    /// Without the given axes of length 1, or all of them for `None` (NumPy
+    /// `squeeze`), a view.
+    ///
+    /// # Errors
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for an axis whose
+    /// length is not 1.
+    pub fn squeeze(&self, axes: Option<&[isize]>) -> Result<Array> {
+        let drop: Vec<usize> = match axes {
+            None => (0..self.ndim()).filter(|&a| self.shape()[a] == 1).collect(),
+            Some(ax) => ax
+                .iter()
+                .map(|&a| normalize_axis(a, self.ndim()))
+                .collect::<Result<_>>()?,
+        };
+        if let Some(&a) = drop.iter().find(|&&a| self.shape()[a] != 1) {
+            return Err(Error::InvalidArgument(format!(
+                "cannot squeeze axis {a} of length {}",
+                self.shape()[a]
+            )));
+        }
+        let shape: Vec<usize> = (0..self.ndim())
+            .filter(|a| !drop.contains(a))
+            .map(|a| self.shape()[a])
+            .collect();
+        Ok(self.reshape_to(&shape))
+    }
+
+    /// NumPy basic slicing: one [`Slice`] per leading axis (the rest are
+    /// whole), a view. `x.slice(&[(1..5).into(), Slice::step(-2)])` is
+    /// NumPy's `x[1:5, ::-2]`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for more slices than axes or a step of 0.
+    pub fn slice(&self, slices: &[Slice]) -> Result<Array> {
+        if slices.len() > self.ndim() {
+            return Err(Error::InvalidArgument(format!(
+                "{} slices for an array of {} dimensions",
+                slices.len(),
+                self.ndim()
+            )));
+        }
+        let mut starts = Vec::with_capacity(self.ndim());
+        let mut steps = Vec::with_capacity(self.ndim());
+        let mut shape = Vec::with_capacity(self.ndim());
+        for (a, &len) in self.shape().iter().enumerate() {
+            let s = slices.get(a).copied().unwrap_or(Slice::FULL);
+            let (start, count, step) = s.resolve(len)?;
+            starts.push(if count == 0 { 0 } else { start });
+            steps.push(step);
+            shape.push(count);
+        }
+        Ok(self.view(View::Slice { starts, steps }, shape))
+    }
+}
