@@ -1,0 +1,459 @@
+//! Elementwise ops against f64 references: random data, odd sizes,
+//! non-contiguous inputs (transposed, broadcast, sliced with steps), every
+//! dtype, poisoned pools.
+
+mod common;
+
+use common::{Rng, device, poison_pool};
+use wgarray::{Array, DType, Device, Slice};
+
+const SIZES: [usize; 4] = [1, 7, 33, 1025];
+
+fn close(got: f64, want: f64, rel: f64, abs: f64) -> bool {
+    (got.is_nan() && want.is_nan()) || got == want || (got - want).abs() <= abs + rel * want.abs()
+}
+
+fn check(name: &str, got: &[f64], want: &[f64], rel: f64, abs: f64) {
+    assert_eq!(got.len(), want.len(), "{name}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(close(g, w, rel, abs), "{name}[{i}]: got {g}, want {w}");
+    }
+}
+
+type UnaryCase = (
+    &'static str,
+    fn(&Array) -> wgarray::Result<Array>,
+    fn(f64) -> f64,
+    f64,
+);
+
+fn erf(x: f64) -> f64 {
+    // Abramowitz & Stegun 7.1.28 would do; use a high-precision series here.
+    let t = 1.0 / (1.0 + 0.5 * x.abs());
+    let y = 1.0
+        - t * (-x * x - 1.26551223
+            + t * (1.00002368
+                + t * (0.37409196
+                    + t * (0.09678418
+                        + t * (-0.18628806
+                            + t * (0.27886807
+                                + t * (-1.13520398
+                                    + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
+            .exp();
+    if x >= 0.0 { y } else { -y }
+}
+
+const UNARY: &[UnaryCase] = &[
+    ("negative", Array::negative, |x| -x, 0.0),
+    ("abs", Array::abs, f64::abs, 0.0),
+    (
+        "sign",
+        Array::sign,
+        |x| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        },
+        0.0,
+    ),
+    ("exp", Array::exp, f64::exp, 2e-6),
+    ("log", |a| a.abs()?.log(), |x| x.abs().ln(), 2e-6),
+    ("log1p", |a| a.abs()?.log1p(), |x| x.abs().ln_1p(), 2e-6),
+    ("sqrt", |a| a.abs()?.sqrt(), |x| x.abs().sqrt(), 2e-6),
+    (
+        "rsqrt",
+        |a| a.abs()?.rsqrt(),
+        |x| 1.0 / x.abs().sqrt(),
+        2e-6,
+    ),
+    ("square", Array::square, |x| x * x, 1e-6),
+    ("reciprocal", Array::reciprocal, |x| 1.0 / x, 1e-6),
+    ("sin", Array::sin, f64::sin, 2e-6),
+    ("cos", Array::cos, f64::cos, 2e-6),
+    ("tanh", Array::tanh, f64::tanh, 2e-6),
+    (
+        "sigmoid",
+        Array::sigmoid,
+        |x| 1.0 / (1.0 + (-x).exp()),
+        2e-6,
+    ),
+    ("relu", Array::relu, |x| x.max(0.0), 0.0),
+    (
+        "gelu",
+        Array::gelu,
+        |x| 0.5 * x * (1.0 + erf(x / 2f64.sqrt())),
+        2e-6,
+    ),
+    (
+        "gelu_approx",
+        Array::gelu_approx,
+        |x| {
+            0.5 * x
+                * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())
+        },
+        2e-6,
+    ),
+    ("silu", Array::silu, |x| x / (1.0 + (-x).exp()), 2e-6),
+    ("erf", Array::erf, erf, 2e-6),
+    ("floor", Array::floor, f64::floor, 0.0),
+    ("ceil", Array::ceil, f64::ceil, 0.0),
+    ("round", Array::round, |x| x.round_ties_even(), 0.0),
+];
+
+fn random_f32(rng: &mut Rng, n: usize, scale: f32) -> Vec<f32> {
+    (0..n).map(|_| rng.f32() * scale).collect()
+}
+
+#[test]
+fn unary_ops_match_f64_at_odd_sizes() {
+    let d = device();
+    let mut rng = Rng::new(21);
+    for &n in &SIZES {
+        poison_pool(&d, n);
+        let mut x = random_f32(&mut rng, n, 4.0);
+        x[0] = 2.5; // a tie for round
+        let a = Array::from_slice(&x, &[n], &d).unwrap();
+        for (name, f, r, tol) in UNARY {
+            let got = f(&a).unwrap().to_f64_vec().unwrap();
+            let want: Vec<f64> = x.iter().map(|&v| r(v as f64)).collect();
+            check(name, &got, &want, *tol, 1e-6);
+        }
+    }
+}
+
+/// Views that are not contiguous: a transpose, a broadcast, a reversed
+/// stepped slice.
+fn strided_views(d: &Device, x: &[f32], r: usize, c: usize) -> Vec<(String, Array, Vec<f32>)> {
+    let a = Array::from_slice(x, &[r, c], d).unwrap();
+    let mut out = Vec::new();
+    // transpose: [c, r]
+    let t: Vec<f32> = (0..c)
+        .flat_map(|j| (0..r).map(move |i| (i, j)))
+        .map(|(i, j)| x[i * c + j])
+        .collect();
+    out.push(("transpose".to_string(), a.transpose(), t));
+    // broadcast row 0 to [3, c]
+    let row = a.slice(&[(0..1).into()]).unwrap();
+    let b: Vec<f32> = (0..3).flat_map(|_| x[..c].to_vec()).collect();
+    out.push((
+        "broadcast".to_string(),
+        row.broadcast_to(&[3, c]).unwrap(),
+        b,
+    ));
+    // x[::-2, 1::3]
+    let s = a
+        .slice(&[Slice::step(-2), Slice::new(Some(1), None, 3)])
+        .unwrap();
+    let rows: Vec<usize> = (0..r).rev().step_by(2).collect();
+    let cols: Vec<usize> = (1..c).step_by(3).collect();
+    let v: Vec<f32> = rows
+        .iter()
+        .flat_map(|&i| cols.iter().map(move |&j| (i, j)))
+        .map(|(i, j)| x[i * c + j])
+        .collect();
+    assert_eq!(s.shape(), &[rows.len(), cols.len()]);
+    out.push(("reversed stepped slice".to_string(), s, v));
+    out
+}
+
+#[test]
+fn ops_read_non_contiguous_views() {
+    let d = device();
+    let mut rng = Rng::new(22);
+    for &(r, c) in &[(7, 33), (33, 7), (1, 1025)] {
+        poison_pool(&d, r * c);
+        let x = random_f32(&mut rng, r * c, 3.0);
+        for (name, v, host) in strided_views(&d, &x, r, c) {
+            // the view itself reads back right
+            assert_eq!(v.to_vec::<f32>().unwrap(), host, "{name} {r}x{c}");
+            let e = v.exp().unwrap().to_f64_vec().unwrap();
+            let want: Vec<f64> = host.iter().map(|&h| (h as f64).exp()).collect();
+            check(&format!("exp of {name}"), &e, &want, 2e-6, 0.0);
+            // binary with a strided and a dense operand
+            let dense = Array::from_slice(&host, v.shape(), &d).unwrap();
+            let m = (&v * &dense).unwrap().to_f64_vec().unwrap();
+            let want: Vec<f64> = host.iter().map(|&h| h as f64 * h as f64).collect();
+            check(&format!("mul of {name}"), &m, &want, 1e-6, 0.0);
+            // a copy makes it dense
+            assert_eq!(v.contiguous().unwrap().to_vec::<f32>().unwrap(), host);
+        }
+    }
+}
+
+type BinCase = (
+    &'static str,
+    fn(&Array, &Array) -> wgarray::Result<Array>,
+    fn(f64, f64) -> f64,
+);
+
+const BINARY_F: &[BinCase] = &[
+    ("add", Array::add, |a, b| a + b),
+    ("subtract", Array::subtract, |a, b| a - b),
+    ("multiply", Array::multiply, |a, b| a * b),
+    ("divide", Array::divide, |a, b| a / b),
+    ("floor_divide", Array::floor_divide, |a, b| (a / b).floor()),
+    ("remainder", Array::remainder, |a, b| {
+        a - b * (a / b).floor()
+    }),
+    ("maximum", Array::maximum, f64::max),
+    ("minimum", Array::minimum, f64::min),
+    ("power", |a, b| a.abs()?.power(b), |a, b| a.abs().powf(b)),
+    ("equal", Array::equal, |a, b| (a == b) as u8 as f64),
+    ("not_equal", Array::not_equal, |a, b| (a != b) as u8 as f64),
+    ("less", Array::less, |a, b| (a < b) as u8 as f64),
+    ("less_equal", Array::less_equal, |a, b| {
+        (a <= b) as u8 as f64
+    }),
+    ("greater", Array::greater, |a, b| (a > b) as u8 as f64),
+    ("greater_equal", Array::greater_equal, |a, b| {
+        (a >= b) as u8 as f64
+    }),
+    ("logical_and", Array::logical_and, |a, b| {
+        (a != 0.0 && b != 0.0) as u8 as f64
+    }),
+    ("logical_or", Array::logical_or, |a, b| {
+        (a != 0.0 || b != 0.0) as u8 as f64
+    }),
+];
+
+#[test]
+fn binary_ops_broadcast_and_match_f64() {
+    let d = device();
+    let mut rng = Rng::new(23);
+    for &(r, c) in &[(1, 1), (7, 33), (33, 7), (3, 1025)] {
+        poison_pool(&d, r * c);
+        // [r, c] op [c]: a broadcast operand; some exact ties for comparisons.
+        let mut x: Vec<f32> = random_f32(&mut rng, r * c, 5.0)
+            .iter()
+            .map(|v| (v * 4.0).round() / 4.0)
+            .collect();
+        let y: Vec<f32> = random_f32(&mut rng, c, 5.0)
+            .iter()
+            .map(|v| (v * 4.0).round() / 4.0 + 0.125)
+            .collect();
+        x[0] = y[0];
+        let a = Array::from_slice(&x, &[r, c], &d).unwrap();
+        let b = Array::from_slice(&y, &[c], &d).unwrap();
+        for (name, f, reference) in BINARY_F {
+            let z = f(&a, &b).unwrap();
+            assert_eq!(z.shape(), &[r, c]);
+            let got = z.to_f64_vec().unwrap();
+            let want: Vec<f64> = (0..r * c)
+                .map(|i| reference(x[i] as f64, y[i % c] as f64))
+                .collect();
+            check(name, &got, &want, 3e-6, 1e-6);
+        }
+    }
+}
+
+#[test]
+fn integer_division_and_remainder_are_floored() {
+    let d = device();
+    let x = [7i32, -7, 7, -7, 0, 5];
+    let y = [2i32, 2, -2, -2, 3, 0];
+    let a = Array::from_slice(&x, &[6], &d).unwrap();
+    let b = Array::from_slice(&y, &[6], &d).unwrap();
+    assert_eq!(
+        a.floor_divide(&b).unwrap().to_vec::<i32>().unwrap(),
+        vec![3, -4, -4, 3, 0, 0]
+    );
+    assert_eq!(
+        a.remainder(&b).unwrap().to_vec::<i32>().unwrap(),
+        vec![1, 1, -1, -1, 0, 0]
+    );
+    let q = a.divide(&b).unwrap();
+    assert_eq!(q.dtype(), DType::F32);
+    assert_eq!(q.to_vec::<f32>().unwrap()[..5], [3.5, -3.5, -3.5, 3.5, 0.0]);
+    assert_eq!(
+        a.power(&Array::from_slice(&[3i32; 6], &[6], &d).unwrap())
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
+        vec![343, -343, 343, -343, 0, 125]
+    );
+    let f = Array::from_slice(&[-2.0f32, -2.0, 0.0], &[3], &d).unwrap();
+    let e = Array::from_slice(&[3.0f32, 0.5, -1.0], &[3], &d).unwrap();
+    let p = f.power(&e).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(p[0], -8.0);
+    assert!(p[1].is_nan());
+    assert!(p[2].is_infinite());
+}
+
+#[test]
+fn promotion_and_scalars() {
+    let d = device();
+    let i = Array::from_slice(&[1i32, 2, 3], &[3], &d).unwrap();
+    let f = Array::from_slice(&[0.5f32, 0.5, 0.5], &[3], &d).unwrap();
+    let u = Array::from_slice(&[1u32, 2, 3], &[3], &d).unwrap();
+    let b = Array::from_slice(&[true, false, true], &[3], &d).unwrap();
+    let h = Array::from_slice(&[half::f16::from_f32(0.25); 3], &[3], &d).unwrap();
+    let bf = Array::from_slice(&[half::bf16::from_f32(0.75); 3], &[3], &d).unwrap();
+    assert_eq!((&i + &f).unwrap().dtype(), DType::F32);
+    assert_eq!(
+        (&i + &f).unwrap().to_vec::<f32>().unwrap(),
+        vec![1.5, 2.5, 3.5]
+    );
+    assert_eq!((&i + &u).unwrap().dtype(), DType::I32);
+    assert_eq!((&b + &i).unwrap().to_vec::<i32>().unwrap(), vec![2, 2, 4]);
+    assert_eq!((&h + &bf).unwrap().dtype(), DType::F32);
+    assert_eq!((&h + &bf).unwrap().to_vec::<f32>().unwrap(), vec![1.0; 3]);
+    assert_eq!((&h * &i).unwrap().dtype(), DType::F16);
+    // weak scalars
+    assert_eq!((&i * 2.0).unwrap().to_vec::<i32>().unwrap(), vec![2, 4, 6]);
+    assert_eq!(
+        (&i * 0.5).unwrap().to_vec::<f32>().unwrap(),
+        vec![0.5, 1.0, 1.5]
+    );
+    assert_eq!((&b + 1.0).unwrap().to_vec::<i32>().unwrap(), vec![2, 1, 2]);
+    assert_eq!(
+        (&h * 4.0).unwrap().to_vec::<half::f16>().unwrap(),
+        vec![half::f16::ONE; 3]
+    );
+    assert_eq!((-&i).unwrap().to_vec::<i32>().unwrap(), vec![-1, -2, -3]);
+    assert_eq!((&i % 2.0).unwrap().to_vec::<i32>().unwrap(), vec![1, 0, 1]);
+    assert_eq!(wgarray::promote_types(DType::Bool, DType::U32), DType::U32);
+}
+
+#[test]
+fn where_selects_with_broadcasting() {
+    let d = device();
+    let cond = Array::from_slice(&[true, false, true], &[3, 1], &d).unwrap();
+    let a = Array::from_slice(&[1.0f32, 2.0], &[2], &d).unwrap();
+    let b = Array::from_slice(&[-1i32], &[1], &d).unwrap();
+    let w = wgarray::where_(&cond, &a, &b).unwrap();
+    assert_eq!(w.shape(), &[3, 2]);
+    assert_eq!(w.dtype(), DType::F32);
+    assert_eq!(
+        w.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, -1.0, -1.0, 1.0, 2.0]
+    );
+    let not = cond.logical_not().unwrap();
+    assert_eq!(not.to_vec::<bool>().unwrap(), vec![false, true, false]);
+}
+
+#[test]
+fn astype_between_every_pair_matches_half_bit_for_bit() {
+    let d = device();
+    let mut rng = Rng::new(24);
+    // Values that exercise rounding: ties, subnormals, overflow, signs.
+    let mut x: Vec<f32> = random_f32(&mut rng, 1025, 70000.0);
+    x.extend([
+        0.0,
+        -0.0,
+        1.0,
+        -1.5,
+        65504.0,
+        65520.0,
+        1e-8,
+        -3e-7,
+        6.1e-5,
+        2.0f32.powi(-24),
+        2.0f32.powi(-25),
+        1.0 + 2.0f32.powi(-11),
+        1.0 + 3.0 * 2.0f32.powi(-11),
+        1.0 + 2.0f32.powi(-8),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        3.4e38,
+        0.5,
+        2.5,
+        -2.5,
+        1e-40,
+    ]);
+    let n = x.len();
+    let a = Array::from_slice(&x, &[n], &d).unwrap();
+    let h: Vec<half::f16> = a.astype(DType::F16).unwrap().to_vec().unwrap();
+    for i in 0..n {
+        assert_eq!(
+            h[i].to_bits(),
+            half::f16::from_f32(x[i]).to_bits(),
+            "f16 of {}",
+            x[i]
+        );
+    }
+    let b: Vec<half::bf16> = a.astype(DType::BF16).unwrap().to_vec().unwrap();
+    for i in 0..n {
+        assert_eq!(
+            b[i].to_bits(),
+            half::bf16::from_f32(x[i]).to_bits(),
+            "bf16 of {}",
+            x[i]
+        );
+    }
+    // f16 -> f32 is exact, subnormals included.
+    let hs: Vec<half::f16> = (0..=0xffffu16)
+        .step_by(7)
+        .map(half::f16::from_bits)
+        .filter(|v| !v.is_nan())
+        .collect();
+    let ha = Array::from_slice(&hs, &[hs.len()], &d).unwrap();
+    let back = ha.astype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    for (v, g) in hs.iter().zip(&back) {
+        assert_eq!(
+            g.to_bits(),
+            v.to_f32().to_bits(),
+            "f32 of f16 {:#x}",
+            v.to_bits()
+        );
+    }
+    // Every pair of dtypes on small integers round-trips.
+    let small = [0.0f32, 1.0, 2.0, 7.0, 100.0];
+    for from in DType::ALL {
+        for to in DType::ALL {
+            let src = Array::from_slice(&small, &[5], &d)
+                .unwrap()
+                .astype(from)
+                .unwrap();
+            let got = src.astype(to).unwrap().to_f64_vec().unwrap();
+            let want: Vec<f64> = small
+                .iter()
+                .map(|&v| {
+                    if to == DType::Bool || from == DType::Bool {
+                        (v != 0.0) as u8 as f64
+                    } else {
+                        v as f64
+                    }
+                })
+                .collect();
+            assert_eq!(got, want, "{from} -> {to}");
+        }
+    }
+    // Float to int truncates toward zero.
+    let f = Array::from_slice(&[-2.7f32, 2.7, -0.5], &[3], &d).unwrap();
+    assert_eq!(
+        f.astype(DType::I32).unwrap().to_vec::<i32>().unwrap(),
+        vec![-2, 2, 0]
+    );
+}
+
+#[test]
+fn bf16_and_f16_arithmetic_round_once_from_f32() {
+    let d = device();
+    let mut rng = Rng::new(25);
+    let xs: Vec<f32> = random_f32(&mut rng, 33, 10.0);
+    let ys: Vec<f32> = random_f32(&mut rng, 33, 10.0);
+    for dtype in [DType::F16, DType::BF16] {
+        let a = Array::from_slice(&xs, &[33], &d)
+            .unwrap()
+            .astype(dtype)
+            .unwrap();
+        let b = Array::from_slice(&ys, &[33], &d)
+            .unwrap()
+            .astype(dtype)
+            .unwrap();
+        let got = (&a * &b).unwrap().to_f64_vec().unwrap();
+        let (av, bv) = (a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap());
+        for i in 0..33 {
+            let p = (av[i] as f32) * (bv[i] as f32);
+            let want = match dtype {
+                DType::F16 => half::f16::from_f32(p).to_f64(),
+                _ => half::bf16::from_f32(p).to_f64(),
+            };
+            assert_eq!(got[i], want, "{dtype} {i}");
+        }
+    }
+}
