@@ -68,7 +68,7 @@ fn pow_f(a: f32, b: f32) -> f32 {
         if floor(b) != b {
             return bitcast<f32>(NAN_BITS);
         }
-        if abs(b % 2.0) == 1.0 {
+        if abs(b - 2.0 * trunc(b / 2.0)) == 1.0 {
             return -r;
         }
     }
@@ -108,7 +108,7 @@ fn pow_u(a: u32, b: u32) -> u32 {
 
 // Floored remainder and quotient (NumPy remainder / floor_divide).
 fn rem_f(a: f32, b: f32) -> f32 {
-    var m = a % b;
+    var m = a - b * trunc(a / b);
     if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
         m += b;
     }
@@ -119,11 +119,17 @@ fn fdiv_f(a: f32, b: f32) -> f32 {
     return floor(a / b);
 }
 
+// Truncated remainder without `%`: GLSL leaves `%` on negative operands
+// undefined, and naga's GL back end passes it through.
+fn trem_i(a: i32, b: i32) -> i32 {
+    return a - (a / b) * b;
+}
+
 fn rem_i(a: i32, b: i32) -> i32 {
     if b == 0 {
         return 0;
     }
-    let r = a % b;
+    let r = trem_i(a, b);
     if r != 0 && ((r < 0) != (b < 0)) {
         return r + b;
     }
@@ -135,7 +141,7 @@ fn fdiv_i(a: i32, b: i32) -> i32 {
         return 0;
     }
     let q = a / b;
-    if (a % b != 0) && ((a < 0) != (b < 0)) {
+    if (trem_i(a, b) != 0) && ((a < 0) != (b < 0)) {
         return q - 1;
     }
     return q;
