@@ -43,6 +43,7 @@ pub use graph::eval::eval;
 pub use memory::MemoryStats;
 pub use ops::elementwise::{promote_types, where_};
 pub use ops::multi_output::SplitSpec;
+pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
 
 // README's example is compiled and run as a doctest, so it stays true.

@@ -8,6 +8,7 @@ use super::{Node, Primitive, View};
 use crate::array::{Array, State, Storage};
 use crate::kernels::elementwise::{self, ElementwiseOp, Operand};
 use crate::kernels::matmul::{self, MatOperand};
+use crate::kernels::reduce::{self, ReduceInput};
 use crate::kernels::{self, CopyOp, Dispatch};
 use crate::memory::{BufferKind, QueueGuard};
 use crate::shape::{broadcast_strides, contiguous_strides, is_contiguous, numel};
@@ -373,6 +374,45 @@ fn run_node(
                 )?);
                 results.push(Some(s));
             }
+        }
+        Primitive::Reduce { op, axes, ddof } => {
+            let x = &node.inputs[0].inner;
+            let src = &inputs[0];
+            let (mut outer_shape, mut outer_strides) = (Vec::new(), Vec::new());
+            let (mut inner_shape, mut inner_strides) = (Vec::new(), Vec::new());
+            for (a, (&d, &st)) in x.shape.iter().zip(&src.strides).enumerate() {
+                if axes.contains(&a) {
+                    inner_shape.push(d);
+                    inner_strides.push(st);
+                } else {
+                    outer_shape.push(d);
+                    outer_strides.push(st);
+                }
+            }
+            // The kernel writes every output: dead ones get a scratch buffer
+            // that goes back to the pool when this node is done.
+            let dtypes = op.out_dtypes(x.dtype);
+            let storages: Vec<Storage> = dtypes
+                .iter()
+                .map(|&d| alloc(device, guard, &outer_shape, d))
+                .collect::<Result<_>>()?;
+            let bufs: Vec<&wgpu::Buffer> = storages.iter().map(|s| s.buffer.buffer()).collect();
+            out.extend(reduce::reduce(
+                dev,
+                *op,
+                &ReduceInput {
+                    buffer: src.buffer.buffer(),
+                    dtype: x.dtype,
+                    offset: src.offset,
+                    outer_shape,
+                    outer_strides,
+                    inner_shape,
+                    inner_strides,
+                },
+                *ddof,
+                &bufs,
+            )?);
+            results.extend(storages.into_iter().map(Some));
         }
     }
     // Detach: each live output takes its buffer and lets go of the node.

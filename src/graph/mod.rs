@@ -13,6 +13,7 @@ use std::sync::{OnceLock, Weak};
 use crate::Device;
 use crate::array::{Array, ArrayInner, State};
 use crate::kernels::elementwise::ElementwiseOp;
+use crate::kernels::reduce::ReduceOp;
 
 /// One operation of the graph; each is one kind of kernel launch (or none,
 /// for views).
@@ -28,6 +29,12 @@ pub(crate) enum Primitive {
     View(View),
     /// Split along `axis`; output `i` starts at `starts[i]` along that axis.
     Split { axis: usize, starts: Vec<usize> },
+    /// A reduction over `axes` (sorted, distinct); outputs drop those axes.
+    Reduce {
+        op: ReduceOp,
+        axes: Vec<usize>,
+        ddof: u32,
+    },
 }
 
 /// How a view maps its input's layout to its output's.

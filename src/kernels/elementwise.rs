@@ -53,6 +53,7 @@ pub(crate) enum UnaryOp {
 
 impl UnaryOp {
     /// Every unary op, for enumerating specialisations.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) const ALL: [UnaryOp; 23] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
@@ -160,6 +161,7 @@ pub(crate) enum BinaryOp {
 
 impl BinaryOp {
     /// Every binary op, for enumerating specialisations.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) const ALL: [BinaryOp; 17] = [
         BinaryOp::Add,
         BinaryOp::Sub,

@@ -11,6 +11,7 @@
 
 pub(crate) mod elementwise;
 pub(crate) mod matmul;
+pub(crate) mod reduce;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -52,6 +53,15 @@ pub(crate) static ELEMENTWISE: Kernel = Kernel {
     writes: 1,
 };
 
+/// Every reduction; accumulator and bindings generated per specialisation.
+pub(crate) static REDUCE: Kernel = Kernel {
+    name: "reduce",
+    prelude: &[CONVERT],
+    source: include_str!("../../wgsl/reduce.wgsl"),
+    reads: 1,
+    writes: 1,
+};
+
 pub(crate) static FILL: Kernel = Kernel {
     name: "fill",
     prelude: &[STRIDED],
@@ -70,7 +80,7 @@ pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
 
 /// Every kernel family, for validation tests.
 #[cfg(test)]
-pub(crate) static ALL: [&Kernel; 3] = [&ELEMENTWISE, &FILL, &MATMUL_NAIVE];
+pub(crate) static ALL: [&Kernel; 4] = [&ELEMENTWISE, &REDUCE, &FILL, &MATMUL_NAIVE];
 
 /// One specialisation of a kernel: the values of its placeholders.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -444,13 +454,16 @@ mod tests {
     /// and validate with naga.
     #[test]
     fn kernels_validate_with_naga() {
-        for (spec, kernel) in elementwise::sample_specs() {
+        for (spec, kernel) in elementwise::sample_specs()
+            .into_iter()
+            .chain(reduce::sample_specs())
+        {
             validate(kernel, &spec);
         }
         let (spec, kernel) = FILL.spec(&[("CONTIGUOUS", "true")]);
         validate(kernel, &spec);
         let (spec, kernel) = MATMUL_NAIVE.spec(&[]);
         validate(kernel, &spec);
-        assert_eq!(ALL.len(), 3);
+        assert_eq!(ALL.len(), 4);
     }
 }

@@ -4,6 +4,8 @@
 pub mod elementwise;
 pub mod matmul;
 pub mod multi_output;
+pub mod nn;
+pub mod reduce;
 pub mod shape;
 
 use crate::{Array, Error, Result};

@@ -129,7 +129,7 @@ impl Array {
             .iter()
             .map(|&d| {
                 if d == -1 {
-                    if known == 0 { 0 } else { size / known }
+                    size.checked_div(known).unwrap_or(0)
                 } else {
                     d as usize
                 }

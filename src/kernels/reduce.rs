@@ -1,0 +1,332 @@
+//! The reduction kernel (wgsl/reduce.wgsl): the accumulator of every
+//! reduction, the choice between one workgroup and one thread per output.
+
+use super::elementwise::compute_type;
+use super::{Dispatch, Kernel, PARAMS_WORDS, REDUCE, Spec, grid};
+use crate::device::DeviceInner;
+use crate::{DType, Error, Result};
+
+/// A reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ReduceOp {
+    Sum,
+    Prod,
+    Max,
+    Min,
+    /// Index (u32) of the first maximum; NaN counts as the maximum.
+    ArgMax,
+    /// Index (u32) of the first minimum; NaN counts as the minimum.
+    ArgMin,
+    Mean,
+    /// Mean and variance (divided by `count - ddof`) in one pass: Welford's
+    /// update per thread, Chan et al.'s pairwise combination across threads.
+    Moments,
+    /// `log(sum(exp(x)))` in one pass with a running maximum.
+    LogSumExp,
+    All,
+    Any,
+}
+
+impl ReduceOp {
+    /// Every reduction, for enumerating specialisations.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) const ALL: [ReduceOp; 11] = [
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
+        ReduceOp::Mean,
+        ReduceOp::Moments,
+        ReduceOp::LogSumExp,
+        ReduceOp::All,
+        ReduceOp::Any,
+    ];
+
+    /// The compute type for an input dtype.
+    fn compute_type(self, input: DType) -> &'static str {
+        match self {
+            ReduceOp::Mean | ReduceOp::Moments | ReduceOp::LogSumExp => "f32",
+            _ => compute_type(input),
+        }
+    }
+
+    /// Output dtypes, for an input dtype (the kernel writes 4-byte dtypes;
+    /// the ops layer casts to f16/bf16 afterwards).
+    pub(crate) fn out_dtypes(self, input: DType) -> Vec<DType> {
+        let ct = match self.compute_type(input) {
+            "f32" => DType::F32,
+            "i32" => DType::I32,
+            _ => DType::U32,
+        };
+        match self {
+            ReduceOp::ArgMax | ReduceOp::ArgMin => vec![DType::U32],
+            ReduceOp::All | ReduceOp::Any => vec![DType::Bool],
+            ReduceOp::Moments => vec![DType::F32, DType::F32],
+            _ => vec![ct],
+        }
+    }
+
+    /// (ACC, INIT, LIFT, COMBINE, FINAL) for compute type `ct`.
+    fn parts(self, ct: &str) -> [String; 5] {
+        let (lowest, highest) = match ct {
+            "f32" => ("bitcast<f32>(0xff800000u)", "bitcast<f32>(0x7f800000u)"),
+            "i32" => ("i32(-2147483648)", "2147483647i"),
+            _ => ("0u", "4294967295u"),
+        };
+        let enc = |v: &str| match ct {
+            "f32" | "i32" => format!("bitcast<u32>({v})"),
+            _ => v.to_string(),
+        };
+        let one = |acc: &str, init: &str, lift: &str, comb: &str, fin: &str| {
+            [acc, init, lift, comb, fin].map(str::to_string)
+        };
+        let nan_first = ct == "f32";
+        match self {
+            ReduceOp::Sum | ReduceOp::Mean => {
+                let fin = if self == ReduceOp::Mean {
+                    "    out0[o] = bitcast<u32>(acc.v / count);".to_string()
+                } else {
+                    format!("    out0[o] = {};", enc("acc.v"))
+                };
+                one(
+                    &format!("    v: {ct},"),
+                    &format!("Acc({ct}(0))"),
+                    "Acc(x)",
+                    "    return Acc(a.v + b.v);",
+                    &fin,
+                )
+            }
+            ReduceOp::Prod => one(
+                &format!("    v: {ct},"),
+                &format!("Acc({ct}(1))"),
+                "Acc(x)",
+                "    return Acc(a.v * b.v);",
+                &format!("    out0[o] = {};", enc("acc.v")),
+            ),
+            ReduceOp::Max | ReduceOp::Min => {
+                let (init, pick) = if self == ReduceOp::Max {
+                    (lowest, "max")
+                } else {
+                    (highest, "min")
+                };
+                let comb = if nan_first {
+                    format!(
+                        "    if !(a.v == a.v) {{ return a; }}\n    if !(b.v == b.v) {{ return b; }}\n    return Acc({pick}(a.v, b.v));"
+                    )
+                } else {
+                    format!("    return Acc({pick}(a.v, b.v));")
+                };
+                one(
+                    &format!("    v: {ct},"),
+                    &format!("Acc({init})"),
+                    "Acc(x)",
+                    &comb,
+                    &format!("    out0[o] = {};", enc("acc.v")),
+                )
+            }
+            ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                let (init, better) = if self == ReduceOp::ArgMax {
+                    (lowest, ">")
+                } else {
+                    (highest, "<")
+                };
+                // NaN wins; among equals (or two NaNs) the smaller index.
+                let nan = if nan_first {
+                    "    let an = !(a.v == a.v);\n    let bn = !(b.v == b.v);\n    if an || bn {\n        if an && bn { if a.i <= b.i { return a; } return b; }\n        if an { return a; }\n        return b;\n    }\n"
+                } else {
+                    ""
+                };
+                one(
+                    &format!("    v: {ct},\n    i: u32,"),
+                    &format!("Acc({init}, 0xffffffffu)"),
+                    "Acc(x, r)",
+                    &format!(
+                        "{nan}    if a.v {better} b.v || (a.v == b.v && a.i <= b.i) {{ return a; }}\n    return b;"
+                    ),
+                    "    out0[o] = acc.i;",
+                )
+            }
+            ReduceOp::Moments => one(
+                "    n: f32,\n    mean: f32,\n    m2: f32,",
+                "Acc(0.0, 0.0, 0.0)",
+                "Acc(1.0, x, 0.0)",
+                "    let n = a.n + b.n;\n    if n == 0.0 { return a; }\n    let d = b.mean - a.mean;\n    let f = b.n / n;\n    return Acc(n, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f);",
+                "    out0[o] = bitcast<u32>(acc.mean);\n    out1[o] = bitcast<u32>(acc.m2 / max(count - ddof, 0.0));",
+            ),
+            ReduceOp::LogSumExp => one(
+                "    m: f32,\n    s: f32,",
+                "Acc(bitcast<f32>(0xff800000u), 0.0)",
+                "Acc(x, 1.0)",
+                "    if a.s == 0.0 { return b; }\n    if b.s == 0.0 { return a; }\n    let m = max(a.m, b.m);\n    return Acc(m, a.s * exp(a.m - m) + b.s * exp(b.m - m));",
+                "    out0[o] = bitcast<u32>(acc.m + log(acc.s));",
+            ),
+            ReduceOp::All | ReduceOp::Any => {
+                let (init, op) = if self == ReduceOp::All {
+                    ("1u", "&")
+                } else {
+                    ("0u", "|")
+                };
+                one(
+                    "    v: u32,",
+                    &format!("Acc({init})"),
+                    &format!("Acc(select(0u, 1u, x != {ct}(0)))"),
+                    &format!("    return Acc(a.v {op} b.v);"),
+                    "    out0[o] = acc.v;",
+                )
+            }
+        }
+    }
+}
+
+/// Whether one workgroup per output (a tree) is used for `r` reduced elements.
+fn row_mode(r: usize) -> bool {
+    r > 256
+}
+
+/// The specialisation for `op` over an input of `dtype`.
+pub(crate) fn spec(op: ReduceOp, dtype: DType, row: bool) -> (Spec, &'static Kernel) {
+    let ct = op.compute_type(dtype);
+    let [acc, init, lift, comb, fin] = op.parts(ct);
+    let outs = op.out_dtypes(dtype).len();
+    let mut bindings = "@group(0) @binding(1) var<storage, read> x: array<u32>;\n".to_string();
+    for k in 0..outs {
+        bindings.push_str(&format!(
+            "@group(0) @binding({}) var<storage, read_write> out{k}: array<u32>;\n",
+            2 + k
+        ));
+    }
+    let bits = if dtype.size_in_bytes() == 2 {
+        "half_word(x[i >> 1u], i)"
+    } else {
+        "x[i]"
+    };
+    let decoded = match dtype {
+        DType::F32 => "bitcast<f32>(b)",
+        DType::I32 => "bitcast<i32>(b)",
+        DType::U32 | DType::Bool => "b",
+        DType::F16 => "f16_bits_to_f32(b)",
+        DType::BF16 => "bitcast<f32>(b << 16u)",
+    };
+    let natural = compute_type(dtype);
+    let value = if natural == ct {
+        decoded.to_string()
+    } else {
+        format!("{ct}({decoded})")
+    };
+    let load = format!("    let b = {bits};\n    return {value};");
+    REDUCE.spec_with_bindings(
+        &[
+            ("ROW", if row { "true" } else { "false" }),
+            ("BINDINGS", &bindings),
+            ("ACC", &acc),
+            ("INIT", &init),
+            ("LIFT", &lift),
+            ("COMBINE", &comb),
+            ("FINAL", &fin),
+            ("CT", ct),
+            ("LOAD", &load),
+        ],
+        1,
+        outs as u32,
+    )
+}
+
+/// Representative specialisations, for validation tests.
+#[cfg(test)]
+pub(crate) fn sample_specs() -> Vec<(Spec, &'static Kernel)> {
+    let mut out = Vec::new();
+    for op in ReduceOp::ALL {
+        for d in DType::ALL {
+            out.push(spec(op, d, true));
+        }
+        out.push(spec(op, DType::F32, false));
+    }
+    out
+}
+
+fn put(p: &mut [u32; PARAMS_WORDS], base: usize, xs: impl IntoIterator<Item = i64>) -> Result<()> {
+    for (i, x) in xs.into_iter().enumerate() {
+        if !(i32::MIN as i64..=u32::MAX as i64).contains(&x) {
+            return Err(Error::TooLarge {
+                op: "reduce",
+                bytes: x.unsigned_abs(),
+                max: u32::MAX as u64,
+            });
+        }
+        p[base + i] = x as u32; // negative strides wrap on purpose
+    }
+    Ok(())
+}
+
+/// The input of a reduction: kept axes (`outer`) and reduced axes (`inner`),
+/// each with shape and element strides, from element `offset` of `buffer`.
+pub(crate) struct ReduceInput<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub dtype: DType,
+    pub offset: usize,
+    pub outer_shape: Vec<usize>,
+    pub outer_strides: Vec<isize>,
+    pub inner_shape: Vec<usize>,
+    pub inner_strides: Vec<isize>,
+}
+
+/// Encode `op` over `x` into the dense outputs `outs` (one per output dtype).
+pub(crate) fn reduce(
+    dev: &DeviceInner,
+    op: ReduceOp,
+    x: &ReduceInput<'_>,
+    ddof: u32,
+    outs: &[&wgpu::Buffer],
+) -> Result<Option<Dispatch>> {
+    let n_out: usize = x.outer_shape.iter().product();
+    let r: usize = x.inner_shape.iter().product();
+    if n_out == 0 {
+        return Ok(None);
+    }
+    if x.outer_shape.len() > 8 || x.inner_shape.len() > 8 {
+        return Err(Error::InvalidArgument(
+            "reductions take at most 8 dimensions".into(),
+        ));
+    }
+    let mut p = [0u32; PARAMS_WORDS];
+    // A reduction over nothing (R = 0) still has one (empty) inner dim.
+    let (inner_shape, inner_strides) = if x.inner_shape.is_empty() {
+        (vec![1], vec![0])
+    } else {
+        (x.inner_shape.clone(), x.inner_strides.clone())
+    };
+    put(
+        &mut p,
+        0,
+        [
+            n_out as i64,
+            r as i64,
+            x.outer_shape.len() as i64,
+            inner_shape.len() as i64,
+        ],
+    )?;
+    put(&mut p, 4, [x.offset as i64, ddof as i64])?;
+    put(&mut p, 8, x.outer_shape.iter().map(|&d| d as i64))?;
+    put(&mut p, 16, x.outer_strides.iter().map(|&d| d as i64))?;
+    put(&mut p, 24, inner_shape.iter().map(|&d| d as i64))?;
+    put(&mut p, 32, inner_strides.iter().map(|&d| d as i64))?;
+    let row = row_mode(r);
+    let (spec, kernel) = spec(op, x.dtype, row);
+    let max = dev.limits.max_compute_workgroups_per_dimension;
+    let workgroups = if row {
+        // One workgroup per output, folded into two dimensions.
+        grid(n_out as u64 * super::WORKGROUP as u64, max)?
+    } else {
+        grid(n_out as u64, max)?
+    };
+    let mut buffers = vec![x.buffer.clone()];
+    buffers.extend(outs.iter().map(|b| (*b).clone()));
+    Ok(Some(Dispatch {
+        pipeline: dev.kernels.get(kernel, &spec)?,
+        params: p,
+        buffers,
+        workgroups,
+    }))
+}

@@ -1,0 +1,224 @@
+//! Reductions over any set of axes, with `keepdims`: sum, prod, max, min,
+//! mean, var, std, logsumexp, argmax, argmin, all, any.
+//!
+//! One dispatch each (see wgsl/reduce.wgsl): a workgroup per output with a
+//! shared-memory tree when more than 256 elements are reduced, a thread per
+//! output otherwise. Float input accumulates in f32 (f16 and bf16 too, then
+//! the result is rounded back to the input dtype), integers in their own
+//! type (sums wrap on overflow, as NumPy's int32 sums would not: NumPy
+//! widens to int64, which WGSL lacks).
+
+use crate::graph::Primitive;
+use crate::kernels::reduce::ReduceOp;
+use crate::shape::normalize_axis;
+use crate::{Array, DType, Result};
+
+/// Which axes a reduction folds: every axis, or these (negative counts from
+/// the end). `0`, `[0, 2]`, `&[1][..]` and `Axes::All` all convert.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Axes {
+    /// Every axis (NumPy `axis=None`).
+    All,
+    /// These axes; an empty list reduces nothing.
+    These(Vec<isize>),
+}
+
+impl From<isize> for Axes {
+    fn from(a: isize) -> Axes {
+        Axes::These(vec![a])
+    }
+}
+
+impl From<i32> for Axes {
+    fn from(a: i32) -> Axes {
+        Axes::These(vec![a as isize])
+    }
+}
+
+impl<const N: usize> From<[isize; N]> for Axes {
+    fn from(a: [isize; N]) -> Axes {
+        Axes::These(a.to_vec())
+    }
+}
+
+impl From<&[isize]> for Axes {
+    fn from(a: &[isize]) -> Axes {
+        Axes::These(a.to_vec())
+    }
+}
+
+impl From<Vec<isize>> for Axes {
+    fn from(a: Vec<isize>) -> Axes {
+        Axes::These(a)
+    }
+}
+
+impl Axes {
+    /// Sorted, distinct, non-negative axes of an `ndim`-dimensional array.
+    pub(crate) fn resolve(&self, ndim: usize) -> Result<Vec<usize>> {
+        let mut v: Vec<usize> = match self {
+            Axes::All => (0..ndim).collect(),
+            Axes::These(a) => a
+                .iter()
+                .map(|&x| normalize_axis(x, ndim))
+                .collect::<Result<_>>()?,
+        };
+        v.sort_unstable();
+        v.dedup();
+        Ok(v)
+    }
+}
+
+impl Array {
+    /// Record a reduction node and shape its outputs (dtype, keepdims).
+    pub(crate) fn reduce(
+        &self,
+        op: ReduceOp,
+        axes: Axes,
+        keepdims: bool,
+        ddof: u32,
+    ) -> Result<Vec<Array>> {
+        let axes = axes.resolve(self.ndim())?;
+        let input = match (op, self.dtype()) {
+            (ReduceOp::Sum | ReduceOp::Prod, DType::Bool) => self.astype(DType::I32)?,
+            _ => self.clone(),
+        };
+        let kept: Vec<usize> = (0..self.ndim())
+            .filter(|a| !axes.contains(a))
+            .map(|a| self.shape()[a])
+            .collect();
+        let outs = Array::from_node(
+            self.device(),
+            Primitive::Reduce {
+                op,
+                axes: axes.clone(),
+                ddof,
+            },
+            vec![input.clone()],
+            op.out_dtypes(input.dtype())
+                .into_iter()
+                .map(|d| (kept.clone(), d))
+                .collect(),
+        );
+        let keep_shape: Vec<usize> = (0..self.ndim())
+            .map(|a| {
+                if axes.contains(&a) {
+                    1
+                } else {
+                    self.shape()[a]
+                }
+            })
+            .collect();
+        outs.into_iter()
+            .map(|o| {
+                // f16/bf16 accumulate in f32; round the result back.
+                let o = if o.dtype() == DType::F32
+                    && matches!(self.dtype(), DType::F16 | DType::BF16)
+                {
+                    o.astype(self.dtype())?
+                } else {
+                    o
+                };
+                Ok(if keepdims {
+                    o.reshape_to(&keep_shape)
+                } else {
+                    o
+                })
+            })
+            .collect()
+    }
+
+    fn reduce1(&self, op: ReduceOp, axes: Axes, keepdims: bool) -> Result<Array> {
+        Ok(self.reduce(op, axes, keepdims, 0)?.remove(0))
+    }
+}
+
+macro_rules! reductions {
+    ($($(#[$doc:meta])* $name:ident => $op:expr;)*) => {
+        impl Array {
+            $(
+                $(#[$doc])*
+                ///
+                /// `axes`: [`Axes::All`], an axis, or a list (negative counts
+                /// from the end). `keepdims` keeps reduced axes with length 1.
+                ///
+                /// # Errors
+                /// [`crate::Error::InvalidAxis`].
+                pub fn $name(&self, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
+                    self.reduce1($op, axes.into(), keepdims)
+                }
+            )*
+        }
+    };
+}
+
+reductions! {
+    /// Sum (NumPy `sum`); bool sums to i32. A tree: exact for 10^7 ones.
+    sum => ReduceOp::Sum;
+    /// Product (NumPy `prod`); bool multiplies as i32.
+    prod => ReduceOp::Prod;
+    /// Maximum (NumPy `max`/`amax`); NaN propagates. An empty reduction gives -inf (or the type's minimum).
+    max => ReduceOp::Max;
+    /// Minimum (NumPy `min`/`amin`); NaN propagates.
+    min => ReduceOp::Min;
+    /// Arithmetic mean, f32 for integer input (NumPy `mean`).
+    mean => ReduceOp::Mean;
+    /// `log(sum(exp(x)))` without overflow: a running maximum in one pass (MLX `logsumexp`).
+    logsumexp => ReduceOp::LogSumExp;
+    /// Whether every element is non-zero, as bool (NumPy `all`).
+    all => ReduceOp::All;
+    /// Whether any element is non-zero, as bool (NumPy `any`).
+    any => ReduceOp::Any;
+}
+
+impl Array {
+    /// Variance, dividing by `count - ddof` (NumPy `var`), in one pass
+    /// (Welford, combined pairwise as Chan, Golub & LeVeque 1979).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidAxis`].
+    pub fn var(&self, axes: impl Into<Axes>, keepdims: bool, ddof: u32) -> Result<Array> {
+        Ok(self
+            .reduce(ReduceOp::Moments, axes.into(), keepdims, ddof)?
+            .remove(1))
+    }
+
+    /// Standard deviation: `sqrt(var)` (NumPy `std`).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidAxis`].
+    pub fn std(&self, axes: impl Into<Axes>, keepdims: bool, ddof: u32) -> Result<Array> {
+        self.var(axes, keepdims, ddof)?.sqrt()
+    }
+
+    /// Index of the first maximum along `axis`, or of the flattened array for
+    /// `None` (NumPy `argmax`), as u32. NaN counts as the maximum.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidAxis`].
+    pub fn argmax(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+        self.arg(ReduceOp::ArgMax, axis, keepdims)
+    }
+
+    /// Index of the first minimum (NumPy `argmin`), as u32; see [`Array::argmax`].
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidAxis`].
+    pub fn argmin(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+        self.arg(ReduceOp::ArgMin, axis, keepdims)
+    }
+
+    fn arg(&self, op: ReduceOp, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+        match axis {
+            Some(a) => self.reduce1(op, Axes::from(a), keepdims),
+            None => {
+                let flat = self.flatten().reduce1(op, Axes::All, false)?;
+                if keepdims {
+                    Ok(flat.reshape_to(&vec![1; self.ndim()]))
+                } else {
+                    Ok(flat)
+                }
+            }
+        }
+    }
+}

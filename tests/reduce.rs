@@ -1,0 +1,347 @@
+//! Reductions and nn ops against f64 references: random data, odd sizes,
+//! every axis set, keepdims, strided input, f16, poisoned pools.
+
+mod common;
+
+use common::{Rng, device, poison_pool};
+use wgarray::{Array, Axes, DType};
+
+/// Reduce a row-major host array of `shape` over `axes` with `f` on each
+/// group (in row-major order of the reduced axes).
+fn host_reduce(x: &[f64], shape: &[usize], axes: &[usize], f: &dyn Fn(&[f64]) -> f64) -> Vec<f64> {
+    let nd = shape.len();
+    let kept: Vec<usize> = (0..nd).filter(|a| !axes.contains(a)).collect();
+    let n_out: usize = kept.iter().map(|&a| shape[a]).product();
+    let r: usize = axes.iter().map(|&a| shape[a]).product();
+    let strides: Vec<usize> = (0..nd).map(|a| shape[a + 1..].iter().product()).collect();
+    (0..n_out)
+        .map(|o| {
+            let mut idx = vec![0; nd];
+            let mut rem = o;
+            for &a in kept.iter().rev() {
+                idx[a] = rem % shape[a];
+                rem /= shape[a];
+            }
+            let group: Vec<f64> = (0..r)
+                .map(|q| {
+                    let mut rem = q;
+                    for &a in axes.iter().rev() {
+                        idx[a] = rem % shape[a];
+                        rem /= shape[a];
+                    }
+                    x[(0..nd).map(|a| idx[a] * strides[a]).sum::<usize>()]
+                })
+                .collect();
+            f(&group)
+        })
+        .collect()
+}
+
+fn assert_close(name: &str, got: &[f64], want: &[f64], rel: f64) {
+    assert_eq!(got.len(), want.len(), "{name}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= rel * (1.0 + w.abs());
+        assert!(ok, "{name}[{i}]: got {g}, want {w}");
+    }
+}
+
+fn host_var(g: &[f64], ddof: f64) -> f64 {
+    let m = g.iter().sum::<f64>() / g.len() as f64;
+    g.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (g.len() as f64 - ddof)
+}
+
+#[test]
+fn reductions_over_every_axis_set() {
+    let d = device();
+    let mut rng = Rng::new(31);
+    for shape in [
+        vec![7usize],
+        vec![1025],
+        vec![7, 33],
+        vec![3, 1, 5, 7],
+        vec![2, 300, 3],
+    ] {
+        let n: usize = shape.iter().product();
+        poison_pool(&d, n);
+        let x: Vec<f32> = rng.vec_f32(n);
+        let xd: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let a = Array::from_slice(&x, &shape, &d).unwrap();
+        let nd = shape.len();
+        for mask in 1..(1u32 << nd) {
+            let axes: Vec<usize> = (0..nd).filter(|i| mask >> i & 1 == 1).collect();
+            let ax: Vec<isize> = axes.iter().map(|&i| i as isize).collect();
+            let cases: Vec<(&str, Array, Box<dyn Fn(&[f64]) -> f64>, f64)> = vec![
+                (
+                    "sum",
+                    a.sum(ax.clone(), false).unwrap(),
+                    Box::new(|g: &[f64]| g.iter().sum()),
+                    1e-5,
+                ),
+                (
+                    "mean",
+                    a.mean(ax.clone(), false).unwrap(),
+                    Box::new(|g: &[f64]| g.iter().sum::<f64>() / g.len() as f64),
+                    1e-5,
+                ),
+                (
+                    "max",
+                    a.max(ax.clone(), false).unwrap(),
+                    Box::new(|g: &[f64]| g.iter().cloned().fold(f64::MIN, f64::max)),
+                    0.0,
+                ),
+                (
+                    "min",
+                    a.min(ax.clone(), false).unwrap(),
+                    Box::new(|g: &[f64]| g.iter().cloned().fold(f64::MAX, f64::min)),
+                    0.0,
+                ),
+                (
+                    "var",
+                    a.var(ax.clone(), false, 0).unwrap(),
+                    Box::new(|g: &[f64]| host_var(g, 0.0)),
+                    1e-4,
+                ),
+                (
+                    "var ddof=1",
+                    a.var(ax.clone(), false, 1).unwrap(),
+                    Box::new(|g: &[f64]| host_var(g, 1.0)),
+                    1e-4,
+                ),
+                (
+                    "logsumexp",
+                    a.logsumexp(ax.clone(), false).unwrap(),
+                    Box::new(|g: &[f64]| g.iter().map(|v| v.exp()).sum::<f64>().ln()),
+                    1e-5,
+                ),
+            ];
+            for (name, got, f, tol) in cases {
+                let want = host_reduce(&xd, &shape, &axes, &*f);
+                assert_close(
+                    &format!("{name} {shape:?} axes {axes:?}"),
+                    &got.to_f64_vec().unwrap(),
+                    &want,
+                    tol,
+                );
+            }
+            // prod on values near 1 so it stays finite
+            let p: Vec<f32> = x.iter().map(|v| 1.0 + v * 0.01).collect();
+            let pa = Array::from_slice(&p, &shape, &d).unwrap();
+            let pd: Vec<f64> = p.iter().map(|&v| v as f64).collect();
+            let want = host_reduce(&pd, &shape, &axes, &|g| g.iter().product());
+            assert_close(
+                "prod",
+                &pa.prod(ax.clone(), false).unwrap().to_f64_vec().unwrap(),
+                &want,
+                1e-5,
+            );
+        }
+    }
+}
+
+#[test]
+fn keepdims_negative_axes_and_strided_input() {
+    let d = device();
+    let mut rng = Rng::new(32);
+    let x = rng.vec_f32(7 * 33);
+    let a = Array::from_slice(&x, &[7, 33], &d).unwrap();
+    let s = a.sum(-1isize, true).unwrap();
+    assert_eq!(s.shape(), &[7, 1]);
+    let t = a.transpose(); // [33, 7], strided
+    let m = t.max(0isize, false).unwrap();
+    assert_eq!(m.shape(), &[7]);
+    let want: Vec<f32> = (0..7)
+        .map(|i| {
+            x[i * 33..(i + 1) * 33]
+                .iter()
+                .cloned()
+                .fold(f32::MIN, f32::max)
+        })
+        .collect();
+    assert_eq!(m.to_vec::<f32>().unwrap(), want);
+    let all = a.sum(Axes::All, false).unwrap();
+    assert_eq!(all.shape(), &[] as &[usize]);
+    let want: f64 = x.iter().map(|&v| v as f64).sum();
+    assert!((all.item::<f32>().unwrap() as f64 - want).abs() < 1e-4);
+    assert_eq!(a.sum(Axes::All, true).unwrap().shape(), &[1, 1]);
+}
+
+#[test]
+fn sum_of_ten_million_ones_is_exact() {
+    let d = device();
+    let ones = Array::ones(&[10_000_000], DType::F32, &d);
+    assert_eq!(
+        ones.sum(Axes::All, false).unwrap().item::<f32>().unwrap(),
+        1e7
+    );
+    let h = Array::ones(&[10_000_000], DType::F16, &d);
+    // f16 accumulates in f32; 10^7 rounds to the nearest f16 (inf: f16 max is 65504).
+    let s = h.sum(Axes::All, false).unwrap();
+    assert_eq!(s.dtype(), DType::F16);
+    assert_eq!(
+        h.astype(DType::F32)
+            .unwrap()
+            .sum(Axes::All, false)
+            .unwrap()
+            .item::<f32>()
+            .unwrap(),
+        1e7
+    );
+    assert_eq!(
+        h.mean(Axes::All, false)
+            .unwrap()
+            .item::<half::f16>()
+            .unwrap(),
+        half::f16::ONE
+    );
+}
+
+#[test]
+fn argmax_argmin_first_occurrence_and_nan() {
+    let d = device();
+    let x = [1.0f32, 3.0, 3.0, -1.0, -1.0, 2.0];
+    let a = Array::from_slice(&x, &[2, 3], &d).unwrap();
+    assert_eq!(
+        a.argmax(None, false).unwrap().to_vec::<u32>().unwrap(),
+        vec![1]
+    );
+    assert_eq!(
+        a.argmin(None, false).unwrap().to_vec::<u32>().unwrap(),
+        vec![3]
+    );
+    assert_eq!(
+        a.argmax(Some(1), false).unwrap().to_vec::<u32>().unwrap(),
+        vec![1, 2]
+    );
+    assert_eq!(a.argmin(Some(0), true).unwrap().shape(), &[1, 3]);
+    let n = Array::from_slice(&[1.0f32, f32::NAN, 5.0, f32::NAN], &[4], &d).unwrap();
+    assert_eq!(
+        n.argmax(None, false).unwrap().to_vec::<u32>().unwrap(),
+        vec![1]
+    );
+    assert!(
+        n.max(Axes::All, false)
+            .unwrap()
+            .item::<f32>()
+            .unwrap()
+            .is_nan()
+    );
+    // large rows take the tree path; ties resolve to the first index
+    let mut big = vec![0.0f32; 5000];
+    big[4000] = 9.0;
+    big[1234] = 9.0;
+    let b = Array::from_slice(&big, &[5000], &d).unwrap();
+    assert_eq!(
+        b.argmax(None, false).unwrap().to_vec::<u32>().unwrap(),
+        vec![1234]
+    );
+    let i = Array::from_slice(&[3i32, -7, 12, 12], &[4], &d).unwrap();
+    assert_eq!(
+        i.argmax(None, false).unwrap().to_vec::<u32>().unwrap(),
+        vec![2]
+    );
+    assert_eq!(i.min(Axes::All, false).unwrap().item::<i32>().unwrap(), -7);
+    assert_eq!(i.sum(Axes::All, false).unwrap().item::<i32>().unwrap(), 20);
+}
+
+#[test]
+fn all_any_and_bool_sums() {
+    let d = device();
+    let b = Array::from_slice(&[true, false, true, true], &[2, 2], &d).unwrap();
+    assert_eq!(
+        b.all(1isize, false).unwrap().to_vec::<bool>().unwrap(),
+        vec![false, true]
+    );
+    assert_eq!(
+        b.any(0isize, false).unwrap().to_vec::<bool>().unwrap(),
+        vec![true, true]
+    );
+    assert_eq!(b.sum(Axes::All, false).unwrap().item::<i32>().unwrap(), 3);
+    let f = Array::from_slice(&[0.0f32, 0.5], &[2], &d).unwrap();
+    assert!(!f.all(Axes::All, false).unwrap().item::<bool>().unwrap());
+    assert!(f.any(Axes::All, false).unwrap().item::<bool>().unwrap());
+}
+
+#[test]
+fn moments_in_one_dispatch_and_its_outputs_drop_independently() {
+    let d = device();
+    let mut rng = Rng::new(33);
+    let x: Vec<f32> = rng
+        .vec_f32(7 * 1025)
+        .iter()
+        .map(|v| v * 3.0 + 100.0)
+        .collect();
+    let a = Array::from_slice(&x, &[7, 1025], &d).unwrap();
+    let (mean, var) = a.moments(-1isize, false, 0).unwrap();
+    assert_eq!(d.live_nodes(), 1, "mean and var share one node");
+    let xd: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let want_m = host_reduce(&xd, &[7, 1025], &[1], &|g| {
+        g.iter().sum::<f64>() / g.len() as f64
+    });
+    let want_v = host_reduce(&xd, &[7, 1025], &[1], &|g| host_var(g, 0.0));
+    // Welford keeps the variance accurate with a large mean.
+    assert_close("mean", &mean.to_f64_vec().unwrap(), &want_m, 1e-6);
+    assert_close("var", &var.to_f64_vec().unwrap(), &want_v, 1e-4);
+    // Drop one output before eval: the other still evaluates.
+    let (m2, v2) = a.moments(Axes::All, true, 1).unwrap();
+    drop(m2);
+    assert_eq!(v2.shape(), &[1, 1]);
+    let want = host_var(&xd, 1.0);
+    assert!((v2.item::<f32>().unwrap() as f64 - want).abs() < 1e-4 * want);
+    drop((a, mean, var, v2));
+    common::assert_empty(&d);
+}
+
+#[test]
+fn softmax_log_softmax_layer_norm_rms_norm() {
+    let d = device();
+    let mut rng = Rng::new(34);
+    let (r, c) = (7, 33);
+    let x: Vec<f32> = rng.vec_f32(r * c).iter().map(|v| v * 30.0).collect();
+    let w: Vec<f32> = rng.vec_f32(c);
+    let b: Vec<f32> = rng.vec_f32(c);
+    let a = Array::from_slice(&x, &[r, c], &d).unwrap();
+    let wa = Array::from_slice(&w, &[c], &d).unwrap();
+    let ba = Array::from_slice(&b, &[c], &d).unwrap();
+    let sm = a.softmax(-1).unwrap().to_f64_vec().unwrap();
+    let ls = a.log_softmax(1).unwrap().to_f64_vec().unwrap();
+    let ln = a
+        .layer_norm(Some(&wa), Some(&ba), 1e-5)
+        .unwrap()
+        .to_f64_vec()
+        .unwrap();
+    let rn = a.rms_norm(Some(&wa), 1e-6).unwrap().to_f64_vec().unwrap();
+    for i in 0..r {
+        let row: Vec<f64> = x[i * c..(i + 1) * c].iter().map(|&v| v as f64).collect();
+        let m = row.iter().cloned().fold(f64::MIN, f64::max);
+        let z: f64 = row.iter().map(|v| (v - m).exp()).sum();
+        let mean = row.iter().sum::<f64>() / c as f64;
+        let v = host_var(&row, 0.0);
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / c as f64;
+        for j in 0..c {
+            let k = i * c + j;
+            let s = (row[j] - m).exp() / z;
+            assert!((sm[k] - s).abs() < 1e-6 + 1e-5 * s, "softmax {k}");
+            assert!(
+                (ls[k] - (row[j] - m - z.ln())).abs() < 1e-4,
+                "log_softmax {k}"
+            );
+            let l = (row[j] - mean) / (v + 1e-5).sqrt() * w[j] as f64 + b[j] as f64;
+            assert!((ln[k] - l).abs() < 1e-4, "layer_norm {k}: {} vs {l}", ln[k]);
+            let q = row[j] / (ms + 1e-6).sqrt() * w[j] as f64;
+            assert!((rn[k] - q).abs() < 1e-4, "rms_norm {k}");
+        }
+    }
+    // rows of softmax sum to 1, also in f16
+    let h = a.astype(DType::F16).unwrap().softmax(-1).unwrap();
+    assert_eq!(h.dtype(), DType::F16);
+    let sums = h
+        .astype(DType::F32)
+        .unwrap()
+        .sum(-1isize, false)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    for s in sums {
+        assert!((s - 1.0).abs() < 1e-2, "{s}");
+    }
+}

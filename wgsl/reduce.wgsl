@@ -1,0 +1,141 @@
+// Reductions over a set of axes. Output element `o` reduces the R input
+// elements at `outer_offset(o) + inner_offset(r)`, r < R (kept axes and
+// reduced axes, each read through element strides).
+//
+// ROW: one workgroup per output: each thread folds a strided share of the R
+// elements, then a shared-memory tree combines the 256 partial results (so
+// a sum of 10^7 ones is exact). Otherwise one thread per output folds all R
+// elements in order (used when R is small).
+//
+// Generated per specialisation (placeholders in double braces):
+//   ACC      fields of struct Acc
+//   INIT     the identity Acc
+//   LIFT     an Acc from one element x (compute type CT) at reduced index r
+//   COMBINE  statements of fn combine(a: Acc, b: Acc) -> Acc
+//   FINAL    statements writing output o from `acc` (out0, out1)
+//   BINDINGS, LOAD as in the elementwise kernel.
+
+const WG: u32 = 256u;
+const ROW: bool = {{ROW}};
+
+struct Params {
+    // n_out, R, outer ndim, inner ndim
+    head: vec4<u32>,
+    // input offset, ddof, -, -
+    misc: vec4<u32>,
+    outer_shape: array<vec4<u32>, 2>,
+    outer_strides: array<vec4<u32>, 2>,
+    inner_shape: array<vec4<u32>, 2>,
+    inner_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+{{BINDINGS}}
+
+struct Acc {
+{{ACC}}
+}
+
+fn half_word(w: u32, i: u32) -> u32 {
+    return (w >> ((i & 1u) * 16u)) & 0xffffu;
+}
+
+fn load(i: u32) -> {{CT}} {
+{{LOAD}}
+}
+
+fn lift(x: {{CT}}, r: u32) -> Acc {
+    return {{LIFT}};
+}
+
+fn combine(a: Acc, b: Acc) -> Acc {
+{{COMBINE}}
+}
+
+// Straight-line unravelling, no loop: llvmpipe (Mesa's software driver)
+// stops any shader that runs more than 65535 loop iterations in one
+// invocation (LP_MAX_TGSI_LOOP_ITERATIONS in gallivm), counting every loop,
+// so per-element loops would cap the reduction length.
+fn unravel(i: u32, nd: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
+    var rem = i;
+    var off = 0u;
+    if nd > 7u { off += (rem % shape[1][3]) * strides[1][3]; rem /= shape[1][3]; }
+    if nd > 6u { off += (rem % shape[1][2]) * strides[1][2]; rem /= shape[1][2]; }
+    if nd > 5u { off += (rem % shape[1][1]) * strides[1][1]; rem /= shape[1][1]; }
+    if nd > 4u { off += (rem % shape[1][0]) * strides[1][0]; rem /= shape[1][0]; }
+    if nd > 3u { off += (rem % shape[0][3]) * strides[0][3]; rem /= shape[0][3]; }
+    if nd > 2u { off += (rem % shape[0][2]) * strides[0][2]; rem /= shape[0][2]; }
+    if nd > 1u { off += (rem % shape[0][1]) * strides[0][1]; rem /= shape[0][1]; }
+    if nd > 0u { off += (rem % shape[0][0]) * strides[0][0]; }
+    return off;
+}
+
+fn outer_offset(o: u32) -> u32 {
+    return p.misc.x + unravel(o, p.head.z, p.outer_shape, p.outer_strides);
+}
+
+fn inner_offset(r: u32) -> u32 {
+    return unravel(r, p.head.w, p.inner_shape, p.inner_strides);
+}
+
+fn finish(o: u32, acc: Acc) {
+    let count = f32(p.head.y);
+    let ddof = f32(p.misc.y);
+{{FINAL}}
+}
+
+var<workgroup> partial: array<Acc, 256>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let n_out = p.head.x;
+    let big_r = p.head.y;
+    if ROW {
+        let o = wid.x + wid.y * nwg.x;
+        let base = outer_offset(min(o, n_out - 1u));
+        var acc = {{INIT}};
+        // Eight elements per iteration keeps the loop count far below
+        // llvmpipe's limit (see unravel): 2^16 / 2 * 8 * 256 elements per row.
+        var r = lid.x;
+        for (; r + 7u * WG < big_r; r += 8u * WG) {
+            acc = combine(acc, lift(load(base + inner_offset(r)), r));
+            acc = combine(acc, lift(load(base + inner_offset(r + WG)), r + WG));
+            acc = combine(acc, lift(load(base + inner_offset(r + 2u * WG)), r + 2u * WG));
+            acc = combine(acc, lift(load(base + inner_offset(r + 3u * WG)), r + 3u * WG));
+            acc = combine(acc, lift(load(base + inner_offset(r + 4u * WG)), r + 4u * WG));
+            acc = combine(acc, lift(load(base + inner_offset(r + 5u * WG)), r + 5u * WG));
+            acc = combine(acc, lift(load(base + inner_offset(r + 6u * WG)), r + 6u * WG));
+            acc = combine(acc, lift(load(base + inner_offset(r + 7u * WG)), r + 7u * WG));
+        }
+        for (; r < big_r; r += WG) {
+            acc = combine(acc, lift(load(base + inner_offset(r)), r));
+        }
+        partial[lid.x] = acc;
+        workgroupBarrier();
+        for (var s = WG / 2u; s > 0u; s >>= 1u) {
+            if lid.x < s {
+                partial[lid.x] = combine(partial[lid.x], partial[lid.x + s]);
+            }
+            workgroupBarrier();
+        }
+        if lid.x == 0u && o < n_out {
+            finish(o, partial[0]);
+        }
+    } else {
+        let o = gid.x + gid.y * nwg.x * WG;
+        if o >= n_out {
+            return;
+        }
+        let base = outer_offset(o);
+        var acc = {{INIT}};
+        for (var r = 0u; r < big_r; r++) {
+            acc = combine(acc, lift(load(base + inner_offset(r)), r));
+        }
+        finish(o, acc);
+    }
+}
