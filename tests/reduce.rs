@@ -45,6 +45,9 @@ fn assert_close(name: &str, got: &[f64], want: &[f64], rel: f64) {
     }
 }
 
+/// (name, result, reference on each group, tolerance)
+type Case = (&'static str, Array, Box<dyn Fn(&[f64]) -> f64>, f64);
+
 fn host_var(g: &[f64], ddof: f64) -> f64 {
     let m = g.iter().sum::<f64>() / g.len() as f64;
     g.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (g.len() as f64 - ddof)
@@ -70,7 +73,7 @@ fn reductions_over_every_axis_set() {
         for mask in 1..(1u32 << nd) {
             let axes: Vec<usize> = (0..nd).filter(|i| mask >> i & 1 == 1).collect();
             let ax: Vec<isize> = axes.iter().map(|&i| i as isize).collect();
-            let cases: Vec<(&str, Array, Box<dyn Fn(&[f64]) -> f64>, f64)> = vec![
+            let cases: Vec<Case> = vec![
                 (
                     "sum",
                     a.sum(ax.clone(), false).unwrap(),
