@@ -348,3 +348,56 @@ fn softmax_log_softmax_layer_norm_rms_norm() {
         assert!((s - 1.0).abs() < 1e-2, "{s}");
     }
 }
+
+#[test]
+fn divmod_writes_both_outputs_in_one_dispatch() {
+    let d = device();
+    let mut rng = Rng::new(35);
+    let x: Vec<f32> = rng.vec_f32(1025).iter().map(|v| v * 50.0).collect();
+    let y: Vec<f32> = rng.vec_f32(33).iter().map(|v| v * 7.0 + 0.5).collect();
+    poison_pool(&d, 1025 * 33);
+    let a = Array::from_slice(&x, &[1025, 1], &d).unwrap();
+    let b = Array::from_slice(&y, &[33], &d).unwrap();
+    let (q, r) = a.divmod(&b).unwrap();
+    assert_eq!(d.live_nodes(), 1);
+    assert_eq!(q.shape(), &[1025, 33]);
+    let (qv, rv) = (q.to_vec::<f32>().unwrap(), r.to_vec::<f32>().unwrap());
+    for i in 0..1025 {
+        for j in 0..33 {
+            let (xa, yb) = (x[i] as f64, y[j] as f64);
+            let wq = (xa / yb).floor();
+            assert_eq!(
+                qv[i * 33 + j] as f64,
+                (x[i] / y[j]).floor() as f64,
+                "q {i},{j}"
+            );
+            let wr = xa - wq * yb;
+            assert!(
+                (rv[i * 33 + j] as f64 - wr).abs() < 1e-4 * (1.0 + wr.abs()),
+                "r {i},{j}"
+            );
+        }
+    }
+    drop((q, r));
+    // integers, one output dropped before eval, 2-byte dtype
+    let ia = Array::from_slice(&[7i32, -7, 7, -7], &[4], &d).unwrap();
+    let ib = Array::from_slice(&[2i32, 2, -2, -2], &[4], &d).unwrap();
+    let (q, r) = ia.divmod(&ib).unwrap();
+    drop(q);
+    assert_eq!(r.to_vec::<i32>().unwrap(), vec![1, 1, -1, -1]);
+    drop(r);
+    let h = Array::from_slice(&[half::f16::from_f32(7.5); 3], &[3], &d).unwrap();
+    let (q, r) = h
+        .divmod(&Array::scalar(2.0, DType::F16, &d).unwrap())
+        .unwrap();
+    assert_eq!(
+        q.to_vec::<half::f16>().unwrap(),
+        vec![half::f16::from_f32(3.0); 3]
+    );
+    assert_eq!(
+        r.to_vec::<half::f16>().unwrap(),
+        vec![half::f16::from_f32(1.5); 3]
+    );
+    drop((a, b, ia, ib, h, q, r));
+    common::assert_empty(&d);
+}

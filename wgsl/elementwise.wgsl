@@ -11,6 +11,8 @@
 //   ARGS      let x0 = load0(offset_of(e, 0u)); ... one per input
 //   OP        the result, an expression in x0, x1, x2
 //   ENCODE    the output bits of `r` (low 16 bits for 2-byte dtypes)
+//   OP1, ENCODE1, STORE1_WORD  the same for a second output `out1`
+//             (divmod); `0u`, `0u` and nothing for one output
 // OUT_BYTES is 4 (one element per word) or 2 (each thread writes one whole
 // word of two elements, so no two threads share a word).
 
@@ -24,10 +26,12 @@ fn half_word(w: u32, i: u32) -> u32 {
 
 {{LOADS}}
 
-fn compute(e: u32) -> u32 {
+// The output bits of element e: x for `out`, y for `out1` (divmod).
+fn compute(e: u32) -> vec2<u32> {
 {{ARGS}}
     let r = {{OP}};
-    return {{ENCODE}};
+    let r1 = {{OP1}};
+    return vec2<u32>({{ENCODE}}, {{ENCODE1}});
 }
 
 @compute @workgroup_size(256)
@@ -38,16 +42,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         if t >= n {
             return;
         }
-        out[t] = compute(t);
+        let v = compute(t);
+        out[t] = v.x;
+{{STORE1_WORD}}
     } else {
         let e = 2u * t;
         if e >= n {
             return;
         }
-        var hi = 0u;
+        var hi = vec2<u32>(0u, 0u);
         if e + 1u < n {
             hi = compute(e + 1u);
         }
-        out[t] = (compute(e) & 0xffffu) | (hi << 16u);
+        let lo = compute(e);
+        let v = (lo & vec2<u32>(0xffffu)) | (hi << vec2<u32>(16u));
+        out[t] = v.x;
+{{STORE1_WORD}}
     }
 }

@@ -204,10 +204,13 @@ fn run_node(
         .iter()
         .map(|a| a.inner.storage())
         .collect::<Result<_>>()?;
-    // The first live output (every primitive but split has exactly one).
+    // The first live output: every output of one node has its shape and
+    // dtype, except split's, which it handles itself.
     let first = || {
-        outputs[0]
-            .as_ref()
+        outputs
+            .iter()
+            .flatten()
+            .next()
             .ok_or_else(|| Error::Internal("a node was run without a live output".into()))
     };
     let mut results: Vec<Option<Storage>> = Vec::with_capacity(outputs.len());
@@ -239,20 +242,20 @@ fn run_node(
                     dtype: a.inner.dtype,
                 })
                 .collect();
-            let s = match donated {
-                Some(k) => dense_alias(&inputs[k]),
-                None => alloc(device, guard, &o.shape, o.dtype)?,
-            };
-            out.extend(elementwise::elementwise(
-                dev,
-                *op,
-                &o.shape,
-                &operands,
-                o.dtype,
-                s.buffer.buffer(),
-                donated,
+            // Every output is written: dead ones (a dropped divmod half) get
+            // a scratch buffer. A donated input becomes output 0.
+            let mut storages = Vec::with_capacity(op.outputs());
+            for i in 0..op.outputs() {
+                storages.push(match donated {
+                    Some(k) if i == 0 => dense_alias(&inputs[k]),
+                    _ => alloc(device, guard, &o.shape, o.dtype)?,
+                });
+            }
+            let bufs: Vec<&wgpu::Buffer> = storages.iter().map(|s| s.buffer.buffer()).collect();
+            out.extend(elementwise::elementwise_n(
+                dev, *op, &o.shape, &operands, o.dtype, &bufs, donated,
             )?);
-            results.push(Some(s));
+            results.extend(storages.into_iter().map(Some));
         }
         Primitive::Matmul => {
             let o = first()?;

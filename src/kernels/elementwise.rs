@@ -267,6 +267,15 @@ pub(crate) enum ElementwiseOp {
     Binary(BinaryOp),
     /// `where(cond, a, b)`.
     Where,
+    /// Floored quotient and remainder of two inputs: two outputs.
+    DivMod,
+}
+
+impl ElementwiseOp {
+    /// How many outputs the op writes.
+    pub(crate) fn outputs(self) -> usize {
+        if self == ElementwiseOp::DivMod { 2 } else { 1 }
+    }
 }
 
 /// The WGSL compute type of a dtype: f32 for every float, i32, u32 (bool too).
@@ -318,7 +327,7 @@ fn op_compute_type(op: ElementwiseOp, inputs: &[DType], out: DType) -> &'static 
         ElementwiseOp::Unary(u) if !u.takes_integers() => "f32",
         ElementwiseOp::Unary(_) => compute_type(inputs[0]),
         ElementwiseOp::Binary(BinaryOp::Div) => "f32",
-        ElementwiseOp::Binary(_) => compute_type(inputs[0]),
+        ElementwiseOp::Binary(_) | ElementwiseOp::DivMod => compute_type(inputs[0]),
         ElementwiseOp::Where => compute_type(out),
     }
 }
@@ -382,10 +391,22 @@ pub(crate) fn spec(
         ElementwiseOp::Cast => ("x0".to_string(), ct),
         ElementwiseOp::Unary(u) => u.wgsl(ct),
         ElementwiseOp::Binary(b) => b.wgsl(ct),
+        ElementwiseOp::DivMod => BinaryOp::FloorDiv.wgsl(ct),
         ElementwiseOp::Where => {
             let cond = compute_type(dtypes[0]);
             (format!("select(x2, x1, x0 != {cond}(0))"), ct)
         }
+    };
+    let two = op.outputs() == 2;
+    let (expr1, encoded1, store1) = if two {
+        let (e1, rt1) = BinaryOp::Remainder.wgsl(ct);
+        (
+            e1,
+            encode(out_dtype, "r1", rt1),
+            "        out1[t] = v.y;".to_string(),
+        )
+    } else {
+        ("0u".to_string(), "0u".to_string(), String::new())
     };
     let mut bindings = String::new();
     let mut loads = String::new();
@@ -424,6 +445,12 @@ pub(crate) fn spec(
     bindings.push_str(&format!(
         "@group(0) @binding({binding}) var<storage, read_write> out: array<u32>;\n"
     ));
+    if two {
+        bindings.push_str(&format!(
+            "@group(0) @binding({}) var<storage, read_write> out1: array<u32>;\n",
+            binding + 1
+        ));
+    }
     let out_bytes = out_dtype.size_in_bytes().to_string();
     let encoded = encode(out_dtype, "r", rt);
     ELEMENTWISE.spec_with_bindings(
@@ -433,11 +460,14 @@ pub(crate) fn spec(
             ("ARGS", &args),
             ("OP", &expr),
             ("ENCODE", &encoded),
+            ("OP1", &expr1),
+            ("ENCODE1", &encoded1),
+            ("STORE1_WORD", &store1),
             ("OUT_BYTES", &out_bytes),
             ("CONTIGUOUS", flag(contiguous)),
         ],
         (binding - 1) as u32,
-        1,
+        op.outputs() as u32,
     )
 }
 
@@ -454,6 +484,19 @@ pub(crate) fn elementwise(
     out: &wgpu::Buffer,
     donated: Option<usize>,
 ) -> Result<Option<Dispatch>> {
+    elementwise_n(dev, op, shape, inputs, out_dtype, &[out], donated)
+}
+
+/// [`elementwise`] for ops with several outputs (all dense, of `out_dtype`).
+pub(crate) fn elementwise_n(
+    dev: &DeviceInner,
+    op: ElementwiseOp,
+    shape: &[usize],
+    inputs: &[Operand<'_>],
+    out_dtype: DType,
+    outs: &[&wgpu::Buffer],
+    donated: Option<usize>,
+) -> Result<Option<Dispatch>> {
     let n: usize = shape.iter().product();
     if n == 0 {
         return Ok(None);
@@ -468,7 +511,7 @@ pub(crate) fn elementwise(
         .filter(|(k, _)| donated != Some(*k))
         .map(|(_, o)| o.buffer.clone())
         .collect();
-    buffers.push(out.clone());
+    buffers.extend(outs.iter().map(|b| (*b).clone()));
     let threads = if out_dtype.size_in_bytes() == 2 {
         n.div_ceil(2)
     } else {

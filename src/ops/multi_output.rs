@@ -8,8 +8,11 @@
 //! evaluated output's buffer goes with that output.
 
 use crate::graph::Primitive;
+use crate::kernels::elementwise::ElementwiseOp;
 use crate::kernels::reduce::ReduceOp;
+use crate::ops::elementwise::promote_types;
 use crate::ops::reduce::Axes;
+use crate::shape::broadcast_shapes;
 use crate::shape::normalize_axis;
 use crate::{Array, Error, Result};
 
@@ -130,5 +133,33 @@ impl Array {
         let var = v.pop().expect("two outputs");
         let mean = v.pop().expect("two outputs");
         Ok((mean, var))
+    }
+}
+
+impl Array {
+    /// Floored quotient and remainder (Python/NumPy `divmod`): `q =
+    /// floor(a / b)`, `r = a - q * b` with the divisor's sign, broadcast
+    /// together, in the promoted dtype; integer division by zero gives 0 and 0.
+    ///
+    /// One node and one dispatch write both outputs. Either can be dropped on
+    /// its own, before or after eval: a dropped one gets a scratch buffer at
+    /// eval that returns to the pool as soon as the dispatch is encoded.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`], [`Error::DeviceMismatch`].
+    pub fn divmod(&self, other: &Array) -> Result<(Array, Array)> {
+        super::same_device(self, other)?;
+        let t = promote_types(self.dtype(), other.dtype());
+        let shape = broadcast_shapes("divmod", self.shape(), other.shape())?;
+        let (a, b) = (self.astype(t)?, other.astype(t)?);
+        let mut v = Array::from_node(
+            self.device(),
+            Primitive::Elementwise(ElementwiseOp::DivMod),
+            vec![a, b],
+            vec![(shape.clone(), t), (shape, t)],
+        );
+        let r = v.pop().expect("two outputs");
+        let q = v.pop().expect("two outputs");
+        Ok((q, r))
     }
 }
