@@ -1,6 +1,6 @@
 //! Elementwise kernels: binary ops, strided copy, fill.
 
-use super::{BINARY, COPY, Dispatch, FILL, PARAMS_WORDS, grid};
+use super::{BINARY, COPY, Dispatch, FILL, Kernel, PARAMS_WORDS, Spec, grid};
 use crate::device::DeviceInner;
 use crate::{DType, Error, Result};
 
@@ -27,6 +27,18 @@ pub(crate) enum BinaryOp {
 }
 
 impl BinaryOp {
+    #[cfg(test)]
+    /// Every op, so that the specialisation space (see [`specs`]) follows
+    /// the enum.
+    pub(crate) const ALL: [BinaryOp; 6] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+    ];
+
     pub(crate) fn name(self) -> &'static str {
         match self {
             BinaryOp::Add => "add",
@@ -50,18 +62,29 @@ impl BinaryOp {
     }
 }
 
+/// The WGSL scalar type the arithmetic kernels use for `dtype`, if they
+/// take it at all (whatever the adapter's features).
+fn arith_scalar(dtype: DType) -> Option<&'static str> {
+    match dtype {
+        DType::F32 => Some("f32"),
+        DType::I32 => Some("i32"),
+        DType::U32 => Some("u32"),
+        DType::F16 => Some("f16"),
+        DType::BF16 | DType::Bool => None,
+    }
+}
+
 /// The WGSL scalar type of a dtype the arithmetic kernels take.
 pub(crate) fn wgsl_type(dev: &DeviceInner, op: &'static str, dtype: DType) -> Result<&'static str> {
-    match dtype {
-        DType::F32 => Ok("f32"),
-        DType::I32 => Ok("i32"),
-        DType::U32 => Ok("u32"),
-        DType::F16 if dev.features.contains(wgpu::Features::SHADER_F16) => Ok("f16"),
-        DType::F16 => Err(Error::MissingFeature {
-            op,
-            feature: "SHADER_F16",
-        }),
-        DType::BF16 | DType::Bool => Err(Error::DType {
+    match arith_scalar(dtype) {
+        Some("f16") if !dev.features.contains(wgpu::Features::SHADER_F16) => {
+            Err(Error::MissingFeature {
+                op,
+                feature: "SHADER_F16",
+            })
+        }
+        Some(ty) => Ok(ty),
+        None => Err(Error::DType {
             op,
             dtype,
             other: None,
@@ -131,6 +154,74 @@ pub(crate) enum Donated {
     Rhs,
 }
 
+impl Donated {
+    #[cfg(test)]
+    const ALL: [Donated; 3] = [Donated::None, Donated::Lhs, Donated::Rhs];
+
+    /// The `{{LHS}}` and `{{RHS}}` substitutions: a donated operand is read
+    /// through `out`.
+    fn operands(self) -> (&'static str, &'static str) {
+        match self {
+            Donated::None => ("lhs", "rhs"),
+            Donated::Lhs => ("out", "rhs"),
+            Donated::Rhs => ("lhs", "out"),
+        }
+    }
+}
+
+fn binary_spec(
+    op: BinaryOp,
+    ty: &str,
+    contiguous: bool,
+    donated: Donated,
+) -> (Spec, &'static Kernel) {
+    let (lhs, rhs) = donated.operands();
+    BINARY.spec(&[
+        ("T", ty),
+        ("OP", op.wgsl()),
+        ("CONTIGUOUS", flag(contiguous)),
+        ("LHS", lhs),
+        ("RHS", rhs),
+    ])
+}
+
+fn copy_spec(elem_bytes: usize, contiguous: bool) -> (Spec, &'static Kernel) {
+    COPY.spec(&[
+        ("ELEM_BYTES", &elem_bytes.to_string()),
+        ("CONTIGUOUS", flag(contiguous)),
+    ])
+}
+
+fn fill_spec() -> (Spec, &'static Kernel) {
+    FILL.spec(&[("CONTIGUOUS", "true")])
+}
+
+#[cfg(test)]
+/// Every specialisation the dispatch functions below can ask for, built by
+/// the same `*_spec` functions from the same tables (ops, dtypes, flags).
+pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
+    let mut out = Vec::new();
+    for op in BinaryOp::ALL {
+        for ty in DType::ALL.into_iter().filter_map(arith_scalar) {
+            for contiguous in [true, false] {
+                for donated in Donated::ALL {
+                    out.push(binary_spec(op, ty, contiguous, donated));
+                }
+            }
+        }
+    }
+    let mut widths: Vec<usize> = DType::ALL.iter().map(|d| d.size_in_bytes()).collect();
+    widths.sort_unstable();
+    widths.dedup();
+    for elem_bytes in widths {
+        for contiguous in [true, false] {
+            out.push(copy_spec(elem_bytes, contiguous));
+        }
+    }
+    out.push(fill_spec());
+    out
+}
+
 /// `out = op(a, b)` over `shape` (a and b already broadcast by their strides).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn binary(
@@ -151,18 +242,12 @@ pub(crate) fn binary(
     let (params, contiguous) = strided_params(n, shape, &[a, b], 0)?;
     // A donated operand is read through `out`; its binding takes the other
     // operand's buffer (read-only twice is allowed).
-    let (lhs, rhs, bound_a, bound_b) = match donated {
-        Donated::None => ("lhs", "rhs", a.buffer, b.buffer),
-        Donated::Lhs => ("out", "rhs", b.buffer, b.buffer),
-        Donated::Rhs => ("lhs", "out", a.buffer, a.buffer),
+    let (bound_a, bound_b) = match donated {
+        Donated::None => (a.buffer, b.buffer),
+        Donated::Lhs => (b.buffer, b.buffer),
+        Donated::Rhs => (a.buffer, a.buffer),
     };
-    let (spec, kernel) = BINARY.spec(&[
-        ("T", ty),
-        ("OP", op.wgsl()),
-        ("CONTIGUOUS", flag(contiguous)),
-        ("LHS", lhs),
-        ("RHS", rhs),
-    ]);
+    let (spec, kernel) = binary_spec(op, ty, contiguous, donated);
     Ok(Some(Dispatch {
         pipeline: dev.kernels.get(kernel, &spec)?,
         params,
@@ -185,8 +270,7 @@ pub(crate) fn copy(
         return Ok(None);
     }
     let (params, contiguous) = strided_params(n, shape, &[src], 0)?;
-    let width = elem_bytes.to_string();
-    let (spec, kernel) = COPY.spec(&[("ELEM_BYTES", &width), ("CONTIGUOUS", flag(contiguous))]);
+    let (spec, kernel) = copy_spec(elem_bytes, contiguous);
     let threads = if elem_bytes == 2 { n.div_ceil(2) } else { n };
     Ok(Some(Dispatch {
         pipeline: dev.kernels.get(kernel, &spec)?,
@@ -210,7 +294,7 @@ pub(crate) fn fill(
         return Ok(None);
     }
     let (params, _) = strided_params(words, &[words], &[], word)?;
-    let (spec, kernel) = FILL.spec(&[("CONTIGUOUS", "true")]);
+    let (spec, kernel) = fill_spec();
     Ok(Some(Dispatch {
         pipeline: dev.kernels.get(kernel, &spec)?,
         params,

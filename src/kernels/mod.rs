@@ -11,6 +11,8 @@
 
 pub(crate) mod elementwise;
 pub(crate) mod matmul;
+#[cfg(test)]
+mod portability;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -74,6 +76,17 @@ pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
 /// Every kernel family, for validation tests.
 #[cfg(test)]
 pub(crate) static ALL: [&Kernel; 4] = [&BINARY, &COPY, &FILL, &MATMUL_NAIVE];
+
+/// Every specialisation any kernel family can dispatch. Each family lists
+/// its own in a `specs()` next to its dispatch code, built from the same
+/// tables; `kernels/portability.rs` checks all of them with every naga back
+/// end.
+#[cfg(test)]
+pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
+    let mut specs = elementwise::specs();
+    specs.extend(matmul::specs());
+    specs
+}
 
 /// One specialisation of a kernel: the values of its placeholders.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
