@@ -20,6 +20,8 @@
 //! # Ok::<(), wgarray::Error>(())
 //! ```
 //!
+//! To test WGSL kernels of your own headless, see [`testing`].
+//!
 //! The architecture and lifetime rules are in `docs/ARCHITECTURE.md`.
 
 mod array;
@@ -31,6 +33,7 @@ mod kernels;
 mod memory;
 pub mod ops;
 pub mod shape;
+pub mod testing;
 
 pub use array::Array;
 pub use device::{

@@ -528,10 +528,12 @@ pub(crate) fn elementwise_n(
     }))
 }
 
-/// A representative set of specialisations: every op on every dtype it
-/// takes, strided, plus donation and 2-byte outputs. For validation tests.
+/// The specialisations this family dispatches, for the portability test:
+/// every op on every dtype, strided and dense, with and without donation,
+/// 2-byte outputs, every cast. (The op expressions and dtype codecs are the
+/// whole space; shapes only change parameters.)
 #[cfg(test)]
-pub(crate) fn sample_specs() -> Vec<(Spec, &'static Kernel)> {
+pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for d in DType::ALL {
         for u in UnaryOp::ALL {
@@ -539,7 +541,15 @@ pub(crate) fn sample_specs() -> Vec<(Spec, &'static Kernel)> {
         }
         for b in BinaryOp::ALL {
             let o = if b.is_predicate() { DType::Bool } else { d };
-            out.push(spec(ElementwiseOp::Binary(b), &[d, d], o, false, Some(0)));
+            for (contiguous, donated) in [(false, None), (true, Some(0)), (false, Some(1))] {
+                out.push(spec(
+                    ElementwiseOp::Binary(b),
+                    &[d, d],
+                    o,
+                    contiguous,
+                    donated,
+                ));
+            }
         }
         for to in DType::ALL {
             out.push(spec(ElementwiseOp::Cast, &[d], to, true, None));

@@ -1,6 +1,6 @@
 //! Matmul kernels. For now the reference kernel: one thread per output.
 
-use super::{Dispatch, MATMUL_NAIVE, PARAMS_WORDS, grid};
+use super::{Dispatch, Kernel, MATMUL_NAIVE, PARAMS_WORDS, Spec, grid};
 use crate::device::DeviceInner;
 use crate::{Error, Result};
 
@@ -64,7 +64,7 @@ pub(crate) fn matmul_naive(
         }
         *slot = x as u32;
     }
-    let (spec, kernel) = MATMUL_NAIVE.spec(&[]);
+    let (spec, kernel) = naive_spec();
     Ok(Some(Dispatch {
         pipeline: dev.kernels.get(kernel, &spec)?,
         params: p,
@@ -74,4 +74,14 @@ pub(crate) fn matmul_naive(
             dev.limits.max_compute_workgroups_per_dimension,
         )?,
     }))
+}
+
+fn naive_spec() -> (Spec, &'static Kernel) {
+    MATMUL_NAIVE.spec(&[])
+}
+
+#[cfg(test)]
+/// Every specialisation the matmul dispatch functions can ask for.
+pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
+    vec![naive_spec()]
 }

@@ -235,7 +235,7 @@ pub(crate) fn spec(op: ReduceOp, dtype: DType, row: bool) -> (Spec, &'static Ker
 
 /// Representative specialisations, for validation tests.
 #[cfg(test)]
-pub(crate) fn sample_specs() -> Vec<(Spec, &'static Kernel)> {
+pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for op in ReduceOp::ALL {
         for d in DType::ALL {
