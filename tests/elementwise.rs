@@ -457,3 +457,55 @@ fn bf16_and_f16_arithmetic_round_once_from_f32() {
         }
     }
 }
+
+#[test]
+fn take_gathers_along_any_axis() {
+    let d = device();
+    let mut rng = Rng::new(26);
+    let (v, h) = (33usize, 7usize);
+    let w = random_f32(&mut rng, v * h, 1.0);
+    let table = Array::from_slice(&w, &[v, h], &d).unwrap();
+    // an embedding lookup: [2, 5] ids -> [2, 5, 7]
+    let ids = [0i32, 32, 5, 5, -1, 7, 100, -100, 3, 1];
+    let idx = Array::from_slice(&ids, &[2, 5], &d).unwrap();
+    poison_pool(&d, 2 * 5 * h);
+    let e = table.take(&idx, Some(0)).unwrap();
+    assert_eq!(e.shape(), &[2, 5, h]);
+    let got = e.to_vec::<f32>().unwrap();
+    for (p, &i) in ids.iter().enumerate() {
+        let row = (if i < 0 { i + v as i32 } else { i }).clamp(0, v as i32 - 1) as usize;
+        assert_eq!(
+            &got[p * h..(p + 1) * h],
+            &w[row * h..(row + 1) * h],
+            "id {i}"
+        );
+    }
+    // along axis 1 of a transposed (strided) view, with u32 indices
+    let t = table.transpose(); // [h, v]
+    let cols = Array::from_slice(&[3u32, 0, 32], &[3], &d).unwrap();
+    let g = t.take(&cols, Some(-1)).unwrap();
+    assert_eq!(g.shape(), &[h, 3]);
+    let got = g.to_vec::<f32>().unwrap();
+    for r in 0..h {
+        for (c, &j) in [3usize, 0, 32].iter().enumerate() {
+            assert_eq!(got[r * 3 + c], w[j * h + r]);
+        }
+    }
+    // flattened, 2-byte dtype
+    let hb = table.astype(DType::BF16).unwrap();
+    let f = hb
+        .take(&Array::from_slice(&[1i32, 8, 230], &[3], &d).unwrap(), None)
+        .unwrap();
+    assert_eq!(
+        f.to_vec::<half::bf16>().unwrap(),
+        [1usize, 8, 230]
+            .iter()
+            .map(|&i| half::bf16::from_f32(w[i]))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        table
+            .take(&Array::from_slice(&[0.5f32], &[1], &d).unwrap(), Some(0))
+            .is_err()
+    );
+}

@@ -46,3 +46,14 @@ fn offset_of(t: u32, k: u32) -> u32 {
     }
     return off;
 }
+
+// An index read for a gather: negative counts from the end of the axis
+// (length p.head.w), then clamped into it (NumPy take, mode="clip").
+fn gather_index(i: i32) -> u32 {
+    let len = i32(p.head.w);
+    var j = i;
+    if j < 0 {
+        j += len;
+    }
+    return u32(clamp(j, 0, len - 1));
+}

@@ -253,7 +253,14 @@ fn run_node(
             }
             let bufs: Vec<&wgpu::Buffer> = storages.iter().map(|s| s.buffer.buffer()).collect();
             out.extend(elementwise::elementwise_n(
-                dev, *op, &o.shape, &operands, o.dtype, &bufs, donated,
+                dev,
+                *op,
+                &o.shape,
+                &operands,
+                o.dtype,
+                &bufs,
+                donated,
+                [0, 0],
             )?);
             results.extend(storages.into_iter().map(Some));
         }
@@ -377,6 +384,45 @@ fn run_node(
                 )?);
                 results.push(Some(s));
             }
+        }
+        Primitive::Take { axis } => {
+            let o = first()?;
+            let (x, idx) = (&node.inputs[0].inner, &node.inputs[1].inner);
+            let (xs, is) = (&inputs[0], &inputs[1]);
+            // Over the output's axes [pre.., index.., post..]: x moves along
+            // pre and post, the indices along their own axes.
+            let k = idx.shape.len();
+            let mut x_strides = xs.strides[..*axis].to_vec();
+            x_strides.extend(std::iter::repeat_n(0, k));
+            x_strides.extend_from_slice(&xs.strides[axis + 1..]);
+            let mut i_strides = vec![0; *axis];
+            i_strides.extend_from_slice(&is.strides);
+            i_strides.extend(std::iter::repeat_n(0, x.shape.len() - axis - 1));
+            let s = alloc(device, guard, &o.shape, o.dtype)?;
+            out.extend(elementwise::elementwise_n(
+                dev,
+                ElementwiseOp::Gather,
+                &o.shape,
+                &[
+                    Operand {
+                        buffer: xs.buffer.buffer(),
+                        strides: &x_strides,
+                        offset: xs.offset,
+                        dtype: x.dtype,
+                    },
+                    Operand {
+                        buffer: is.buffer.buffer(),
+                        strides: &i_strides,
+                        offset: is.offset,
+                        dtype: idx.dtype,
+                    },
+                ],
+                o.dtype,
+                &[s.buffer.buffer()],
+                None,
+                [xs.strides[*axis] as i64, x.shape[*axis] as i64],
+            )?);
+            results.push(Some(s));
         }
         Primitive::Reduce { op, axes, ddof } => {
             let x = &node.inputs[0].inner;

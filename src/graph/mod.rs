@@ -29,6 +29,8 @@ pub(crate) enum Primitive {
     View(View),
     /// Split along `axis`; output `i` starts at `starts[i]` along that axis.
     Split { axis: usize, starts: Vec<usize> },
+    /// NumPy `take` along `axis`: inputs `x` and integer indices.
+    Take { axis: usize },
     /// A reduction over `axes` (sorted, distinct); outputs drop those axes.
     Reduce {
         op: ReduceOp,

@@ -269,6 +269,10 @@ pub(crate) enum ElementwiseOp {
     Where,
     /// Floored quotient and remainder of two inputs: two outputs.
     DivMod,
+    /// `x0[offset + index * axis_stride]` with `index` read from the second
+    /// input (i32 or u32; negative counts from the end, then clamped):
+    /// NumPy `take`. The caller gives the operands gather strides.
+    Gather,
 }
 
 impl ElementwiseOp {
@@ -329,6 +333,7 @@ fn op_compute_type(op: ElementwiseOp, inputs: &[DType], out: DType) -> &'static 
         ElementwiseOp::Binary(BinaryOp::Div) => "f32",
         ElementwiseOp::Binary(_) | ElementwiseOp::DivMod => compute_type(inputs[0]),
         ElementwiseOp::Where => compute_type(out),
+        ElementwiseOp::Gather => compute_type(inputs[0]),
     }
 }
 
@@ -353,7 +358,7 @@ fn strided_params(
     n: usize,
     shape: &[usize],
     ops: &[&Operand<'_>],
-    extra: u32,
+    extra: [i64; 2],
 ) -> Result<([u32; PARAMS_WORDS], bool)> {
     if shape.len() > MAX_NDIM {
         return Err(Error::InvalidArgument(format!(
@@ -362,7 +367,11 @@ fn strided_params(
         )));
     }
     let mut p = [0u32; PARAMS_WORDS];
-    put(&mut p, 0, [n as i64, shape.len() as i64, extra as i64])?;
+    put(
+        &mut p,
+        0,
+        [n as i64, shape.len() as i64, extra[0], extra[1]],
+    )?;
     put(&mut p, 8, shape.iter().map(|&d| d as i64))?;
     let mut contiguous = true;
     for (k, o) in ops.iter().enumerate() {
@@ -388,7 +397,7 @@ pub(crate) fn spec(
 ) -> (Spec, &'static Kernel) {
     let ct = op_compute_type(op, dtypes, out_dtype);
     let (expr, rt) = match op {
-        ElementwiseOp::Cast => ("x0".to_string(), ct),
+        ElementwiseOp::Cast | ElementwiseOp::Gather => ("x0".to_string(), ct),
         ElementwiseOp::Unary(u) => u.wgsl(ct),
         ElementwiseOp::Binary(b) => b.wgsl(ct),
         ElementwiseOp::DivMod => BinaryOp::FloorDiv.wgsl(ct),
@@ -427,12 +436,13 @@ pub(crate) fn spec(
         } else {
             format!("{var}[i]")
         };
-        // Where's condition keeps its own type; every other input takes the op's.
-        let want = if op == ElementwiseOp::Where && k == 0 {
-            compute_type(dtype)
-        } else {
-            ct
-        };
+        // Where's condition and Gather's indices keep their own type;
+        // every other input takes the op's.
+        let own = matches!(
+            (op, k),
+            (ElementwiseOp::Where, 0) | (ElementwiseOp::Gather, 1)
+        );
+        let want = if own { compute_type(dtype) } else { ct };
         let mut value = decode(dtype, "b");
         if compute_type(dtype) != want {
             value = format!("{want}({value})");
@@ -440,7 +450,13 @@ pub(crate) fn spec(
         loads.push_str(&format!(
             "fn load{k}(i: u32) -> {want} {{\n    let b = {bits};\n    return {value};\n}}\n"
         ));
-        args.push_str(&format!("    let x{k} = load{k}(offset_of(e, {k}u));\n"));
+        if op != ElementwiseOp::Gather {
+            args.push_str(&format!("    let x{k} = load{k}(offset_of(e, {k}u));\n"));
+        }
+    }
+    if op == ElementwiseOp::Gather {
+        args.push_str("    let x1 = load1(offset_of(e, 1u));\n");
+        args.push_str("    let x0 = load0(offset_of(e, 0u) + gather_index(i32(x1)) * p.head.z);\n");
     }
     bindings.push_str(&format!(
         "@group(0) @binding({binding}) var<storage, read_write> out: array<u32>;\n"
@@ -484,10 +500,12 @@ pub(crate) fn elementwise(
     out: &wgpu::Buffer,
     donated: Option<usize>,
 ) -> Result<Option<Dispatch>> {
-    elementwise_n(dev, op, shape, inputs, out_dtype, &[out], donated)
+    elementwise_n(dev, op, shape, inputs, out_dtype, &[out], donated, [0, 0])
 }
 
-/// [`elementwise`] for ops with several outputs (all dense, of `out_dtype`).
+/// [`elementwise`] for ops with several outputs (all dense, of `out_dtype`)
+/// or extra parameters (Gather: the axis stride and length).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn elementwise_n(
     dev: &DeviceInner,
     op: ElementwiseOp,
@@ -496,13 +514,14 @@ pub(crate) fn elementwise_n(
     out_dtype: DType,
     outs: &[&wgpu::Buffer],
     donated: Option<usize>,
+    extra: [i64; 2],
 ) -> Result<Option<Dispatch>> {
     let n: usize = shape.iter().product();
     if n == 0 {
         return Ok(None);
     }
     let refs: Vec<&Operand<'_>> = inputs.iter().collect();
-    let (params, contiguous) = strided_params(n, shape, &refs, 0)?;
+    let (params, contiguous) = strided_params(n, shape, &refs, extra)?;
     let dtypes: Vec<DType> = inputs.iter().map(|o| o.dtype).collect();
     let (spec, kernel) = spec(op, &dtypes, out_dtype, contiguous, donated);
     let mut buffers: Vec<wgpu::Buffer> = inputs
@@ -575,7 +594,7 @@ pub(crate) fn fill(
     if words == 0 {
         return Ok(None);
     }
-    let (params, _) = strided_params(words, &[words], &[], word)?;
+    let (params, _) = strided_params(words, &[words], &[], [word as i64, 0])?;
     let (spec, kernel) = FILL.spec(&[("CONTIGUOUS", "true")]);
     Ok(Some(Dispatch {
         pipeline: dev.kernels.get(kernel, &spec)?,

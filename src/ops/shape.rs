@@ -4,7 +4,7 @@
 
 use crate::graph::{Primitive, View};
 use crate::shape::{broadcast_shapes, normalize_axis, numel};
-use crate::{Array, Error, Result};
+use crate::{Array, DType, Error, Result};
 
 /// One axis of [`Array::slice`]: NumPy's `start:stop:step`. `None` bounds
 /// mean the whole axis in the step's direction; negative bounds count from
@@ -282,5 +282,46 @@ impl Array {
             shape.push(count);
         }
         Ok(self.view(View::Slice { starts, steps }, shape))
+    }
+}
+
+impl Array {
+    /// Elements at `indices` along `axis` (NumPy `take`; an embedding
+    /// lookup is `weights.take(&token_ids, Some(0))`). The result's shape is
+    /// `x.shape[..axis] + indices.shape + x.shape[axis + 1..]`; `None`
+    /// flattens `x` first. `indices` are i32 or u32; a negative index counts
+    /// from the end, and out-of-range ones are clamped (NumPy `mode="clip"`:
+    /// a kernel cannot raise).
+    ///
+    /// # Errors
+    /// [`Error::DType`] for non-integer indices, [`Error::InvalidAxis`],
+    /// [`Error::InvalidArgument`] for an empty axis, [`Error::DeviceMismatch`].
+    pub fn take(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
+        super::same_device(self, indices)?;
+        if !matches!(indices.dtype(), DType::I32 | DType::U32) {
+            return Err(Error::DType {
+                op: "take",
+                dtype: indices.dtype(),
+                other: None,
+            });
+        }
+        let (x, axis) = match axis {
+            None => (self.flatten(), 0),
+            Some(a) => (self.clone(), normalize_axis(a, self.ndim())?),
+        };
+        if x.shape()[axis] == 0 {
+            return Err(Error::InvalidArgument("take from an empty axis".into()));
+        }
+        let mut shape = x.shape()[..axis].to_vec();
+        shape.extend_from_slice(indices.shape());
+        shape.extend_from_slice(&x.shape()[axis + 1..]);
+        Ok(Array::from_node(
+            self.device(),
+            Primitive::Take { axis },
+            vec![x.clone(), indices.clone()],
+            vec![(shape, x.dtype())],
+        )
+        .pop()
+        .expect("one output"))
     }
 }
