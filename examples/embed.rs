@@ -326,7 +326,8 @@ fn main() -> AnyResult<()> {
     );
     match (driver_baseline, driver_after) {
         (Some(b), Some(a)) => println!(
-            "wgpu allocator report: {:.2} MiB before loading, {:.2} MiB after clear_cache ({:+} bytes)",
+            "wgpu allocator report: {:.2} MiB before loading, {:.2} MiB after clear_cache ({:+} bytes: \
+             what the device keeps for its life outside the pool, such as wgarray's kernel-parameter buffer)",
             mib(b),
             mib(a),
             a as i64 - b as i64

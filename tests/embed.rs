@@ -108,7 +108,10 @@ fn embeddings_match_sentence_transformers() {
     let tokens = model.tokenize(&fx.sentences).unwrap();
     let lens: Vec<usize> = tokens.iter().map(|t| t.ids.len()).collect();
     assert_eq!(lens, fx.tokens_used, "token counts after truncation");
-    assert!(lens.contains(&fx.max_seq_length), "one sentence is truncated");
+    assert!(
+        lens.contains(&fx.max_seq_length),
+        "one sentence is truncated"
+    );
 
     // The truncated sentence alone (no padding to pay for on a software
     // driver), the others in batches of four sorted by length: each batch
@@ -135,7 +138,10 @@ fn embeddings_match_sentence_transformers() {
             .zip(r)
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
-        println!("sentence {i} ({} tokens): cosine {c:.7}, max abs error {abs:.2e}", lens[i]);
+        println!(
+            "sentence {i} ({} tokens): cosine {c:.7}, max abs error {abs:.2e}",
+            lens[i]
+        );
         worst_cos = worst_cos.min(c);
         max_abs = max_abs.max(abs);
         assert!(
@@ -157,7 +163,10 @@ fn embeddings_match_sentence_transformers() {
 fn unloading_the_model_returns_memory_to_zero() {
     let dir = model_dir();
     let device = common::device();
-    let text = ["A short sentence.", "And a second, slightly longer one, padded."];
+    let text = [
+        "A short sentence.",
+        "And a second, slightly longer one, padded.",
+    ];
     let mut first: Option<Vec<Vec<f32>>> = None;
     let mut baseline = None;
     for cycle in 0..3 {

@@ -10,14 +10,16 @@
 //! `split` into Q, K and V, scaled dot-product attention with the padding
 //! mask, output projection, residual, layer norm, GELU (erf) feed-forward,
 //! residual, layer norm; then the mean of the token vectors the mask keeps,
-//! divided by its L2 norm.
+//! divided by its L2 norm. Per-token layers run on the batch's tokens packed
+//! without padding; only attention works on padded sequences (see
+//! [`MiniLm::forward`]).
 #![allow(dead_code)]
 
 use std::path::Path;
 use std::time::Instant;
 
 use tokenizers::{Tokenizer, TruncationParams};
-use wgarray::{Array, DType, Device, Slice};
+use wgarray::{Array, DType, Device};
 
 /// Errors from files, JSON, the tokenizer and wgarray alike.
 pub type AnyError = Box<dyn std::error::Error + Send + Sync>;
@@ -184,14 +186,9 @@ impl MiniLm {
         tokenizer.with_padding(None);
 
         let path = dir.join("model.safetensors");
-        let bytes =
-            std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
         let st = safetensors::SafeTensors::deserialize(&bytes)?;
-        let prefix = if st
-            .names()
-            .iter()
-            .any(|n| n.starts_with("bert.embeddings."))
-        {
+        let prefix = if st.names().iter().any(|n| n.starts_with("bert.embeddings.")) {
             "bert."
         } else {
             ""
@@ -323,74 +320,98 @@ impl MiniLm {
         (max / per_seq.max(1)).max(1)
     }
 
-    /// The embeddings of a batch, `[batch, hidden]`, lazily: right-padded
-    /// to the longest sequence, with the padding masked out of attention and
-    /// pooling.
+    /// The embeddings of a batch, `[batch, hidden]`, lazily.
+    ///
+    /// The linear layers, layer norms and GELU work per token, so they run
+    /// on the batch's tokens packed together (`[tokens, hidden]`, no
+    /// padding: a batch of mixed lengths costs what its tokens cost).
+    /// Attention needs the sequences apart: after the fused Q|K|V matmul and
+    /// the split, Q, K and V are gathered (`take`) into right-padded
+    /// `[batch, heads, longest, head_dim]` arrays, the padding is masked
+    /// out of the softmax, and the result is gathered back to the packed
+    /// rows. Mean pooling is one matmul with a `[batch, tokens]` matrix that
+    /// holds `1 / length` where a token belongs to a sentence.
     pub fn forward(&self, batch: &[Tokens]) -> AnyResult<Array> {
         let c = &self.config;
         let dev = &self.device;
         let b = batch.len();
         let l = batch.iter().map(|t| t.ids.len()).max().unwrap_or(0);
-        if b == 0 || l == 0 {
-            return Err("empty batch".into());
+        if b == 0 || batch.iter().any(|t| t.ids.is_empty()) {
+            return Err("empty batch or empty sequence".into());
         }
         if l > c.max_position {
             return Err(format!("{l} tokens, the model takes {}", c.max_position).into());
         }
         let (h, nh) = (c.hidden, c.heads);
         let dh = h / nh;
-        let mut ids = vec![0u32; b * l];
-        let mut types = vec![0u32; b * l];
-        let mut mask = vec![0.0f32; b * l];
-        for (i, t) in batch.iter().enumerate() {
-            for (j, (&id, &ty)) in t.ids.iter().zip(&t.type_ids).enumerate() {
-                ids[i * l + j] = id;
-                types[i * l + j] = ty;
-                mask[i * l + j] = 1.0;
-            }
-        }
+        let n: usize = batch.iter().map(|t| t.ids.len()).sum();
+        let mut ids = Vec::with_capacity(n);
+        let mut types = Vec::with_capacity(n);
+        let mut positions = Vec::with_capacity(n);
+        // Padded slot -> packed row (padding reads row 0; it is masked as a
+        // key and discarded as a query) and packed row -> padded slot.
+        let mut to_padded = vec![0u32; b * l];
+        let mut to_packed = Vec::with_capacity(n);
         // Additive attention bias: 0 where a key is a token, -1e30 where it
         // is padding (softmax gives it weight 0, as Hugging Face's finfo.min).
-        let bias: Vec<f32> = mask
-            .iter()
-            .map(|&m| if m > 0.0 { 0.0 } else { -1e30 })
-            .collect();
-        let ids = Array::from_slice(&ids, &[b, l], dev)?;
-        let types = Array::from_slice(&types, &[b, l], dev)?;
-        let mask = Array::from_slice(&mask, &[b, l, 1], dev)?;
+        let mut bias = vec![-1e30f32; b * l];
+        let mut pool = vec![0.0f32; b * n];
+        let mut row = 0;
+        for (i, t) in batch.iter().enumerate() {
+            let len = t.ids.len();
+            for (j, (&id, &ty)) in t.ids.iter().zip(&t.type_ids).enumerate() {
+                ids.push(id);
+                types.push(ty);
+                positions.push(j as u32);
+                to_padded[i * l + j] = (row + j) as u32;
+                to_packed.push((i * l + j) as u32);
+                bias[i * l + j] = 0.0;
+                pool[i * n + row + j] = 1.0 / len as f32;
+            }
+            row += len;
+        }
+        let ids = Array::from_slice(&ids, &[n], dev)?;
+        let types = Array::from_slice(&types, &[n], dev)?;
+        let positions = Array::from_slice(&positions, &[n], dev)?;
+        let to_padded = Array::from_slice(&to_padded, &[b * l], dev)?;
+        let to_packed = Array::from_slice(&to_packed, &[n], dev)?;
         let bias = Array::from_slice(&bias, &[b, 1, 1, l], dev)?;
+        let pool = Array::from_slice(&pool, &[b, n], dev)?;
         let eps = c.layer_norm_eps;
 
-        // Embeddings.
-        let words = self.word.take(&ids, Some(0))?; // [b, l, h]
-        let pos = self.position.slice(&[Slice::range(0, l as isize), Slice::FULL])?; // [l, h]
-        let tt = self.token_type.take(&types, Some(0))?; // [b, l, h]
-        let (bi, li, nhi, dhi, hi) = (b as isize, l as isize, nh as isize, dh as isize, h as isize);
-        // The hidden state is [b * l, h]: every linear layer is one 2-D matmul.
-        let mut x = (&(&words + &pos)? + &tt)?
-            .reshape(&[bi * li, hi])?
-            .layer_norm(Some(&self.emb_ln_w), Some(&self.emb_ln_b), eps)?;
+        // Embeddings, [n, h].
+        let words = self.word.take(&ids, Some(0))?;
+        let pos = self.position.take(&positions, Some(0))?;
+        let tt = self.token_type.take(&types, Some(0))?;
+        let mut x = (&(&words + &pos)? + &tt)?.layer_norm(
+            Some(&self.emb_ln_w),
+            Some(&self.emb_ln_b),
+            eps,
+        )?;
 
+        let (bi, li, nhi, dhi, hi) = (b as isize, l as isize, nh as isize, dh as isize, h as isize);
+        // A packed [n, h] part to padded heads, [b, nh, l, dh] (or, with
+        // `perm` [0, 2, 3, 1], K's [b, nh, dh, l]).
+        let heads = |t: &Array, perm: &[isize]| -> wgarray::Result<Array> {
+            t.take(&to_padded, Some(0))?
+                .reshape(&[bi, li, nhi, dhi])?
+                .permute(perm)
+        };
         for layer in &self.layers {
             // One matmul against the fused weight, then split.
-            let qkv = linear(&x, &layer.qkv_w, &layer.qkv_b)?; // [b * l, 3h]
+            let qkv = linear(&x, &layer.qkv_w, &layer.qkv_b)?; // [n, 3h]
             let parts = qkv.split(3, -1)?;
-            let q = parts[0]
-                .reshape(&[bi, li, nhi, dhi])?
-                .permute(&[0, 2, 1, 3])?; // [b, nh, l, dh]
-            let kt = parts[1]
-                .reshape(&[bi, li, nhi, dhi])?
-                .permute(&[0, 2, 3, 1])?; // [b, nh, dh, l]
-            let v = parts[2]
-                .reshape(&[bi, li, nhi, dhi])?
-                .permute(&[0, 2, 1, 3])?; // [b, nh, l, dh]
+            let q = heads(&parts[0], &[0, 2, 1, 3])?;
+            let kt = heads(&parts[1], &[0, 2, 3, 1])?;
+            let v = heads(&parts[2], &[0, 2, 1, 3])?;
             // Q already carries 1/sqrt(dh).
             let scores = (&q.matmul(&kt)? + &bias)?; // [b, nh, l, l]
             let probs = scores.softmax(-1)?;
             let ctx = probs
                 .matmul(&v)? // [b, nh, l, dh]
                 .permute(&[0, 2, 1, 3])?
-                .reshape(&[bi * li, hi])?; // a copy: heads back side by side
+                .reshape(&[bi * li, hi])? // a copy: heads back side by side
+                .take(&to_packed, Some(0))?; // [n, h]
             let attn = linear(&ctx, &layer.out_w, &layer.out_b)?;
             x = (&attn + &x)?.layer_norm(Some(&layer.ln1_w), Some(&layer.ln1_b), eps)?;
             let ff = linear(&x, &layer.ff1_w, &layer.ff1_b)?.gelu()?;
@@ -398,12 +419,8 @@ impl MiniLm {
             x = (&ff + &x)?.layer_norm(Some(&layer.ln2_w), Some(&layer.ln2_b), eps)?;
         }
 
-        // Mean pooling over the mask, then L2 normalisation.
-        let summed = (&x.reshape(&[bi, li, hi])? * &mask)?.sum(1isize, false)?; // [b, h]
-        let counts = mask
-            .sum(1isize, false)? // [b, 1]
-            .maximum(&Array::scalar(1e-9, DType::F32, dev)?)?;
-        let mean = (&summed / &counts)?;
+        // Mean pooling (one matmul), then L2 normalisation.
+        let mean = pool.matmul(&x)?; // [b, h]
         let norm = mean
             .square()?
             .sum(-1isize, true)?
@@ -413,7 +430,7 @@ impl MiniLm {
     }
 
     /// Embed `sentences` (unit vectors of `hidden` values, in input order):
-    /// tokenized, sorted by length so each batch pads little, run in batches
+    /// tokenized, sorted by length so attention pads little, run in batches
     /// of at most `batch_size` (fewer where the attention scores of a long
     /// batch would not fit one binding).
     pub fn embed<S: AsRef<str>>(
