@@ -10,6 +10,7 @@ use crate::kernels::elementwise::{self, ElementwiseOp, Operand};
 use crate::kernels::matmul::{self, MatOperand};
 use crate::kernels::reduce::{self, ReduceInput};
 use crate::kernels::{self, CopyOp, Dispatch};
+use crate::kernels::{concat, random, topk};
 use crate::memory::{BufferKind, QueueGuard};
 use crate::shape::{broadcast_strides, contiguous_strides, is_contiguous, numel};
 use crate::{Device, Error, Result};
@@ -462,6 +463,106 @@ fn run_node(
                 &bufs,
             )?);
             results.extend(storages.into_iter().map(Some));
+        }
+        Primitive::Random { dist, stream } => {
+            let o = first()?;
+            let key = &inputs[0];
+            let s = alloc(device, guard, &o.shape, o.dtype)?;
+            out.extend(random::random(
+                dev,
+                *dist,
+                &random::Key {
+                    buffer: key.buffer.buffer(),
+                    offset: key.offset,
+                    stride: key.strides[0],
+                },
+                *stream,
+                numel(&o.shape),
+                o.dtype,
+                s.buffer.buffer(),
+            )?);
+            results.push(Some(s));
+        }
+        Primitive::Concatenate { axis } => {
+            let o = first()?;
+            let s = alloc(device, guard, &o.shape, o.dtype)?;
+            // Axes of length 1 (but the joined one) carry no index: dropping
+            // them leaves parameter room for more inputs per dispatch.
+            let keep: Vec<usize> = (0..o.shape.len())
+                .filter(|&d| d == *axis || o.shape[d] != 1)
+                .collect();
+            let shape: Vec<usize> = keep.iter().map(|&d| o.shape[d]).collect();
+            let ax = keep.iter().position(|d| d == axis).unwrap_or(0);
+            let strides: Vec<Vec<isize>> = inputs
+                .iter()
+                .map(|st| keep.iter().map(|&d| st.strides[d]).collect())
+                .collect();
+            let mut parts = Vec::with_capacity(inputs.len());
+            let mut start = 0;
+            for ((a, st), sd) in node.inputs.iter().zip(&inputs).zip(&strides) {
+                let len = a.inner.shape[*axis];
+                if len > 0 {
+                    parts.push(concat::Part {
+                        buffer: st.buffer.buffer(),
+                        offset: st.offset,
+                        strides: sd,
+                        start,
+                        len,
+                    });
+                }
+                start += len;
+            }
+            for group in parts.chunks(concat::group_size(shape.len())) {
+                out.extend(concat::concat_group(
+                    dev,
+                    &shape,
+                    ax,
+                    o.dtype.size_in_bytes(),
+                    group,
+                    s.buffer.buffer(),
+                )?);
+            }
+            results.push(Some(s));
+        }
+        Primitive::TopK { axis, k } => {
+            let x = &node.inputs[0].inner;
+            let src = &inputs[0];
+            let outer: Vec<usize> = (0..x.shape.len()).filter(|d| d != axis).collect();
+            let outer_shape: Vec<usize> = outer.iter().map(|&d| x.shape[d]).collect();
+            let outer_strides: Vec<isize> = outer.iter().map(|&d| src.strides[d]).collect();
+            // The kernel writes dense [rows.., k]; the outputs see that
+            // buffer with the k axis back in place. It writes both outputs:
+            // a dead one gets a scratch buffer that goes back to the pool
+            // when this node is done.
+            let mut dense = outer_shape.clone();
+            dense.push(*k);
+            let cs = contiguous_strides(&dense);
+            let strides: Vec<isize> = (0..x.shape.len())
+                .map(|d| match outer.iter().position(|&e| e == d) {
+                    Some(i) => cs[i],
+                    None => cs[outer.len()],
+                })
+                .collect();
+            let vals = alloc(device, guard, &dense, x.dtype)?;
+            let idx = alloc(device, guard, &dense, crate::DType::U32)?;
+            out.extend(topk::topk(
+                dev,
+                &topk::TopkInput {
+                    buffer: src.buffer.buffer(),
+                    dtype: x.dtype,
+                    offset: src.offset,
+                    outer_shape,
+                    outer_strides,
+                    len: x.shape[*axis],
+                    stride: src.strides[*axis],
+                },
+                *k,
+                vals.buffer.buffer(),
+                idx.buffer.buffer(),
+            )?);
+            for st in [vals, idx] {
+                results.push(Some(view_of(&st, strides.clone(), 0)));
+            }
         }
     }
     // Detach: each live output takes its buffer and lets go of the node.

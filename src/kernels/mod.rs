@@ -9,11 +9,14 @@
 //! override constants in WGSL, and one source per family keeps kernels that
 //! differ by a constant from being copied.
 
+pub(crate) mod concat;
 pub(crate) mod elementwise;
 pub(crate) mod matmul;
 #[cfg(test)]
 mod portability;
+pub(crate) mod random;
 pub(crate) mod reduce;
+pub(crate) mod topk;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -89,6 +92,9 @@ pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     let mut specs = elementwise::specs();
     specs.extend(reduce::specs());
     specs.extend(matmul::specs());
+    specs.extend(random::specs());
+    specs.extend(concat::specs());
+    specs.extend(topk::specs());
     specs.push(FILL.spec(&[("CONTIGUOUS", "true")]));
     // Ops that share an expression on some dtype (floor of an integer is
     // the identity, like a cast) share a specialisation.
