@@ -91,8 +91,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         if !lo_in && !hi_in {
             return;
         }
-        // A half owned by another group keeps what that dispatch wrote
-        // (dispatches of one pass run in order).
+        // A half owned by another group keeps what that dispatch wrote:
+        // wgpu puts a barrier between two dispatches that use one buffer
+        // as read-write storage (no wgpu-hal back end counts
+        // STORAGE_READ_WRITE among its ordered uses), so the earlier
+        // dispatch's writes are visible here.
         var word = 0u;
         if !lo_in || (!hi_in && e + 1u < n) {
             word = out[t];
