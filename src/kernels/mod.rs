@@ -169,6 +169,27 @@ pub(crate) struct KernelCache {
     created: AtomicU64,
     /// The parameter buffer, reused by every submission (see `params_buffer`).
     params: Mutex<Option<wgpu::Buffer>>,
+    /// Pipelines by a family's compact key, so that the hot path does not
+    /// build and hash WGSL text for every dispatch.
+    quick: Mutex<HashMap<QuickKey, Pipeline>>,
+}
+
+/// A kernel family's compact, exact description of a specialisation: equal
+/// keys always generate the same [`Spec`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum QuickKey {
+    Elementwise {
+        op: elementwise::ElementwiseOp,
+        inputs: Vec<crate::DType>,
+        out: crate::DType,
+        contiguous: bool,
+        donated: Option<usize>,
+    },
+    Reduce {
+        op: reduce::ReduceOp,
+        input: crate::DType,
+        row: bool,
+    },
 }
 
 /// A parameter buffer larger than this is not kept after the submission
@@ -183,7 +204,34 @@ impl KernelCache {
             layouts: Mutex::new(HashMap::new()),
             created: AtomicU64::new(0),
             params: Mutex::new(None),
+            quick: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The pipeline for `key`, building its [`Spec`] only on first use.
+    ///
+    /// # Errors
+    /// As [`KernelCache::get`].
+    pub(crate) fn get_quick(
+        &self,
+        key: QuickKey,
+        build: impl FnOnce() -> (Spec, &'static Kernel),
+    ) -> Result<Pipeline> {
+        if let Some(p) = self
+            .quick
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(p.clone());
+        }
+        let (spec, kernel) = build();
+        let p = self.get(kernel, &spec)?;
+        self.quick
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, p.clone());
+        Ok(p)
     }
 
     /// The device's parameter buffer, at least `bytes` long. It lives outside
