@@ -222,6 +222,17 @@ fn run_node(
             out.extend(elementwise::fill(dev, words, *word, s.buffer.buffer())?);
             results.push(Some(s));
         }
+        Primitive::Elementwise(ElementwiseOp::Cast)
+            if node.inputs[0].inner.dtype == first()?.dtype
+                && is_contiguous(&node.inputs[0].inner.shape, &inputs[0].strides) =>
+        {
+            // A same-dtype cast of a dense array (`contiguous()`): share it.
+            results.push(Some(view_of(
+                &inputs[0],
+                inputs[0].strides.clone(),
+                inputs[0].offset,
+            )));
+        }
         Primitive::Elementwise(op) => {
             let o = first()?;
             let strides: Vec<Vec<isize>> = node
