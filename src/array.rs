@@ -616,3 +616,30 @@ impl fmt::Debug for Array {
         }
     }
 }
+
+#[cfg(test)]
+impl Array {
+    /// A view of an evaluated array under arbitrary element strides and
+    /// offset, for testing kernels on layouts the public API cannot make yet.
+    pub(crate) fn strided_view_for_test(
+        &self,
+        shape: &[usize],
+        strides: &[usize],
+        offset: usize,
+    ) -> Array {
+        self.eval().expect("eval");
+        let s = self.inner.storage().expect("evaluated");
+        Array {
+            inner: ArrayInner::new(
+                shape.to_vec(),
+                self.dtype(),
+                self.device(),
+                State::Ready(Storage {
+                    buffer: s.buffer,
+                    strides: strides.to_vec(),
+                    offset,
+                }),
+            ),
+        }
+    }
+}

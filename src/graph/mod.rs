@@ -21,8 +21,11 @@ pub(crate) enum Primitive {
     Full { word: u32 },
     /// An elementwise binary op with broadcasting.
     Binary(BinaryOp),
-    /// NumPy matmul (shapes already checked by the op).
-    Matmul,
+    /// NumPy matmul (shapes already checked by the op): inputs `a`, `b`
+    /// and, for addmm, a bias `c` broadcastable to the output;
+    /// `alpha * (a @ b) + beta * c`. `naive` asks for the reference
+    /// one-thread-per-output kernel (f32, no bias).
+    Matmul { alpha: f32, beta: f32, naive: bool },
     /// A view under a shape that only adds or removes length-1 dimensions:
     /// shares the input's buffer, no kernel.
     Reshape,

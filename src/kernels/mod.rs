@@ -71,7 +71,30 @@ pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
     writes: 1,
 };
 
-/// Every kernel family, for validation tests.
+const GEMM_SOURCE: &str = include_str!("../../wgsl/gemm.wgsl");
+
+/// The tiled GEMM without a bias (its bindings: A, B, out). Specialised and
+/// validated in `matmul.rs`.
+pub(crate) static GEMM: Kernel = Kernel {
+    name: "gemm",
+    prelude: "",
+    source: GEMM_SOURCE,
+    reads: 2,
+    writes: 1,
+};
+
+/// The same GEMM source with a bias binding (A, B, bias, out): one source,
+/// two binding layouts.
+pub(crate) static GEMM_BIAS: Kernel = Kernel {
+    name: "gemm_bias",
+    prelude: "",
+    source: GEMM_SOURCE,
+    reads: 3,
+    writes: 1,
+};
+
+/// Every kernel family with fixed specialisations, for validation tests
+/// (the GEMM's are enumerated in `matmul.rs`).
 #[cfg(test)]
 pub(crate) static ALL: [&Kernel; 4] = [&BINARY, &COPY, &FILL, &MATMUL_NAIVE];
 
