@@ -15,29 +15,38 @@ fn alloc_release(c: &mut Criterion, device: &Device) {
             b.iter(|| drop(Array::empty(&[n], DType::F32, device).unwrap()))
         });
         device.set_cache_limit(0);
-        g.bench_with_input(BenchmarkId::new("pool (cache limit 0)", bytes), &n, |b, &n| {
-            b.iter(|| drop(Array::empty(&[n], DType::F32, device).unwrap()))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("pool (cache limit 0)", bytes),
+            &n,
+            |b, &n| b.iter(|| drop(Array::empty(&[n], DType::F32, device).unwrap())),
+        );
         device.set_cache_limit(u64::MAX);
         let d = device.wgpu_device();
-        g.bench_with_input(BenchmarkId::new("wgpu create_buffer", bytes), &bytes, |b, &bytes| {
-            b.iter(|| {
-                drop(d.create_buffer(&wgpu::BufferDescriptor {
-                    label: None,
-                    size: bytes as u64,
-                    usage: wgpu::BufferUsages::STORAGE
-                        | wgpu::BufferUsages::COPY_SRC
-                        | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                }))
-            })
-        });
+        g.bench_with_input(
+            BenchmarkId::new("wgpu create_buffer", bytes),
+            &bytes,
+            |b, &bytes| {
+                b.iter(|| {
+                    drop(d.create_buffer(&wgpu::BufferDescriptor {
+                        label: None,
+                        size: bytes as u64,
+                        usage: wgpu::BufferUsages::STORAGE
+                            | wgpu::BufferUsages::COPY_SRC
+                            | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    }))
+                })
+            },
+        );
     }
     g.finish();
 }
 
 fn chain(c: &mut Criterion, device: &Device) {
-    let mut g = c.benchmark_group(format!("10-op chain on f32[1M], eval ({:?})", device.backend()));
+    let mut g = c.benchmark_group(format!(
+        "10-op chain on f32[1M], eval ({:?})",
+        device.backend()
+    ));
     let n = 1 << 20;
     let x = Array::full(&[n], 1.0, DType::F32, device);
     x.eval().unwrap();

@@ -153,12 +153,18 @@ fn one_dimensional_operands() {
     // vector @ matrix -> [n]
     let got = vv.matmul(&ww).unwrap();
     assert_eq!(got.shape(), &[n]);
-    let err = rel_frobenius(&got.to_vec::<f32>().unwrap(), &matmul_ref(&v, &w, 1, 1, k, n));
+    let err = rel_frobenius(
+        &got.to_vec::<f32>().unwrap(),
+        &matmul_ref(&v, &w, 1, 1, k, n),
+    );
     assert!(err < F32_TOL);
     // matrix @ vector -> [m]
     let got = mm.matmul(&vv).unwrap();
     assert_eq!(got.shape(), &[m]);
-    let err = rel_frobenius(&got.to_vec::<f32>().unwrap(), &matmul_ref(&mt, &v, 1, m, k, 1));
+    let err = rel_frobenius(
+        &got.to_vec::<f32>().unwrap(),
+        &matmul_ref(&mt, &v, 1, m, k, 1),
+    );
     assert!(err < F32_TOL);
     // vector @ vector -> []
     let got = vv.matmul(&vv).unwrap();
@@ -370,7 +376,12 @@ fn addmm_in_bf16_rounds_once() {
     let (bias, c) = half_inputs(&device, &mut rng, DType::BF16, n, &[n]);
     let got = c.addmm(&a, &b, 2.0, 1.0).unwrap();
     assert_eq!(got.dtype(), DType::BF16);
-    let got: Vec<f32> = got.to_f64_vec().unwrap().iter().map(|&v| v as f32).collect();
+    let got: Vec<f32> = got
+        .to_f64_vec()
+        .unwrap()
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
     let want = addmm_ref(&x, &y, (1, m, k, n), |_, _, j| bias[j], 2.0, 1.0);
     let err = rel_frobenius(&got, &want);
     assert!(err < BF16_TOL, "{err:e}");

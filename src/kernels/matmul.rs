@@ -130,18 +130,23 @@ pub(crate) fn tile_for(m: usize, n: usize) -> Tile {
 fn large_tile() -> Tile {
     static TILE: std::sync::OnceLock<Tile> = std::sync::OnceLock::new();
     *TILE.get_or_init(|| {
+        // Measured at 1024^3 on lavapipe, see docs/PERFORMANCE.md: 4 x 12
+        // beat 4 x 8, 4 x 16, 4 x 24, 8 x 4, 8 x 8, 2 x 16, 2 x 24, 1 x 32
+        // per thread and 16x4, 4x16, 8x4 workgroups.
         let default = Tile {
             wg_x: 8,
             wg_y: 8,
-            tm: 8,
-            nv: 2,
+            tm: 4,
+            nv: 3,
         };
         let Ok(v) = std::env::var("WGARRAY_GEMM_TILE") else {
             return default;
         };
         let x: Vec<u32> = v.split(',').filter_map(|s| s.trim().parse().ok()).collect();
         match x[..] {
-            [wg_x, wg_y, tm, nv] if wg_x * wg_y > 0 && tm > 0 && nv > 0 => Tile { wg_x, wg_y, tm, nv },
+            [wg_x, wg_y, tm, nv] if wg_x * wg_y > 0 && tm > 0 && nv > 0 => {
+                Tile { wg_x, wg_y, tm, nv }
+            }
             _ => default,
         }
     })
@@ -184,9 +189,9 @@ fn vec_ok(op: &MatOperand<'_>, rows: usize, cols: usize, along_cols: bool) -> bo
     };
     unit_len > 1
         && unit == 1
-        && (other_len == 1 || other % 4 == 0)
-        && op.offset % 4 == 0
-        && op.batch_strides.iter().all(|s| s % 4 == 0)
+        && (other_len == 1 || other.is_multiple_of(4))
+        && op.offset.is_multiple_of(4)
+        && op.batch_strides.iter().all(|s| s.is_multiple_of(4))
 }
 
 /// The WGSL for one operand: its binding's element type, and expressions
@@ -343,10 +348,7 @@ fn gemm_spec(
         ("A_MODE", a_mode.code()),
         ("B_MODE", b_mode.code()),
         ("OUT_VEC", if out_vec { "true" } else { "false" }),
-        (
-            "HAS_BIAS",
-            if has_bias { "true" } else { "false" },
-        ),
+        ("HAS_BIAS", if has_bias { "true" } else { "false" }),
         ("BINDINGS", &bindings),
         ("A_ONE", &aa.one),
         ("A_FOUR", &aa.four),
@@ -394,7 +396,7 @@ pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Option<Dispatch>> 
     let tile = g.tile.unwrap_or_else(|| tile_for(m, n));
     let a_mode = if vec_ok(&g.a, m, k, true) {
         Mode::Inner
-    } else if tile.tm % 4 == 0 && vec_ok(&g.a, m, k, false) {
+    } else if tile.tm.is_multiple_of(4) && vec_ok(&g.a, m, k, false) {
         Mode::Outer
     } else {
         Mode::Scalar
@@ -406,7 +408,7 @@ pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Option<Dispatch>> 
     } else {
         Mode::Scalar
     };
-    let out_vec = n % 4 == 0;
+    let out_vec = n.is_multiple_of(4);
     let (spec, kernel) = gemm_spec(g.dtype, tile, a_mode, b_mode, out_vec, g.bias.is_some());
     let zero = MatOperand {
         buffer: g.out,
@@ -448,11 +450,7 @@ pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Option<Dispatch>> 
     }
     word(batch * m * n)?;
     let max = dev.limits.max_compute_workgroups_per_dimension as usize;
-    let groups = [
-        n.div_ceil(tile.cols()),
-        m.div_ceil(tile.rows()),
-        batch,
-    ];
+    let groups = [n.div_ceil(tile.cols()), m.div_ceil(tile.rows()), batch];
     if let Some(&g) = groups.iter().find(|&&g| g > max) {
         return Err(Error::TooLarge {
             op: "matmul grid",
@@ -486,7 +484,7 @@ mod tests {
         for dtype in [DType::F32, DType::F16, DType::BF16] {
             for tile in tiles {
                 for a_mode in modes {
-                    if a_mode == Mode::Outer && tile.tm % 4 != 0 {
+                    if a_mode == Mode::Outer && !tile.tm.is_multiple_of(4) {
                         continue;
                     }
                     for b_mode in modes {

@@ -70,8 +70,8 @@ fn plan(op: &'static str, x: &Array, y: &Array) -> Result<Plan> {
     if a_shape[ar - 1] != b_shape[br - 2] {
         return Err(mismatch());
     }
-    let batch = broadcast_shapes(op, &a_shape[..ar - 2], &b_shape[..br - 2])
-        .map_err(|_| mismatch())?;
+    let batch =
+        broadcast_shapes(op, &a_shape[..ar - 2], &b_shape[..br - 2]).map_err(|_| mismatch())?;
     if batch.len() > MAX_BATCH_DIMS {
         return Err(Error::InvalidArgument(format!(
             "{op} takes at most {MAX_BATCH_DIMS} batch dimensions, got {}",
@@ -251,7 +251,11 @@ mod tests {
 
     fn data(len: usize, seed: u32) -> Vec<f32> {
         (0..len)
-            .map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) >> 8) as f32 / (1u32 << 24) as f32 - 0.5)
+            .map(|i| {
+                ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) >> 8) as f32
+                    / (1u32 << 24) as f32
+                    - 0.5
+            })
             .collect()
     }
 
@@ -268,7 +272,9 @@ mod tests {
             let mut want = vec![0.0f64; m * n];
             for i in 0..m {
                 for j in 0..n {
-                    want[i * n + j] = (0..k).map(|t| x[i * k + t] as f64 * y[t * n + j] as f64).sum();
+                    want[i * n + j] = (0..k)
+                        .map(|t| x[i * k + t] as f64 * y[t * n + j] as f64)
+                        .sum();
                 }
             }
             // A^T and B^T stored row-major with 4 elements of padding in front.
@@ -295,9 +301,17 @@ mod tests {
             for (a, b) in [(&a_cm, &b_cm), (&a_cm, &b_dense), (&a_dense, &b_cm)] {
                 let got = a.matmul(b).unwrap().to_vec::<f32>().unwrap();
                 assert_eq!(got.len(), m * n);
-                let num: f64 = got.iter().zip(&want).map(|(g, w)| (*g as f64 - w).powi(2)).sum();
+                let num: f64 = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(g, w)| (*g as f64 - w).powi(2))
+                    .sum();
                 let den: f64 = want.iter().map(|w| w * w).sum();
-                assert!((num / den).sqrt() < 1e-5, "{m}x{k}x{n}: {}", (num / den).sqrt());
+                assert!(
+                    (num / den).sqrt() < 1e-5,
+                    "{m}x{k}x{n}: {}",
+                    (num / den).sqrt()
+                );
             }
             // An unaligned offset forces scalar loads.
             let mut xs = vec![9.0f32; 1];
@@ -306,7 +320,11 @@ mod tests {
                 .unwrap()
                 .strided_view_for_test(&[m, k], &[k, 1], 1);
             let got = a_off.matmul(&b_cm).unwrap().to_vec::<f32>().unwrap();
-            let num: f64 = got.iter().zip(&want).map(|(g, w)| (*g as f64 - w).powi(2)).sum();
+            let num: f64 = got
+                .iter()
+                .zip(&want)
+                .map(|(g, w)| (*g as f64 - w).powi(2))
+                .sum();
             let den: f64 = want.iter().map(|w| w * w).sum();
             assert!((num / den).sqrt() < 1e-5);
             assert_eq!(a_off.dtype(), DType::F32);
