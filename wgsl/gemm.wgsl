@@ -61,6 +61,9 @@ const A_MODE: u32 = {{A_MODE}}u;
 const B_MODE: u32 = {{B_MODE}}u;
 const OUT_VEC: bool = {{OUT_VEC}};
 const HAS_BIAS: bool = {{HAS_BIAS}};
+// Rows of A loaded per block: a constant, so that loops over it unroll and
+// the register arrays stay registers (TM is below 4 or a multiple of 4).
+const RB: u32 = min(TM, 4u);
 
 {{BINDINGS}}
 
@@ -131,7 +134,6 @@ fn chunk(k0: u32, a_base: u32, b_base: u32, tail: bool) {
     // A block, four rows at a time: ar[r] holds A[row r, k0 .. k0 + 4].
     for (var i0 = 0u; i0 < TM; i0 += 4u) {
         var ar: array<vec4<f32>, 4>;
-        let rows = min(TM - i0, 4u);
         if A_MODE == 2u {
             // Column-major A: a vec4 along m per k.
             var t: array<vec4<f32>, 4>;
@@ -143,7 +145,7 @@ fn chunk(k0: u32, a_base: u32, b_base: u32, tail: bool) {
                 ar[r] = vec4<f32>(t[0][r], t[1][r], t[2][r], t[3][r]);
             }
         } else {
-            for (var r = 0u; r < rows; r++) {
+            for (var r = 0u; r < RB; r++) {
                 let e = a_row[i0 + r];
                 if A_MODE == 1u {
                     ar[r] = a4(e + k0);
@@ -155,7 +157,7 @@ fn chunk(k0: u32, a_base: u32, b_base: u32, tail: bool) {
                 }
             }
         }
-        for (var r = 0u; r < rows; r++) {
+        for (var r = 0u; r < RB; r++) {
             var x = ar[r];
             if tail {
                 x = select(vec4<f32>(0.0), x, kmask);
