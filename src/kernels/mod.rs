@@ -80,6 +80,28 @@ pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
     writes: 1,
 };
 
+const GEMM_SOURCE: &str = include_str!("../../wgsl/gemm.wgsl");
+
+/// The tiled GEMM without a bias (its bindings: A, B, out). Specialised and
+/// validated in `matmul.rs`.
+pub(crate) static GEMM: Kernel = Kernel {
+    name: "gemm",
+    prelude: &[],
+    source: GEMM_SOURCE,
+    reads: 2,
+    writes: 1,
+};
+
+/// The same GEMM source with a bias binding (A, B, bias, out): one source,
+/// two binding layouts.
+pub(crate) static GEMM_BIAS: Kernel = Kernel {
+    name: "gemm_bias",
+    prelude: &[],
+    source: GEMM_SOURCE,
+    reads: 3,
+    writes: 1,
+};
+
 /// Every specialisation any kernel family can dispatch. Each family lists
 /// its own in a `specs()` next to its dispatch code, built from the same
 /// tables; `kernels/portability.rs` checks all of them with every naga back
@@ -135,8 +157,8 @@ impl Kernel {
     /// The WGSL text of one specialisation.
     pub(crate) fn source_for(&self, spec: &Spec) -> String {
         let mut src = String::with_capacity(8192);
-        // A placeholder whose value is the type `f16` needs the extension.
-        if spec.subs.iter().any(|(_, v)| v == "f16") {
+        // A specialisation that uses WGSL's f16 type says so.
+        if spec.subs.iter().any(|(k, v)| *k == "ENABLE_F16" && v == "true") {
             src.push_str("enable f16;\n");
         }
         for part in self.prelude {
