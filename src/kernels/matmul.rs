@@ -403,7 +403,10 @@ fn gemm_spec(
         ("B_MODE", b_mode.code()),
         ("OUT_VEC", if out_vec { "true" } else { "false" }),
         ("HAS_BIAS", if has_bias { "true" } else { "false" }),
-        ("ENABLE_F16", if dtype == DType::F16 { "true" } else { "false" }),
+        (
+            "ENABLE_F16",
+            if dtype == DType::F16 { "true" } else { "false" },
+        ),
         ("BINDINGS", &bindings),
         ("A_ONE", &aa.one),
         ("A_FOUR", &aa.four),

@@ -158,7 +158,11 @@ impl Kernel {
     pub(crate) fn source_for(&self, spec: &Spec) -> String {
         let mut src = String::with_capacity(8192);
         // A specialisation that uses WGSL's f16 type says so.
-        if spec.subs.iter().any(|(k, v)| *k == "ENABLE_F16" && v == "true") {
+        if spec
+            .subs
+            .iter()
+            .any(|(k, v)| *k == "ENABLE_F16" && v == "true")
+        {
             src.push_str("enable f16;\n");
         }
         for part in self.prelude {
