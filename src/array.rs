@@ -434,26 +434,7 @@ impl Array {
                 }],
             )?;
             drop(dense_buf);
-            let slice = staging.buffer().slice(0..size);
-            let (tx, rx) = std::sync::mpsc::channel();
-            slice.map_async(wgpu::MapMode::Read, move |r| {
-                let _ = tx.send(r);
-            });
-            dev.device
-                .poll(wgpu::PollType::Wait {
-                    submission_index: Some(index),
-                    timeout: None,
-                })
-                .map_err(|e| Error::Readback(e.to_string()))?;
-            rx.recv()
-                .map_err(|e| Error::Readback(e.to_string()))?
-                .map_err(|e| Error::Readback(e.to_string()))?;
-            let data = slice
-                .get_mapped_range()
-                .map_err(|e| Error::Readback(e.to_string()))?
-                .to_vec();
-            staging.buffer().unmap();
-            Ok(data)
+            crate::memory::read_back(&dev.device, staging.buffer(), ..size, index)
         })
     }
 

@@ -223,6 +223,17 @@ fn run_node(
             out.extend(elementwise::fill(dev, words, *word, s.buffer.buffer())?);
             results.push(Some(s));
         }
+        Primitive::Elementwise(ElementwiseOp::Cast)
+            if node.inputs[0].inner.dtype == first()?.dtype
+                && is_contiguous(&node.inputs[0].inner.shape, &inputs[0].strides) =>
+        {
+            // A same-dtype cast of a dense array (`contiguous()`): share it.
+            results.push(Some(view_of(
+                &inputs[0],
+                inputs[0].strides.clone(),
+                inputs[0].offset,
+            )));
+        }
         Primitive::Elementwise(op) => {
             let o = first()?;
             let strides: Vec<Vec<isize>> = node
@@ -265,7 +276,7 @@ fn run_node(
             )?);
             results.extend(storages.into_iter().map(Some));
         }
-        Primitive::Matmul => {
+        Primitive::Matmul { alpha, beta, naive } => {
             let o = first()?;
             let s = alloc(device, guard, &o.shape, o.dtype)?;
             let (a, b) = (&node.inputs[0].inner, &node.inputs[1].inner);
@@ -275,37 +286,70 @@ fn run_node(
             let batch = &o.shape[..nd - 2];
             let mut batch_shape = [1usize; 4];
             batch_shape[4 - batch.len()..].copy_from_slice(batch);
-            let mat = |arr: &crate::array::ArrayInner, st: &'_ Storage| {
+            // Row, column and batch strides of an operand broadcast to
+            // `[batch.., rows, cols]` (`rows`/`cols` are its own last two).
+            fn mat<'s>(
+                arr: &crate::array::ArrayInner,
+                st: &'s Storage,
+                batch: &[usize],
+            ) -> MatOperand<'s> {
                 let r = arr.shape.len();
                 let full = broadcast_strides(&arr.shape[..r - 2], &st.strides[..r - 2], batch);
                 let mut bs = [0isize; 4];
                 bs[4 - full.len()..].copy_from_slice(&full);
-                (st.strides[r - 2], st.strides[r - 1], bs)
-            };
-            let (ars, acs, abs) = mat(a, &inputs[0]);
-            let (brs, bcs, bbs) = mat(b, &inputs[1]);
-            out.extend(matmul::matmul_naive(
-                dev,
-                batch_shape,
-                m,
-                n,
-                k,
-                &MatOperand {
-                    buffer: inputs[0].buffer.buffer(),
-                    offset: inputs[0].offset,
-                    row_stride: ars,
-                    col_stride: acs,
-                    batch_strides: abs,
-                },
-                &MatOperand {
-                    buffer: inputs[1].buffer.buffer(),
-                    offset: inputs[1].offset,
-                    row_stride: brs,
-                    col_stride: bcs,
-                    batch_strides: bbs,
-                },
-                s.buffer.buffer(),
-            )?);
+                MatOperand {
+                    buffer: st.buffer.buffer(),
+                    offset: st.offset,
+                    row_stride: st.strides[r - 2],
+                    col_stride: st.strides[r - 1],
+                    batch_strides: bs,
+                }
+            }
+            let ma = mat(a, &inputs[0], batch);
+            let mb = mat(b, &inputs[1], batch);
+            if *naive {
+                out.extend(matmul::matmul_naive(
+                    dev,
+                    batch_shape,
+                    m,
+                    n,
+                    k,
+                    &ma,
+                    &mb,
+                    s.buffer.buffer(),
+                )?);
+            } else {
+                // The bias, already of the output's rank, broadcasts to it.
+                let bias = node.inputs.get(2).map(|c| {
+                    let st = broadcast_strides(&c.inner.shape, &inputs[2].strides, &o.shape);
+                    let mut bs = [0isize; 4];
+                    bs[4 - batch.len()..].copy_from_slice(&st[..nd - 2]);
+                    MatOperand {
+                        buffer: inputs[2].buffer.buffer(),
+                        offset: inputs[2].offset,
+                        row_stride: st[nd - 2],
+                        col_stride: st[nd - 1],
+                        batch_strides: bs,
+                    }
+                });
+                out.extend(matmul::gemm(
+                    dev,
+                    &matmul::Gemm {
+                        dtype: o.dtype,
+                        batch_shape,
+                        m,
+                        n,
+                        k,
+                        a: ma,
+                        b: mb,
+                        bias,
+                        alpha: *alpha,
+                        beta: *beta,
+                        out: s.buffer.buffer(),
+                        tile: None,
+                    },
+                )?);
+            }
             results.push(Some(s));
         }
         Primitive::View(view) => {

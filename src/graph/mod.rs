@@ -24,8 +24,11 @@ pub(crate) enum Primitive {
     Full { word: u32 },
     /// An elementwise op; inputs broadcast to the output's shape.
     Elementwise(ElementwiseOp),
-    /// NumPy matmul (shapes already checked by the op).
-    Matmul,
+    /// NumPy matmul (shapes already checked by the op): inputs `a`, `b`
+    /// and, for addmm, a bias `c` broadcastable to the output;
+    /// `alpha * (a @ b) + beta * c`. `naive` asks for the reference
+    /// one-thread-per-output kernel (f32, no bias).
+    Matmul { alpha: f32, beta: f32, naive: bool },
     /// A view: the output shares the input's buffer with other strides.
     View(View),
     /// Split along `axis`; output `i` starts at `starts[i]` along that axis.

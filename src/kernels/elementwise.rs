@@ -2,7 +2,7 @@
 //! WGSL expression of every elementwise op, dtype decoding and encoding,
 //! strided operands, donation.
 
-use super::{Dispatch, ELEMENTWISE, FILL, Kernel, PARAMS_WORDS, Spec, grid};
+use super::{Dispatch, ELEMENTWISE, FILL, Kernel, PARAMS_WORDS, QuickKey, Spec, grid};
 use crate::device::DeviceInner;
 use crate::shape::is_contiguous;
 use crate::{DType, Error, Result};
@@ -523,7 +523,16 @@ pub(crate) fn elementwise_n(
     let refs: Vec<&Operand<'_>> = inputs.iter().collect();
     let (params, contiguous) = strided_params(n, shape, &refs, extra)?;
     let dtypes: Vec<DType> = inputs.iter().map(|o| o.dtype).collect();
-    let (spec, kernel) = spec(op, &dtypes, out_dtype, contiguous, donated);
+    let key = QuickKey::Elementwise {
+        op,
+        inputs: dtypes.clone(),
+        out: out_dtype,
+        contiguous,
+        donated,
+    };
+    let pipeline = dev
+        .kernels
+        .get_quick(key, || spec(op, &dtypes, out_dtype, contiguous, donated))?;
     let mut buffers: Vec<wgpu::Buffer> = inputs
         .iter()
         .enumerate()
@@ -537,7 +546,7 @@ pub(crate) fn elementwise_n(
         n
     };
     Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
+        pipeline,
         params,
         buffers,
         workgroups: grid(

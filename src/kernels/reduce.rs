@@ -2,7 +2,7 @@
 //! reduction, the choice between one workgroup and one thread per output.
 
 use super::elementwise::compute_type;
-use super::{Dispatch, Kernel, PARAMS_WORDS, REDUCE, Spec, grid};
+use super::{Dispatch, Kernel, PARAMS_WORDS, QuickKey, REDUCE, Spec, grid};
 use crate::device::DeviceInner;
 use crate::{DType, Error, Result};
 
@@ -313,7 +313,14 @@ pub(crate) fn reduce(
     put(&mut p, 24, inner_shape.iter().map(|&d| d as i64))?;
     put(&mut p, 32, inner_strides.iter().map(|&d| d as i64))?;
     let row = row_mode(r);
-    let (spec, kernel) = spec(op, x.dtype, row);
+    let pipeline = dev.kernels.get_quick(
+        QuickKey::Reduce {
+            op,
+            input: x.dtype,
+            row,
+        },
+        || spec(op, x.dtype, row),
+    )?;
     let max = dev.limits.max_compute_workgroups_per_dimension;
     let workgroups = if row {
         // One workgroup per output, folded into two dimensions.
@@ -324,7 +331,7 @@ pub(crate) fn reduce(
     let mut buffers = vec![x.buffer.clone()];
     buffers.extend(outs.iter().map(|b| (*b).clone()));
     Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
+        pipeline,
         params: p,
         buffers,
         workgroups,
