@@ -114,7 +114,7 @@ fn alloc(
     shape: &[usize],
     dtype: crate::DType,
 ) -> Result<Storage> {
-    let bytes = (numel(shape) * dtype.size_in_bytes()) as u64;
+    let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
     check_binding(device, "eval", bytes)?;
     let buffer = device
         .inner

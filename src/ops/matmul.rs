@@ -8,6 +8,7 @@
 
 use crate::graph::Primitive;
 use crate::kernels::matmul::MAX_BATCH_DIMS;
+use crate::ops::shape::Slice;
 use crate::shape::broadcast_shapes;
 use crate::{Array, DType, Error, Result};
 
@@ -96,14 +97,70 @@ fn plan(op: &'static str, x: &Array, y: &Array) -> Result<Plan> {
     })
 }
 
+/// The longest reduction dimension one matmul dispatch takes. llvmpipe
+/// (Mesa's software driver, our CI adapter) stops a shader invocation after
+/// 65535 loop iterations in total, and the matrix-vector tile loops once per
+/// four elements of K; longer K is split into chunks accumulated through the
+/// fused bias (`acc = a_i @ b_i + acc`), one dispatch per chunk, no copies.
+pub(crate) const K_CHUNK: usize = 32768;
+
 fn record(p: Plan, primitive: Primitive, bias: Option<Array>) -> Array {
     let dtype = p.a.dtype();
     let device = p.a.device().clone();
-    let mut inputs = vec![p.a, p.b];
-    inputs.extend(bias);
-    let c = Array::from_node(&device, primitive, inputs, vec![(p.out, dtype)])
-        .pop()
-        .expect("one output");
+    let (ar, br) = (p.a.ndim(), p.b.ndim());
+    let k = p.a.shape()[ar - 1];
+    let node = |a: Array, b: Array, primitive: Primitive, bias: Option<Array>| {
+        let mut inputs = vec![a, b];
+        inputs.extend(bias);
+        Array::from_node(&device, primitive, inputs, vec![(p.out.clone(), dtype)])
+            .pop()
+            .expect("one output")
+    };
+    let c = if k <= K_CHUNK {
+        node(p.a.clone(), p.b.clone(), primitive, bias)
+    } else {
+        // Chunks go through the tiled GEMM (the reference kernel takes no bias).
+        let Primitive::Matmul { alpha, beta, .. } = primitive else {
+            unreachable!("record takes matmul primitives")
+        };
+        let along = |x: &Array, axis: usize, start: usize, end: usize| {
+            let mut sl = vec![Slice::FULL; axis + 1];
+            sl[axis] = Slice::range(start as isize, end as isize);
+            x.slice(&sl).expect("in range")
+        };
+        let mut acc: Option<Array> = None;
+        for start in (0..k).step_by(K_CHUNK) {
+            let end = (start + K_CHUNK).min(k);
+            let (a, b) = (
+                along(&p.a, ar - 1, start, end),
+                along(&p.b, br - 2, start, end),
+            );
+            acc = Some(match acc {
+                // The first chunk carries the caller's bias and beta.
+                None => node(
+                    a,
+                    b,
+                    Primitive::Matmul {
+                        alpha,
+                        beta,
+                        naive: false,
+                    },
+                    bias.clone(),
+                ),
+                Some(prev) => node(
+                    a,
+                    b,
+                    Primitive::Matmul {
+                        alpha,
+                        beta: 1.0,
+                        naive: false,
+                    },
+                    Some(prev),
+                ),
+            });
+        }
+        acc.expect("k > 0")
+    };
     c.reshape_to(&p.result)
 }
 
