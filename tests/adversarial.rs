@@ -366,13 +366,7 @@ mod bugs {
                 "relu",
                 x.relu()?.to_vec()?,
                 &|x: f32| {
-                    if x > 0.0 {
-                        x
-                    } else if x.is_nan() {
-                        x
-                    } else {
-                        0.0
-                    }
+                    if x > 0.0 || x.is_nan() { x } else { 0.0 }
                 },
                 0.0,
             ),
@@ -405,9 +399,7 @@ mod bugs {
                 "sign",
                 x.sign()?.to_vec()?,
                 &|x: f32| {
-                    if x.is_nan() {
-                        x
-                    } else if x == 0.0 {
+                    if x.is_nan() || x == 0.0 {
                         x
                     } else {
                         x.signum()
