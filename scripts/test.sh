@@ -6,8 +6,11 @@ cd "$(dirname "$0")/.."
 bash scripts/install-drivers.sh
 # Mesa's EGL probes Wayland and complains without a runtime dir.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+# Benchmarks are built (so they cannot rot) but not run: their figures come
+# from `cargo bench` on a quiet machine (docs/PERFORMANCE.md).
+cargo bench --no-run
 for backend in vulkan gl; do
   echo "=== WGARRAY_BACKEND=$backend ==="
-  WGARRAY_BACKEND=$backend cargo test --all-targets "$@"
+  WGARRAY_BACKEND=$backend cargo test --lib --tests --examples "$@"
   WGARRAY_BACKEND=$backend cargo test --doc "$@"
 done

@@ -210,7 +210,7 @@ impl Array {
     /// # Errors
     /// [`Error::OutOfMemory`], [`Error::TooLarge`].
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
-        let bytes = (numel(shape) * dtype.size_in_bytes()) as u64;
+        let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         crate::graph::eval::check_binding(device, "empty", bytes)?;
         let dev = &device.inner;
         let buffer = {
@@ -286,6 +286,12 @@ impl Array {
             )));
         }
         let n = ((stop - start) / step).ceil().max(0.0) as usize;
+        // Refuse before building the host vector.
+        crate::graph::eval::check_binding(
+            device,
+            "arange",
+            n.saturating_mul(dtype.size_in_bytes()) as u64,
+        )?;
         let values = (0..n).map(|i| start + i as f64 * step);
         let bytes: Vec<u8> = match dtype {
             DType::F16 | DType::BF16 => {
@@ -324,7 +330,7 @@ impl Array {
 
     /// Bytes the elements take on the device: `size() * dtype().size_in_bytes()`.
     pub fn nbytes(&self) -> usize {
-        self.size() * self.inner.dtype.size_in_bytes()
+        self.size().saturating_mul(self.inner.dtype.size_in_bytes())
     }
 
     /// The device the array lives on.
@@ -434,26 +440,7 @@ impl Array {
                 }],
             )?;
             drop(dense_buf);
-            let slice = staging.buffer().slice(0..size);
-            let (tx, rx) = std::sync::mpsc::channel();
-            slice.map_async(wgpu::MapMode::Read, move |r| {
-                let _ = tx.send(r);
-            });
-            dev.device
-                .poll(wgpu::PollType::Wait {
-                    submission_index: Some(index),
-                    timeout: None,
-                })
-                .map_err(|e| Error::Readback(e.to_string()))?;
-            rx.recv()
-                .map_err(|e| Error::Readback(e.to_string()))?
-                .map_err(|e| Error::Readback(e.to_string()))?;
-            let data = slice
-                .get_mapped_range()
-                .map_err(|e| Error::Readback(e.to_string()))?
-                .to_vec();
-            staging.buffer().unmap();
-            Ok(data)
+            crate::memory::read_back(&dev.device, staging.buffer(), ..size, index)
         })
     }
 

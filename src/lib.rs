@@ -32,6 +32,7 @@ mod graph;
 mod kernels;
 mod memory;
 pub mod ops;
+pub mod random;
 pub mod shape;
 pub mod testing;
 
@@ -44,10 +45,12 @@ pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use graph::eval::eval;
 pub use memory::MemoryStats;
+pub use ops::concat::{concatenate, stack};
 pub use ops::elementwise::{promote_types, where_};
 pub use ops::multi_output::SplitSpec;
 pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
+pub use ops::topk::topk;
 
 // README's example is compiled and run as a doctest, so it stays true.
 #[cfg(doctest)]

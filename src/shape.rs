@@ -2,9 +2,14 @@
 
 use crate::{Error, Result};
 
-/// The number of elements of `shape` (1 for a scalar, `[]`).
+/// The number of elements of `shape` (1 for a scalar, `[]`); saturates at
+/// `usize::MAX` instead of overflowing, so that an absurd shape becomes a
+/// [`Error::TooLarge`] where memory is asked for, not a panic.
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .unwrap_or(if shape.contains(&0) { 0 } else { usize::MAX })
 }
 
 /// Row-major (C order) strides of `shape`, in elements.

@@ -745,7 +745,8 @@ impl KernelTest {
                 unreachable!("staging buffers are made for outputs only")
             };
             let len = shape.iter().product::<usize>() * dtype.size_in_bytes();
-            let mut bytes = device.scoped(|| read_back(d, buffer, &index))?;
+            let mut bytes = device
+                .scoped(|| crate::memory::read_back(d, buffer, ..buffer.size(), index.clone()))?;
             bytes.truncate(len);
             outputs.push(Output {
                 dtype: *dtype,
@@ -940,32 +941,6 @@ fn enables(source: &str, extension: &str) -> bool {
                 .any(|e| e.trim() == extension)
         })
     })
-}
-
-fn read_back(
-    d: &wgpu::Device,
-    buffer: &wgpu::Buffer,
-    index: &wgpu::SubmissionIndex,
-) -> Result<Vec<u8>> {
-    let slice = buffer.slice(..);
-    let (tx, rx) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
-    d.poll(wgpu::PollType::Wait {
-        submission_index: Some(index.clone()),
-        timeout: None,
-    })
-    .map_err(|e| Error::Readback(e.to_string()))?;
-    rx.recv()
-        .map_err(|e| Error::Readback(e.to_string()))?
-        .map_err(|e| Error::Readback(e.to_string()))?;
-    let data = slice
-        .get_mapped_range()
-        .map_err(|e| Error::Readback(e.to_string()))?
-        .to_vec();
-    buffer.unmap();
-    Ok(data)
 }
 
 /// The device [`KernelTest`] runs on when given none: among the adapters

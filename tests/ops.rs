@@ -269,3 +269,29 @@ fn constructors_and_printing() {
     let big = Array::arange(0.0, 2000.0, 1.0, DType::I32, &d).unwrap();
     assert_eq!(big.to_string(), "[   0    1    2 ... 1997 1998 1999]");
 }
+
+#[test]
+fn arrays_past_the_largest_storage_binding_are_typed_errors_and_leak_nothing() {
+    let d = device();
+    let max = d.limits().max_storage_buffer_binding_size;
+    let n = (max / 4 + 1024) as usize;
+    let big = Array::full(&[n], 1.0, DType::F32, &d);
+    match big.eval() {
+        Err(Error::TooLarge { bytes, max: m, .. }) => {
+            assert_eq!(m, max);
+            assert!(bytes > max);
+        }
+        r => panic!("expected TooLarge, got {r:?}"),
+    }
+    assert!(matches!(
+        Array::empty(&[n], DType::F32, &d),
+        Err(Error::TooLarge { .. })
+    ));
+    let host = vec![0u32; n];
+    assert!(matches!(
+        Array::from_slice(&host, &[n], &d),
+        Err(Error::TooLarge { .. })
+    ));
+    drop((big, host));
+    common::assert_empty(&d);
+}

@@ -14,6 +14,9 @@ fn erf_f(x: f32) -> f32 {
 // log(1 + x) without cancellation (Goldberg, "What every computer scientist
 // should know about floating-point arithmetic", theorem 4).
 fn log1p_f(x: f32) -> f32 {
+    if x == bitcast<f32>(INF_BITS) {
+        return x;
+    }
     let u = 1.0 + x;
     if u == 1.0 {
         return x;
@@ -23,6 +26,9 @@ fn log1p_f(x: f32) -> f32 {
 
 // tanh that saturates instead of overflowing exp for large |x|.
 fn tanh_f(x: f32) -> f32 {
+    if is_nan(x) {
+        return x;
+    }
     if abs(x) > 10.0 {
         return sign(x);
     }
@@ -54,14 +60,27 @@ fn minimum_f(a: f32, b: f32) -> f32 {
 
 // NumPy power for floats: negative bases with integral exponents.
 fn pow_f(a: f32, b: f32) -> f32 {
-    if b == 0.0 {
+    // C99 pow special cases, as NumPy: x^0 = 1 and 1^y = 1 even for NaN,
+    // (-1)^(+-inf) = 1, 0^negative odd integer keeps the zero's sign.
+    if b == 0.0 || a == 1.0 {
         return 1.0;
     }
+    if a == -1.0 && abs(b) == bitcast<f32>(INF_BITS) {
+        return 1.0;
+    }
+    if is_nan(a) || is_nan(b) {
+        return bitcast<f32>(NAN_BITS);
+    }
+    let odd = floor(b) == b && abs(b - 2.0 * trunc(b / 2.0)) == 1.0;
     if a == 0.0 {
-        if b > 0.0 {
-            return 0.0;
+        var r = 0.0;
+        if b < 0.0 {
+            r = bitcast<f32>(INF_BITS);
         }
-        return bitcast<f32>(INF_BITS);
+        if odd && (bitcast<u32>(a) & 0x80000000u) != 0u {
+            return -r;
+        }
+        return r;
     }
     let r = exp2(b * log2(abs(a)));
     if a < 0.0 {

@@ -10,6 +10,7 @@ use crate::kernels::elementwise::{self, ElementwiseOp, Operand};
 use crate::kernels::matmul::{self, MatOperand};
 use crate::kernels::reduce::{self, ReduceInput};
 use crate::kernels::{self, CopyOp, Dispatch};
+use crate::kernels::{concat, random, topk};
 use crate::memory::{BufferKind, QueueGuard};
 use crate::shape::{broadcast_strides, contiguous_strides, is_contiguous, numel};
 use crate::{Device, Error, Result};
@@ -113,7 +114,7 @@ fn alloc(
     shape: &[usize],
     dtype: crate::DType,
 ) -> Result<Storage> {
-    let bytes = (numel(shape) * dtype.size_in_bytes()) as u64;
+    let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
     check_binding(device, "eval", bytes)?;
     let buffer = device
         .inner
@@ -222,6 +223,17 @@ fn run_node(
             out.extend(elementwise::fill(dev, words, *word, s.buffer.buffer())?);
             results.push(Some(s));
         }
+        Primitive::Elementwise(ElementwiseOp::Cast)
+            if node.inputs[0].inner.dtype == first()?.dtype
+                && is_contiguous(&node.inputs[0].inner.shape, &inputs[0].strides) =>
+        {
+            // A same-dtype cast of a dense array (`contiguous()`): share it.
+            results.push(Some(view_of(
+                &inputs[0],
+                inputs[0].strides.clone(),
+                inputs[0].offset,
+            )));
+        }
         Primitive::Elementwise(op) => {
             let o = first()?;
             let strides: Vec<Vec<isize>> = node
@@ -264,7 +276,7 @@ fn run_node(
             )?);
             results.extend(storages.into_iter().map(Some));
         }
-        Primitive::Matmul => {
+        Primitive::Matmul { alpha, beta, naive } => {
             let o = first()?;
             let s = alloc(device, guard, &o.shape, o.dtype)?;
             let (a, b) = (&node.inputs[0].inner, &node.inputs[1].inner);
@@ -274,37 +286,70 @@ fn run_node(
             let batch = &o.shape[..nd - 2];
             let mut batch_shape = [1usize; 4];
             batch_shape[4 - batch.len()..].copy_from_slice(batch);
-            let mat = |arr: &crate::array::ArrayInner, st: &'_ Storage| {
+            // Row, column and batch strides of an operand broadcast to
+            // `[batch.., rows, cols]` (`rows`/`cols` are its own last two).
+            fn mat<'s>(
+                arr: &crate::array::ArrayInner,
+                st: &'s Storage,
+                batch: &[usize],
+            ) -> MatOperand<'s> {
                 let r = arr.shape.len();
                 let full = broadcast_strides(&arr.shape[..r - 2], &st.strides[..r - 2], batch);
                 let mut bs = [0isize; 4];
                 bs[4 - full.len()..].copy_from_slice(&full);
-                (st.strides[r - 2], st.strides[r - 1], bs)
-            };
-            let (ars, acs, abs) = mat(a, &inputs[0]);
-            let (brs, bcs, bbs) = mat(b, &inputs[1]);
-            out.extend(matmul::matmul_naive(
-                dev,
-                batch_shape,
-                m,
-                n,
-                k,
-                &MatOperand {
-                    buffer: inputs[0].buffer.buffer(),
-                    offset: inputs[0].offset,
-                    row_stride: ars,
-                    col_stride: acs,
-                    batch_strides: abs,
-                },
-                &MatOperand {
-                    buffer: inputs[1].buffer.buffer(),
-                    offset: inputs[1].offset,
-                    row_stride: brs,
-                    col_stride: bcs,
-                    batch_strides: bbs,
-                },
-                s.buffer.buffer(),
-            )?);
+                MatOperand {
+                    buffer: st.buffer.buffer(),
+                    offset: st.offset,
+                    row_stride: st.strides[r - 2],
+                    col_stride: st.strides[r - 1],
+                    batch_strides: bs,
+                }
+            }
+            let ma = mat(a, &inputs[0], batch);
+            let mb = mat(b, &inputs[1], batch);
+            if *naive {
+                out.extend(matmul::matmul_naive(
+                    dev,
+                    batch_shape,
+                    m,
+                    n,
+                    k,
+                    &ma,
+                    &mb,
+                    s.buffer.buffer(),
+                )?);
+            } else {
+                // The bias, already of the output's rank, broadcasts to it.
+                let bias = node.inputs.get(2).map(|c| {
+                    let st = broadcast_strides(&c.inner.shape, &inputs[2].strides, &o.shape);
+                    let mut bs = [0isize; 4];
+                    bs[4 - batch.len()..].copy_from_slice(&st[..nd - 2]);
+                    MatOperand {
+                        buffer: inputs[2].buffer.buffer(),
+                        offset: inputs[2].offset,
+                        row_stride: st[nd - 2],
+                        col_stride: st[nd - 1],
+                        batch_strides: bs,
+                    }
+                });
+                out.extend(matmul::gemm(
+                    dev,
+                    &matmul::Gemm {
+                        dtype: o.dtype,
+                        batch_shape,
+                        m,
+                        n,
+                        k,
+                        a: ma,
+                        b: mb,
+                        bias,
+                        alpha: *alpha,
+                        beta: *beta,
+                        out: s.buffer.buffer(),
+                        tile: None,
+                    },
+                )?);
+            }
             results.push(Some(s));
         }
         Primitive::View(view) => {
@@ -462,6 +507,106 @@ fn run_node(
                 &bufs,
             )?);
             results.extend(storages.into_iter().map(Some));
+        }
+        Primitive::Random { dist, stream } => {
+            let o = first()?;
+            let key = &inputs[0];
+            let s = alloc(device, guard, &o.shape, o.dtype)?;
+            out.extend(random::random(
+                dev,
+                *dist,
+                &random::Key {
+                    buffer: key.buffer.buffer(),
+                    offset: key.offset,
+                    stride: key.strides[0],
+                },
+                *stream,
+                numel(&o.shape),
+                o.dtype,
+                s.buffer.buffer(),
+            )?);
+            results.push(Some(s));
+        }
+        Primitive::Concatenate { axis } => {
+            let o = first()?;
+            let s = alloc(device, guard, &o.shape, o.dtype)?;
+            // Axes of length 1 (but the joined one) carry no index: dropping
+            // them leaves parameter room for more inputs per dispatch.
+            let keep: Vec<usize> = (0..o.shape.len())
+                .filter(|&d| d == *axis || o.shape[d] != 1)
+                .collect();
+            let shape: Vec<usize> = keep.iter().map(|&d| o.shape[d]).collect();
+            let ax = keep.iter().position(|d| d == axis).unwrap_or(0);
+            let strides: Vec<Vec<isize>> = inputs
+                .iter()
+                .map(|st| keep.iter().map(|&d| st.strides[d]).collect())
+                .collect();
+            let mut parts = Vec::with_capacity(inputs.len());
+            let mut start = 0;
+            for ((a, st), sd) in node.inputs.iter().zip(&inputs).zip(&strides) {
+                let len = a.inner.shape[*axis];
+                if len > 0 {
+                    parts.push(concat::Part {
+                        buffer: st.buffer.buffer(),
+                        offset: st.offset,
+                        strides: sd,
+                        start,
+                        len,
+                    });
+                }
+                start += len;
+            }
+            for group in parts.chunks(concat::group_size(shape.len())) {
+                out.extend(concat::concat_group(
+                    dev,
+                    &shape,
+                    ax,
+                    o.dtype.size_in_bytes(),
+                    group,
+                    s.buffer.buffer(),
+                )?);
+            }
+            results.push(Some(s));
+        }
+        Primitive::TopK { axis, k } => {
+            let x = &node.inputs[0].inner;
+            let src = &inputs[0];
+            let outer: Vec<usize> = (0..x.shape.len()).filter(|d| d != axis).collect();
+            let outer_shape: Vec<usize> = outer.iter().map(|&d| x.shape[d]).collect();
+            let outer_strides: Vec<isize> = outer.iter().map(|&d| src.strides[d]).collect();
+            // The kernel writes dense [rows.., k]; the outputs see that
+            // buffer with the k axis back in place. It writes both outputs:
+            // a dead one gets a scratch buffer that goes back to the pool
+            // when this node is done.
+            let mut dense = outer_shape.clone();
+            dense.push(*k);
+            let cs = contiguous_strides(&dense);
+            let strides: Vec<isize> = (0..x.shape.len())
+                .map(|d| match outer.iter().position(|&e| e == d) {
+                    Some(i) => cs[i],
+                    None => cs[outer.len()],
+                })
+                .collect();
+            let vals = alloc(device, guard, &dense, x.dtype)?;
+            let idx = alloc(device, guard, &dense, crate::DType::U32)?;
+            out.extend(topk::topk(
+                dev,
+                &topk::TopkInput {
+                    buffer: src.buffer.buffer(),
+                    dtype: x.dtype,
+                    offset: src.offset,
+                    outer_shape,
+                    outer_strides,
+                    len: x.shape[*axis],
+                    stride: src.strides[*axis],
+                },
+                *k,
+                vals.buffer.buffer(),
+                idx.buffer.buffer(),
+            )?);
+            for st in [vals, idx] {
+                results.push(Some(view_of(&st, strides.clone(), 0)));
+            }
         }
     }
     // Detach: each live output takes its buffer and lets go of the node.

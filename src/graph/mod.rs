@@ -13,6 +13,7 @@ use std::sync::{OnceLock, Weak};
 use crate::Device;
 use crate::array::{Array, ArrayInner, State};
 use crate::kernels::elementwise::ElementwiseOp;
+use crate::kernels::random::Distribution;
 use crate::kernels::reduce::ReduceOp;
 
 /// One operation of the graph; each is one kind of kernel launch (or none,
@@ -23,8 +24,11 @@ pub(crate) enum Primitive {
     Full { word: u32 },
     /// An elementwise op; inputs broadcast to the output's shape.
     Elementwise(ElementwiseOp),
-    /// NumPy matmul (shapes already checked by the op).
-    Matmul,
+    /// NumPy matmul (shapes already checked by the op): inputs `a`, `b`
+    /// and, for addmm, a bias `c` broadcastable to the output;
+    /// `alpha * (a @ b) + beta * c`. `naive` asks for the reference
+    /// one-thread-per-output kernel (f32, no bias).
+    Matmul { alpha: f32, beta: f32, naive: bool },
     /// A view: the output shares the input's buffer with other strides.
     View(View),
     /// Split along `axis`; output `i` starts at `starts[i]` along that axis.
@@ -37,6 +41,13 @@ pub(crate) enum Primitive {
         axes: Vec<usize>,
         ddof: u32,
     },
+    /// Philox 4x32-10 numbers under the key input (u32, shape [2]), from
+    /// counters `(block, stream, 0, 0)`; see `crate::random`.
+    Random { dist: Distribution, stream: u32 },
+    /// The inputs (one dtype, equal shapes but for `axis`) joined along `axis`.
+    Concatenate { axis: usize },
+    /// The `k` largest elements along `axis`, sorted: values and u32 indices.
+    TopK { axis: usize, k: usize },
 }
 
 /// How a view maps its input's layout to its output's.

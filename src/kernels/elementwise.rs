@@ -2,7 +2,7 @@
 //! WGSL expression of every elementwise op, dtype decoding and encoding,
 //! strided operands, donation.
 
-use super::{Dispatch, ELEMENTWISE, FILL, Kernel, PARAMS_WORDS, Spec, grid};
+use super::{Dispatch, ELEMENTWISE, FILL, Kernel, PARAMS_WORDS, QuickKey, Spec, grid};
 use crate::device::DeviceInner;
 use crate::shape::is_contiguous;
 use crate::{DType, Error, Result};
@@ -104,6 +104,7 @@ impl UnaryOp {
             UnaryOp::Abs if ct == "u32" => "x0",
             UnaryOp::Abs => "abs(x0)",
             UnaryOp::Sign if ct == "u32" => "select(0u, 1u, x0 > 0u)",
+            UnaryOp::Sign if ct == "f32" => "select(sign(x0), x0, is_nan(x0))",
             UnaryOp::Sign => "sign(x0)",
             UnaryOp::Exp => "exp(x0)",
             UnaryOp::Log => "log(x0)",
@@ -116,7 +117,8 @@ impl UnaryOp {
             UnaryOp::Cos => "cos(x0)",
             UnaryOp::Tanh => "tanh_f(x0)",
             UnaryOp::Sigmoid => "sigmoid_f(x0)",
-            UnaryOp::Relu if ct == "f32" => "select(x0, 0.0, x0 < 0.0)",
+            // NaN passes through (GL folds the plain select into a max).
+            UnaryOp::Relu if ct == "f32" => "select(select(x0, 0.0, x0 < 0.0), x0, is_nan(x0))",
             UnaryOp::Relu => "max(x0, 0)",
             UnaryOp::Gelu => "0.5 * x0 * (1.0 + erf_f(x0 * 0.70710678118654752))",
             UnaryOp::GeluTanh => {
@@ -241,17 +243,18 @@ impl BinaryOp {
             BinaryOp::Maximum => ("max(x0, x1)".into(), ct),
             BinaryOp::Minimum => ("min(x0, x1)".into(), ct),
             BinaryOp::Equal => cmp("=="),
-            BinaryOp::NotEqual => cmp("!="),
+            // `!(a == b)`: true for NaN on every backend (lavapipe's `!=` is ordered).
+            BinaryOp::NotEqual => ("select(0u, 1u, !(x0 == x1))".into(), "u32"),
             BinaryOp::Less => cmp("<"),
             BinaryOp::LessEqual => cmp("<="),
             BinaryOp::Greater => cmp(">"),
             BinaryOp::GreaterEqual => cmp(">="),
             BinaryOp::LogicalAnd => (
-                format!("select(0u, 1u, x0 != {ct}(0) && x1 != {ct}(0))"),
+                format!("select(0u, 1u, !(x0 == {ct}(0)) && !(x1 == {ct}(0)))"),
                 "u32",
             ),
             BinaryOp::LogicalOr => (
-                format!("select(0u, 1u, x0 != {ct}(0) || x1 != {ct}(0))"),
+                format!("select(0u, 1u, !(x0 == {ct}(0)) || !(x1 == {ct}(0)))"),
                 "u32",
             ),
         }
@@ -305,12 +308,21 @@ fn decode(d: DType, b: &str) -> String {
 /// The output bits of `r` (of compute type `ct`) as dtype `d`.
 fn encode(d: DType, r: &str, ct: &str) -> String {
     match d {
-        DType::Bool => format!("select(0u, 1u, {r} != {ct}(0))"),
+        // `!(r == 0)`, not `r != 0`: NaN is true, and lavapipe's `!=` is ordered.
+        DType::Bool => format!("select(0u, 1u, !({r} == {ct}(0)))"),
         _ => {
-            let v = if compute_type(d) == ct {
-                r.to_string()
-            } else {
-                format!("{}({r})", compute_type(d))
+            let v = match (ct, compute_type(d)) {
+                (a, b) if a == b => r.to_string(),
+                // Saturate (NaN to 0) before converting: WGSL defines float
+                // to int conversion as saturating, but SPIR-V and GLSL leave
+                // out-of-range values undefined and backends differ.
+                ("f32", "i32") => {
+                    format!("select(i32(clamp({r}, -2147483648.0, 2147483520.0)), 0, is_nan({r}))")
+                }
+                ("f32", "u32") => {
+                    format!("select(u32(clamp({r}, 0.0, 4294967040.0)), 0u, is_nan({r}))")
+                }
+                (_, to) => format!("{to}({r})"),
             };
             match d {
                 DType::F32 | DType::I32 => format!("bitcast<u32>({v})"),
@@ -403,7 +415,7 @@ pub(crate) fn spec(
         ElementwiseOp::DivMod => BinaryOp::FloorDiv.wgsl(ct),
         ElementwiseOp::Where => {
             let cond = compute_type(dtypes[0]);
-            (format!("select(x2, x1, x0 != {cond}(0))"), ct)
+            (format!("select(x2, x1, !(x0 == {cond}(0)))"), ct)
         }
     };
     let two = op.outputs() == 2;
@@ -456,7 +468,14 @@ pub(crate) fn spec(
     }
     if op == ElementwiseOp::Gather {
         args.push_str("    let x1 = load1(offset_of(e, 1u));\n");
-        args.push_str("    let x0 = load0(offset_of(e, 0u) + gather_index(i32(x1)) * p.head.z);\n");
+        let index = if dtypes[1] == DType::U32 {
+            "min(x1, p.head.w - 1u)"
+        } else {
+            "gather_index(i32(x1))"
+        };
+        args.push_str(&format!(
+            "    let x0 = load0(offset_of(e, 0u) + {index} * p.head.z);\n"
+        ));
     }
     bindings.push_str(&format!(
         "@group(0) @binding({binding}) var<storage, read_write> out: array<u32>;\n"
@@ -523,7 +542,16 @@ pub(crate) fn elementwise_n(
     let refs: Vec<&Operand<'_>> = inputs.iter().collect();
     let (params, contiguous) = strided_params(n, shape, &refs, extra)?;
     let dtypes: Vec<DType> = inputs.iter().map(|o| o.dtype).collect();
-    let (spec, kernel) = spec(op, &dtypes, out_dtype, contiguous, donated);
+    let key = QuickKey::Elementwise {
+        op,
+        inputs: dtypes.clone(),
+        out: out_dtype,
+        contiguous,
+        donated,
+    };
+    let pipeline = dev
+        .kernels
+        .get_quick(key, || spec(op, &dtypes, out_dtype, contiguous, donated))?;
     let mut buffers: Vec<wgpu::Buffer> = inputs
         .iter()
         .enumerate()
@@ -537,7 +565,7 @@ pub(crate) fn elementwise_n(
         n
     };
     Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
+        pipeline,
         params,
         buffers,
         workgroups: grid(

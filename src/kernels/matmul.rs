@@ -1,8 +1,10 @@
-//! Matmul kernels. For now the reference kernel: one thread per output.
+//! Matmul kernels: the tiled GEMM (wgsl/gemm.wgsl), specialised per shape
+//! class, dtype and operand layout, and the reference one-thread-per-output
+//! kernel (wgsl/matmul_naive.wgsl) kept for comparison.
 
-use super::{Dispatch, Kernel, MATMUL_NAIVE, PARAMS_WORDS, Spec, grid};
+use super::{Dispatch, GEMM, GEMM_BIAS, Kernel, MATMUL_NAIVE, PARAMS_WORDS, Spec, grid};
 use crate::device::DeviceInner;
-use crate::{Error, Result};
+use crate::{DType, Error, Result};
 
 /// A matmul operand: `[batch.., rows, cols]` read through element strides.
 pub(crate) struct MatOperand<'a> {
@@ -16,6 +18,29 @@ pub(crate) struct MatOperand<'a> {
 
 /// Batch dimensions the kernel takes.
 pub(crate) const MAX_BATCH_DIMS: usize = 4;
+
+/// A parameter word: sizes and offsets up to `u32::MAX`, strides down to
+/// `i32::MIN` (negative strides wrap to two's complement on purpose; the
+/// kernel's u32 arithmetic wraps back to the right index).
+fn word(x: impl Into<i64>) -> Result<u32> {
+    let x = x.into();
+    if !(i32::MIN as i64..=u32::MAX as i64).contains(&x) {
+        return Err(Error::TooLarge {
+            op: "matmul",
+            bytes: x.unsigned_abs(),
+            max: u32::MAX as u64,
+        });
+    }
+    Ok(x as u32)
+}
+
+fn w(x: usize) -> Result<u32> {
+    word(i64::try_from(x).unwrap_or(i64::MAX))
+}
+
+fn ws(x: isize) -> Result<u32> {
+    word(x as i64)
+}
 
 /// `c[batch, m, n] = a[batch, m, k] @ b[batch, k, n]`, f32, into dense `c`.
 #[allow(clippy::too_many_arguments)]
@@ -83,5 +108,423 @@ fn naive_spec() -> (Spec, &'static Kernel) {
 #[cfg(test)]
 /// Every specialisation the matmul dispatch functions can ask for.
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
-    vec![naive_spec()]
+    let mut out = vec![naive_spec()];
+    // Every dtype, load mode, store mode and bias choice of the GEMM, in
+    // each shape class's tile.
+    let modes = [Mode::Scalar, Mode::Inner, Mode::Outer];
+    let tiles = [tile_for(1, 100), tile_for(8, 8), tile_for(512, 512)];
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        for tile in tiles {
+            for a_mode in modes {
+                if a_mode == Mode::Outer && !tile.tm.is_multiple_of(4) {
+                    continue;
+                }
+                for b_mode in modes {
+                    for out_vec in [false, true] {
+                        for bias in [false, true] {
+                            out.push(gemm_spec(dtype, tile, a_mode, b_mode, out_vec, bias));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A tile shape of the GEMM kernel: a workgroup of `wg_x * wg_y` threads,
+/// each computing `tm` rows by `4 * nv` columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Tile {
+    pub wg_x: u32,
+    pub wg_y: u32,
+    pub tm: u32,
+    pub nv: u32,
+}
+
+impl Tile {
+    /// Output rows per workgroup.
+    fn rows(self) -> usize {
+        (self.wg_y * self.tm) as usize
+    }
+    /// Output columns per workgroup.
+    fn cols(self) -> usize {
+        (self.wg_x * 4 * self.nv) as usize
+    }
+}
+
+/// The tile for a shape class. Measured on lavapipe (AVX2, 8 lanes), see
+/// docs/PERFORMANCE.md: per-thread register blocks pay for themselves
+/// because every load there is a per-lane loop, so loads per FMA decide.
+pub(crate) fn tile_for(m: usize, n: usize) -> Tile {
+    if m == 1 {
+        // Matrix-vector (decode steps): one row, threads across columns.
+        Tile {
+            wg_x: 64,
+            wg_y: 1,
+            tm: 1,
+            nv: 1,
+        }
+    } else if m < 32 || n < 64 {
+        // Small or skinny: small tiles so that the grid still has work for
+        // every core and little of each tile is wasted on edges.
+        Tile {
+            wg_x: 8,
+            wg_y: 8,
+            tm: 4,
+            nv: 1,
+        }
+    } else {
+        large_tile()
+    }
+}
+
+/// The tile of the large class: `WGARRAY_GEMM_TILE=wg_x,wg_y,tm,nv`
+/// overrides it (for tuning on a new adapter; read once).
+fn large_tile() -> Tile {
+    static TILE: std::sync::OnceLock<Tile> = std::sync::OnceLock::new();
+    *TILE.get_or_init(|| {
+        // Measured at 1024^3 on lavapipe, see docs/PERFORMANCE.md: 4 x 12
+        // beat 4 x 8, 4 x 16, 4 x 24, 8 x 4, 8 x 8, 2 x 16, 2 x 24, 1 x 32
+        // per thread and 16x4, 4x16, 8x4 workgroups.
+        let default = Tile {
+            wg_x: 8,
+            wg_y: 8,
+            tm: 4,
+            nv: 3,
+        };
+        let Ok(v) = std::env::var("WGARRAY_GEMM_TILE") else {
+            return default;
+        };
+        let x: Vec<u32> = v.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+        match x[..] {
+            [wg_x, wg_y, tm, nv] if wg_x * wg_y > 0 && tm > 0 && nv > 0 => {
+                Tile { wg_x, wg_y, tm, nv }
+            }
+            _ => default,
+        }
+    })
+}
+
+/// How the kernel loads an operand (the `A_MODE`/`B_MODE` placeholders).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Scalar loads through both strides.
+    Scalar,
+    /// vec4 loads along the contiguous inner dimension (k for A, n for B).
+    Inner,
+    /// vec4 loads along the outer dimension (m for A, k for B): the operand
+    /// is a transposed view.
+    Outer,
+}
+
+impl Mode {
+    fn code(self) -> &'static str {
+        match self {
+            Mode::Scalar => "0",
+            Mode::Inner => "1",
+            Mode::Outer => "2",
+        }
+    }
+    fn vec(self) -> bool {
+        self != Mode::Scalar
+    }
+}
+
+/// Whether an operand of `rows x cols` can be read as vec4s along the
+/// dimension with stride `unit` (which must be 1), the other stride and every
+/// offset being multiples of four elements. Strides of length-1 dimensions
+/// do not matter.
+fn vec_ok(op: &MatOperand<'_>, rows: usize, cols: usize, along_cols: bool) -> bool {
+    let (unit, other, unit_len, other_len) = if along_cols {
+        (op.col_stride, op.row_stride, cols, rows)
+    } else {
+        (op.row_stride, op.col_stride, rows, cols)
+    };
+    unit_len > 1
+        && unit == 1
+        && (other_len == 1 || other.rem_euclid(4) == 0)
+        && op.offset.is_multiple_of(4)
+        && op.batch_strides.iter().all(|s| s.rem_euclid(4) == 0)
+}
+
+/// The WGSL for one operand: its binding's element type, and expressions
+/// for one element and for four consecutive ones (index `e`, a multiple of
+/// four for the latter) as f32.
+struct Access {
+    arr: &'static str,
+    one: String,
+    four: String,
+}
+
+fn access(dtype: DType, vec: bool, name: &str) -> Access {
+    let scalar_four = |one: &dyn Fn(&str) -> String| {
+        format!(
+            "vec4<f32>({}, {}, {}, {})",
+            one("e"),
+            one("(e + 1u)"),
+            one("(e + 2u)"),
+            one("(e + 3u)")
+        )
+    };
+    match (dtype, vec) {
+        (DType::F16, false) => {
+            let one = |i: &str| format!("f32({name}[{i}])");
+            Access {
+                arr: "f16",
+                one: one("e"),
+                four: scalar_four(&one),
+            }
+        }
+        (DType::F16, true) => Access {
+            arr: "vec4<f16>",
+            one: format!("f32({name}[e >> 2u][e & 3u])"),
+            four: format!("vec4<f32>({name}[e >> 2u])"),
+        },
+        (DType::BF16, false) => {
+            let one = |i: &str| {
+                format!(
+                    "select(bfloat_lo({name}[{i} >> 1u]), bfloat_hi({name}[{i} >> 1u]), ({i} & 1u) == 1u)"
+                )
+            };
+            Access {
+                arr: "u32",
+                one: one("e"),
+                four: scalar_four(&one),
+            }
+        }
+        (DType::BF16, true) => Access {
+            arr: "vec2<u32>",
+            one: format!(
+                "select(bfloat_lo({name}[e >> 2u][(e >> 1u) & 1u]), bfloat_hi({name}[e >> 2u][(e >> 1u) & 1u]), (e & 1u) == 1u)"
+            ),
+            four: format!("bfloat4({name}[e >> 2u])"),
+        },
+        (_, false) => {
+            let one = |i: &str| format!("{name}[{i}]");
+            Access {
+                arr: "f32",
+                one: one("e"),
+                four: scalar_four(&one),
+            }
+        }
+        (_, true) => Access {
+            arr: "vec4<f32>",
+            one: format!("{name}[e >> 2u][e & 3u]"),
+            four: format!("{name}[e >> 2u]"),
+        },
+    }
+}
+
+/// The output binding's element type and the statements storing one element
+/// (`x` at `e`) and four (`v` at `e`, a multiple of four).
+fn store(dtype: DType, vec: bool) -> (&'static str, String, String) {
+    match (dtype, vec) {
+        (DType::F16, false) => (
+            "f16",
+            "out[e] = f16(x)".into(),
+            "out[e] = f16(v.x); out[e + 1u] = f16(v.y); out[e + 2u] = f16(v.z); out[e + 3u] = f16(v.w)"
+                .into(),
+        ),
+        (DType::F16, true) => (
+            "vec4<f16>",
+            "out[e >> 2u][e & 3u] = f16(x)".into(),
+            "out[e >> 2u] = vec4<f16>(v)".into(),
+        ),
+        // Two bf16 share a word: a lone element is merged into its half with
+        // atomics, which leave the other half (another thread's) intact.
+        (DType::BF16, _) => (
+            "atomic<u32>",
+            "let s = (e & 1u) * 16u; atomicAnd(&out[e >> 1u], ~(0xffffu << s)); \
+             atomicOr(&out[e >> 1u], bfloat_bits(x) << s)"
+                .into(),
+            "atomicStore(&out[e >> 1u], bfloat_bits(v.x) | (bfloat_bits(v.y) << 16u)); \
+             atomicStore(&out[(e >> 1u) + 1u], bfloat_bits(v.z) | (bfloat_bits(v.w) << 16u))"
+                .into(),
+        ),
+        (_, false) => (
+            "f32",
+            "out[e] = x".into(),
+            "out[e] = v.x; out[e + 1u] = v.y; out[e + 2u] = v.z; out[e + 3u] = v.w".into(),
+        ),
+        (_, true) => (
+            "vec4<f32>",
+            "out[e >> 2u][e & 3u] = x".into(),
+            "out[e >> 2u] = v".into(),
+        ),
+    }
+}
+
+/// The specialisation of the GEMM source for a dtype, tile, operand load
+/// modes, vector stores (`out_vec`, needs `n % 4 == 0`) and bias.
+fn gemm_spec(
+    dtype: DType,
+    tile: Tile,
+    a_mode: Mode,
+    b_mode: Mode,
+    out_vec: bool,
+    has_bias: bool,
+) -> (super::Spec, &'static super::Kernel) {
+    let aa = access(dtype, a_mode.vec(), "a");
+    let ba = access(dtype, b_mode.vec(), "b");
+    let ca = access(dtype, false, "bias");
+    let (out_arr, out_one, out_four) = store(dtype, out_vec);
+    let mut bindings = format!(
+        "@group(0) @binding(1) var<storage, read> a: array<{}>;\n\
+         @group(0) @binding(2) var<storage, read> b: array<{}>;\n",
+        aa.arr, ba.arr
+    );
+    let out_binding = if has_bias {
+        bindings.push_str(&format!(
+            "@group(0) @binding(3) var<storage, read> bias: array<{}>;\n",
+            ca.arr
+        ));
+        4
+    } else {
+        3
+    };
+    bindings.push_str(&format!(
+        "@group(0) @binding({out_binding}) var<storage, read_write> out: array<{out_arr}>;"
+    ));
+    let bias_one = if has_bias { ca.one } else { "0.0".into() };
+    let (wg_x, wg_y, tm, nv) = (
+        tile.wg_x.to_string(),
+        tile.wg_y.to_string(),
+        tile.tm.to_string(),
+        tile.nv.to_string(),
+    );
+    let kernel = if has_bias { &GEMM_BIAS } else { &GEMM };
+    let (spec, kernel) = kernel.spec(&[
+        ("WG_X", &wg_x),
+        ("WG_Y", &wg_y),
+        ("TM", &tm),
+        ("NV", &nv),
+        ("A_MODE", a_mode.code()),
+        ("B_MODE", b_mode.code()),
+        ("OUT_VEC", if out_vec { "true" } else { "false" }),
+        ("HAS_BIAS", if has_bias { "true" } else { "false" }),
+        (
+            "ENABLE_F16",
+            if dtype == DType::F16 { "true" } else { "false" },
+        ),
+        ("BINDINGS", &bindings),
+        ("A_ONE", &aa.one),
+        ("A_FOUR", &aa.four),
+        ("B_ONE", &ba.one),
+        ("B_FOUR", &ba.four),
+        ("BIAS_ONE", &bias_one),
+        ("OUT_ONE", &out_one),
+        ("OUT_FOUR", &out_four),
+    ]);
+    (spec, kernel)
+}
+
+/// Everything the GEMM needs besides the device.
+pub(crate) struct Gemm<'a> {
+    /// f32, f16 or bf16: the dtype of A, B, the bias and the output.
+    pub dtype: DType,
+    pub batch_shape: [usize; 4],
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: MatOperand<'a>,
+    pub b: MatOperand<'a>,
+    /// `beta * bias` is added to every output; the bias's strides broadcast
+    /// it to `[batch.., m, n]`.
+    pub bias: Option<MatOperand<'a>>,
+    pub alpha: f32,
+    pub beta: f32,
+    /// Dense `[batch.., m, n]` output.
+    pub out: &'a wgpu::Buffer,
+    /// Force a tile (benchmarks and tuning); `None` picks by shape.
+    pub tile: Option<Tile>,
+}
+
+/// One dispatch of the tiled GEMM, or none for an empty output.
+///
+/// # Errors
+/// [`Error::TooLarge`] for offsets or grids past `u32`/the dispatch limits,
+/// [`Error::Kernel`] if the specialisation fails to compile.
+pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Option<Dispatch>> {
+    let (m, n, k) = (g.m, g.n, g.k);
+    let batch: usize = g.batch_shape.iter().product();
+    if batch * m * n == 0 {
+        return Ok(None);
+    }
+    let tile = g.tile.unwrap_or_else(|| tile_for(m, n));
+    let a_mode = if vec_ok(&g.a, m, k, true) {
+        Mode::Inner
+    } else if tile.tm.is_multiple_of(4) && vec_ok(&g.a, m, k, false) {
+        Mode::Outer
+    } else {
+        Mode::Scalar
+    };
+    let b_mode = if vec_ok(&g.b, k, n, true) {
+        Mode::Inner
+    } else if vec_ok(&g.b, k, n, false) {
+        Mode::Outer
+    } else {
+        Mode::Scalar
+    };
+    let out_vec = n.is_multiple_of(4);
+    let (spec, kernel) = gemm_spec(g.dtype, tile, a_mode, b_mode, out_vec, g.bias.is_some());
+    let zero = MatOperand {
+        buffer: g.out,
+        offset: 0,
+        row_stride: 0,
+        col_stride: 0,
+        batch_strides: [0; 4],
+    };
+    let c = g.bias.as_ref().unwrap_or(&zero);
+    let mut p = [0u32; PARAMS_WORDS];
+    let head = [
+        w(m)?,
+        w(n)?,
+        w(k)?,
+        0,
+        w(g.a.offset)?,
+        ws(g.a.row_stride)?,
+        ws(g.a.col_stride)?,
+        w(g.b.offset)?,
+        ws(g.b.row_stride)?,
+        ws(g.b.col_stride)?,
+        w(c.offset)?,
+        ws(c.row_stride)?,
+        ws(c.col_stride)?,
+    ];
+    p[..head.len()].copy_from_slice(&head);
+    p[13] = g.alpha.to_bits();
+    p[14] = g.beta.to_bits();
+    for (i, &x) in g.batch_shape.iter().enumerate() {
+        p[16 + i] = w(x)?;
+    }
+    let strides =
+        g.a.batch_strides
+            .iter()
+            .chain(&g.b.batch_strides)
+            .chain(&c.batch_strides);
+    for (slot, &x) in p[20..].iter_mut().zip(strides) {
+        *slot = ws(x)?;
+    }
+    w(batch * m * n)?;
+    let max = dev.limits.max_compute_workgroups_per_dimension as usize;
+    let groups = [n.div_ceil(tile.cols()), m.div_ceil(tile.rows()), batch];
+    if let Some(&g) = groups.iter().find(|&&g| g > max) {
+        return Err(Error::TooLarge {
+            op: "matmul grid",
+            bytes: g as u64,
+            max: max as u64,
+        });
+    }
+    let mut buffers = vec![g.a.buffer.clone(), g.b.buffer.clone()];
+    if let Some(c) = &g.bias {
+        buffers.push(c.buffer.clone());
+    }
+    buffers.push(g.out.clone());
+    Ok(Some(Dispatch {
+        pipeline: dev.kernels.get(kernel, &spec)?,
+        params: p,
+        buffers,
+        workgroups: groups.map(|x| x as u32),
+    }))
 }

@@ -9,11 +9,14 @@
 //! override constants in WGSL, and one source per family keeps kernels that
 //! differ by a constant from being copied.
 
+pub(crate) mod concat;
 pub(crate) mod elementwise;
 pub(crate) mod matmul;
 #[cfg(test)]
 mod portability;
+pub(crate) mod random;
 pub(crate) mod reduce;
+pub(crate) mod topk;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -80,6 +83,28 @@ pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
     writes: 1,
 };
 
+const GEMM_SOURCE: &str = include_str!("../../wgsl/gemm.wgsl");
+
+/// The tiled GEMM without a bias (its bindings: A, B, out). Specialised and
+/// validated in `matmul.rs`.
+pub(crate) static GEMM: Kernel = Kernel {
+    name: "gemm",
+    prelude: &[],
+    source: GEMM_SOURCE,
+    reads: 2,
+    writes: 1,
+};
+
+/// The same GEMM source with a bias binding (A, B, bias, out): one source,
+/// two binding layouts.
+pub(crate) static GEMM_BIAS: Kernel = Kernel {
+    name: "gemm_bias",
+    prelude: &[],
+    source: GEMM_SOURCE,
+    reads: 3,
+    writes: 1,
+};
+
 /// Every specialisation any kernel family can dispatch. Each family lists
 /// its own in a `specs()` next to its dispatch code, built from the same
 /// tables; `kernels/portability.rs` checks all of them with every naga back
@@ -89,6 +114,9 @@ pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     let mut specs = elementwise::specs();
     specs.extend(reduce::specs());
     specs.extend(matmul::specs());
+    specs.extend(random::specs());
+    specs.extend(concat::specs());
+    specs.extend(topk::specs());
     specs.push(FILL.spec(&[("CONTIGUOUS", "true")]));
     // Ops that share an expression on some dtype (floor of an integer is
     // the identity, like a cast) share a specialisation.
@@ -135,8 +163,12 @@ impl Kernel {
     /// The WGSL text of one specialisation.
     pub(crate) fn source_for(&self, spec: &Spec) -> String {
         let mut src = String::with_capacity(8192);
-        // A placeholder whose value is the type `f16` needs the extension.
-        if spec.subs.iter().any(|(_, v)| v == "f16") {
+        // A specialisation that uses WGSL's f16 type says so.
+        if spec
+            .subs
+            .iter()
+            .any(|(k, v)| *k == "ENABLE_F16" && v == "true")
+        {
             src.push_str("enable f16;\n");
         }
         for part in self.prelude {
@@ -169,6 +201,27 @@ pub(crate) struct KernelCache {
     created: AtomicU64,
     /// The parameter buffer, reused by every submission (see `params_buffer`).
     params: Mutex<Option<wgpu::Buffer>>,
+    /// Pipelines by a family's compact key, so that the hot path does not
+    /// build and hash WGSL text for every dispatch.
+    quick: Mutex<HashMap<QuickKey, Pipeline>>,
+}
+
+/// A kernel family's compact, exact description of a specialisation: equal
+/// keys always generate the same [`Spec`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum QuickKey {
+    Elementwise {
+        op: elementwise::ElementwiseOp,
+        inputs: Vec<crate::DType>,
+        out: crate::DType,
+        contiguous: bool,
+        donated: Option<usize>,
+    },
+    Reduce {
+        op: reduce::ReduceOp,
+        input: crate::DType,
+        row: bool,
+    },
 }
 
 /// A parameter buffer larger than this is not kept after the submission
@@ -183,7 +236,34 @@ impl KernelCache {
             layouts: Mutex::new(HashMap::new()),
             created: AtomicU64::new(0),
             params: Mutex::new(None),
+            quick: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The pipeline for `key`, building its [`Spec`] only on first use.
+    ///
+    /// # Errors
+    /// As [`KernelCache::get`].
+    pub(crate) fn get_quick(
+        &self,
+        key: QuickKey,
+        build: impl FnOnce() -> (Spec, &'static Kernel),
+    ) -> Result<Pipeline> {
+        if let Some(p) = self
+            .quick
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(p.clone());
+        }
+        let (spec, kernel) = build();
+        let p = self.get(kernel, &spec)?;
+        self.quick
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, p.clone());
+        Ok(p)
     }
 
     /// The device's parameter buffer, at least `bytes` long. It lives outside

@@ -2,7 +2,7 @@
 //! reduction, the choice between one workgroup and one thread per output.
 
 use super::elementwise::compute_type;
-use super::{Dispatch, Kernel, PARAMS_WORDS, REDUCE, Spec, grid};
+use super::{Dispatch, Kernel, PARAMS_WORDS, QuickKey, REDUCE, Spec, grid};
 use crate::device::DeviceInner;
 use crate::{DType, Error, Result};
 
@@ -159,7 +159,8 @@ impl ReduceOp {
                 "    m: f32,\n    s: f32,",
                 "Acc(bitcast<f32>(0xff800000u), 0.0)",
                 "Acc(x, 1.0)",
-                "    if a.s == 0.0 { return b; }\n    if b.s == 0.0 { return a; }\n    let m = max(a.m, b.m);\n    return Acc(m, a.s * exp(a.m - m) + b.s * exp(b.m - m));",
+                // exp(m - m) is written 1 so that infinite maxima do not give inf - inf.
+                "    if a.s == 0.0 { return b; }\n    if b.s == 0.0 { return a; }\n    let m = max(a.m, b.m);\n    let ea = select(exp(a.m - m), 1.0, a.m == m);\n    let eb = select(exp(b.m - m), 1.0, b.m == m);\n    return Acc(m, a.s * ea + b.s * eb);",
                 "    out0[o] = bitcast<u32>(acc.m + log(acc.s));",
             ),
             ReduceOp::All | ReduceOp::Any => {
@@ -171,7 +172,7 @@ impl ReduceOp {
                 one(
                     "    v: u32,",
                     &format!("Acc({init})"),
-                    &format!("Acc(select(0u, 1u, x != {ct}(0)))"),
+                    &format!("Acc(select(0u, 1u, !(x == {ct}(0))))"),
                     &format!("    return Acc(a.v {op} b.v);"),
                     "    out0[o] = acc.v;",
                 )
@@ -179,6 +180,10 @@ impl ReduceOp {
         }
     }
 }
+
+/// The most elements one output reduces: 256 threads, 8 per loop iteration,
+/// under llvmpipe's 65535 loop iterations per invocation (2 per iteration).
+pub(crate) const MAX_REDUCED: usize = 1 << 26;
 
 /// Whether one workgroup per output (a tree) is used for `r` reduced elements.
 fn row_mode(r: usize) -> bool {
@@ -312,8 +317,23 @@ pub(crate) fn reduce(
     put(&mut p, 16, x.outer_strides.iter().map(|&d| d as i64))?;
     put(&mut p, 24, inner_shape.iter().map(|&d| d as i64))?;
     put(&mut p, 32, inner_strides.iter().map(|&d| d as i64))?;
+    if r > MAX_REDUCED {
+        // Only broadcast views get here: no buffer holds this many elements.
+        return Err(Error::TooLarge {
+            op: "reduce (elements per output)",
+            bytes: r as u64,
+            max: MAX_REDUCED as u64,
+        });
+    }
     let row = row_mode(r);
-    let (spec, kernel) = spec(op, x.dtype, row);
+    let pipeline = dev.kernels.get_quick(
+        QuickKey::Reduce {
+            op,
+            input: x.dtype,
+            row,
+        },
+        || spec(op, x.dtype, row),
+    )?;
     let max = dev.limits.max_compute_workgroups_per_dimension;
     let workgroups = if row {
         // One workgroup per output, folded into two dimensions.
@@ -324,7 +344,7 @@ pub(crate) fn reduce(
     let mut buffers = vec![x.buffer.clone()];
     buffers.extend(outs.iter().map(|b| (*b).clone()));
     Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
+        pipeline,
         params: p,
         buffers,
         workgroups,

@@ -7,3 +7,32 @@ mod pool;
 
 pub use pool::MemoryStats;
 pub(crate) use pool::{BufferKind, Pool, PooledBuffer, QueueGuard};
+
+/// Map `range` of a `MAP_READ` buffer once submission `index` is done, copy
+/// the bytes out and unmap it.
+///
+/// # Errors
+/// [`crate::Error::Readback`] when waiting or mapping fails.
+pub(crate) fn read_back(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+    range: std::ops::RangeTo<u64>,
+    index: wgpu::SubmissionIndex,
+) -> crate::Result<Vec<u8>> {
+    let err = |e: &dyn std::fmt::Display| crate::Error::Readback(e.to_string());
+    let slice = buffer.slice(range);
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    device
+        .poll(wgpu::PollType::Wait {
+            submission_index: Some(index),
+            timeout: None,
+        })
+        .map_err(|e| err(&e))?;
+    rx.recv().map_err(|e| err(&e))?.map_err(|e| err(&e))?;
+    let data = slice.get_mapped_range().map_err(|e| err(&e))?.to_vec();
+    buffer.unmap();
+    Ok(data)
+}

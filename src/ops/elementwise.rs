@@ -88,12 +88,13 @@ impl Array {
         Array::elementwise(ElementwiseOp::Cast, "astype", &[self], dtype)
     }
 
-    /// A dense row-major copy of this array if it is a strided view (MLX
-    /// `contiguous`); evaluated arrays that are already dense are returned as
-    /// they are after eval, so the copy happens on the device only when needed.
+    /// The same values laid out densely in row-major order (MLX
+    /// `contiguous`). Lazy: at eval, an input that is already dense is shared
+    /// as it is (no kernel); a strided view (transpose, step slice,
+    /// broadcast) is copied by one dispatch.
     ///
     /// # Errors
-    /// As [`crate::eval`] is not called here; none.
+    /// None today; `Result` so that every op composes with `?`.
     pub fn contiguous(&self) -> Result<Array> {
         Array::elementwise(ElementwiseOp::Cast, "contiguous", &[self], self.dtype())
     }

@@ -1,84 +1,387 @@
-//! Matrix multiplication with NumPy semantics.
+//! Matrix multiplication with NumPy semantics, and `addmm`.
+//!
+//! Both run the tiled GEMM of `wgsl/gemm.wgsl` (see `src/kernels/matmul.rs`
+//! for how a tile and the operand load modes are chosen): each thread keeps
+//! a register block of the output, reads A and B through their strides (vec4
+//! loads where the layout is aligned), accumulates in f32, and applies
+//! `alpha`, `beta * c` and the output conversion in its epilogue.
 
 use crate::graph::Primitive;
 use crate::kernels::matmul::MAX_BATCH_DIMS;
+use crate::ops::shape::Slice;
 use crate::shape::broadcast_shapes;
 use crate::{Array, DType, Error, Result};
+
+/// Shapes of a checked matmul: operands as matrices, the kernel's output
+/// shape `[batch.., m, n]`, and the NumPy result shape.
+struct Plan {
+    a: Array,
+    b: Array,
+    out: Vec<usize>,
+    result: Vec<usize>,
+}
+
+fn plan(op: &'static str, x: &Array, y: &Array) -> Result<Plan> {
+    super::same_device(x, y)?;
+    for a in [x, y] {
+        match a.dtype() {
+            DType::F32 | DType::BF16 => {}
+            DType::F16 if a.device().features().contains(wgpu::Features::SHADER_F16) => {}
+            DType::F16 => {
+                return Err(Error::MissingFeature {
+                    op,
+                    feature: "SHADER_F16",
+                });
+            }
+            dtype => {
+                return Err(Error::DType {
+                    op,
+                    dtype,
+                    other: None,
+                });
+            }
+        }
+        if a.ndim() == 0 {
+            return Err(Error::InvalidArgument(format!("{op} of a 0-d array")));
+        }
+    }
+    if x.dtype() != y.dtype() {
+        return Err(Error::DType {
+            op,
+            dtype: x.dtype(),
+            other: Some(y.dtype()),
+        });
+    }
+    let mismatch = || Error::ShapeMismatch {
+        op,
+        lhs: x.shape().to_vec(),
+        rhs: y.shape().to_vec(),
+    };
+    let a_shape: Vec<usize> = if x.ndim() == 1 {
+        vec![1, x.shape()[0]]
+    } else {
+        x.shape().to_vec()
+    };
+    let b_shape: Vec<usize> = if y.ndim() == 1 {
+        vec![y.shape()[0], 1]
+    } else {
+        y.shape().to_vec()
+    };
+    let (ar, br) = (a_shape.len(), b_shape.len());
+    if a_shape[ar - 1] != b_shape[br - 2] {
+        return Err(mismatch());
+    }
+    let batch =
+        broadcast_shapes(op, &a_shape[..ar - 2], &b_shape[..br - 2]).map_err(|_| mismatch())?;
+    if batch.len() > MAX_BATCH_DIMS {
+        return Err(Error::InvalidArgument(format!(
+            "{op} takes at most {MAX_BATCH_DIMS} batch dimensions, got {}",
+            batch.len()
+        )));
+    }
+    let mut out = batch.clone();
+    out.extend([a_shape[ar - 2], b_shape[br - 1]]);
+    // Drop the dimensions NumPy adds for 1-D operands.
+    let mut result = batch;
+    if x.ndim() > 1 {
+        result.push(out[out.len() - 2]);
+    }
+    if y.ndim() > 1 {
+        result.push(out[out.len() - 1]);
+    }
+    Ok(Plan {
+        a: x.reshape_to(&a_shape),
+        b: y.reshape_to(&b_shape),
+        out,
+        result,
+    })
+}
+
+/// The longest reduction dimension one matmul dispatch takes. llvmpipe
+/// (Mesa's software driver, our CI adapter) stops a shader invocation after
+/// 65535 loop iterations in total, and the matrix-vector tile loops once per
+/// four elements of K; longer K is split into chunks accumulated through the
+/// fused bias (`acc = a_i @ b_i + acc`), one dispatch per chunk, no copies.
+pub(crate) const K_CHUNK: usize = 32768;
+
+fn record(p: Plan, primitive: Primitive, bias: Option<Array>) -> Array {
+    let dtype = p.a.dtype();
+    let device = p.a.device().clone();
+    let (ar, br) = (p.a.ndim(), p.b.ndim());
+    let k = p.a.shape()[ar - 1];
+    let node = |a: Array, b: Array, primitive: Primitive, bias: Option<Array>| {
+        let mut inputs = vec![a, b];
+        inputs.extend(bias);
+        Array::from_node(&device, primitive, inputs, vec![(p.out.clone(), dtype)])
+            .pop()
+            .expect("one output")
+    };
+    let c = if k <= K_CHUNK {
+        node(p.a.clone(), p.b.clone(), primitive, bias)
+    } else {
+        // Chunks go through the tiled GEMM (the reference kernel takes no bias).
+        let Primitive::Matmul { alpha, beta, .. } = primitive else {
+            unreachable!("record takes matmul primitives")
+        };
+        let along = |x: &Array, axis: usize, start: usize, end: usize| {
+            let mut sl = vec![Slice::FULL; axis + 1];
+            sl[axis] = Slice::range(start as isize, end as isize);
+            x.slice(&sl).expect("in range")
+        };
+        let mut acc: Option<Array> = None;
+        for start in (0..k).step_by(K_CHUNK) {
+            let end = (start + K_CHUNK).min(k);
+            let (a, b) = (
+                along(&p.a, ar - 1, start, end),
+                along(&p.b, br - 2, start, end),
+            );
+            acc = Some(match acc {
+                // The first chunk carries the caller's bias and beta.
+                None => node(
+                    a,
+                    b,
+                    Primitive::Matmul {
+                        alpha,
+                        beta,
+                        naive: false,
+                    },
+                    bias.clone(),
+                ),
+                Some(prev) => node(
+                    a,
+                    b,
+                    Primitive::Matmul {
+                        alpha,
+                        beta: 1.0,
+                        naive: false,
+                    },
+                    Some(prev),
+                ),
+            });
+        }
+        acc.expect("k > 0")
+    };
+    c.reshape_to(&p.result)
+}
 
 impl Array {
     /// NumPy `matmul`: `[..., m, k] @ [..., k, n] -> [..., m, n]`.
     ///
     /// A 1-D left operand is a row `[1, k]` and a 1-D right operand a column
     /// `[k, 1]`; the added dimension is removed from the result. Batch
-    /// dimensions (up to four) broadcast. f32 only for now, accumulated in
-    /// f32; the kernel is the reference one-thread-per-output kernel.
+    /// dimensions (up to four) broadcast. Operands are read through their
+    /// strides, so strided or broadcast views are not copied.
+    ///
+    /// Dtypes: both operands f32, f16 (needs `SHADER_F16`) or bf16 (any
+    /// adapter: bf16 is unpacked from `u32` words). Products are accumulated
+    /// in f32 whatever the input dtype; the result has the input dtype (f16
+    /// and bf16 results are rounded once, from the f32 sum).
+    ///
+    /// Algorithm: a register-blocked tiled GEMM (`wgsl/gemm.wgsl`) whose tile
+    /// is chosen by shape: a matrix-vector tile for `m == 1`, small tiles for
+    /// small or skinny outputs, large register blocks otherwise.
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] when the inner dimensions differ or batch
     /// dimensions do not broadcast; [`Error::InvalidArgument`] for 0-d
     /// operands or more than four batch dimensions; [`Error::DType`] for
-    /// dtypes other than f32; [`Error::DeviceMismatch`].
+    /// mixed dtypes or dtypes other than f32, f16, bf16;
+    /// [`Error::MissingFeature`] for f16 without `SHADER_F16`;
+    /// [`Error::DeviceMismatch`].
     pub fn matmul(&self, other: &Array) -> Result<Array> {
-        super::same_device(self, other)?;
-        for x in [self, other] {
-            if x.dtype() != DType::F32 {
-                return Err(Error::DType {
-                    op: "matmul",
-                    dtype: x.dtype(),
-                    other: None,
-                });
-            }
-            if x.ndim() == 0 {
-                return Err(Error::InvalidArgument("matmul of a 0-d array".into()));
-            }
+        let p = plan("matmul", self, other)?;
+        Ok(record(
+            p,
+            Primitive::Matmul {
+                alpha: 1.0,
+                beta: 0.0,
+                naive: false,
+            },
+            None,
+        ))
+    }
+
+    /// [`Array::matmul`] on the reference kernel (one thread per output, no
+    /// tiling; f32 only). For benchmarks and tests; not a stable API.
+    ///
+    /// # Errors
+    /// As [`Array::matmul`], and [`Error::DType`] for any dtype but f32.
+    #[doc(hidden)]
+    pub fn matmul_naive(&self, other: &Array) -> Result<Array> {
+        if self.dtype() != DType::F32 {
+            return Err(Error::DType {
+                op: "matmul_naive",
+                dtype: self.dtype(),
+                other: None,
+            });
+        }
+        let p = plan("matmul_naive", self, other)?;
+        Ok(record(
+            p,
+            Primitive::Matmul {
+                alpha: 1.0,
+                beta: 0.0,
+                naive: true,
+            },
+            None,
+        ))
+    }
+
+    /// `beta * self + alpha * (a @ b)` (PyTorch `addmm`, generalised to
+    /// NumPy matmul shapes), with `self` the bias `c`.
+    ///
+    /// `a @ b` follows [`Array::matmul`] (1-D, 2-D and batched operands,
+    /// dtypes and accumulation); `c` must have the same dtype and broadcast
+    /// to the result's shape: a bias vector `[n]`, a column `[m, 1]`, a full
+    /// `[.., m, n]`. The bias is added in the GEMM's epilogue, in f32, before
+    /// the one rounding to the output dtype: no separate kernel, no
+    /// intermediate array. The result has the shape of `a @ b`.
+    ///
+    /// # Errors
+    /// As [`Array::matmul`]; [`Error::ShapeMismatch`] when `c` does not
+    /// broadcast to the result, [`Error::DType`] when its dtype differs.
+    pub fn addmm(&self, a: &Array, b: &Array, alpha: f32, beta: f32) -> Result<Array> {
+        let p = plan("addmm", a, b)?;
+        super::same_device(self, a)?;
+        if self.dtype() != a.dtype() {
+            return Err(Error::DType {
+                op: "addmm",
+                dtype: self.dtype(),
+                other: Some(a.dtype()),
+            });
         }
         let mismatch = || Error::ShapeMismatch {
-            op: "matmul",
+            op: "addmm",
             lhs: self.shape().to_vec(),
-            rhs: other.shape().to_vec(),
+            rhs: p.result.clone(),
         };
-        let a_shape: Vec<usize> = if self.ndim() == 1 {
-            vec![1, self.shape()[0]]
-        } else {
-            self.shape().to_vec()
-        };
-        let b_shape: Vec<usize> = if other.ndim() == 1 {
-            vec![other.shape()[0], 1]
-        } else {
-            other.shape().to_vec()
-        };
-        let (ar, br) = (a_shape.len(), b_shape.len());
-        if a_shape[ar - 1] != b_shape[br - 2] {
+        if self.ndim() > p.result.len() {
             return Err(mismatch());
         }
-        let batch = broadcast_shapes("matmul", &a_shape[..ar - 2], &b_shape[..br - 2])
-            .map_err(|_| mismatch())?;
-        if batch.len() > MAX_BATCH_DIMS {
-            return Err(Error::InvalidArgument(format!(
-                "matmul takes at most {MAX_BATCH_DIMS} batch dimensions, got {}",
-                batch.len()
-            )));
+        // Bring c to the kernel's output rank: left-pad to the result's rank,
+        // then put back the unit dimensions a 1-D operand removed.
+        let mut c_shape = vec![1; p.result.len() - self.ndim()];
+        c_shape.extend_from_slice(self.shape());
+        if a.ndim() == 1 {
+            let at = c_shape.len() - usize::from(b.ndim() > 1);
+            c_shape.insert(at, 1);
         }
-        let a = self.reshape_to(&a_shape);
-        let b = other.reshape_to(&b_shape);
-        let mut out = batch.clone();
-        out.extend([a_shape[ar - 2], b_shape[br - 1]]);
-        let c = Array::from_node(
-            self.device(),
-            Primitive::Matmul,
-            vec![a, b],
-            vec![(out.clone(), DType::F32)],
-        )
-        .pop()
-        .expect("one output");
-        // Drop the dimensions NumPy adds for 1-D operands.
-        let mut final_shape = batch;
-        if self.ndim() > 1 {
-            final_shape.push(out[out.len() - 2]);
+        if b.ndim() == 1 {
+            c_shape.push(1);
         }
-        if other.ndim() > 1 {
-            final_shape.push(out[out.len() - 1]);
+        match broadcast_shapes("addmm", &c_shape, &p.out) {
+            Ok(s) if s == p.out => {}
+            _ => return Err(mismatch()),
         }
-        Ok(c.reshape_to(&final_shape))
+        let c = self.reshape_to(&c_shape);
+        Ok(record(
+            p,
+            Primitive::Matmul {
+                alpha,
+                beta,
+                naive: false,
+            },
+            Some(c),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Array, DType, Device};
+
+    fn data(len: usize, seed: u32) -> Vec<f32> {
+        (0..len)
+            .map(|i| {
+                ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) >> 8) as f32
+                    / (1u32 << 24) as f32
+                    - 0.5
+            })
+            .collect()
+    }
+
+    /// Transposed and offset operands (every load mode of the GEMM: vec4
+    /// along the inner or the outer dimension, and scalar) against a dense
+    /// host product, made with the public `slice`, `reshape` and `transpose`.
+    #[test]
+    fn strided_operands_need_no_copy() {
+        let device = Device::new_default().expect("a GPU adapter");
+        for (m, k, n) in [(8, 12, 16), (13, 7, 9), (64, 36, 130), (1, 16, 20)] {
+            let x = data(m * k, 1); // A, row-major
+            let y = data(k * n, 2); // B, row-major
+            let mut want = vec![0.0f64; m * n];
+            for i in 0..m {
+                for j in 0..n {
+                    want[i * n + j] = (0..k)
+                        .map(|t| x[i * k + t] as f64 * y[t * n + j] as f64)
+                        .sum();
+                }
+            }
+            // A^T and B^T stored row-major with 4 elements of padding in front.
+            let mut xt = vec![9.0f32; 4 + m * k];
+            for i in 0..m {
+                for t in 0..k {
+                    xt[4 + t * m + i] = x[i * k + t];
+                }
+            }
+            let mut yt = vec![9.0f32; 4 + k * n];
+            for t in 0..k {
+                for j in 0..n {
+                    yt[4 + j * k + t] = y[t * n + j];
+                }
+            }
+            let at = Array::from_slice(&xt, &[xt.len()], &device).unwrap();
+            let bt = Array::from_slice(&yt, &[yt.len()], &device).unwrap();
+            let a_dense = Array::from_slice(&x, &[m, k], &device).unwrap();
+            let b_dense = Array::from_slice(&y, &[k, n], &device).unwrap();
+            // Column-major views of A and B, at offset 4 (vec4-aligned) and
+            // at offset 4 of a buffer read with odd strides (scalar).
+            let (mi, ki, ni) = (m as isize, k as isize, n as isize);
+            let a_cm = at
+                .slice(&[(4..).into()])
+                .unwrap()
+                .reshape(&[ki, mi])
+                .unwrap()
+                .transpose();
+            let b_cm = bt
+                .slice(&[(4..).into()])
+                .unwrap()
+                .reshape(&[ni, ki])
+                .unwrap()
+                .transpose();
+            for (a, b) in [(&a_cm, &b_cm), (&a_cm, &b_dense), (&a_dense, &b_cm)] {
+                let got = a.matmul(b).unwrap().to_vec::<f32>().unwrap();
+                assert_eq!(got.len(), m * n);
+                let num: f64 = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(g, w)| (*g as f64 - w).powi(2))
+                    .sum();
+                let den: f64 = want.iter().map(|w| w * w).sum();
+                assert!(
+                    (num / den).sqrt() < 1e-5,
+                    "{m}x{k}x{n}: {}",
+                    (num / den).sqrt()
+                );
+            }
+            // An unaligned offset forces scalar loads.
+            let mut xs = vec![9.0f32; 1];
+            xs.extend_from_slice(&x);
+            let a_off = Array::from_slice(&xs, &[xs.len()], &device)
+                .unwrap()
+                .slice(&[(1..).into()])
+                .unwrap()
+                .reshape(&[mi, ki])
+                .unwrap();
+            let got = a_off.matmul(&b_cm).unwrap().to_vec::<f32>().unwrap();
+            let num: f64 = got
+                .iter()
+                .zip(&want)
+                .map(|(g, w)| (*g as f64 - w).powi(2))
+                .sum();
+            let den: f64 = want.iter().map(|w| w * w).sum();
+            assert!((num / den).sqrt() < 1e-5);
+            assert_eq!(a_off.dtype(), DType::F32);
+        }
     }
 }

@@ -1,12 +1,14 @@
 //! Graph-building operations, one file per family. Each checks its inputs
 //! (shapes, dtypes, devices) and records a node; nothing runs until eval.
 
+pub mod concat;
 pub mod elementwise;
 pub mod matmul;
 pub mod multi_output;
 pub mod nn;
 pub mod reduce;
 pub mod shape;
+pub mod topk;
 
 use crate::{Array, Error, Result};
 

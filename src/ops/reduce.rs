@@ -209,6 +209,15 @@ impl Array {
     }
 
     fn arg(&self, op: ReduceOp, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+        let len = match axis {
+            Some(a) => self.shape()[normalize_axis(a, self.ndim())?],
+            None => self.size(),
+        };
+        if len == 0 {
+            return Err(crate::Error::InvalidArgument(
+                "argmax/argmin of an empty sequence".into(),
+            ));
+        }
         match axis {
             Some(a) => self.reduce1(op, Axes::from(a), keepdims),
             None => {

@@ -120,11 +120,16 @@ impl Array {
         if shape.iter().filter(|&&d| d == -1).count() > 1 || shape.iter().any(|&d| d < -1) {
             return Err(bad());
         }
-        let known: usize = shape
+        let known_dims: Vec<usize> = shape
             .iter()
             .filter(|&&d| d >= 0)
             .map(|&d| d as usize)
-            .product();
+            .collect();
+        let known = numel(&known_dims);
+        // NumPy: a -1 beside a 0 is ambiguous.
+        if known == 0 && shape.contains(&-1) {
+            return Err(bad());
+        }
         let new: Vec<usize> = shape
             .iter()
             .map(|&d| {
@@ -244,6 +249,14 @@ impl Array {
                 .map(|&a| normalize_axis(a, self.ndim()))
                 .collect::<Result<_>>()?,
         };
+        let mut seen = drop.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != drop.len() {
+            return Err(Error::InvalidArgument(format!(
+                "repeated axis in squeeze {axes:?}"
+            )));
+        }
         if let Some(&a) = drop.iter().find(|&&a| self.shape()[a] != 1) {
             return Err(Error::InvalidArgument(format!(
                 "cannot squeeze axis {a} of length {}",
@@ -309,7 +322,7 @@ impl Array {
             None => (self.flatten(), 0),
             Some(a) => (self.clone(), normalize_axis(a, self.ndim())?),
         };
-        if x.shape()[axis] == 0 {
+        if x.shape()[axis] == 0 && indices.size() > 0 {
             return Err(Error::InvalidArgument("take from an empty axis".into()));
         }
         let mut shape = x.shape()[..axis].to_vec();

@@ -1,0 +1,128 @@
+//! Matmul throughput: the tiled GEMM beside, in the same run, the reference
+//! one-thread-per-output WGSL kernel and CPU sgemm (the `matrixmultiply`
+//! crate, single-threaded: its `threading` feature is off).
+//!
+//! Throughput is in elements = 2*M*N*K flops, so criterion's "Gelem/s" reads
+//! as GFLOP/s. One iteration records the matmul, evaluates it and waits for
+//! the device (`synchronize`); inputs are on the device already.
+//!
+//! Also printed once, outside criterion: the cost of the first call of a new
+//! shape (pipeline compile included) on a fresh device.
+
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use wgarray::{Array, Device};
+
+fn data(len: usize) -> Vec<f32> {
+    (0..len)
+        .map(|i| ((i as u32).wrapping_mul(2654435761) >> 8) as f32 / (1u32 << 24) as f32 - 0.5)
+        .collect()
+}
+
+const SQUARE: [usize; 4] = [256, 512, 1024, 2048];
+/// (M, K, N): decode (M = 1) and a 128-token prefill against transformer
+/// weight shapes.
+const TRANSFORMER: [(usize, usize, usize); 6] = [
+    (1, 384, 1152),
+    (1, 1024, 3072),
+    (1, 4096, 4096),
+    (128, 384, 1152),
+    (128, 1024, 3072),
+    (128, 4096, 4096),
+];
+/// The naive kernel only runs where one iteration stays around a second.
+const NAIVE_MAX_FLOP: usize = 2_200_000_000;
+
+fn shapes() -> Vec<(usize, usize, usize)> {
+    SQUARE
+        .iter()
+        .map(|&s| (s, s, s))
+        .chain(TRANSFORMER)
+        .collect()
+}
+
+fn first_call(device_name: &str) {
+    // A fresh device: nothing compiled yet.
+    let device = Device::new_default().expect("a GPU adapter");
+    for (m, k, n) in [(1024, 1024, 1024), (1, 4096, 4096), (128, 1024, 3072)] {
+        let a = Array::from_slice(&data(m * k), &[m, k], &device).unwrap();
+        let b = Array::from_slice(&data(k * n), &[k, n], &device).unwrap();
+        device.synchronize().unwrap();
+        let t = Instant::now();
+        a.matmul(&b).unwrap().eval().unwrap();
+        device.synchronize().unwrap();
+        let first = t.elapsed();
+        let t = Instant::now();
+        a.matmul(&b).unwrap().eval().unwrap();
+        device.synchronize().unwrap();
+        let second = t.elapsed();
+        println!(
+            "first call {m}x{k}x{n} on {device_name}: {:.1} ms (second call {:.1} ms, so compile ~{:.1} ms)",
+            first.as_secs_f64() * 1e3,
+            second.as_secs_f64() * 1e3,
+            (first.as_secs_f64() - second.as_secs_f64()) * 1e3
+        );
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let device = Device::new_default().expect("a GPU adapter");
+    let name = format!("{} ({:?})", device.info().name, device.backend());
+    first_call(&name);
+    let mut group = c.benchmark_group(format!("matmul f32 on {name}"));
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(2));
+    for (m, k, n) in shapes() {
+        let flop = 2 * m * k * n;
+        group.throughput(Throughput::Elements(flop as u64));
+        let id = format!("{m}x{k}x{n}");
+        let x = data(m * k);
+        let y = data(k * n);
+        let a = Array::from_slice(&x, &[m, k], &device).unwrap();
+        let b = Array::from_slice(&y, &[k, n], &device).unwrap();
+        device.synchronize().unwrap();
+        group.bench_function(BenchmarkId::new("wgarray gemm", &id), |bch| {
+            bch.iter(|| {
+                a.matmul(&b).unwrap().eval().unwrap();
+                device.synchronize().unwrap();
+            })
+        });
+        if flop <= NAIVE_MAX_FLOP {
+            group.bench_function(BenchmarkId::new("wgsl naive", &id), |bch| {
+                bch.iter(|| {
+                    a.matmul_naive(&b).unwrap().eval().unwrap();
+                    device.synchronize().unwrap();
+                })
+            });
+        }
+        let mut out = vec![0.0f32; m * n];
+        group.bench_function(BenchmarkId::new("cpu sgemm 1 thread", &id), |bch| {
+            bch.iter(|| unsafe {
+                // SAFETY: row-major m x k, k x n and m x n buffers of exactly
+                // those sizes, as the strides say.
+                matrixmultiply::sgemm(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    x.as_ptr(),
+                    k as isize,
+                    1,
+                    y.as_ptr(),
+                    n as isize,
+                    1,
+                    0.0,
+                    out.as_mut_ptr(),
+                    n as isize,
+                    1,
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,125 @@
+//! Joining arrays: [`concatenate`] and [`stack`].
+//!
+//! One node per call. On eval the kernel (wgsl/concat.wgsl) writes the
+//! output in one dispatch per group of up to 7 inputs: WebGPU guarantees 8
+//! storage buffers per shader stage, one of which is the output. Groups are
+//! smaller for inputs of high rank, whose strides fill the 256-byte
+//! parameter block sooner (5 inputs at rank 8, after dropping axes of
+//! length 1), and inputs of length 0 along the axis cost nothing. Inputs
+//! are read through their own strides (transposed, sliced or broadcast
+//! views are not copied first).
+
+use crate::graph::Primitive;
+use crate::ops::elementwise::promote_types;
+use crate::shape::normalize_axis;
+use crate::{Array, Error, Result};
+
+/// NumPy `concatenate(arrays, axis)`: the arrays joined along `axis`
+/// (negative counts from the end).
+///
+/// Every array must have the same rank (at least 1) and the same length on
+/// every other axis. The result's dtype is the promotion of all the inputs'
+/// dtypes ([`crate::promote_types`], applied left to right); an input of
+/// another dtype is converted first, by one cast dispatch of its own. The
+/// join is one dispatch per group of up to 7 inputs (see the module docs).
+///
+/// ```
+/// # use wgarray::{Array, Device};
+/// # let device = Device::new_default()?;
+/// let a = Array::from_slice(&[1i32, 2, 3, 4], &[2, 2], &device)?;
+/// let b = Array::from_slice(&[5i32, 6], &[2, 1], &device)?;
+/// let c = wgarray::concatenate(&[&a, &b], 1)?;
+/// assert_eq!(c.shape(), &[2, 3]);
+/// assert_eq!(c.to_vec::<i32>()?, vec![1, 2, 5, 3, 4, 6]);
+/// # Ok::<(), wgarray::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an empty list or 0-dimensional arrays;
+/// [`Error::InvalidAxis`]; [`Error::ShapeMismatch`] when ranks or the other
+/// axes differ; [`Error::DeviceMismatch`].
+pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
+    let Some(first) = arrays.first() else {
+        return Err(Error::InvalidArgument(
+            "concatenate needs at least one array".into(),
+        ));
+    };
+    if first.ndim() == 0 {
+        return Err(Error::InvalidArgument(
+            "0-dimensional arrays cannot be concatenated".into(),
+        ));
+    }
+    let axis = normalize_axis(axis, first.ndim())?;
+    let mut shape = first.shape().to_vec();
+    shape[axis] = 0;
+    let mut dtype = first.dtype();
+    for a in arrays {
+        super::same_device(first, a)?;
+        let same_rest = a.ndim() == first.ndim()
+            && (0..a.ndim()).all(|d| d == axis || a.shape()[d] == first.shape()[d]);
+        if !same_rest {
+            return Err(Error::ShapeMismatch {
+                op: "concatenate",
+                lhs: first.shape().to_vec(),
+                rhs: a.shape().to_vec(),
+            });
+        }
+        shape[axis] += a.shape()[axis];
+        dtype = promote_types(dtype, a.dtype());
+    }
+    let inputs = arrays
+        .iter()
+        .map(|a| a.astype(dtype))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Array::from_node(
+        first.device(),
+        Primitive::Concatenate { axis },
+        inputs,
+        vec![(shape, dtype)],
+    )
+    .pop()
+    .expect("one output"))
+}
+
+/// NumPy `stack(arrays, axis)`: the arrays, all of one shape, joined along a
+/// new axis at `axis` (in `-(ndim + 1) ..= ndim`; negative counts from the
+/// end of the result's axes).
+///
+/// [`concatenate`] of the inputs with a length-1 axis inserted (a view, no
+/// copy); dtype promotion and dispatches as there.
+///
+/// ```
+/// # use wgarray::{Array, Device};
+/// # let device = Device::new_default()?;
+/// let a = Array::from_slice(&[1.0f32, 2.0], &[2], &device)?;
+/// let b = Array::from_slice(&[3.0f32, 4.0], &[2], &device)?;
+/// let s = wgarray::stack(&[&a, &b], 1)?;
+/// assert_eq!(s.shape(), &[2, 2]);
+/// assert_eq!(s.to_vec::<f32>()?, vec![1.0, 3.0, 2.0, 4.0]);
+/// # Ok::<(), wgarray::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an empty list; [`Error::InvalidAxis`];
+/// [`Error::ShapeMismatch`] when the shapes differ; [`Error::DeviceMismatch`].
+pub fn stack(arrays: &[&Array], axis: isize) -> Result<Array> {
+    let Some(first) = arrays.first() else {
+        return Err(Error::InvalidArgument(
+            "stack needs at least one array".into(),
+        ));
+    };
+    let axis = normalize_axis(axis, first.ndim() + 1)?;
+    let mut expanded = Vec::with_capacity(arrays.len());
+    for a in arrays {
+        if a.shape() != first.shape() {
+            return Err(Error::ShapeMismatch {
+                op: "stack",
+                lhs: first.shape().to_vec(),
+                rhs: a.shape().to_vec(),
+            });
+        }
+        expanded.push(a.expand_dims(axis as isize)?);
+    }
+    let refs: Vec<&Array> = expanded.iter().collect();
+    concatenate(&refs, axis as isize)
+}

@@ -1,0 +1,404 @@
+//! Matmul and addmm against f64 references on random data.
+//!
+//! Error bounds (relative Frobenius error against an f64 product of the
+//! *same* rounded inputs, so input rounding is not counted):
+//! - f32: 1e-5. The kernel accumulates in f32; with inputs in [-1, 1) the
+//!   measured error is about 1e-7 (sqrt(k) * 2^-24 growth for random signs).
+//! - f16: 2e-3. The f32 sum is rounded once to f16 (unit roundoff 2^-11 =
+//!   4.9e-4, relative to each element, so at most that in the Frobenius
+//!   norm); the accumulation adds ~1e-7. 2e-3 leaves 4x headroom.
+//! - bf16: 1.6e-2. Same argument with unit roundoff 2^-8 = 3.9e-3.
+//!
+//! Outputs land in a pool poisoned with NaN first, so an element the kernel
+//! leaves unwritten fails the finiteness check in `rel_frobenius`.
+
+mod common;
+
+use common::{Rng, device, matmul_ref, poison_pool, rel_frobenius};
+use half::{bf16, f16};
+use wgarray::{Array, DType, Device, Error};
+
+const F32_TOL: f64 = 1e-5;
+const F16_TOL: f64 = 2e-3;
+const BF16_TOL: f64 = 1.6e-2;
+
+/// Random `[batch, m, k] @ [batch, k, n]` in f32 with its reference.
+fn check_f32(device: &Device, rng: &mut Rng, batch: usize, m: usize, k: usize, n: usize) {
+    let x = rng.vec_f32(batch * m * k);
+    let y = rng.vec_f32(batch * k * n);
+    let a = Array::from_slice(&x, &[batch, m, k], device).unwrap();
+    let b = Array::from_slice(&y, &[batch, k, n], device).unwrap();
+    let c = a.matmul(&b).unwrap();
+    assert_eq!(c.shape(), &[batch, m, n]);
+    assert_eq!(c.dtype(), DType::F32);
+    let got = c.to_vec::<f32>().unwrap();
+    let err = rel_frobenius(&got, &matmul_ref(&x, &y, batch, m, k, n));
+    assert!(err < F32_TOL, "{batch}x{m}x{k}x{n}: error {err:e}");
+}
+
+#[test]
+fn f32_odd_sizes_every_shape_class() {
+    let device = device();
+    poison_pool(&device, 1 << 20);
+    let mut rng = Rng::new(1);
+    let sizes = [1, 7, 33];
+    for &m in &sizes {
+        for &k in &sizes {
+            for &n in &sizes {
+                check_f32(&device, &mut rng, 1, m, k, n);
+            }
+        }
+    }
+    // 1025 in each position (the others small, to keep the f64 reference
+    // fast), plus sizes around the large tile (64 x 128).
+    for (m, k, n) in [
+        (1025, 7, 33),
+        (33, 1025, 7),
+        (7, 33, 1025),
+        (1, 1025, 33),
+        (1, 33, 1025),
+        (65, 64, 129),
+        (128, 36, 256),
+        (130, 19, 131),
+    ] {
+        check_f32(&device, &mut rng, 1, m, k, n);
+    }
+}
+
+#[test]
+fn f32_outer_product_4097x1x4097() {
+    let device = device();
+    poison_pool(&device, 1 << 20);
+    let mut rng = Rng::new(2);
+    check_f32(&device, &mut rng, 1, 4097, 1, 4097);
+}
+
+#[test]
+fn f32_matrix_vector_path() {
+    // m = 1 (decode steps): the matrix-vector tile, aligned and not.
+    let device = device();
+    poison_pool(&device, 1 << 20);
+    let mut rng = Rng::new(3);
+    for (k, n) in [(384, 1152), (1024, 3072), (383, 1151), (5, 3)] {
+        check_f32(&device, &mut rng, 1, 1, k, n);
+    }
+    // Batched decode: [b, 1, k] @ [b, k, n].
+    check_f32(&device, &mut rng, 3, 1, 64, 96);
+}
+
+#[test]
+fn f32_square_512() {
+    let device = device();
+    poison_pool(&device, 1 << 20);
+    let mut rng = Rng::new(4);
+    check_f32(&device, &mut rng, 1, 256, 256, 256);
+    check_f32(&device, &mut rng, 2, 130, 100, 70);
+}
+
+#[test]
+fn batched_with_broadcast_batch_dimensions() {
+    let device = device();
+    poison_pool(&device, 1 << 20);
+    let mut rng = Rng::new(5);
+    let (m, k, n) = (9, 13, 11);
+    // a: [2, 3, m, k], b: [3, k, n] -> [2, 3, m, n]; b is shared by the 2.
+    let x = rng.vec_f32(2 * 3 * m * k);
+    let y = rng.vec_f32(3 * k * n);
+    let a = Array::from_slice(&x, &[2, 3, m, k], &device).unwrap();
+    let b = Array::from_slice(&y, &[3, k, n], &device).unwrap();
+    let got = a.matmul(&b).unwrap();
+    assert_eq!(got.shape(), &[2, 3, m, n]);
+    let got = got.to_vec::<f32>().unwrap();
+    let mut yy = y.clone();
+    yy.extend_from_slice(&y);
+    let err = rel_frobenius(&got, &matmul_ref(&x, &yy, 6, m, k, n));
+    assert!(err < F32_TOL, "error {err:e}");
+    // a: [2, 1, m, k] against b: [3, k, n]: a broadcasts along the 3.
+    let x = rng.vec_f32(2 * m * k);
+    let a = Array::from_slice(&x, &[2, 1, m, k], &device).unwrap();
+    let got = a.matmul(&b).unwrap();
+    assert_eq!(got.shape(), &[2, 3, m, n]);
+    let got = got.to_vec::<f32>().unwrap();
+    let mut xx = Vec::new();
+    for bi in 0..2 {
+        for _ in 0..3 {
+            xx.extend_from_slice(&x[bi * m * k..(bi + 1) * m * k]);
+        }
+    }
+    let err = rel_frobenius(&got, &matmul_ref(&xx, &yy, 6, m, k, n));
+    assert!(err < F32_TOL, "error {err:e}");
+    // A 2-D matrix against a batch: [m, k] @ [4, k, n].
+    let x = rng.vec_f32(m * k);
+    let y = rng.vec_f32(4 * k * n);
+    let a = Array::from_slice(&x, &[m, k], &device).unwrap();
+    let b = Array::from_slice(&y, &[4, k, n], &device).unwrap();
+    let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+    let xx: Vec<f32> = (0..4).flat_map(|_| x.iter().copied()).collect();
+    let err = rel_frobenius(&got, &matmul_ref(&xx, &y, 4, m, k, n));
+    assert!(err < F32_TOL, "error {err:e}");
+}
+
+#[test]
+fn one_dimensional_operands() {
+    let device = device();
+    poison_pool(&device, 1 << 16);
+    let mut rng = Rng::new(6);
+    let (m, k, n) = (5, 37, 6);
+    let v = rng.vec_f32(k);
+    let w = rng.vec_f32(k * n);
+    let mt = rng.vec_f32(m * k);
+    let vv = Array::from_slice(&v, &[k], &device).unwrap();
+    let ww = Array::from_slice(&w, &[k, n], &device).unwrap();
+    let mm = Array::from_slice(&mt, &[m, k], &device).unwrap();
+    // vector @ matrix -> [n]
+    let got = vv.matmul(&ww).unwrap();
+    assert_eq!(got.shape(), &[n]);
+    let err = rel_frobenius(
+        &got.to_vec::<f32>().unwrap(),
+        &matmul_ref(&v, &w, 1, 1, k, n),
+    );
+    assert!(err < F32_TOL);
+    // matrix @ vector -> [m]
+    let got = mm.matmul(&vv).unwrap();
+    assert_eq!(got.shape(), &[m]);
+    let err = rel_frobenius(
+        &got.to_vec::<f32>().unwrap(),
+        &matmul_ref(&mt, &v, 1, m, k, 1),
+    );
+    assert!(err < F32_TOL);
+    // vector @ vector -> []
+    let got = vv.matmul(&vv).unwrap();
+    assert_eq!(got.shape(), &[] as &[usize]);
+    let want: f64 = v.iter().map(|&x| x as f64 * x as f64).sum();
+    assert!((got.item::<f32>().unwrap() as f64 - want).abs() < 1e-5 * want);
+    // batch @ vector -> [2, m]
+    let bt = rng.vec_f32(2 * m * k);
+    let bb = Array::from_slice(&bt, &[2, m, k], &device).unwrap();
+    let got = bb.matmul(&vv).unwrap();
+    assert_eq!(got.shape(), &[2, m]);
+    let vv2: Vec<f32> = v.iter().chain(&v).copied().collect();
+    let err = rel_frobenius(
+        &got.to_vec::<f32>().unwrap(),
+        &matmul_ref(&bt, &vv2, 2, m, k, 1),
+    );
+    assert!(err < F32_TOL);
+}
+
+/// Rounded inputs as f32 (what the device sees) and their device arrays.
+fn half_inputs(
+    device: &Device,
+    rng: &mut Rng,
+    dtype: DType,
+    len: usize,
+    shape: &[usize],
+) -> (Vec<f32>, Array) {
+    let x = rng.vec_f32(len);
+    match dtype {
+        DType::F16 => {
+            let h: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+            (
+                h.iter().map(|v| v.to_f32()).collect(),
+                Array::from_slice(&h, shape, device).unwrap(),
+            )
+        }
+        _ => {
+            let h: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+            (
+                h.iter().map(|v| v.to_f32()).collect(),
+                Array::from_slice(&h, shape, device).unwrap(),
+            )
+        }
+    }
+}
+
+fn check_half(device: &Device, dtype: DType, tol: f64) {
+    poison_pool(device, 1 << 20);
+    let mut rng = Rng::new(7);
+    for (batch, m, k, n) in [
+        (1, 1, 7, 1),
+        (1, 7, 33, 5),
+        (1, 33, 7, 33),
+        (2, 65, 40, 130),
+        (1, 1, 384, 1152),
+        (1, 128, 64, 256),
+    ] {
+        let (x, a) = half_inputs(device, &mut rng, dtype, batch * m * k, &[batch, m, k]);
+        let (y, b) = half_inputs(device, &mut rng, dtype, batch * k * n, &[batch, k, n]);
+        let c = a.matmul(&b).unwrap();
+        assert_eq!(c.dtype(), dtype);
+        let got: Vec<f32> = c.to_f64_vec().unwrap().iter().map(|&v| v as f32).collect();
+        let err = rel_frobenius(&got, &matmul_ref(&x, &y, batch, m, k, n));
+        assert!(err < tol, "{dtype} {batch}x{m}x{k}x{n}: error {err:e}");
+    }
+}
+
+#[test]
+fn f16_inputs_accumulate_in_f32() {
+    let device = device();
+    if !device.features().contains(wgpu::Features::SHADER_F16) {
+        let a = Array::from_slice(&[f16::ONE; 4], &[2, 2], &device).unwrap();
+        assert!(matches!(
+            a.matmul(&a),
+            Err(Error::MissingFeature {
+                feature: "SHADER_F16",
+                ..
+            })
+        ));
+        return;
+    }
+    check_half(&device, DType::F16, F16_TOL);
+}
+
+#[test]
+fn bf16_inputs_accumulate_in_f32_on_every_adapter() {
+    let device = device();
+    check_half(&device, DType::BF16, BF16_TOL);
+}
+
+#[test]
+fn mixed_and_integer_dtypes_are_rejected() {
+    let device = device();
+    let a = Array::zeros(&[2, 2], DType::F32, &device);
+    let b = Array::zeros(&[2, 2], DType::BF16, &device);
+    let i = Array::zeros(&[2, 2], DType::I32, &device);
+    assert!(matches!(a.matmul(&b), Err(Error::DType { .. })));
+    assert!(matches!(i.matmul(&i), Err(Error::DType { .. })));
+    assert!(matches!(
+        b.addmm(&a, &a, 1.0, 1.0),
+        Err(Error::DType { .. })
+    ));
+}
+
+/// `beta * c + alpha * (a @ b)` in f64, c broadcast by the closure.
+fn addmm_ref(
+    x: &[f32],
+    y: &[f32],
+    (batch, m, k, n): (usize, usize, usize, usize),
+    c: impl Fn(usize, usize, usize) -> f32,
+    alpha: f64,
+    beta: f64,
+) -> Vec<f64> {
+    let mut r = matmul_ref(x, y, batch, m, k, n);
+    for bi in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                let o = &mut r[(bi * m + i) * n + j];
+                *o = alpha * *o + beta * c(bi, i, j) as f64;
+            }
+        }
+    }
+    r
+}
+
+#[test]
+fn addmm_fuses_a_broadcast_bias() {
+    let device = device();
+    poison_pool(&device, 1 << 20);
+    let mut rng = Rng::new(8);
+    let (batch, m, k, n) = (2, 37, 29, 70);
+    let x = rng.vec_f32(batch * m * k);
+    let y = rng.vec_f32(batch * k * n);
+    let a = Array::from_slice(&x, &[batch, m, k], &device).unwrap();
+    let b = Array::from_slice(&y, &[batch, k, n], &device).unwrap();
+    let (alpha, beta) = (0.5f32, -2.0f32);
+    // A bias vector [n].
+    let bias = rng.vec_f32(n);
+    let c = Array::from_slice(&bias, &[n], &device).unwrap();
+    let got = c.addmm(&a, &b, alpha, beta).unwrap();
+    assert_eq!(got.shape(), &[batch, m, n]);
+    let want = addmm_ref(
+        &x,
+        &y,
+        (batch, m, k, n),
+        |_, _, j| bias[j],
+        alpha as f64,
+        beta as f64,
+    );
+    let err = rel_frobenius(&got.to_vec::<f32>().unwrap(), &want);
+    assert!(err < F32_TOL, "bias [n]: {err:e}");
+    // A column [m, 1].
+    let col = rng.vec_f32(m);
+    let c = Array::from_slice(&col, &[m, 1], &device).unwrap();
+    let got = c.addmm(&a, &b, 1.0, 1.0).unwrap();
+    let want = addmm_ref(&x, &y, (batch, m, k, n), |_, i, _| col[i], 1.0, 1.0);
+    let err = rel_frobenius(&got.to_vec::<f32>().unwrap(), &want);
+    assert!(err < F32_TOL, "bias [m, 1]: {err:e}");
+    // A full, batched bias [batch, m, n].
+    let full = rng.vec_f32(batch * m * n);
+    let c = Array::from_slice(&full, &[batch, m, n], &device).unwrap();
+    let got = c.addmm(&a, &b, -1.0, 0.25).unwrap();
+    let want = addmm_ref(
+        &x,
+        &y,
+        (batch, m, k, n),
+        |bi, i, j| full[(bi * m + i) * n + j],
+        -1.0,
+        0.25,
+    );
+    let err = rel_frobenius(&got.to_vec::<f32>().unwrap(), &want);
+    assert!(err < F32_TOL, "bias [b, m, n]: {err:e}");
+    // A bias that does not broadcast.
+    let c = Array::zeros(&[m + 1], DType::F32, &device);
+    assert!(matches!(
+        c.addmm(&a, &b, 1.0, 1.0),
+        Err(Error::ShapeMismatch { .. })
+    ));
+}
+
+#[test]
+fn addmm_decode_step_and_vector_operands() {
+    // x [k] @ W [k, n] + bias [n]: the m = 1 path with a bias, and 1-D a.
+    let device = device();
+    poison_pool(&device, 1 << 20);
+    let mut rng = Rng::new(9);
+    let (k, n) = (384, 1152);
+    let x = rng.vec_f32(k);
+    let w = rng.vec_f32(k * n);
+    let bias = rng.vec_f32(n);
+    let xa = Array::from_slice(&x, &[k], &device).unwrap();
+    let wa = Array::from_slice(&w, &[k, n], &device).unwrap();
+    let c = Array::from_slice(&bias, &[n], &device).unwrap();
+    let got = c.addmm(&xa, &wa, 1.0, 1.0).unwrap();
+    assert_eq!(got.shape(), &[n]);
+    let want = addmm_ref(&x, &w, (1, 1, k, n), |_, _, j| bias[j], 1.0, 1.0);
+    let err = rel_frobenius(&got.to_vec::<f32>().unwrap(), &want);
+    assert!(err < F32_TOL, "{err:e}");
+}
+
+#[test]
+fn addmm_in_bf16_rounds_once() {
+    let device = device();
+    poison_pool(&device, 1 << 20);
+    let mut rng = Rng::new(10);
+    let (m, k, n) = (19, 33, 21); // odd n: the lone-element store path
+    let (x, a) = half_inputs(&device, &mut rng, DType::BF16, m * k, &[m, k]);
+    let (y, b) = half_inputs(&device, &mut rng, DType::BF16, k * n, &[k, n]);
+    let (bias, c) = half_inputs(&device, &mut rng, DType::BF16, n, &[n]);
+    let got = c.addmm(&a, &b, 2.0, 1.0).unwrap();
+    assert_eq!(got.dtype(), DType::BF16);
+    let got: Vec<f32> = got
+        .to_f64_vec()
+        .unwrap()
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let want = addmm_ref(&x, &y, (1, m, k, n), |_, _, j| bias[j], 2.0, 1.0);
+    let err = rel_frobenius(&got, &want);
+    assert!(err < BF16_TOL, "{err:e}");
+}
+
+#[test]
+fn naive_reference_kernel_agrees() {
+    let device = device();
+    let mut rng = Rng::new(11);
+    let (m, k, n) = (33, 65, 17);
+    let x = rng.vec_f32(m * k);
+    let y = rng.vec_f32(k * n);
+    let a = Array::from_slice(&x, &[m, k], &device).unwrap();
+    let b = Array::from_slice(&y, &[k, n], &device).unwrap();
+    let fast = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+    let naive = a.matmul_naive(&b).unwrap().to_vec::<f32>().unwrap();
+    let want = matmul_ref(&x, &y, 1, m, k, n);
+    assert!(rel_frobenius(&fast, &want) < F32_TOL);
+    assert!(rel_frobenius(&naive, &want) < F32_TOL);
+}

@@ -1,0 +1,114 @@
+// Counter-based random numbers: Philox 4x32-10 (Salmon, Moraes, Dror &
+// Shaw, "Parallel random numbers: as easy as 1, 2, 3", SC'11), with the
+// round and key-schedule constants of Random123 (and JAX).
+//
+// Thread b computes one Philox block: counter (b, p.head.w, 0, 0) under the
+// key read from `key` (two u32 words at p.head.y and p.head.y + p.head.z),
+// giving four u32 words, which become output elements 4b .. 4b + 3. The
+// second counter word is a stream tag: 0 for sampling, 1 for `split`, so
+// split keys never repeat sampled bits.
+//
+// Generated per specialisation (placeholders in double braces):
+//   DIST       0: raw u32 bits; 1: uniform; 2: normal (Box-Muller)
+//   OUT_BYTES  4, or 2 (f16/bf16: the thread writes two words of two elements)
+//   ENCODE     the output bits of f32 `v` (low 16 bits for 2-byte dtypes)
+
+const WG: u32 = 256u;
+const DIST: u32 = {{DIST}}u;
+const OUT_BYTES: u32 = {{OUT_BYTES}}u;
+
+struct Params {
+    // n (elements), key offset, key stride, stream tag
+    head: vec4<u32>,
+    // uniform: low, high - low, largest output value below high, -
+    // normal: mean, std, -, -
+    // (f32 bits)
+    a: vec4<u32>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> key: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+
+// The high and low words of the 64-bit product a * b, from 16-bit halves
+// (WGSL has no 64-bit integers).
+fn mulhilo(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let p11 = a1 * b1;
+    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+    let hi = p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+    return vec2<u32>(hi, a * b);
+}
+
+fn philox4x32_10(counter: vec4<u32>, k: vec2<u32>) -> vec4<u32> {
+    var c = counter;
+    var kk = k;
+    for (var r = 0u; r < 10u; r++) {
+        let m0 = mulhilo(0xD2511F53u, c.x);
+        let m1 = mulhilo(0xCD9E8D57u, c.z);
+        c = vec4<u32>(m1.x ^ c.y ^ kk.x, m1.y, m0.x ^ c.w ^ kk.y, m0.y);
+        kk += vec2<u32>(0x9E3779B9u, 0xBB67AE85u);
+    }
+    return c;
+}
+
+// A float in [0, 1) from the top 24 bits (exact in f32).
+fn unit(x: u32) -> f32 {
+    return f32(x >> 8u) * 5.9604644775390625e-8;
+}
+
+fn encode(v: f32) -> u32 {
+{{ENCODE}}
+}
+
+// The four output values of block b, as output bits.
+fn block(b: u32) -> vec4<u32> {
+    let k = vec2<u32>(key[p.head.y], key[p.head.y + p.head.z]);
+    let x = philox4x32_10(vec4<u32>(b, p.head.w, 0u, 0u), k);
+    if DIST == 0u {
+        return x;
+    }
+    let a = bitcast<vec4<f32>>(p.a);
+    if DIST == 1u {
+        let v = a.x + a.y * vec4<f32>(unit(x.x), unit(x.y), unit(x.z), unit(x.w));
+        let c = clamp(v, vec4<f32>(a.x), vec4<f32>(a.z));
+        return vec4<u32>(encode(c.x), encode(c.y), encode(c.z), encode(c.w));
+    }
+    // Box-Muller: u1 in (0, 1] keeps the log finite.
+    let u1 = vec2<f32>(unit(x.x), unit(x.z)) + 5.9604644775390625e-8;
+    let u2 = vec2<f32>(unit(x.y), unit(x.w));
+    let r = sqrt(-2.0 * log(u1));
+    let t = 6.2831853071795865 * u2;
+    let z = vec4<f32>(r.x * cos(t.x), r.x * sin(t.x), r.y * cos(t.y), r.y * sin(t.y));
+    let v = a.x + a.y * z;
+    return vec4<u32>(encode(v.x), encode(v.y), encode(v.z), encode(v.w));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let b = gid.x + gid.y * nwg.x * WG;
+    let n = p.head.x;
+    let e = 4u * b;
+    if e >= n {
+        return;
+    }
+    let v = block(b);
+    if OUT_BYTES == 4u {
+        out[e] = v.x;
+        if e + 1u < n { out[e + 1u] = v.y; }
+        if e + 2u < n { out[e + 2u] = v.z; }
+        if e + 3u < n { out[e + 3u] = v.w; }
+    } else {
+        // Elements 4b .. 4b + 3 are words 2b and 2b + 1: no word is shared.
+        out[2u * b] = (v.x & 0xffffu) | (v.y << 16u);
+        if e + 2u < n {
+            out[2u * b + 1u] = (v.z & 0xffffu) | (v.w << 16u);
+        }
+    }
+}
