@@ -5,13 +5,7 @@
 # to the example (sentences, --json, --repeat N --reload-every K, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-drivers.sh
-if ! python3 -m pip --version >/dev/null 2>&1; then
-  echo "installing: python3-pip"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends python3-pip
-fi
+bash scripts/install-deps.sh
 # Mesa's EGL probes Wayland and complains without a runtime dir.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 model="$(bash scripts/fetch-model.sh)"

@@ -3,7 +3,7 @@
 # GL (llvmpipe). A test that needs an adapter fails when none is found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-drivers.sh
+bash scripts/install-deps.sh
 # Mesa's EGL probes Wayland and complains without a runtime dir.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # Benchmarks are built (so they cannot rot) but not run: their figures come
