@@ -90,9 +90,6 @@ fn wgarray_ops(c: &mut Criterion, device: &Device) {
         device.synchronize().unwrap();
     };
     g.throughput(Throughput::Bytes((2 * N * 4) as u64));
-    g.bench_function("wgarray contiguous() copy", |bch| {
-        bch.iter(|| run(a.reshape(&[-1]).unwrap().contiguous().unwrap()))
-    });
     g.bench_function("wgarray exp(a)", |bch| bch.iter(|| run(a.exp().unwrap())));
     g.bench_function("wgarray transpose(m).contiguous()", |bch| {
         bch.iter(|| run(m.transpose().contiguous().unwrap()))
