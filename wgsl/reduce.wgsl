@@ -52,24 +52,6 @@ fn combine(a: Acc, b: Acc) -> Acc {
 {{COMBINE}}
 }
 
-// Straight-line unravelling, no loop: llvmpipe (Mesa's software driver)
-// stops any shader that runs more than 65535 loop iterations in one
-// invocation (LP_MAX_TGSI_LOOP_ITERATIONS in gallivm), counting every loop,
-// so per-element loops would cap the reduction length.
-fn unravel(i: u32, nd: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
-    var rem = i;
-    var off = 0u;
-    if nd > 7u { off += (rem % shape[1][3]) * strides[1][3]; rem /= shape[1][3]; }
-    if nd > 6u { off += (rem % shape[1][2]) * strides[1][2]; rem /= shape[1][2]; }
-    if nd > 5u { off += (rem % shape[1][1]) * strides[1][1]; rem /= shape[1][1]; }
-    if nd > 4u { off += (rem % shape[1][0]) * strides[1][0]; rem /= shape[1][0]; }
-    if nd > 3u { off += (rem % shape[0][3]) * strides[0][3]; rem /= shape[0][3]; }
-    if nd > 2u { off += (rem % shape[0][2]) * strides[0][2]; rem /= shape[0][2]; }
-    if nd > 1u { off += (rem % shape[0][1]) * strides[0][1]; rem /= shape[0][1]; }
-    if nd > 0u { off += (rem % shape[0][0]) * strides[0][0]; }
-    return off;
-}
-
 fn outer_offset(o: u32) -> u32 {
     return p.misc.x + unravel(o, p.head.z, p.outer_shape, p.outer_strides);
 }

@@ -101,22 +101,6 @@ fn consider(base: u32, r: u32) {
     }
 }
 
-fn unravel(i: u32, nd: u32) -> u32 {
-    var rem = i;
-    var off = 0u;
-    let s = p.outer_shape;
-    let t = p.outer_strides;
-    if nd > 7u { off += (rem % s[1][3]) * t[1][3]; rem /= s[1][3]; }
-    if nd > 6u { off += (rem % s[1][2]) * t[1][2]; rem /= s[1][2]; }
-    if nd > 5u { off += (rem % s[1][1]) * t[1][1]; rem /= s[1][1]; }
-    if nd > 4u { off += (rem % s[1][0]) * t[1][0]; rem /= s[1][0]; }
-    if nd > 3u { off += (rem % s[0][3]) * t[0][3]; rem /= s[0][3]; }
-    if nd > 2u { off += (rem % s[0][2]) * t[0][2]; rem /= s[0][2]; }
-    if nd > 1u { off += (rem % s[0][1]) * t[0][1]; rem /= s[0][1]; }
-    if nd > 0u { off += (rem % s[0][0]) * t[0][0]; }
-    return off;
-}
-
 @compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_id) lid: vec3<u32>,
@@ -133,7 +117,7 @@ fn main(
     }
     if ROW {
         let o = wid.x + wid.y * nwg.x;
-        let base = p.misc.x + unravel(min(o, rows - 1u), p.head.w);
+        let base = p.misc.x + unravel(min(o, rows - 1u), p.head.w, p.outer_shape, p.outer_strides);
         var r = lid.x;
         for (; r + 3u * WG < len; r += 4u * WG) {
             consider(base, r);
@@ -172,7 +156,7 @@ fn main(
         if o >= rows {
             return;
         }
-        let base = p.misc.x + unravel(o, p.head.w);
+        let base = p.misc.x + unravel(o, p.head.w, p.outer_shape, p.outer_strides);
         for (var r = 0u; r < len; r++) {
             consider(base, r);
         }

@@ -48,6 +48,8 @@ pub(crate) struct Kernel {
 const STRIDED: &str = include_str!("../../wgsl/strided.wgsl");
 const CONVERT: &str = include_str!("../../wgsl/convert.wgsl");
 const MATH: &str = include_str!("../../wgsl/math.wgsl");
+/// Straight-line index unravelling (reduce, topk).
+pub(crate) const UNRAVEL: &str = include_str!("../../wgsl/unravel.wgsl");
 
 /// Every elementwise op; bindings generated per specialisation.
 pub(crate) static ELEMENTWISE: Kernel = Kernel {
@@ -61,7 +63,7 @@ pub(crate) static ELEMENTWISE: Kernel = Kernel {
 /// Every reduction; accumulator and bindings generated per specialisation.
 pub(crate) static REDUCE: Kernel = Kernel {
     name: "reduce",
-    prelude: &[CONVERT],
+    prelude: &[CONVERT, UNRAVEL],
     source: include_str!("../../wgsl/reduce.wgsl"),
     reads: 1,
     writes: 1,

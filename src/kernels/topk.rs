@@ -8,7 +8,7 @@ use crate::{DType, Error, Result};
 /// Top-k along an axis; two outputs (values, u32 indices).
 pub(crate) static TOPK: Kernel = Kernel {
     name: "topk",
-    prelude: &[],
+    prelude: &[super::UNRAVEL],
     source: include_str!("../../wgsl/topk.wgsl"),
     reads: 1,
     writes: 2,
