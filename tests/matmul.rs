@@ -402,3 +402,106 @@ fn naive_reference_kernel_agrees() {
     assert!(rel_frobenius(&fast, &want) < F32_TOL);
     assert!(rel_frobenius(&naive, &want) < F32_TOL);
 }
+
+/// How a test operand of logical shape `[rows, cols]` is laid out in memory.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    /// Dense row-major.
+    RowMajor,
+    /// Row-major inside a wider array whose row stride is a multiple of
+    /// four: vec4 loads along the inner dimension, whatever `cols` is.
+    PaddedRows,
+    /// A transposed view of such a padded `[cols, rows]` array: vec4 loads
+    /// along the outer dimension.
+    PaddedTransposed,
+    /// Every other column of a `[rows, 2 cols]` array, walked backwards:
+    /// scalar loads through a negative stride.
+    ReversedSteps,
+}
+
+/// An f32 operand with the given logical values and layout. Stored
+/// elements outside the view are NaN, so reading one fails the test.
+fn laid_out(device: &Device, values: &[f32], rows: usize, cols: usize, layout: Layout) -> Array {
+    use wgarray::Slice;
+    let pad = |x: usize| x.next_multiple_of(4) + 4;
+    match layout {
+        Layout::RowMajor => Array::from_slice(values, &[rows, cols], device).unwrap(),
+        Layout::PaddedRows => {
+            let ld = pad(cols);
+            let mut s = vec![f32::NAN; rows * ld];
+            for i in 0..rows {
+                s[i * ld..i * ld + cols].copy_from_slice(&values[i * cols..(i + 1) * cols]);
+            }
+            Array::from_slice(&s, &[rows, ld], device)
+                .unwrap()
+                .slice(&[Slice::FULL, Slice::new(None, Some(cols as isize), 1)])
+                .unwrap()
+        }
+        Layout::PaddedTransposed => {
+            let ld = pad(rows);
+            let mut t = vec![f32::NAN; cols * ld];
+            for i in 0..rows {
+                for j in 0..cols {
+                    t[j * ld + i] = values[i * cols + j];
+                }
+            }
+            Array::from_slice(&t, &[cols, ld], device)
+                .unwrap()
+                .slice(&[Slice::FULL, Slice::new(None, Some(rows as isize), 1)])
+                .unwrap()
+                .transpose()
+        }
+        Layout::ReversedSteps => {
+            // Logical column j lives at stored column 2 (cols - 1 - j).
+            let mut s = vec![f32::NAN; rows * 2 * cols];
+            for i in 0..rows {
+                for j in 0..cols {
+                    s[i * 2 * cols + 2 * (cols - 1 - j)] = values[i * cols + j];
+                }
+            }
+            Array::from_slice(&s, &[rows, 2 * cols], device)
+                .unwrap()
+                .slice(&[
+                    Slice::FULL,
+                    Slice::new(Some(2 * cols as isize - 2), None, -2),
+                ])
+                .unwrap()
+        }
+    }
+}
+
+#[test]
+fn f32_every_load_mode_in_every_shape_class() {
+    // Shapes in the matrix-vector, small, medium and large classes, with K
+    // a multiple of four and not, and edges in M and N.
+    let device = device();
+    poison_pool(&device, 1 << 22);
+    let mut rng = Rng::new(19);
+    let layouts = [
+        Layout::RowMajor,
+        Layout::PaddedRows,
+        Layout::PaddedTransposed,
+        Layout::ReversedSteps,
+    ];
+    for (m, k, n) in [
+        (1, 37, 70),
+        (7, 33, 5),
+        (65, 19, 130),
+        (64, 20, 128),
+        (130, 21, 131),
+        (128, 24, 256),
+    ] {
+        let x = rng.vec_f32(m * k);
+        let y = rng.vec_f32(k * n);
+        let want = matmul_ref(&x, &y, 1, m, k, n);
+        for la in layouts {
+            for lb in layouts {
+                let a = laid_out(&device, &x, m, k, la);
+                let b = laid_out(&device, &y, k, n, lb);
+                let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+                let err = rel_frobenius(&got, &want);
+                assert!(err < F32_TOL, "{m}x{k}x{n}, A {la:?}, B {lb:?}: {err:e}");
+            }
+        }
+    }
+}

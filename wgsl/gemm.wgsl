@@ -10,19 +10,22 @@
 // 4 * (tile_quad + v * WG_X + x)), and keeps those TM x 4NV accumulators in
 // registers. K is walked in chunks of four: per chunk a thread loads a
 // TM x 4 block of A and a 4 x 4NV block of B, as vec4s where the layout
-// allows it, and does 16 * TM * NV fused multiply-adds. Operands are read
-// straight from storage: on lavapipe (the CPU adapter this crate is tuned on)
+// allows it, and does 16 * TM * NV fused multiply-adds, in k order for every
+// output (so results do not depend on the tile). Operands are read straight
+// from storage: on lavapipe (the CPU adapter this crate is tuned on)
 // workgroup memory costs the same per-lane loads as storage, so a tile copy
 // only adds work; the caches do the reuse.
 //
-// Specialisation (text placeholders, see src/kernels/matmul.rs):
+// The per-thread code (DECLS, CHUNK, EPILOGUE) is generated straight-line
+// by src/kernels/matmul.rs (`gemm_body`) for the tile and the operand load
+// modes: A as vec4s along k (row-major), along m (a transposed view), or
+// scalars; B as vec4s along n, along k, or scalars.
+//
+// Other placeholders:
 //   WG_X, WG_Y, TM, NV: the tile shape (chosen per shape class);
-//   A_MODE: 0 scalar loads, 1 vec4 along k (row-major A), 2 vec4 along m
-//           (column-major A, that is a transposed view);
-//   B_MODE: 0 scalar loads, 1 vec4 along n (row-major B), 2 vec4 along k
-//           (column-major B);
 //   OUT_VEC: N % 4 == 0, so a column group is stored as one vec4;
 //   HAS_BIAS: the bias binding exists;
+//   K_TAIL: K % 4 != 0;
 //   BINDINGS and the A_*, B_*, BIAS_*, OUT_* expressions: element loads and
 //   stores for the dtype (f32, f16, or bf16 held in u32 words).
 // Edges: rows and columns past M and N are clamped on load and skipped on
@@ -57,13 +60,11 @@ const WG_X: u32 = {{WG_X}}u;
 const WG_Y: u32 = {{WG_Y}}u;
 const TM: u32 = {{TM}}u;
 const NV: u32 = {{NV}}u;
-const A_MODE: u32 = {{A_MODE}}u;
-const B_MODE: u32 = {{B_MODE}}u;
 const OUT_VEC: bool = {{OUT_VEC}};
 const HAS_BIAS: bool = {{HAS_BIAS}};
-// Rows of A loaded per block: a constant, so that loops over it unroll and
-// the register arrays stay registers (TM is below 4 or a multiple of 4).
-const RB: u32 = min(TM, 4u);
+// K is not a multiple of four: the last chunk needs masks. When false the
+// masks fold away at compile time.
+const K_TAIL: bool = {{K_TAIL}};
 
 {{BINDINGS}}
 
@@ -89,86 +90,37 @@ fn bfloat_bits(x: f32) -> u32 {
     return select(r, (u >> 16u) | 0x40u, x != x);
 }
 
-var<private> acc: array<array<vec4<f32>, NV>, TM>;
-// Element offset of each of the thread's rows of A (row clamped to m - 1).
-var<private> a_row: array<u32, TM>;
-// Column quad (clamped) of each column group.
-var<private> quad: array<u32, NV>;
+// Generated: the thread's accumulators acc_{r}_{v} (zero-initialised, as
+// every private variable), the element offset arow_{r} of each of its rows
+// of A (row clamped to m - 1) and the clamped column quad quad_{v} of each
+// of its column groups. Separate variables rather than arrays: NIR keeps
+// them in registers without having to split or unroll anything.
+// `x` with the lanes of k >= K zeroed when this is the tail chunk.
+fn kmasked(x: vec4<f32>, tail: bool, kmask: vec4<bool>) -> vec4<f32> {
+    return select(x, select(vec4<f32>(0.0), x, kmask), tail);
+}
 
-// One chunk of four k values starting at k0; `tail` masks k >= K.
-fn chunk(k0: u32, a_base: u32, b_base: u32, tail: bool) {
-    let kmask = vec4<u32>(k0, k0 + 1u, k0 + 2u, k0 + 3u) < vec4<u32>(p.k);
-    // B block: bq[kk][v] holds B[k0 + kk, 4 quad[v] .. 4 quad[v] + 4].
-    var bq: array<array<vec4<f32>, NV>, 4>;
-    for (var v = 0u; v < NV; v++) {
-        let col = quad[v] * 4u;
-        if B_MODE == 1u {
-            for (var kk = 0u; kk < 4u; kk++) {
-                let kr = select(k0 + kk, min(k0 + kk, p.k - 1u), tail);
-                let x = b4(b_base + kr * p.b_rs + col);
-                bq[kk][v] = select(x, vec4<f32>(0.0), tail && !kmask[kk]);
-            }
-        } else {
-            // Four columns, each a vec4 along k (B_MODE 2) or four scalars.
-            var t: array<vec4<f32>, 4>;
-            for (var j = 0u; j < 4u; j++) {
-                let cj = min(col + j, p.n - 1u);
-                let e = b_base + cj * p.b_cs;
-                if B_MODE == 2u {
-                    t[j] = b4(e + k0);
-                } else {
-                    let ks = select(vec4<u32>(k0, k0 + 1u, k0 + 2u, k0 + 3u),
-                        min(vec4<u32>(k0, k0 + 1u, k0 + 2u, k0 + 3u), vec4<u32>(p.k - 1u)), tail);
-                    t[j] = vec4<f32>(b1(e + ks.x * p.b_rs), b1(e + ks.y * p.b_rs),
-                        b1(e + ks.z * p.b_rs), b1(e + ks.w * p.b_rs));
-                }
-                if tail {
-                    t[j] = select(vec4<f32>(0.0), t[j], kmask);
-                }
-            }
-            for (var kk = 0u; kk < 4u; kk++) {
-                bq[kk][v] = vec4<f32>(t[0][kk], t[1][kk], t[2][kk], t[3][kk]);
-            }
+// Scale, add the bias and store one column quad of one output row, if it
+// lies inside the output.
+fn store_quad(row: u32, q: u32, x: vec4<f32>, c_base: u32, out_base: u32) {
+    let col = q * 4u;
+    if row >= p.m || col >= p.n {
+        return;
+    }
+    var r = x * p.alpha;
+    if HAS_BIAS {
+        let e = c_base + row * p.c_rs;
+        for (var j = 0u; j < 4u; j++) {
+            r[j] += p.beta * bias1(e + min(col + j, p.n - 1u) * p.c_cs);
         }
     }
-    // A block, four rows at a time: ar[r] holds A[row r, k0 .. k0 + 4].
-    for (var i0 = 0u; i0 < TM; i0 += 4u) {
-        var ar: array<vec4<f32>, 4>;
-        if A_MODE == 2u {
-            // Column-major A: a vec4 along m per k.
-            var t: array<vec4<f32>, 4>;
-            for (var kk = 0u; kk < 4u; kk++) {
-                let kr = select(k0 + kk, min(k0 + kk, p.k - 1u), tail);
-                t[kk] = a4(a_row[i0] + kr * p.a_cs);
-            }
-            for (var r = 0u; r < 4u; r++) {
-                ar[r] = vec4<f32>(t[0][r], t[1][r], t[2][r], t[3][r]);
-            }
-        } else {
-            for (var r = 0u; r < RB; r++) {
-                let e = a_row[i0 + r];
-                if A_MODE == 1u {
-                    ar[r] = a4(e + k0);
-                } else {
-                    let ks = select(vec4<u32>(k0, k0 + 1u, k0 + 2u, k0 + 3u),
-                        min(vec4<u32>(k0, k0 + 1u, k0 + 2u, k0 + 3u), vec4<u32>(p.k - 1u)), tail);
-                    ar[r] = vec4<f32>(a1(e + ks.x * p.a_cs), a1(e + ks.y * p.a_cs),
-                        a1(e + ks.z * p.a_cs), a1(e + ks.w * p.a_cs));
-                }
-            }
-        }
-        for (var r = 0u; r < RB; r++) {
-            var x = ar[r];
-            if tail {
-                x = select(vec4<f32>(0.0), x, kmask);
-            }
-            for (var v = 0u; v < NV; v++) {
-                var s = acc[i0 + r][v];
-                s = fma(vec4<f32>(x.x), bq[0][v], s);
-                s = fma(vec4<f32>(x.y), bq[1][v], s);
-                s = fma(vec4<f32>(x.z), bq[2][v], s);
-                s = fma(vec4<f32>(x.w), bq[3][v], s);
-                acc[i0 + r][v] = s;
+    let o = out_base + row * p.n + col;
+    if OUT_VEC {
+        out4(o, r);
+    } else {
+        for (var j = 0u; j < 4u; j++) {
+            if col + j < p.n {
+                out1(o + j, r[j]);
             }
         }
     }
@@ -190,52 +142,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
     let out_base = wid.z * p.m * p.n;
     let row0 = (wid.y * WG_Y + lid.y) * TM;
-    let quads = (p.n + 3u) / 4u;
-    for (var i = 0u; i < TM; i++) {
-        a_row[i] = a_base + min(row0 + i, p.m - 1u) * p.a_rs;
-        for (var v = 0u; v < NV; v++) {
-            acc[i][v] = vec4<f32>(0.0);
-        }
+    // Column group v of this thread is quad q0 + v * WG_X.
+    let q0 = wid.x * WG_X * NV + lid.x;
+    let last_quad = (p.n + 3u) / 4u - 1u;
+    // Generated: the thread's accumulators acc_{r}_{v}, the element offset
+    // arow_{r} of each of its rows of A (row clamped to m - 1) and the
+    // clamped column quad quad_{v} of each of its column groups.
+{{DECLS}}
+    for (var k0 = 0u; k0 < p.k; k0 += 4u) {
+        // The last chunk of a K that is not a multiple of four masks k >= K.
+        let tail = K_TAIL && k0 + 4u > p.k;
+        let kmask = vec4<u32>(k0, k0 + 1u, k0 + 2u, k0 + 3u) < vec4<u32>(p.k);
+        // The four k indices, clamped inside K in the tail chunk.
+        let kc = select(vec4<u32>(k0, k0 + 1u, k0 + 2u, k0 + 3u),
+            min(vec4<u32>(k0, k0 + 1u, k0 + 2u, k0 + 3u), vec4<u32>(p.k - 1u)), tail);
+        // Generated, straight-line: the 4 x 4NV block of B (b{kk}_{v} holds
+        // B[k0 + kk, 4 quad_{v} .. 4 quad_{v} + 4]), then per row r its four
+        // A values x{r} = A[row r, k0 .. k0 + 4] and 16 NV multiply-adds.
+{{CHUNK}}
     }
-    for (var v = 0u; v < NV; v++) {
-        quad[v] = min(wid.x * WG_X * NV + v * WG_X + lid.x, quads - 1u);
-    }
-    let full = p.k & ~3u;
-    for (var k0 = 0u; k0 < full; k0 += 4u) {
-        chunk(k0, a_base, b_base, false);
-    }
-    if full < p.k {
-        chunk(full, a_base, b_base, true);
-    }
-    // Epilogue: scale, add the bias, store what lies inside the output.
-    for (var v = 0u; v < NV; v++) {
-        let q = wid.x * WG_X * NV + v * WG_X + lid.x;
-        let col = q * 4u;
-        if col >= p.n {
-            continue;
-        }
-        for (var i = 0u; i < TM; i++) {
-            let row = row0 + i;
-            if row >= p.m {
-                break;
-            }
-            var r = acc[i][v] * p.alpha;
-            if HAS_BIAS {
-                let e = c_base + row * p.c_rs;
-                for (var j = 0u; j < 4u; j++) {
-                    r[j] += p.beta * bias1(e + min(col + j, p.n - 1u) * p.c_cs);
-                }
-            }
-            let o = out_base + row * p.n + col;
-            if OUT_VEC {
-                out4(o, r);
-            } else {
-                for (var j = 0u; j < 4u; j++) {
-                    if col + j < p.n {
-                        out1(o + j, r[j]);
-                    }
-                }
-            }
-        }
-    }
+    // Generated: store_quad for every row and column group.
+{{EPILOGUE}}
 }

@@ -2,7 +2,7 @@
 //! class, dtype and operand layout, and the reference one-thread-per-output
 //! kernel (wgsl/matmul_naive.wgsl) kept for comparison.
 
-use super::{Dispatch, GEMM, GEMM_BIAS, Kernel, MATMUL_NAIVE, PARAMS_WORDS, Spec, grid};
+use super::{Dispatch, GEMM, GEMM_BIAS, Kernel, MATMUL_NAIVE, PARAMS_WORDS, QuickKey, Spec, grid};
 use crate::device::DeviceInner;
 use crate::{DType, Error, Result};
 
@@ -112,7 +112,12 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     // Every dtype, load mode, store mode and bias choice of the GEMM, in
     // each shape class's tile.
     let modes = [Mode::Scalar, Mode::Inner, Mode::Outer];
-    let tiles = [tile_for(1, 100), tile_for(8, 8), tile_for(512, 512)];
+    let tiles = [
+        tile_for(1, 100),
+        tile_for(8, 8),
+        tile_for(64, 64),
+        tile_for(512, 512),
+    ];
     for dtype in [DType::F32, DType::F16, DType::BF16] {
         for tile in tiles {
             for a_mode in modes {
@@ -121,8 +126,21 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                 }
                 for b_mode in modes {
                     for out_vec in [false, true] {
-                        for bias in [false, true] {
-                            out.push(gemm_spec(dtype, tile, a_mode, b_mode, out_vec, bias));
+                        for has_bias in [false, true] {
+                            for k_tail in [false, true] {
+                                out.push(
+                                    GemmVariant {
+                                        dtype,
+                                        tile,
+                                        a_mode,
+                                        b_mode,
+                                        out_vec,
+                                        has_bias,
+                                        k_tail,
+                                    }
+                                    .spec(),
+                                );
+                            }
                         }
                     }
                 }
@@ -134,7 +152,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
 
 /// A tile shape of the GEMM kernel: a workgroup of `wg_x * wg_y` threads,
 /// each computing `tm` rows by `4 * nv` columns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Tile {
     pub wg_x: u32,
     pub wg_y: u32,
@@ -154,51 +172,51 @@ impl Tile {
 }
 
 /// The tile for a shape class. Measured on lavapipe (AVX2, 8 lanes), see
-/// docs/PERFORMANCE.md: per-thread register blocks pay for themselves
-/// because every load there is a per-lane loop, so loads per FMA decide.
+/// docs/PERFORMANCE.md: every storage load there is a per-lane loop that
+/// costs far more than the multiply-adds it feeds, so the per-thread block
+/// (loads per multiply-add fall as `1/tm + 1/(4 nv)`) decides, bounded by the
+/// compile time of the generated code (about 25 ms for 4 x 16 accumulators,
+/// 45 ms for 8 x 16, 120 ms for 16 x 16, 350 ms for 16 x 32).
 pub(crate) fn tile_for(m: usize, n: usize) -> Tile {
+    let tile = |wg_x, wg_y, tm, nv| Tile { wg_x, wg_y, tm, nv };
     if m == 1 {
         // Matrix-vector (decode steps): one row, threads across columns.
-        Tile {
-            wg_x: 64,
-            wg_y: 1,
-            tm: 1,
-            nv: 1,
-        }
+        tile(64, 1, 1, 1)
     } else if m < 32 || n < 64 {
-        // Small or skinny: small tiles so that the grid still has work for
-        // every core and little of each tile is wasted on edges.
-        Tile {
-            wg_x: 8,
-            wg_y: 8,
-            tm: 4,
-            nv: 1,
-        }
+        // Small or skinny: 32 x 32 tiles waste little on edges.
+        tile(8, 8, 4, 1)
+    } else if m < 128 || n < 128 {
+        // Medium: 64 x 128 tiles.
+        tile(8, 8, 8, 4)
     } else {
         large_tile()
     }
 }
 
 /// The tile of the large class: `WGARRAY_GEMM_TILE=wg_x,wg_y,tm,nv`
-/// overrides it (for tuning on a new adapter; read once).
+/// overrides it (for tuning on a new adapter; read once; at most 256
+/// threads and 512 accumulators per thread).
 fn large_tile() -> Tile {
     static TILE: std::sync::OnceLock<Tile> = std::sync::OnceLock::new();
     *TILE.get_or_init(|| {
-        // Measured at 1024^3 on lavapipe, see docs/PERFORMANCE.md: 4 x 12
-        // beat 4 x 8, 4 x 16, 4 x 24, 8 x 4, 8 x 8, 2 x 16, 2 x 24, 1 x 32
-        // per thread and 16x4, 4x16, 8x4 workgroups.
+        // 128 x 128 tiles, 16 x 16 outputs per thread. Measured at 1024^3
+        // on lavapipe (docs/PERFORMANCE.md): 16 x 32 per thread is about 20%
+        // faster but compiles in 350 ms instead of 120.
         let default = Tile {
             wg_x: 8,
             wg_y: 8,
-            tm: 4,
-            nv: 3,
+            tm: 16,
+            nv: 4,
         };
         let Ok(v) = std::env::var("WGARRAY_GEMM_TILE") else {
             return default;
         };
         let x: Vec<u32> = v.split(',').filter_map(|s| s.trim().parse().ok()).collect();
         match x[..] {
-            [wg_x, wg_y, tm, nv] if wg_x * wg_y > 0 && tm > 0 && nv > 0 => {
+            [wg_x, wg_y, tm, nv]
+                if (1..=256).contains(&(wg_x as u64 * wg_y as u64))
+                    && (1..=128).contains(&(tm as u64 * nv as u64)) =>
+            {
                 Tile { wg_x, wg_y, tm, nv }
             }
             _ => default,
@@ -206,8 +224,8 @@ fn large_tile() -> Tile {
     })
 }
 
-/// How the kernel loads an operand (the `A_MODE`/`B_MODE` placeholders).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How the kernel loads an operand (see `gemm_body`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Mode {
     /// Scalar loads through both strides.
     Scalar,
@@ -219,13 +237,6 @@ enum Mode {
 }
 
 impl Mode {
-    fn code(self) -> &'static str {
-        match self {
-            Mode::Scalar => "0",
-            Mode::Inner => "1",
-            Mode::Outer => "2",
-        }
-    }
     fn vec(self) -> bool {
         self != Mode::Scalar
     }
@@ -355,68 +366,219 @@ fn store(dtype: DType, vec: bool) -> (&'static str, String, String) {
     }
 }
 
-/// The specialisation of the GEMM source for a dtype, tile, operand load
-/// modes, vector stores (`out_vec`, needs `n % 4 == 0`) and bias.
-fn gemm_spec(
+/// The generated, straight-line parts of the GEMM (see `wgsl/gemm.wgsl`)
+/// for a tile and the operand load modes.
+struct GemmBody {
+    /// `DECLS`: per-thread row offsets, column quads and accumulators.
+    decls: String,
+    /// `CHUNK`: the loads and multiply-adds of one chunk of four k.
+    chunk: String,
+    /// `EPILOGUE`: one `store_quad` per accumulator.
+    epilogue: String,
+}
+
+/// Generates [`GemmBody`]. Why straight-line code: on lavapipe a private
+/// array indexed by a loop counter that NIR does not unroll lives in memory
+/// and each access becomes a per-lane loop, and NIR stops unrolling large
+/// bodies; named variables and literal indices keep every accumulator in
+/// registers (or plain stack slots) at any tile size, so the tile is limited
+/// only by register pressure and compile time.
+fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode) -> GemmBody {
+    let (tm, nv) = (tile.tm, tile.nv);
+    let mut decls = Vec::new();
+    for r in 0..tm {
+        decls.push(format!(
+            "let arow_{r} = a_base + min(row0 + {r}u, p.m - 1u) * p.a_rs;"
+        ));
+    }
+    for v in 0..nv {
+        decls.push(format!(
+            "let quad_{v} = min(q0 + {}u, last_quad);",
+            v * tile.wg_x
+        ));
+    }
+    for r in 0..tm {
+        for v in 0..nv {
+            decls.push(format!("var acc_{r}_{v} = vec4<f32>(0.0);"));
+        }
+    }
+    let mut c = Vec::new();
+    // The 4 x 4NV block of B: b{kk}_{v} = B[k0 + kk, 4 quad_v .. 4 quad_v + 4].
+    // In the tail chunk a vec4 along k is masked lane by lane (`kmasked`),
+    // a vec4 at one k as a whole.
+    for v in 0..nv {
+        if b_mode == Mode::Inner {
+            for kk in 0..4 {
+                c.push(format!(
+                    "let b{kk}_{v} = select(b4(b_base + kc[{kk}] * p.b_rs + quad_{v} * 4u), vec4<f32>(0.0), tail && !kmask[{kk}]);"
+                ));
+            }
+            continue;
+        }
+        // Four columns, each a vec4 along k (Outer) or four scalars,
+        // transposed in registers.
+        for j in 0..4 {
+            c.push(format!(
+                "let e{j}_{v} = b_base + min(quad_{v} * 4u + {j}u, p.n - 1u) * p.b_cs;"
+            ));
+            let load = if b_mode == Mode::Outer {
+                format!("b4(e{j}_{v} + k0)")
+            } else {
+                format!(
+                    "vec4<f32>(b1(e{j}_{v} + kc.x * p.b_rs), b1(e{j}_{v} + kc.y * p.b_rs), \
+                     b1(e{j}_{v} + kc.z * p.b_rs), b1(e{j}_{v} + kc.w * p.b_rs))"
+                )
+            };
+            c.push(format!("let t{j}_{v} = kmasked({load}, tail, kmask);"));
+        }
+        for kk in 0..4 {
+            c.push(format!(
+                "let b{kk}_{v} = vec4<f32>(t0_{v}[{kk}], t1_{v}[{kk}], t2_{v}[{kk}], t3_{v}[{kk}]);"
+            ));
+        }
+    }
+    // A, one row at a time (x{r} = A[row r, k0 .. k0 + 4]; four rows at a
+    // time for column-major A), each followed by its multiply-adds so that
+    // few A values are live at once.
+    for r in 0..tm {
+        match a_mode {
+            Mode::Inner => c.push(format!(
+                "let x{r} = kmasked(a4(arow_{r} + k0), tail, kmask);"
+            )),
+            Mode::Scalar => c.push(format!(
+                "let x{r} = kmasked(vec4<f32>(a1(arow_{r} + kc.x * p.a_cs), \
+                 a1(arow_{r} + kc.y * p.a_cs), a1(arow_{r} + kc.z * p.a_cs), \
+                 a1(arow_{r} + kc.w * p.a_cs)), tail, kmask);"
+            )),
+            Mode::Outer => {
+                // `tm` is a multiple of four in this mode: s{kk}_{g} holds
+                // rows g .. g + 4 at k0 + kk.
+                let (g, i) = (r - r % 4, r % 4);
+                if i == 0 {
+                    for kk in 0..4 {
+                        c.push(format!(
+                            "let s{kk}_{g} = select(a4(arow_{g} + kc[{kk}] * p.a_cs), vec4<f32>(0.0), tail && !kmask[{kk}]);"
+                        ));
+                    }
+                }
+                c.push(format!(
+                    "let x{r} = vec4<f32>(s0_{g}[{i}], s1_{g}[{i}], s2_{g}[{i}], s3_{g}[{i}]);"
+                ));
+            }
+        }
+        for v in 0..nv {
+            c.push(format!(
+                "acc_{r}_{v} = fma(vec4<f32>(x{r}.w), b3_{v}, fma(vec4<f32>(x{r}.z), b2_{v}, \
+                 fma(vec4<f32>(x{r}.y), b1_{v}, fma(vec4<f32>(x{r}.x), b0_{v}, acc_{r}_{v}))));"
+            ));
+        }
+    }
+    let mut epilogue = Vec::new();
+    for r in 0..tm {
+        for v in 0..nv {
+            epilogue.push(format!(
+                "store_quad(row0 + {r}u, q0 + {}u, acc_{r}_{v}, c_base, out_base);",
+                v * tile.wg_x
+            ));
+        }
+    }
+    let indent = |lines: Vec<String>, depth: usize| {
+        let pad = " ".repeat(depth * 4);
+        lines
+            .iter()
+            .map(|l| format!("{pad}{l}\n"))
+            .collect::<String>()
+    };
+    GemmBody {
+        decls: indent(decls, 1),
+        chunk: indent(c, 2),
+        epilogue: indent(epilogue, 1),
+    }
+}
+
+/// One specialisation of the GEMM: everything its WGSL depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct GemmVariant {
+    /// f32, f16 or bf16: A, B, the bias and the output.
     dtype: DType,
     tile: Tile,
     a_mode: Mode,
     b_mode: Mode,
+    /// Vector stores; needs `n % 4 == 0`.
     out_vec: bool,
     has_bias: bool,
-) -> (super::Spec, &'static super::Kernel) {
-    let aa = access(dtype, a_mode.vec(), "a");
-    let ba = access(dtype, b_mode.vec(), "b");
-    let ca = access(dtype, false, "bias");
-    let (out_arr, out_one, out_four) = store(dtype, out_vec);
-    let mut bindings = format!(
-        "@group(0) @binding(1) var<storage, read> a: array<{}>;\n\
-         @group(0) @binding(2) var<storage, read> b: array<{}>;\n",
-        aa.arr, ba.arr
-    );
-    let out_binding = if has_bias {
+    /// `k % 4 != 0`: the last chunk of K is masked.
+    k_tail: bool,
+}
+
+impl GemmVariant {
+    /// The kernel text's substitutions for this variant.
+    fn spec(self) -> (super::Spec, &'static super::Kernel) {
+        let GemmVariant {
+            dtype,
+            tile,
+            a_mode,
+            b_mode,
+            out_vec,
+            has_bias,
+            k_tail,
+        } = self;
+        let aa = access(dtype, a_mode.vec(), "a");
+        let ba = access(dtype, b_mode.vec(), "b");
+        let ca = access(dtype, false, "bias");
+        let (out_arr, out_one, out_four) = store(dtype, out_vec);
+        let mut bindings = format!(
+            "@group(0) @binding(1) var<storage, read> a: array<{}>;\n\
+             @group(0) @binding(2) var<storage, read> b: array<{}>;\n",
+            aa.arr, ba.arr
+        );
+        let out_binding = if has_bias {
+            bindings.push_str(&format!(
+                "@group(0) @binding(3) var<storage, read> bias: array<{}>;\n",
+                ca.arr
+            ));
+            4
+        } else {
+            3
+        };
         bindings.push_str(&format!(
-            "@group(0) @binding(3) var<storage, read> bias: array<{}>;\n",
-            ca.arr
+            "@group(0) @binding({out_binding}) var<storage, read_write> out: array<{out_arr}>;"
         ));
-        4
-    } else {
-        3
-    };
-    bindings.push_str(&format!(
-        "@group(0) @binding({out_binding}) var<storage, read_write> out: array<{out_arr}>;"
-    ));
-    let bias_one = if has_bias { ca.one } else { "0.0".into() };
-    let (wg_x, wg_y, tm, nv) = (
-        tile.wg_x.to_string(),
-        tile.wg_y.to_string(),
-        tile.tm.to_string(),
-        tile.nv.to_string(),
-    );
-    let kernel = if has_bias { &GEMM_BIAS } else { &GEMM };
-    let (spec, kernel) = kernel.spec(&[
-        ("WG_X", &wg_x),
-        ("WG_Y", &wg_y),
-        ("TM", &tm),
-        ("NV", &nv),
-        ("A_MODE", a_mode.code()),
-        ("B_MODE", b_mode.code()),
-        ("OUT_VEC", if out_vec { "true" } else { "false" }),
-        ("HAS_BIAS", if has_bias { "true" } else { "false" }),
-        (
-            "ENABLE_F16",
-            if dtype == DType::F16 { "true" } else { "false" },
-        ),
-        ("BINDINGS", &bindings),
-        ("A_ONE", &aa.one),
-        ("A_FOUR", &aa.four),
-        ("B_ONE", &ba.one),
-        ("B_FOUR", &ba.four),
-        ("BIAS_ONE", &bias_one),
-        ("OUT_ONE", &out_one),
-        ("OUT_FOUR", &out_four),
-    ]);
-    (spec, kernel)
+        let bias_one = if has_bias { ca.one } else { "0.0".into() };
+        let (wg_x, wg_y, tm, nv) = (
+            tile.wg_x.to_string(),
+            tile.wg_y.to_string(),
+            tile.tm.to_string(),
+            tile.nv.to_string(),
+        );
+        let kernel = if has_bias { &GEMM_BIAS } else { &GEMM };
+        let body = gemm_body(tile, a_mode, b_mode);
+        let (spec, kernel) = kernel.spec(&[
+            ("WG_X", &wg_x),
+            ("WG_Y", &wg_y),
+            ("TM", &tm),
+            ("NV", &nv),
+            ("DECLS", &body.decls),
+            ("CHUNK", &body.chunk),
+            ("EPILOGUE", &body.epilogue),
+            ("OUT_VEC", if out_vec { "true" } else { "false" }),
+            ("HAS_BIAS", if has_bias { "true" } else { "false" }),
+            ("K_TAIL", if k_tail { "true" } else { "false" }),
+            (
+                "ENABLE_F16",
+                if dtype == DType::F16 { "true" } else { "false" },
+            ),
+            ("BINDINGS", &bindings),
+            ("A_ONE", &aa.one),
+            ("A_FOUR", &aa.four),
+            ("B_ONE", &ba.one),
+            ("B_FOUR", &ba.four),
+            ("BIAS_ONE", &bias_one),
+            ("OUT_ONE", &out_one),
+            ("OUT_FOUR", &out_four),
+        ]);
+        (spec, kernel)
+    }
 }
 
 /// Everything the GEMM needs besides the device.
@@ -467,7 +629,15 @@ pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Option<Dispatch>> 
         Mode::Scalar
     };
     let out_vec = n.is_multiple_of(4);
-    let (spec, kernel) = gemm_spec(g.dtype, tile, a_mode, b_mode, out_vec, g.bias.is_some());
+    let variant = GemmVariant {
+        dtype: g.dtype,
+        tile,
+        a_mode,
+        b_mode,
+        out_vec,
+        has_bias: g.bias.is_some(),
+        k_tail: !k.is_multiple_of(4),
+    };
     let zero = MatOperand {
         buffer: g.out,
         offset: 0,
@@ -522,7 +692,9 @@ pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Option<Dispatch>> 
     }
     buffers.push(g.out.clone());
     Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
+        pipeline: dev
+            .kernels
+            .get_quick(QuickKey::Gemm(variant), || variant.spec())?,
         params: p,
         buffers,
         workgroups: groups.map(|x| x as u32),

@@ -224,6 +224,7 @@ pub(crate) enum QuickKey {
         input: crate::DType,
         row: bool,
     },
+    Gemm(matmul::GemmVariant),
 }
 
 /// A parameter buffer larger than this is not kept after the submission
@@ -356,6 +357,7 @@ impl KernelCache {
         {
             return Ok(p.clone());
         }
+        let started = std::time::Instant::now();
         let source = kernel.source_for(spec);
         let label = format!("{}{:?}", spec.kernel, spec.subs);
         // Validate with naga first: its messages name the line, and a bad
@@ -373,6 +375,7 @@ impl KernelCache {
             kernel: label.clone(),
             message: e.emit_to_string(&source),
         })?;
+        let parsed = started.elapsed();
         let (layout, pipeline_layout) = self.layout(spec.reads, spec.writes);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
@@ -392,6 +395,12 @@ impl KernelCache {
                 compilation_options: Default::default(),
                 cache: None,
             });
+        log::debug!(
+            "compiled {} in {:.1} ms ({:.1} ms of it naga)",
+            spec.kernel,
+            started.elapsed().as_secs_f64() * 1e3,
+            parsed.as_secs_f64() * 1e3
+        );
         let i = pollster::block_on(internal.pop());
         let v = pollster::block_on(scope.pop());
         if let Some(e) = v.or(i) {
