@@ -655,7 +655,15 @@ mod bugs {
         let s = f(&d, &[f32::INFINITY, 1e30], &[2])
             .log1p()?
             .to_vec::<f32>()?;
-        assert_eq!(s, vec![f32::INFINITY, 1e30f32.ln()], "log1p");
+        assert_eq!(s[0], f32::INFINITY, "log1p(inf)");
+        // Within 2 ulp: GPUs' log differs from the host's in the last bit
+        // (an H200 gave 69.077545 against the host's 69.07755).
+        let want = 1e30f32.ln();
+        assert!(
+            (s[1] - want).abs() <= 2.0 * f32::EPSILON * want,
+            "log1p(1e30) = {}",
+            s[1]
+        );
         Ok(())
     }
 
@@ -1659,11 +1667,14 @@ mod ok {
     #[test]
     fn too_large_is_typed() {
         let d = device();
-        let x = Array::zeros(&[40_000_000], DType::F32, &d); // 160 MB > 128 MiB
+        // One f32 past the largest storage binding (128 MiB on Mesa, 2 GiB
+        // on an H200).
+        let n = (d.limits().max_storage_buffer_binding_size / 4 + 1) as usize;
+        let x = Array::zeros(&[n], DType::F32, &d);
         assert!(matches!(x.eval(), Err(Error::TooLarge { .. })));
         let b = Array::scalar(1.0, DType::F32, &d)
             .unwrap()
-            .broadcast_to(&[40_000_000])
+            .broadcast_to(&[n])
             .unwrap();
         let r = (&b + 1.0).and_then(|y| y.eval());
         assert!(matches!(r, Err(Error::TooLarge { .. })), "{r:?}");

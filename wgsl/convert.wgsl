@@ -3,6 +3,13 @@
 // every backend: round to nearest even, as the `half` crate's
 // f32_to_f16_fallback / bf16::from_f32 (half 2.x, src/binary16/arch.rs).
 
+// NaN test on the bits. A float comparison (x != x) is not enough: WGSL
+// lets implementations assume no NaN in float arithmetic, and NVIDIA's
+// Vulkan driver folds such tests away (relu(NaN) gave 0 on an H200).
+fn is_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
 fn f16_bits_to_f32(h: u32) -> f32 {
     let sign = (h & 0x8000u) << 16u;
     let exp = h & 0x7c00u;

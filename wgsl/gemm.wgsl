@@ -87,7 +87,8 @@ fn bfloat_bits(x: f32) -> u32 {
     // Round to nearest even; NaN stays a quiet NaN.
     let u = bitcast<u32>(x);
     let r = (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
-    return select(r, (u >> 16u) | 0x40u, x != x);
+    // NaN tested on the bits (see is_nan in convert.wgsl).
+    return select(r, (u >> 16u) | 0x40u, (u & 0x7fffffffu) > 0x7f800000u);
 }
 
 // Generated: the thread's accumulators acc_{r}_{v} (zero-initialised, as

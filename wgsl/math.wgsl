@@ -39,10 +39,6 @@ fn sigmoid_f(x: f32) -> f32 {
     return 1.0 / (1.0 + exp(-x));
 }
 
-fn is_nan(x: f32) -> bool {
-    return !(x == x);
-}
-
 // NumPy maximum/minimum: NaN propagates.
 fn maximum_f(a: f32, b: f32) -> f32 {
     if is_nan(a) || is_nan(b) {

@@ -229,7 +229,14 @@ impl BinaryOp {
             "i32" => "i",
             _ => "u",
         };
-        let cmp = |op: &str| (format!("select(0u, 1u, x0 {op} x1)"), "u32");
+        // Float comparisons test NaN on the bits (`is_nan`): WGSL lets a
+        // driver assume no NaN in float comparisons, and NVIDIA's does.
+        let ordered = if ct == "f32" {
+            "!(is_nan(x0) || is_nan(x1)) && "
+        } else {
+            ""
+        };
+        let cmp = |op: &str| (format!("select(0u, 1u, {ordered}x0 {op} x1)"), "u32");
         match self {
             BinaryOp::Add => ("x0 + x1".into(), ct),
             BinaryOp::Sub => ("x0 - x1".into(), ct),
@@ -243,7 +250,11 @@ impl BinaryOp {
             BinaryOp::Maximum => ("max(x0, x1)".into(), ct),
             BinaryOp::Minimum => ("min(x0, x1)".into(), ct),
             BinaryOp::Equal => cmp("=="),
-            // `!(a == b)`: true for NaN on every backend (lavapipe's `!=` is ordered).
+            // Not `x0 != x1`: lavapipe's `!=` is ordered (false for NaN).
+            BinaryOp::NotEqual if ct == "f32" => (
+                "select(0u, 1u, is_nan(x0) || is_nan(x1) || !(x0 == x1))".into(),
+                "u32",
+            ),
             BinaryOp::NotEqual => ("select(0u, 1u, !(x0 == x1))".into(), "u32"),
             BinaryOp::Less => cmp("<"),
             BinaryOp::LessEqual => cmp("<="),

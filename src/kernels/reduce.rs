@@ -113,7 +113,7 @@ impl ReduceOp {
                 };
                 let comb = if nan_first {
                     format!(
-                        "    if !(a.v == a.v) {{ return a; }}\n    if !(b.v == b.v) {{ return b; }}\n    return Acc({pick}(a.v, b.v));"
+                        "    if is_nan(a.v) {{ return a; }}\n    if is_nan(b.v) {{ return b; }}\n    return Acc({pick}(a.v, b.v));"
                     )
                 } else {
                     format!("    return Acc({pick}(a.v, b.v));")
@@ -134,7 +134,7 @@ impl ReduceOp {
                 };
                 // NaN wins; among equals (or two NaNs) the smaller index.
                 let nan = if nan_first {
-                    "    let an = !(a.v == a.v);\n    let bn = !(b.v == b.v);\n    if an || bn {\n        if an && bn { if a.i <= b.i { return a; } return b; }\n        if an { return a; }\n        return b;\n    }\n"
+                    "    let an = is_nan(a.v);\n    let bn = is_nan(b.v);\n    if an || bn {\n        if an && bn { if a.i <= b.i { return a; } return b; }\n        if an { return a; }\n        return b;\n    }\n"
                 } else {
                     ""
                 };
