@@ -505,3 +505,16 @@ fn f32_every_load_mode_in_every_shape_class() {
         }
     }
 }
+
+#[test]
+fn grids_past_the_dispatch_limit_run_as_several_dispatches() {
+    // 65535 workgroups per dimension is WebGPU's default limit (and
+    // lavapipe's): a batch of 66000 matrices, and 2^21 + 5 rows (65537 row
+    // tiles of the small class's 32 rows), each need two dispatches.
+    let device = device();
+    poison_pool(&device, 1 << 24);
+    let max = device.limits().max_compute_workgroups_per_dimension as usize;
+    let mut rng = Rng::new(23);
+    check_f32(&device, &mut rng, max + 465, 2, 3, 2);
+    check_f32(&device, &mut rng, 1, 32 * max + 37, 3, 2);
+}

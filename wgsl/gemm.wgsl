@@ -52,6 +52,9 @@ struct Params {
     a_bs: vec4<u32>,
     b_bs: vec4<u32>,
     c_bs: vec4<u32>,
+    // Workgroup offset of this dispatch (x, y, z): a grid larger than the
+    // per-dimension dispatch limit runs as several dispatches.
+    group0: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -128,7 +131,8 @@ fn store_quad(row: u32, q: u32, x: vec4<f32>, c_base: u32, out_base: u32) {
 }
 
 @compute @workgroup_size(WG_X, WG_Y, 1)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+fn main(@builtin(workgroup_id) local_wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let wid = local_wid + p.group0.xyz;
     var a_base = p.a_off;
     var b_base = p.b_off;
     var c_base = p.c_off;

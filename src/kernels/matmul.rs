@@ -602,16 +602,17 @@ pub(crate) struct Gemm<'a> {
     pub tile: Option<Tile>,
 }
 
-/// One dispatch of the tiled GEMM, or none for an empty output.
+/// The dispatches of the tiled GEMM: one, several when the grid passes the
+/// per-dimension workgroup limit, none for an empty output.
 ///
 /// # Errors
-/// [`Error::TooLarge`] for offsets or grids past `u32`/the dispatch limits,
+/// [`Error::TooLarge`] for sizes, strides or offsets past `u32`,
 /// [`Error::Kernel`] if the specialisation fails to compile.
-pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Option<Dispatch>> {
+pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
     let (m, n, k) = (g.m, g.n, g.k);
     let batch: usize = g.batch_shape.iter().product();
     if batch * m * n == 0 {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let tile = g.tile.unwrap_or_else(|| tile_for(m, n));
     let a_mode = if vec_ok(&g.a, m, k, true) {
@@ -677,26 +678,35 @@ pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Option<Dispatch>> 
         *slot = ws(x)?;
     }
     w(batch * m * n)?;
-    let max = dev.limits.max_compute_workgroups_per_dimension as usize;
-    let groups = [n.div_ceil(tile.cols()), m.div_ceil(tile.rows()), batch];
-    if let Some(&g) = groups.iter().find(|&&g| g > max) {
-        return Err(Error::TooLarge {
-            op: "matmul grid",
-            bytes: g as u64,
-            max: max as u64,
-        });
-    }
+    let pipeline = dev
+        .kernels
+        .get_quick(QuickKey::Gemm(variant), || variant.spec())?;
     let mut buffers = vec![g.a.buffer.clone(), g.b.buffer.clone()];
     if let Some(c) = &g.bias {
         buffers.push(c.buffer.clone());
     }
     buffers.push(g.out.clone());
-    Ok(Some(Dispatch {
-        pipeline: dev
-            .kernels
-            .get_quick(QuickKey::Gemm(variant), || variant.spec())?,
-        params: p,
-        buffers,
-        workgroups: groups.map(|x| x as u32),
-    }))
+    // A grid past the per-dimension limit runs as several dispatches, each
+    // told its workgroup offset (`group0`).
+    let max = dev.limits.max_compute_workgroups_per_dimension as usize;
+    let groups = [n.div_ceil(tile.cols()), m.div_ceil(tile.rows()), batch];
+    let mut out = Vec::new();
+    for z0 in (0..groups[2]).step_by(max) {
+        for y0 in (0..groups[1]).step_by(max) {
+            for x0 in (0..groups[0]).step_by(max) {
+                let origin = [x0, y0, z0];
+                let mut params = p;
+                for (slot, &o) in params[32..35].iter_mut().zip(&origin) {
+                    *slot = w(o)?;
+                }
+                out.push(Dispatch {
+                    pipeline: pipeline.clone(),
+                    params,
+                    buffers: buffers.clone(),
+                    workgroups: [0, 1, 2].map(|d| (groups[d] - origin[d]).min(max) as u32),
+                });
+            }
+        }
+    }
+    Ok(out)
 }
