@@ -113,10 +113,10 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     // each shape class's tile.
     let modes = [Mode::Scalar, Mode::Inner, Mode::Outer];
     let tiles = [
-        tile_for(1, 100),
-        tile_for(8, 8),
-        tile_for(64, 64),
-        tile_for(512, 512),
+        tile_for(1, 100, true),
+        tile_for(8, 8, true),
+        tile_for(64, 64, true),
+        tile_for(512, 512, true),
     ];
     for dtype in [DType::F32, DType::F16, DType::BF16] {
         for tile in tiles {
@@ -177,7 +177,10 @@ impl Tile {
 /// (loads per multiply-add fall as `1/tm + 1/(4 nv)`) decides, bounded by the
 /// compile time of the generated code (about 25 ms for 4 x 16 accumulators,
 /// 45 ms for 8 x 16, 120 ms for 16 x 16, 350 ms for 16 x 32).
-pub(crate) fn tile_for(m: usize, n: usize) -> Tile {
+///
+/// `software`: the adapter is a CPU one (device type `Cpu`), which takes
+/// a bigger large-class tile than a GPU (see [`large_tile`]).
+pub(crate) fn tile_for(m: usize, n: usize, software: bool) -> Tile {
     let tile = |wg_x, wg_y, tm, nv| Tile { wg_x, wg_y, tm, nv };
     if m == 1 {
         // Matrix-vector (decode steps): one row, threads across columns.
@@ -189,38 +192,41 @@ pub(crate) fn tile_for(m: usize, n: usize) -> Tile {
         // Medium: 64 x 128 tiles.
         tile(8, 8, 8, 4)
     } else {
-        large_tile()
+        large_tile(software)
     }
 }
 
-/// The tile of the large class: `WGARRAY_GEMM_TILE=wg_x,wg_y,tm,nv`
-/// overrides it (for tuning on a new adapter; read once; at most 256
-/// threads and 512 accumulators per thread).
-fn large_tile() -> Tile {
-    static TILE: std::sync::OnceLock<Tile> = std::sync::OnceLock::new();
-    *TILE.get_or_init(|| {
-        // 128 x 128 tiles, 16 x 16 outputs per thread. Measured at 1024^3
-        // on lavapipe (docs/PERFORMANCE.md): 16 x 32 per thread is about 20%
-        // faster but compiles in 350 ms instead of 120.
-        let default = Tile {
-            wg_x: 8,
-            wg_y: 8,
-            tm: 16,
-            nv: 4,
-        };
-        let Ok(v) = std::env::var("WGARRAY_GEMM_TILE") else {
-            return default;
-        };
+/// The tile of the large class: 128 x 128 tiles of 16 x 16 outputs per
+/// thread on a software adapter, the medium tile (8 x 16 per thread) on a
+/// GPU. `WGARRAY_GEMM_TILE=wg_x,wg_y,tm,nv` overrides it (for tuning on a
+/// new adapter; read once; at most 256 threads and 512 accumulators per
+/// thread).
+///
+/// Measured (docs/PERFORMANCE.md): on lavapipe at 1024^3, 16 x 32 per thread
+/// is about 20% faster than 16 x 16 but compiles in 350 ms instead of 120;
+/// on an H200 (Vulkan) at 4096^3, 16 x 16 spills registers and runs at half
+/// the speed of 8 x 16.
+fn large_tile(software: bool) -> Tile {
+    static OVERRIDE: std::sync::OnceLock<Option<Tile>> = std::sync::OnceLock::new();
+    let chosen = OVERRIDE.get_or_init(|| {
+        let v = std::env::var("WGARRAY_GEMM_TILE").ok()?;
         let x: Vec<u32> = v.split(',').filter_map(|s| s.trim().parse().ok()).collect();
         match x[..] {
             [wg_x, wg_y, tm, nv]
                 if (1..=256).contains(&(wg_x as u64 * wg_y as u64))
                     && (1..=128).contains(&(tm as u64 * nv as u64)) =>
             {
-                Tile { wg_x, wg_y, tm, nv }
+                Some(Tile { wg_x, wg_y, tm, nv })
             }
-            _ => default,
+            _ => None,
         }
+    });
+    let (tm, nv) = if software { (16, 4) } else { (8, 4) };
+    chosen.unwrap_or(Tile {
+        wg_x: 8,
+        wg_y: 8,
+        tm,
+        nv,
     })
 }
 
@@ -614,7 +620,8 @@ pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
     if batch * m * n == 0 {
         return Ok(Vec::new());
     }
-    let tile = g.tile.unwrap_or_else(|| tile_for(m, n));
+    let software = dev.info.device_type == wgpu::DeviceType::Cpu;
+    let tile = g.tile.unwrap_or_else(|| tile_for(m, n, software));
     let a_mode = if vec_ok(&g.a, m, k, true) {
         Mode::Inner
     } else if tile.tm.is_multiple_of(4) && vec_ok(&g.a, m, k, false) {
