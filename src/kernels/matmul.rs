@@ -114,6 +114,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let modes = [Mode::Scalar, Mode::Inner, Mode::Outer];
     let tiles = [
         tile_for(1, 100, true),
+        tile_for(1, 100, false),
         tile_for(8, 8, true),
         tile_for(64, 64, true),
         tile_for(512, 512, true),
@@ -183,8 +184,15 @@ impl Tile {
 pub(crate) fn tile_for(m: usize, n: usize, software: bool) -> Tile {
     let tile = |wg_x, wg_y, tm, nv| Tile { wg_x, wg_y, tm, nv };
     if m == 1 {
-        // Matrix-vector (decode steps): one row, threads across columns.
-        tile(64, 1, 1, 1)
+        // Matrix-vector (decode steps): one row, threads across columns. On
+        // lavapipe 16 columns per thread share each load of A, and 16-thread
+        // workgroups give both cores work at N = 1152 (2x the 64 x 4 tile at
+        // 1 x 4096 x 4096); GPUs want more threads per workgroup.
+        if software {
+            tile(16, 1, 1, 4)
+        } else {
+            tile(64, 1, 1, 1)
+        }
     } else if m < 32 || n < 64 {
         // Small or skinny: 32 x 32 tiles waste little on edges.
         tile(8, 8, 4, 1)
