@@ -509,3 +509,30 @@ fn take_gathers_along_any_axis() {
             .is_err()
     );
 }
+
+#[test]
+fn nan_is_truthy_and_compares_unordered() {
+    // NumPy: bool(nan) is True; every comparison with NaN is False except
+    // !=. Drivers may assume no NaN in float comparisons (NVIDIA's folds
+    // x == x), so the kernels test NaN on the bits; this pins the results.
+    let d = device();
+    let x = Array::from_slice(&[f32::NAN, 0.0, 1.0, f32::NAN], &[4], &d).unwrap();
+    let y = Array::from_slice(&[1.0f32, f32::NAN, 1.0, f32::NAN], &[4], &d).unwrap();
+    let bools = |a: Array| -> Vec<bool> { a.to_vec::<bool>().unwrap() };
+    assert_eq!(
+        bools(x.astype(DType::Bool).unwrap()),
+        [true, false, true, true]
+    );
+    assert_eq!(bools(x.logical_not().unwrap()), [false, true, false, false]);
+    assert_eq!(bools(x.logical_and(&y).unwrap()), [true, false, true, true]);
+    assert_eq!(bools(x.logical_or(&y).unwrap()), [true, true, true, true]);
+    assert_eq!(bools(x.equal(&y).unwrap()), [false, false, true, false]);
+    assert_eq!(bools(x.not_equal(&y).unwrap()), [true, true, false, true]);
+    assert_eq!(bools(x.less(&y).unwrap()), [false, false, false, false]);
+    assert_eq!(
+        bools(x.greater_equal(&y).unwrap()),
+        [false, false, true, false]
+    );
+    let r = x.relu().unwrap().to_vec::<f32>().unwrap();
+    assert!(r[0].is_nan() && r[1] == 0.0 && r[2] == 1.0, "relu: {r:?}");
+}

@@ -419,23 +419,28 @@ enum Layout {
     ReversedSteps,
 }
 
-/// An f32 operand with the given logical values and layout. Stored
-/// elements outside the view are NaN, so reading one fails the test.
-fn laid_out(device: &Device, values: &[f32], rows: usize, cols: usize, layout: Layout) -> Array {
+/// An operand of `dtype` with the given logical values (already exact in
+/// `dtype`) and layout. Stored elements outside the view are NaN, so reading
+/// one fails the test.
+fn laid_out(
+    device: &Device,
+    values: &[f32],
+    rows: usize,
+    cols: usize,
+    layout: Layout,
+    dtype: DType,
+) -> Array {
     use wgarray::Slice;
     let pad = |x: usize| x.next_multiple_of(4) + 4;
-    match layout {
-        Layout::RowMajor => Array::from_slice(values, &[rows, cols], device).unwrap(),
+    let (stored, shape) = match layout {
+        Layout::RowMajor => (values.to_vec(), [rows, cols]),
         Layout::PaddedRows => {
             let ld = pad(cols);
             let mut s = vec![f32::NAN; rows * ld];
             for i in 0..rows {
                 s[i * ld..i * ld + cols].copy_from_slice(&values[i * cols..(i + 1) * cols]);
             }
-            Array::from_slice(&s, &[rows, ld], device)
-                .unwrap()
-                .slice(&[Slice::FULL, Slice::new(None, Some(cols as isize), 1)])
-                .unwrap()
+            (s, [rows, ld])
         }
         Layout::PaddedTransposed => {
             let ld = pad(rows);
@@ -445,11 +450,7 @@ fn laid_out(device: &Device, values: &[f32], rows: usize, cols: usize, layout: L
                     t[j * ld + i] = values[i * cols + j];
                 }
             }
-            Array::from_slice(&t, &[cols, ld], device)
-                .unwrap()
-                .slice(&[Slice::FULL, Slice::new(None, Some(rows as isize), 1)])
-                .unwrap()
-                .transpose()
+            (t, [cols, ld])
         }
         Layout::ReversedSteps => {
             // Logical column j lives at stored column 2 (cols - 1 - j).
@@ -459,23 +460,46 @@ fn laid_out(device: &Device, values: &[f32], rows: usize, cols: usize, layout: L
                     s[i * 2 * cols + 2 * (cols - 1 - j)] = values[i * cols + j];
                 }
             }
-            Array::from_slice(&s, &[rows, 2 * cols], device)
-                .unwrap()
-                .slice(&[
-                    Slice::FULL,
-                    Slice::new(Some(2 * cols as isize - 2), None, -2),
-                ])
-                .unwrap()
+            (s, [rows, 2 * cols])
         }
+    };
+    let base = match dtype {
+        DType::F16 => {
+            let h: Vec<f16> = stored.iter().map(|&x| f16::from_f32(x)).collect();
+            Array::from_slice(&h, &shape, device)
+        }
+        DType::BF16 => {
+            let h: Vec<bf16> = stored.iter().map(|&x| bf16::from_f32(x)).collect();
+            Array::from_slice(&h, &shape, device)
+        }
+        _ => Array::from_slice(&stored, &shape, device),
+    }
+    .unwrap();
+    let prefix = |n: usize| Slice::new(None, Some(n as isize), 1);
+    match layout {
+        Layout::RowMajor => base,
+        Layout::PaddedRows => base.slice(&[Slice::FULL, prefix(cols)]).unwrap(),
+        Layout::PaddedTransposed => base
+            .slice(&[Slice::FULL, prefix(rows)])
+            .unwrap()
+            .transpose(),
+        Layout::ReversedSteps => base
+            .slice(&[
+                Slice::FULL,
+                Slice::new(Some(2 * cols as isize - 2), None, -2),
+            ])
+            .unwrap(),
     }
 }
 
-#[test]
-fn f32_every_load_mode_in_every_shape_class() {
-    // Shapes in the matrix-vector, small, medium and large classes, with K
-    // a multiple of four and not, and edges in M and N.
-    let device = device();
-    poison_pool(&device, 1 << 22);
+/// Every layout of A against every layout of B in each of `shapes`.
+fn check_every_load_mode(
+    device: &Device,
+    dtype: DType,
+    tol: f64,
+    shapes: &[(usize, usize, usize)],
+) {
+    poison_pool(device, 1 << 22);
     let mut rng = Rng::new(19);
     let layouts = [
         Layout::RowMajor,
@@ -483,26 +507,67 @@ fn f32_every_load_mode_in_every_shape_class() {
         Layout::PaddedTransposed,
         Layout::ReversedSteps,
     ];
-    for (m, k, n) in [
+    // Values exact in the dtype, so the reference sees what the kernel sees.
+    let exact = |v: Vec<f32>| -> Vec<f32> {
+        match dtype {
+            DType::F16 => v.iter().map(|&x| f16::from_f32(x).to_f32()).collect(),
+            DType::BF16 => v.iter().map(|&x| bf16::from_f32(x).to_f32()).collect(),
+            _ => v,
+        }
+    };
+    for &(m, k, n) in shapes {
+        let x = exact(rng.vec_f32(m * k));
+        let y = exact(rng.vec_f32(k * n));
+        let want = matmul_ref(&x, &y, 1, m, k, n);
+        for la in layouts {
+            for lb in layouts {
+                let a = laid_out(device, &x, m, k, la, dtype);
+                let b = laid_out(device, &y, k, n, lb, dtype);
+                let got = a
+                    .matmul(&b)
+                    .unwrap()
+                    .astype(DType::F32)
+                    .unwrap()
+                    .to_vec::<f32>()
+                    .unwrap();
+                let err = rel_frobenius(&got, &want);
+                assert!(
+                    err < tol,
+                    "{dtype:?} {m}x{k}x{n}, A {la:?}, B {lb:?}: {err:e}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn f32_every_load_mode_in_every_shape_class() {
+    // The matrix-vector, small, medium and large classes, with K a multiple
+    // of four and not, and edges in M and N.
+    let shapes = [
         (1, 37, 70),
         (7, 33, 5),
         (65, 19, 130),
         (64, 20, 128),
         (130, 21, 131),
         (128, 24, 256),
-    ] {
-        let x = rng.vec_f32(m * k);
-        let y = rng.vec_f32(k * n);
-        let want = matmul_ref(&x, &y, 1, m, k, n);
-        for la in layouts {
-            for lb in layouts {
-                let a = laid_out(&device, &x, m, k, la);
-                let b = laid_out(&device, &y, k, n, lb);
-                let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
-                let err = rel_frobenius(&got, &want);
-                assert!(err < F32_TOL, "{m}x{k}x{n}, A {la:?}, B {lb:?}: {err:e}");
-            }
-        }
+    ];
+    check_every_load_mode(&device(), DType::F32, F32_TOL, &shapes);
+}
+
+#[test]
+fn half_types_every_load_mode() {
+    // The half types differ from f32 only in their load and store
+    // expressions: one shape per load pattern (matrix-vector, small tile,
+    // large tile) keeps the number of compiled variants down.
+    let shapes = [(1, 37, 70), (7, 33, 5), (130, 21, 131)];
+    let device = device();
+    check_every_load_mode(&device, DType::BF16, BF16_TOL, &shapes);
+    if device
+        .features()
+        .contains(wgarray::wgpu::Features::SHADER_F16)
+    {
+        check_every_load_mode(&device, DType::F16, F16_TOL, &shapes);
     }
 }
 

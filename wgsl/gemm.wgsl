@@ -29,7 +29,9 @@
 //   BINDINGS and the A_*, B_*, BIAS_*, OUT_* expressions: element loads and
 //   stores for the dtype (f32, f16, or bf16 held in u32 words).
 // Edges: rows and columns past M and N are clamped on load and skipped on
-// store; the last partial K chunk is masked to zero in both operands.
+// store; the last partial K chunk is masked to zero in both operands. A vec4
+// load at an edge may read past the last element, but never past the
+// 16-byte group that holds it: pool buffers are multiples of 256 bytes.
 
 struct Params {
     m: u32,

@@ -130,7 +130,9 @@ impl UnaryOp {
             UnaryOp::Ceil if ct == "f32" => "ceil(x0)",
             UnaryOp::Round if ct == "f32" => "round(x0)",
             UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => "x0",
-            UnaryOp::LogicalNot => return (format!("select(0u, 1u, x0 == {ct}(0))"), "u32"),
+            UnaryOp::LogicalNot => {
+                return (format!("select(1u, 0u, {})", truthy("x0", ct)), "u32");
+            }
         };
         (f.to_string(), ct)
     }
@@ -261,11 +263,19 @@ impl BinaryOp {
             BinaryOp::Greater => cmp(">"),
             BinaryOp::GreaterEqual => cmp(">="),
             BinaryOp::LogicalAnd => (
-                format!("select(0u, 1u, !(x0 == {ct}(0)) && !(x1 == {ct}(0)))"),
+                format!(
+                    "select(0u, 1u, {} && {})",
+                    truthy("x0", ct),
+                    truthy("x1", ct)
+                ),
                 "u32",
             ),
             BinaryOp::LogicalOr => (
-                format!("select(0u, 1u, !(x0 == {ct}(0)) || !(x1 == {ct}(0)))"),
+                format!(
+                    "select(0u, 1u, {} || {})",
+                    truthy("x0", ct),
+                    truthy("x1", ct)
+                ),
                 "u32",
             ),
         }
@@ -316,11 +326,21 @@ fn decode(d: DType, b: &str) -> String {
     }
 }
 
+/// Whether `x` (of compute type `ct`) is true as NumPy's `bool(x)`: nonzero,
+/// NaN included. Not `x != 0`: lavapipe's `!=` is ordered, and NaN is tested
+/// on the bits because drivers may assume no NaN in float comparisons.
+fn truthy(x: &str, ct: &str) -> String {
+    if ct == "f32" {
+        format!("(is_nan({x}) || !({x} == 0.0))")
+    } else {
+        format!("!({x} == {ct}(0))")
+    }
+}
+
 /// The output bits of `r` (of compute type `ct`) as dtype `d`.
 fn encode(d: DType, r: &str, ct: &str) -> String {
     match d {
-        // `!(r == 0)`, not `r != 0`: NaN is true, and lavapipe's `!=` is ordered.
-        DType::Bool => format!("select(0u, 1u, !({r} == {ct}(0)))"),
+        DType::Bool => format!("select(0u, 1u, {})", truthy(r, ct)),
         _ => {
             let v = match (ct, compute_type(d)) {
                 (a, b) if a == b => r.to_string(),
