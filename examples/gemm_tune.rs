@@ -3,6 +3,7 @@
 //! With `WGARRAY_GEMM_TILE=wg_x,wg_y,tm,nv` to try a tile for the large class.
 //! Prints the first call (which compiles the kernel) and the median and best
 //! of the following RUNS calls (default 10), each evaluated and synchronised.
+//! Like every example it builds the dev-dependencies on first use.
 use std::time::Instant;
 use wgarray::{Array, Device};
 

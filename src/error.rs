@@ -112,7 +112,10 @@ pub enum Error {
     },
 
     /// Dtypes that must agree do not, or an op does not take this dtype.
-    #[error("{op}: unsupported dtype {dtype}{}", other.map(|o| format!(" with {o}")).unwrap_or_default())]
+    #[error("{op}: {}", match other {
+        Some(o) => format!("dtype {dtype} with {o} is not supported"),
+        None => format!("unsupported dtype {dtype}"),
+    })]
     DType {
         /// The operation that failed.
         op: &'static str,

@@ -58,4 +58,7 @@ pub use ops::topk::topk;
 struct ReadmeDoctests;
 
 /// Re-exported so users can name adapters, backends and features.
+/// The `half` crate, whose `f16` and `bf16` are the host types of
+/// [`DType::F16`] and [`DType::BF16`] (`Array::from_slice`, `to_vec`).
+pub use half;
 pub use wgpu;
