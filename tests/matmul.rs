@@ -185,6 +185,32 @@ fn one_dimensional_operands() {
 }
 
 /// Rounded inputs as f32 (what the device sees) and their device arrays.
+/// `x` rounded to `dtype` (f16, bf16, or f32 unchanged), as the device
+/// will see it.
+fn round_to(dtype: DType, x: &[f32]) -> Vec<f32> {
+    match dtype {
+        DType::F16 => x.iter().map(|&v| f16::from_f32(v).to_f32()).collect(),
+        DType::BF16 => x.iter().map(|&v| bf16::from_f32(v).to_f32()).collect(),
+        _ => x.to_vec(),
+    }
+}
+
+/// An array of `dtype` (f16, bf16 or f32) holding `x` rounded to it.
+fn upload(device: &Device, dtype: DType, x: &[f32], shape: &[usize]) -> Array {
+    match dtype {
+        DType::F16 => {
+            let h: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+            Array::from_slice(&h, shape, device)
+        }
+        DType::BF16 => {
+            let h: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+            Array::from_slice(&h, shape, device)
+        }
+        _ => Array::from_slice(x, shape, device),
+    }
+    .unwrap()
+}
+
 fn half_inputs(
     device: &Device,
     rng: &mut Rng,
@@ -193,22 +219,7 @@ fn half_inputs(
     shape: &[usize],
 ) -> (Vec<f32>, Array) {
     let x = rng.vec_f32(len);
-    match dtype {
-        DType::F16 => {
-            let h: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
-            (
-                h.iter().map(|v| v.to_f32()).collect(),
-                Array::from_slice(&h, shape, device).unwrap(),
-            )
-        }
-        _ => {
-            let h: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
-            (
-                h.iter().map(|v| v.to_f32()).collect(),
-                Array::from_slice(&h, shape, device).unwrap(),
-            )
-        }
-    }
+    (round_to(dtype, &x), upload(device, dtype, &x, shape))
 }
 
 fn check_half(device: &Device, dtype: DType, tol: f64) {
@@ -463,18 +474,7 @@ fn laid_out(
             (s, [rows, 2 * cols])
         }
     };
-    let base = match dtype {
-        DType::F16 => {
-            let h: Vec<f16> = stored.iter().map(|&x| f16::from_f32(x)).collect();
-            Array::from_slice(&h, &shape, device)
-        }
-        DType::BF16 => {
-            let h: Vec<bf16> = stored.iter().map(|&x| bf16::from_f32(x)).collect();
-            Array::from_slice(&h, &shape, device)
-        }
-        _ => Array::from_slice(&stored, &shape, device),
-    }
-    .unwrap();
+    let base = upload(device, dtype, &stored, &shape);
     let prefix = |n: usize| Slice::new(None, Some(n as isize), 1);
     match layout {
         Layout::RowMajor => base,
@@ -508,16 +508,9 @@ fn check_every_load_mode(
         Layout::ReversedSteps,
     ];
     // Values exact in the dtype, so the reference sees what the kernel sees.
-    let exact = |v: Vec<f32>| -> Vec<f32> {
-        match dtype {
-            DType::F16 => v.iter().map(|&x| f16::from_f32(x).to_f32()).collect(),
-            DType::BF16 => v.iter().map(|&x| bf16::from_f32(x).to_f32()).collect(),
-            _ => v,
-        }
-    };
     for &(m, k, n) in shapes {
-        let x = exact(rng.vec_f32(m * k));
-        let y = exact(rng.vec_f32(k * n));
+        let x = round_to(dtype, &rng.vec_f32(m * k));
+        let y = round_to(dtype, &rng.vec_f32(k * n));
         let want = matmul_ref(&x, &y, 1, m, k, n);
         for la in layouts {
             for lb in layouts {

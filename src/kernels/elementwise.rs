@@ -252,12 +252,9 @@ impl BinaryOp {
             BinaryOp::Maximum => ("max(x0, x1)".into(), ct),
             BinaryOp::Minimum => ("min(x0, x1)".into(), ct),
             BinaryOp::Equal => cmp("=="),
-            // Not `x0 != x1`: lavapipe's `!=` is ordered (false for NaN).
-            BinaryOp::NotEqual if ct == "f32" => (
-                "select(0u, 1u, is_nan(x0) || is_nan(x1) || !(x0 == x1))".into(),
-                "u32",
-            ),
-            BinaryOp::NotEqual => ("select(0u, 1u, !(x0 == x1))".into(), "u32"),
+            // The negation of Equal, not `x0 != x1`: lavapipe's `!=` is
+            // ordered (false for NaN).
+            BinaryOp::NotEqual => (format!("select(1u, 0u, {ordered}x0 == x1)"), "u32"),
             BinaryOp::Less => cmp("<"),
             BinaryOp::LessEqual => cmp("<="),
             BinaryOp::Greater => cmp(">"),

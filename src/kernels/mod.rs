@@ -395,12 +395,6 @@ impl KernelCache {
                 compilation_options: Default::default(),
                 cache: None,
             });
-        log::debug!(
-            "compiled {} in {:.1} ms ({:.1} ms of it naga)",
-            spec.kernel,
-            started.elapsed().as_secs_f64() * 1e3,
-            parsed.as_secs_f64() * 1e3
-        );
         let i = pollster::block_on(internal.pop());
         let v = pollster::block_on(scope.pop());
         if let Some(e) = v.or(i) {
@@ -410,6 +404,12 @@ impl KernelCache {
             });
         }
         self.created.fetch_add(1, Ordering::SeqCst);
+        log::debug!(
+            "compiled {} in {:.1} ms ({:.1} ms of it naga)",
+            spec.kernel,
+            started.elapsed().as_secs_f64() * 1e3,
+            parsed.as_secs_f64() * 1e3
+        );
         let p = Pipeline { pipeline, layout };
         self.pipelines
             .lock()
