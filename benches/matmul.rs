@@ -92,7 +92,10 @@ fn bench(c: &mut Criterion) {
         if flop <= NAIVE_MAX_FLOP {
             group.bench_function(BenchmarkId::new("wgsl naive", &id), |bch| {
                 bch.iter(|| {
-                    a.matmul_naive(&b).unwrap().eval().unwrap();
+                    wgarray::baseline::matmul_naive(&a, &b)
+                        .unwrap()
+                        .eval()
+                        .unwrap();
                     device.synchronize().unwrap();
                 })
             });

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::graph::primitive::ElementwiseOp;
 use crate::graph::{Node, Primitive};
 use crate::memory::{BufferKind, PooledBuffer};
 use crate::shape::{contiguous_strides, numel};
@@ -16,6 +17,23 @@ pub(crate) struct Storage {
     pub buffer: Arc<PooledBuffer>,
     pub strides: Vec<isize>,
     pub offset: usize,
+}
+
+impl Storage {
+    /// The same buffer seen through other strides and offset (a view).
+    pub(crate) fn view(&self, strides: Vec<isize>, offset: usize) -> Storage {
+        Storage {
+            buffer: Arc::clone(&self.buffer),
+            strides,
+            offset,
+        }
+    }
+
+    /// The output storage of an op that writes in place into this
+    /// (dense) buffer.
+    pub(crate) fn dense_alias(&self) -> Storage {
+        self.view(self.strides.clone(), 0)
+    }
 }
 
 pub(crate) enum State {
@@ -186,7 +204,7 @@ impl Array {
     }
 
     fn upload(bytes: &[u8], shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
-        crate::graph::eval::check_binding(device, "from_slice", bytes.len() as u64)?;
+        device.check_binding("from_slice", bytes.len() as u64)?;
         let dev = &device.inner;
         let guard = dev.pool.lock_queue();
         let buffer = dev
@@ -211,7 +229,7 @@ impl Array {
     /// [`Error::OutOfMemory`], [`Error::TooLarge`].
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
-        crate::graph::eval::check_binding(device, "empty", bytes)?;
+        device.check_binding("empty", bytes)?;
         let dev = &device.inner;
         let buffer = {
             let guard = dev.pool.lock_queue();
@@ -287,11 +305,7 @@ impl Array {
         }
         let n = ((stop - start) / step).ceil().max(0.0) as usize;
         // Refuse before building the host vector.
-        crate::graph::eval::check_binding(
-            device,
-            "arange",
-            n.saturating_mul(dtype.size_in_bytes()) as u64,
-        )?;
+        device.check_binding("arange", n.saturating_mul(dtype.size_in_bytes()) as u64)?;
         let values = (0..n).map(|i| start + i as f64 * step);
         let bytes: Vec<u8> = match dtype {
             DType::F16 | DType::BF16 => {
@@ -384,63 +398,43 @@ impl Array {
     }
 
     /// Evaluate and read back the dense bytes (padded to 4).
+    ///
+    /// One evaluator: a strided view, or a 2-byte one starting mid-word, is
+    /// first copied dense by a `Copy` node evaluated like any other; then
+    /// the dense bytes are copied to a staging buffer and mapped.
     fn read_bytes(&self) -> Result<Vec<u8>> {
         self.eval()?;
-        let nbytes = self.nbytes();
-        if nbytes == 0 {
+        if self.nbytes() == 0 {
             return Ok(Vec::new());
         }
-        let device = self.device();
-        let dev = &device.inner;
-        let guard = dev.pool.lock_queue();
         let storage = self.inner.storage()?;
         let elem = self.dtype().size_in_bytes();
-        let size = nbytes.next_multiple_of(4) as u64;
-        let dense = crate::shape::is_contiguous(self.shape(), &storage.strides);
-        let byte_offset = (storage.offset * elem) as u64;
-        let staging = dev.pool.acquire(&guard, size, BufferKind::Readback)?;
+        let aligned = crate::shape::is_contiguous(self.shape(), &storage.strides)
+            && (storage.offset * elem).is_multiple_of(4);
+        let (storage, _copy) = if aligned {
+            (storage, None)
+        } else {
+            let copy = Array::from_node(
+                self.device(),
+                Primitive::Elementwise(ElementwiseOp::Copy),
+                vec![self.clone()],
+                vec![(self.shape().to_vec(), self.dtype())],
+            )
+            .pop()
+            .expect("one output");
+            copy.eval()?;
+            (copy.inner.storage()?, Some(copy))
+        };
+        let device = self.device();
+        let dev = &device.inner;
         device.scoped(|| {
-            // A strided or oddly offset array is first copied dense.
-            let (mut dispatches, src, dense_buf);
-            if dense && byte_offset.is_multiple_of(4) {
-                dispatches = Vec::new();
-                src = storage.buffer.buffer().clone();
-                dense_buf = None;
-            } else {
-                let tmp = dev.pool.acquire(&guard, size, BufferKind::Storage)?;
-                let view = crate::kernels::elementwise::Operand {
-                    buffer: storage.buffer.buffer(),
-                    strides: &storage.strides,
-                    offset: storage.offset,
-                    dtype: self.dtype(),
-                };
-                dispatches = Vec::new();
-                dispatches.extend(crate::kernels::elementwise::elementwise(
-                    dev,
-                    crate::kernels::elementwise::ElementwiseOp::Cast,
-                    self.shape(),
-                    &[view],
-                    self.dtype(),
-                    tmp.buffer(),
-                    None,
-                )?);
-                src = tmp.buffer().clone();
-                dense_buf = Some(tmp);
-            }
-            let src_offset = if dense_buf.is_some() { 0 } else { byte_offset };
-            let index = crate::graph::eval::submit(
-                device,
-                &guard,
-                &dispatches,
-                &[crate::kernels::CopyOp {
-                    src,
-                    src_offset,
-                    dst: staging.buffer().clone(),
-                    size,
-                }],
-            )?;
-            drop(dense_buf);
-            crate::memory::read_back(&dev.device, staging.buffer(), ..size, index)
+            crate::memory::read_back(
+                &dev.pool,
+                &dev.queue,
+                storage.buffer.buffer(),
+                (storage.offset * elem) as u64,
+                self.nbytes().next_multiple_of(4) as u64,
+            )
         })
     }
 

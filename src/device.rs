@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::kernels::KernelCache;
+use crate::kernels::{self, KernelCache};
 use crate::memory::{MemoryStats, Pool};
 use crate::{Error, Result};
 
@@ -31,6 +31,11 @@ pub struct DeviceOptions {
     /// first, `LowPower` integrated ones; `None` ranks discrete, integrated,
     /// virtual, then software.
     pub power_preference: wgpu::PowerPreference,
+    /// Rank software adapters (device type `Cpu`: Mesa's lavapipe and
+    /// llvmpipe, WARP) first, whatever `power_preference` says: the same
+    /// results on a laptop with a GPU and on a CI machine without one
+    /// ([`crate::testing`] uses this).
+    pub prefer_software: bool,
 }
 
 impl DeviceOptions {
@@ -50,6 +55,7 @@ impl DeviceOptions {
             backend,
             adapter_name,
             power_preference: wgpu::PowerPreference::None,
+            prefer_software: false,
         })
     }
 
@@ -62,6 +68,13 @@ impl DeviceOptions {
     /// These options restricted to adapters whose name contains `name`.
     pub fn with_adapter_name(mut self, name: impl Into<String>) -> Self {
         self.adapter_name = Some(name.into());
+        self
+    }
+
+    /// These options with software adapters ranked first (see
+    /// [`DeviceOptions::prefer_software`]).
+    pub fn with_prefer_software(mut self, prefer: bool) -> Self {
+        self.prefer_software = prefer;
         self
     }
 
@@ -167,10 +180,9 @@ pub(crate) struct DeviceInner {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: AdapterDescription,
-    pub(crate) features: wgpu::Features,
-    pub(crate) limits: wgpu::Limits,
     pub(crate) pool: Arc<Pool>,
-    pub(crate) kernels: KernelCache,
+    /// The pipeline cache, limits and features kernels are built with.
+    pub(crate) kernels: kernels::Context,
     pub(crate) live_arrays: AtomicU64,
     pub(crate) live_nodes: AtomicU64,
     /// Set by wgpu's device-lost callback.
@@ -255,6 +267,7 @@ impl Device {
             .min_by_key(|a| {
                 let info = a.get_info();
                 (
+                    !(options.prefer_software && info.device_type == wgpu::DeviceType::Cpu),
                     type_rank(info.device_type, options.power_preference),
                     backend_rank(info.backend),
                 )
@@ -305,12 +318,15 @@ impl Device {
         let pool = Arc::new(Pool::new(device.clone()));
         Ok(Device {
             inner: Arc::new(DeviceInner {
-                kernels: KernelCache::new(device.clone()),
+                kernels: kernels::Context {
+                    cache: KernelCache::new(device.clone()),
+                    limits,
+                    features,
+                    software: info.device_type == wgpu::DeviceType::Cpu,
+                },
                 device,
                 queue,
                 info,
-                features,
-                limits,
                 pool,
                 live_arrays: AtomicU64::new(0),
                 live_nodes: AtomicU64::new(0),
@@ -332,7 +348,7 @@ impl Device {
 
     /// The optional features ([`OPTIONAL_FEATURES`]) this device got.
     pub fn features(&self) -> wgpu::Features {
-        self.inner.features
+        self.inner.kernels.features
     }
 
     /// The device's limits (the adapter's own). The ones that matter most:
@@ -340,7 +356,17 @@ impl Device {
     /// `max_compute_workgroups_per_dimension`,
     /// `max_compute_invocations_per_workgroup`.
     pub fn limits(&self) -> &wgpu::Limits {
-        &self.inner.limits
+        &self.inner.kernels.limits
+    }
+
+    /// [`Error::TooLarge`] when one binding of `bytes` would pass the
+    /// adapter's largest storage binding.
+    pub(crate) fn check_binding(&self, op: &'static str, bytes: u64) -> Result<()> {
+        let max = self.limits().max_storage_buffer_binding_size;
+        if bytes > max {
+            return Err(Error::TooLarge { op, bytes, max });
+        }
+        Ok(())
     }
 
     /// The underlying wgpu device, for interop.
@@ -416,7 +442,7 @@ impl Device {
 
     /// Compute pipelines created so far (each kernel specialisation once).
     pub fn pipelines_created(&self) -> u64 {
-        self.inner.kernels.created()
+        self.inner.kernels.cache.created()
     }
 
     /// Submit pending uploads and wait until all work has finished, so that

@@ -25,6 +25,7 @@
 //! The architecture and lifetime rules are in `docs/ARCHITECTURE.md`.
 
 mod array;
+pub mod baseline;
 mod device;
 mod dtype;
 mod error;
@@ -47,9 +48,9 @@ pub use graph::eval::eval;
 pub use memory::MemoryStats;
 pub use ops::concat::{concatenate, stack};
 pub use ops::elementwise::{promote_types, where_};
-pub use ops::multi_output::SplitSpec;
 pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
+pub use ops::shape::SplitSpec;
 pub use ops::topk::topk;
 
 // README's example is compiled and run as a doctest, so it stays true.

@@ -49,7 +49,7 @@
 //! ```
 
 use crate::graph::Primitive;
-use crate::kernels::random::Distribution;
+use crate::graph::primitive::Distribution;
 use crate::{Array, DType, Device, Error, Result};
 
 /// A key from a seed (JAX `PRNGKey`): the u32 array `[seed >> 32, seed &

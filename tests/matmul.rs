@@ -408,7 +408,10 @@ fn naive_reference_kernel_agrees() {
     let a = Array::from_slice(&x, &[m, k], &device).unwrap();
     let b = Array::from_slice(&y, &[k, n], &device).unwrap();
     let fast = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
-    let naive = a.matmul_naive(&b).unwrap().to_vec::<f32>().unwrap();
+    let naive = wgarray::baseline::matmul_naive(&a, &b)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     let want = matmul_ref(&x, &y, 1, m, k, n);
     assert!(rel_frobenius(&fast, &want) < F32_TOL);
     assert!(rel_frobenius(&naive, &want) < F32_TOL);

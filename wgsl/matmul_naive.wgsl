@@ -2,7 +2,9 @@
 // C[b, i, j] = sum_k A[b, i, k] * B[b, k, j], with A and B read through
 // element strides (so transposed or broadcast operands need no copy) and up
 // to four batch dimensions (stride 0 broadcasts). Correct, not fast: the
-// tiled GEMM is a separate kernel.
+// tiled GEMM is a separate kernel. One dispatch sums k in [k0, k); with
+// `accumulate` it adds C's previous value, so a long K runs as chunks under
+// llvmpipe's limit of 65535 loop iterations per invocation.
 
 const WG: u32 = 256u;
 
@@ -17,8 +19,8 @@ struct Params {
     b_off: u32,
     b_rs: u32,
     b_cs: u32,
-    _pad0: u32,
-    _pad1: u32,
+    k0: u32,
+    accumulate: u32,
     batch_shape: vec4<u32>,
     a_bs: vec4<u32>,
     b_bs: vec4<u32>,
@@ -48,8 +50,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         b_base += idx * p.b_bs[d];
     }
     var acc = 0.0;
-    for (var kk = 0u; kk < p.k; kk++) {
+    for (var kk = p.k0; kk < p.k; kk++) {
         acc += a[a_base + kk * p.a_cs] * b[b_base + kk * p.b_rs];
+    }
+    if p.accumulate != 0u {
+        acc += c[t];
     }
     c[t] = acc;
 }

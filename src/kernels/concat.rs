@@ -1,9 +1,8 @@
 //! The concatenation kernel (wgsl/concat.wgsl): one dispatch per group of
 //! up to [`MAX_GROUP`] inputs, each read through its own strides.
 
-use super::{Dispatch, Kernel, PARAMS_WORDS, Spec, grid};
-use crate::device::DeviceInner;
-use crate::{Error, Result};
+use super::{Context, Dispatch, Kernel, Operand, PARAMS_WORDS, Params, Spec};
+use crate::Result;
 
 /// Concatenation of same-dtype inputs along an axis.
 pub(crate) static CONCAT: Kernel = Kernel {
@@ -19,7 +18,7 @@ pub(crate) static CONCAT: Kernel = Kernel {
 pub(crate) const MAX_GROUP: usize = 7;
 
 /// Inputs of rank `ndim` whose parameters fit one dispatch's 64 words.
-pub(crate) fn group_size(ndim: usize) -> usize {
+fn group_size(ndim: usize) -> usize {
     ((PARAMS_WORDS - 6 - ndim) / (ndim + 2)).min(MAX_GROUP)
 }
 
@@ -67,34 +66,58 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     out
 }
 
-/// One input of a group: its buffer, element offset and strides (of the
-/// output's rank), and where it starts along the axis.
+/// One input: its operand (strides over the output's axes) and where it
+/// starts along the joined axis, and its length there.
 pub(crate) struct Part<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    pub offset: usize,
-    pub strides: &'a [isize],
+    pub src: Operand<'a>,
     pub start: usize,
     pub len: usize,
 }
 
-fn word(x: i64) -> Result<u32> {
-    if !(i32::MIN as i64..=u32::MAX as i64).contains(&x) {
-        return Err(Error::TooLarge {
-            op: "concatenate",
-            bytes: x.unsigned_abs(),
-            max: u32::MAX as u64,
-        });
+/// Encode `out` (dense, of `shape`, elements of the parts' dtype) as the
+/// `parts` joined along `axis`, in order: one dispatch per group of inputs
+/// whose bindings and parameters fit one dispatch.
+pub(crate) fn concat(
+    cx: &Context,
+    shape: &[usize],
+    axis: usize,
+    parts: &[Part<'_>],
+    out: &wgpu::Buffer,
+) -> Result<Vec<Dispatch>> {
+    // Axes of length 1 (but the joined one) carry no index: dropping them
+    // leaves parameter room for more inputs per dispatch.
+    let keep: Vec<usize> = (0..shape.len())
+        .filter(|&d| d == axis || shape[d] != 1)
+        .collect();
+    let kept_shape: Vec<usize> = keep.iter().map(|&d| shape[d]).collect();
+    let kept_axis = keep.iter().position(|&d| d == axis).unwrap_or(0);
+    let parts: Vec<Part<'_>> = parts
+        .iter()
+        .filter(|p| p.len > 0)
+        .map(|p| Part {
+            src: Operand {
+                buffer: p.src.buffer,
+                dtype: p.src.dtype,
+                offset: p.src.offset,
+                strides: keep.iter().map(|&d| p.src.strides[d]).collect(),
+            },
+            start: p.start,
+            len: p.len,
+        })
+        .collect();
+    let mut out_dispatches = Vec::new();
+    for group in parts.chunks(group_size(kept_shape.len())) {
+        out_dispatches.extend(concat_group(cx, &kept_shape, kept_axis, group, out)?);
     }
-    Ok(x as u32) // negative values wrap on purpose
+    Ok(out_dispatches)
 }
 
 /// Encode the output elements of `parts` (consecutive along `axis`) into
-/// the dense `out` of `shape` and a dtype of `bytes` bytes.
-pub(crate) fn concat_group(
-    dev: &DeviceInner,
+/// the dense `out` of `shape`.
+fn concat_group(
+    cx: &Context,
     shape: &[usize],
     axis: usize,
-    bytes: usize,
     parts: &[Part<'_>],
     out: &wgpu::Buffer,
 ) -> Result<Option<Dispatch>> {
@@ -103,17 +126,11 @@ pub(crate) fn concat_group(
     if n == 0 || parts.is_empty() {
         return Ok(None);
     }
-    if parts.len() > group_size(nd) {
-        return Err(Error::Internal(format!(
-            "a concatenate group of {} inputs of rank {nd}",
-            parts.len()
-        )));
-    }
-    let mut p = [0u32; PARAMS_WORDS];
+    let bytes = parts[0].src.dtype.size_in_bytes();
     let inner: usize = shape[axis + 1..].iter().product();
     let first = parts[0].start;
     let last = &parts[parts.len() - 1];
-    let head = [
+    let mut words: Vec<i64> = vec![
         n as i64,
         nd as i64,
         inner as i64,
@@ -121,29 +138,24 @@ pub(crate) fn concat_group(
         first as i64,
         (last.start + last.len) as i64,
     ];
-    let mut words: Vec<i64> = head.to_vec();
     words.extend(shape.iter().map(|&d| d as i64));
     for part in parts {
         // Only ever added to in-range terms: wrap it to u32 (mod 2^32).
-        let base = part.offset as i64 - part.start as i64 * part.strides[axis] as i64;
+        let base = part.src.offset as i64 - part.start as i64 * part.src.strides[axis] as i64;
         words.push(base.rem_euclid(1 << 32) as u32 as i32 as i64);
         words.push(part.start as i64);
-        words.extend(part.strides.iter().map(|&s| s as i64));
+        words.extend(part.src.strides.iter().map(|&s| s as i64));
     }
-    for (slot, x) in p.iter_mut().zip(words) {
-        *slot = word(x)?;
-    }
+    let mut p = Params::new("concatenate");
+    p.put(0, words)?;
     let (spec, kernel) = spec(parts.len(), bytes);
     let threads = if bytes == 2 { n.div_ceil(2) } else { n };
-    let mut buffers: Vec<wgpu::Buffer> = parts.iter().map(|q| q.buffer.clone()).collect();
+    let mut buffers: Vec<wgpu::Buffer> = parts.iter().map(|q| q.src.buffer.clone()).collect();
     buffers.push(out.clone());
     Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
-        params: p,
+        pipeline: cx.cache.get(kernel, &spec)?,
+        params: p.words(),
         buffers,
-        workgroups: grid(
-            threads as u64,
-            dev.limits.max_compute_workgroups_per_dimension,
-        )?,
+        workgroups: cx.grid(threads as u64)?,
     }))
 }

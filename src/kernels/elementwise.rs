@@ -2,100 +2,15 @@
 //! WGSL expression of every elementwise op, dtype decoding and encoding,
 //! strided operands, donation.
 
-use super::{Dispatch, ELEMENTWISE, FILL, Kernel, PARAMS_WORDS, QuickKey, Spec, grid};
-use crate::device::DeviceInner;
+use super::{Context, Dispatch, ELEMENTWISE, FILL, Kernel, Operand, Params, QuickKey, Spec};
+use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
 use crate::shape::is_contiguous;
 use crate::{DType, Error, Result};
-
-/// A kernel operand: a buffer of `dtype` read through element strides
-/// (two's complement, may be negative or 0) from `offset`.
-pub(crate) struct Operand<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    pub strides: &'a [isize],
-    pub offset: usize,
-    pub dtype: DType,
-}
 
 /// Maximum rank the strided kernels take.
 pub(crate) const MAX_NDIM: usize = 8;
 
-/// Unary ops. Float-only ops on integer or bool input compute in f32.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum UnaryOp {
-    Neg,
-    Abs,
-    Sign,
-    Exp,
-    Log,
-    Log1p,
-    Sqrt,
-    Rsqrt,
-    Square,
-    Reciprocal,
-    Sin,
-    Cos,
-    Tanh,
-    Sigmoid,
-    Relu,
-    /// GELU, exact: `x * Phi(x)` with erf.
-    Gelu,
-    /// GELU, tanh approximation (Hendrycks & Gimpel 2016, eq. 2).
-    GeluTanh,
-    Silu,
-    Erf,
-    Floor,
-    Ceil,
-    /// Round half to even, as NumPy `round`.
-    Round,
-    /// Logical not: 1 where the input is 0.
-    LogicalNot,
-}
-
 impl UnaryOp {
-    /// Every unary op, for enumerating specialisations.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [UnaryOp; 23] = [
-        UnaryOp::Neg,
-        UnaryOp::Abs,
-        UnaryOp::Sign,
-        UnaryOp::Exp,
-        UnaryOp::Log,
-        UnaryOp::Log1p,
-        UnaryOp::Sqrt,
-        UnaryOp::Rsqrt,
-        UnaryOp::Square,
-        UnaryOp::Reciprocal,
-        UnaryOp::Sin,
-        UnaryOp::Cos,
-        UnaryOp::Tanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Relu,
-        UnaryOp::Gelu,
-        UnaryOp::GeluTanh,
-        UnaryOp::Silu,
-        UnaryOp::Erf,
-        UnaryOp::Floor,
-        UnaryOp::Ceil,
-        UnaryOp::Round,
-        UnaryOp::LogicalNot,
-    ];
-
-    /// Whether the op is defined on integers (else integers compute in f32).
-    pub(crate) fn takes_integers(self) -> bool {
-        matches!(
-            self,
-            UnaryOp::Neg
-                | UnaryOp::Abs
-                | UnaryOp::Sign
-                | UnaryOp::Square
-                | UnaryOp::Floor
-                | UnaryOp::Ceil
-                | UnaryOp::Round
-                | UnaryOp::Relu
-                | UnaryOp::LogicalNot
-        )
-    }
-
     /// The WGSL expression in `x0` (of type `ct`) and its result type.
     fn wgsl(self, ct: &'static str) -> (String, &'static str) {
         let f = match self {
@@ -138,92 +53,7 @@ impl UnaryOp {
     }
 }
 
-/// Binary ops; comparisons and logical ops produce bool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    /// True division; integers compute in f32.
-    Div,
-    /// NumPy `floor_divide`.
-    FloorDiv,
-    /// NumPy `remainder`: the sign of the divisor.
-    Remainder,
-    Pow,
-    Maximum,
-    Minimum,
-    Equal,
-    NotEqual,
-    Less,
-    LessEqual,
-    Greater,
-    GreaterEqual,
-    LogicalAnd,
-    LogicalOr,
-}
-
 impl BinaryOp {
-    /// Every binary op, for enumerating specialisations.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [BinaryOp; 17] = [
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::FloorDiv,
-        BinaryOp::Remainder,
-        BinaryOp::Pow,
-        BinaryOp::Maximum,
-        BinaryOp::Minimum,
-        BinaryOp::Equal,
-        BinaryOp::NotEqual,
-        BinaryOp::Less,
-        BinaryOp::LessEqual,
-        BinaryOp::Greater,
-        BinaryOp::GreaterEqual,
-        BinaryOp::LogicalAnd,
-        BinaryOp::LogicalOr,
-    ];
-
-    /// NumPy's name for the op.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "subtract",
-            BinaryOp::Mul => "multiply",
-            BinaryOp::Div => "divide",
-            BinaryOp::FloorDiv => "floor_divide",
-            BinaryOp::Remainder => "remainder",
-            BinaryOp::Pow => "power",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
-            BinaryOp::Equal => "equal",
-            BinaryOp::NotEqual => "not_equal",
-            BinaryOp::Less => "less",
-            BinaryOp::LessEqual => "less_equal",
-            BinaryOp::Greater => "greater",
-            BinaryOp::GreaterEqual => "greater_equal",
-            BinaryOp::LogicalAnd => "logical_and",
-            BinaryOp::LogicalOr => "logical_or",
-        }
-    }
-
-    /// Whether the result is bool.
-    pub(crate) fn is_predicate(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Equal
-                | BinaryOp::NotEqual
-                | BinaryOp::Less
-                | BinaryOp::LessEqual
-                | BinaryOp::Greater
-                | BinaryOp::GreaterEqual
-                | BinaryOp::LogicalAnd
-                | BinaryOp::LogicalOr
-        )
-    }
-
     /// The WGSL expression in `x0`, `x1` (of type `ct`) and its result type.
     fn wgsl(self, ct: &'static str) -> (String, &'static str) {
         let sfx = match ct {
@@ -279,30 +109,6 @@ impl BinaryOp {
     }
 }
 
-/// What one elementwise dispatch computes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum ElementwiseOp {
-    /// Convert (or copy, for the same dtype) the one input to the output dtype.
-    Cast,
-    Unary(UnaryOp),
-    Binary(BinaryOp),
-    /// `where(cond, a, b)`.
-    Where,
-    /// Floored quotient and remainder of two inputs: two outputs.
-    DivMod,
-    /// `x0[offset + index * axis_stride]` with `index` read from the second
-    /// input (i32 or u32; negative counts from the end, then clamped):
-    /// NumPy `take`. The caller gives the operands gather strides.
-    Gather,
-}
-
-impl ElementwiseOp {
-    /// How many outputs the op writes.
-    pub(crate) fn outputs(self) -> usize {
-        if self == ElementwiseOp::DivMod { 2 } else { 1 }
-    }
-}
-
 /// The WGSL compute type of a dtype: f32 for every float, i32, u32 (bool too).
 pub(crate) fn compute_type(d: DType) -> &'static str {
     match d {
@@ -312,8 +118,18 @@ pub(crate) fn compute_type(d: DType) -> &'static str {
     }
 }
 
+/// The raw bits (a `u32`; the low 16 for 2-byte dtypes) of element `i` of
+/// the `array<u32>` named `array` holding elements of `d`.
+pub(crate) fn element_bits(d: DType, array: &str) -> String {
+    if d.size_in_bytes() == 2 {
+        format!("half_word({array}[i >> 1u], i)")
+    } else {
+        format!("{array}[i]")
+    }
+}
+
 /// The compute-type value of raw element bits `b` of dtype `d`.
-fn decode(d: DType, b: &str) -> String {
+pub(crate) fn decode(d: DType, b: &str) -> String {
     match d {
         DType::F32 => format!("bitcast<f32>({b})"),
         DType::I32 => format!("bitcast<i32>({b})"),
@@ -367,7 +183,7 @@ fn encode(d: DType, r: &str, ct: &str) -> String {
 /// promoted to one dtype for binary ops, except `Where`'s condition).
 fn op_compute_type(op: ElementwiseOp, inputs: &[DType], out: DType) -> &'static str {
     match op {
-        ElementwiseOp::Cast => compute_type(inputs[0]),
+        ElementwiseOp::Cast | ElementwiseOp::Copy => compute_type(inputs[0]),
         ElementwiseOp::Unary(u) if !u.takes_integers() => "f32",
         ElementwiseOp::Unary(_) => compute_type(inputs[0]),
         ElementwiseOp::Binary(BinaryOp::Div) => "f32",
@@ -377,47 +193,28 @@ fn op_compute_type(op: ElementwiseOp, inputs: &[DType], out: DType) -> &'static 
     }
 }
 
-fn put(v: &mut [u32; PARAMS_WORDS], base: usize, xs: impl IntoIterator<Item = i64>) -> Result<()> {
-    for (i, x) in xs.into_iter().enumerate() {
-        v[base + i] = if (i32::MIN as i64..=u32::MAX as i64).contains(&x) {
-            x as u32 // negative strides wrap to two's complement on purpose
-        } else {
-            return Err(Error::TooLarge {
-                op: "strided kernel",
-                bytes: x.unsigned_abs(),
-                max: u32::MAX as u64,
-            });
-        };
-    }
-    Ok(())
-}
-
 /// Parameters of the strided family (see wgsl/strided.wgsl), and whether
 /// the CONTIGUOUS specialisation applies.
 fn strided_params(
     n: usize,
     shape: &[usize],
-    ops: &[&Operand<'_>],
+    ops: &[Operand<'_>],
     extra: [i64; 2],
-) -> Result<([u32; PARAMS_WORDS], bool)> {
+) -> Result<(Params, bool)> {
     if shape.len() > MAX_NDIM {
         return Err(Error::InvalidArgument(format!(
             "arrays of more than {MAX_NDIM} dimensions are not supported (got {})",
             shape.len()
         )));
     }
-    let mut p = [0u32; PARAMS_WORDS];
-    put(
-        &mut p,
-        0,
-        [n as i64, shape.len() as i64, extra[0], extra[1]],
-    )?;
-    put(&mut p, 8, shape.iter().map(|&d| d as i64))?;
+    let mut p = Params::new("strided kernel");
+    p.put(0, [n as i64, shape.len() as i64, extra[0], extra[1]])?;
+    p.put(8, shape.iter().map(|&d| d as i64))?;
     let mut contiguous = true;
     for (k, o) in ops.iter().enumerate() {
-        put(&mut p, 4 + k, [o.offset as i64])?;
-        put(&mut p, 16 + 8 * k, o.strides.iter().map(|&s| s as i64))?;
-        contiguous &= is_contiguous(shape, o.strides);
+        p.put(4 + k, [o.offset as i64])?;
+        p.put(16 + 8 * k, o.strides.iter().map(|&s| s as i64))?;
+        contiguous &= is_contiguous(shape, &o.strides);
     }
     Ok((p, contiguous))
 }
@@ -437,7 +234,7 @@ pub(crate) fn spec(
 ) -> (Spec, &'static Kernel) {
     let ct = op_compute_type(op, dtypes, out_dtype);
     let (expr, rt) = match op {
-        ElementwiseOp::Cast | ElementwiseOp::Gather => ("x0".to_string(), ct),
+        ElementwiseOp::Cast | ElementwiseOp::Copy | ElementwiseOp::Gather => ("x0".to_string(), ct),
         ElementwiseOp::Unary(u) => u.wgsl(ct),
         ElementwiseOp::Binary(b) => b.wgsl(ct),
         ElementwiseOp::DivMod => BinaryOp::FloorDiv.wgsl(ct),
@@ -471,11 +268,7 @@ pub(crate) fn spec(
             binding += 1;
             format!("in{k}")
         };
-        let bits = if dtype.size_in_bytes() == 2 {
-            format!("half_word({var}[i >> 1u], i)")
-        } else {
-            format!("{var}[i]")
-        };
+        let bits = element_bits(dtype, &var);
         // Where's condition and Gather's indices keep their own type;
         // every other input takes the op's.
         let own = matches!(
@@ -534,27 +327,15 @@ pub(crate) fn spec(
     )
 }
 
-/// Encode `out = op(inputs...)` over `shape`; `out` is dense, of dtype
-/// `out_dtype`. `donated` names the input whose buffer *is* `out` (dense, of
+/// Encode `outs = op(inputs...)` over `shape`: every output dense, of
+/// `out_dtype` (DivMod writes two); inputs read through strides over
+/// `shape`. `donated` names the input whose buffer *is* `outs[0]` (dense, of
 /// the output's shape): it is read through `out`, because wgpu forbids
-/// binding one buffer as read-only and read-write in one dispatch.
-pub(crate) fn elementwise(
-    dev: &DeviceInner,
-    op: ElementwiseOp,
-    shape: &[usize],
-    inputs: &[Operand<'_>],
-    out_dtype: DType,
-    out: &wgpu::Buffer,
-    donated: Option<usize>,
-) -> Result<Option<Dispatch>> {
-    elementwise_n(dev, op, shape, inputs, out_dtype, &[out], donated, [0, 0])
-}
-
-/// [`elementwise`] for ops with several outputs (all dense, of `out_dtype`)
-/// or extra parameters (Gather: the axis stride and length).
+/// binding one buffer as read-only and read-write in one dispatch. `extra`
+/// is Gather's axis stride and length.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn elementwise_n(
-    dev: &DeviceInner,
+pub(crate) fn elementwise(
+    cx: &Context,
     op: ElementwiseOp,
     shape: &[usize],
     inputs: &[Operand<'_>],
@@ -567,8 +348,7 @@ pub(crate) fn elementwise_n(
     if n == 0 {
         return Ok(None);
     }
-    let refs: Vec<&Operand<'_>> = inputs.iter().collect();
-    let (params, contiguous) = strided_params(n, shape, &refs, extra)?;
+    let (params, contiguous) = strided_params(n, shape, inputs, extra)?;
     let dtypes: Vec<DType> = inputs.iter().map(|o| o.dtype).collect();
     let key = QuickKey::Elementwise {
         op,
@@ -577,8 +357,8 @@ pub(crate) fn elementwise_n(
         contiguous,
         donated,
     };
-    let pipeline = dev
-        .kernels
+    let pipeline = cx
+        .cache
         .get_quick(key, || spec(op, &dtypes, out_dtype, contiguous, donated))?;
     let mut buffers: Vec<wgpu::Buffer> = inputs
         .iter()
@@ -594,12 +374,9 @@ pub(crate) fn elementwise_n(
     };
     Ok(Some(Dispatch {
         pipeline,
-        params,
+        params: params.words(),
         buffers,
-        workgroups: grid(
-            threads as u64,
-            dev.limits.max_compute_workgroups_per_dimension,
-        )?,
+        workgroups: cx.grid(threads as u64)?,
     }))
 }
 
@@ -642,7 +419,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
 
 /// Write the 32-bit `word` into the first `words` words of `out`.
 pub(crate) fn fill(
-    dev: &DeviceInner,
+    cx: &Context,
     words: usize,
     word: u32,
     out: &wgpu::Buffer,
@@ -653,13 +430,10 @@ pub(crate) fn fill(
     let (params, _) = strided_params(words, &[words], &[], [word as i64, 0])?;
     let (spec, kernel) = FILL.spec(&[("CONTIGUOUS", "true")]);
     Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
-        params,
+        pipeline: cx.cache.get(kernel, &spec)?,
+        params: params.words(),
         buffers: vec![out.clone()],
-        workgroups: grid(
-            words as u64,
-            dev.limits.max_compute_workgroups_per_dimension,
-        )?,
+        workgroups: cx.grid(words as u64)?,
     }))
 }
 

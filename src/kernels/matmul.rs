@@ -2,102 +2,68 @@
 //! class, dtype and operand layout, and the reference one-thread-per-output
 //! kernel (wgsl/matmul_naive.wgsl) kept for comparison.
 
-use super::{Dispatch, GEMM, GEMM_BIAS, Kernel, MATMUL_NAIVE, PARAMS_WORDS, QuickKey, Spec, grid};
-use crate::device::DeviceInner;
-use crate::{DType, Error, Result};
+use super::{
+    Context, Dispatch, GEMM, GEMM_BIAS, Kernel, MATMUL_NAIVE, Operand, Params, QuickKey, Spec,
+};
+use crate::DType;
+use crate::Result;
 
-/// A matmul operand: `[batch.., rows, cols]` read through element strides.
-pub(crate) struct MatOperand<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    pub offset: usize,
-    pub row_stride: isize,
-    pub col_stride: isize,
-    /// Strides of the (up to four, already broadcast) batch dimensions.
-    pub batch_strides: [isize; 4],
+/// The strides of a matmul [`Operand`]: six, over `[batch0..batch3, rows,
+/// cols]` (the four batch dimensions already broadcast, 0 where repeated).
+fn batch_strides<'o>(op: &'o Operand<'_>) -> &'o [isize] {
+    &op.strides[..4]
 }
 
-/// Batch dimensions the kernel takes.
-pub(crate) const MAX_BATCH_DIMS: usize = 4;
-
-/// A parameter word: sizes and offsets up to `u32::MAX`, strides down to
-/// `i32::MIN` (negative strides wrap to two's complement on purpose; the
-/// kernel's u32 arithmetic wraps back to the right index).
-fn word(x: impl Into<i64>) -> Result<u32> {
-    let x = x.into();
-    if !(i32::MIN as i64..=u32::MAX as i64).contains(&x) {
-        return Err(Error::TooLarge {
-            op: "matmul",
-            bytes: x.unsigned_abs(),
-            max: u32::MAX as u64,
-        });
-    }
-    Ok(x as u32)
+fn row_stride(op: &Operand<'_>) -> isize {
+    op.strides[4]
 }
 
-fn w(x: usize) -> Result<u32> {
-    word(i64::try_from(x).unwrap_or(i64::MAX))
+fn col_stride(op: &Operand<'_>) -> isize {
+    op.strides[5]
 }
 
-fn ws(x: isize) -> Result<u32> {
-    word(x as i64)
-}
-
-/// `c[batch, m, n] = a[batch, m, k] @ b[batch, k, n]`, f32, into dense `c`.
+/// The reference kernel (wgsl/matmul_naive.wgsl, one thread per output, f32):
+/// `c[batch, m, n] (+)= a[batch, m, k0..k] @ b[batch, k0..k, n]` into dense
+/// `c`, adding to `c` when `accumulate`. Only `crate::baseline` uses it, as
+/// the plain way to compare the GEMM with.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul_naive(
-    dev: &DeviceInner,
+    cx: &Context,
     batch_shape: [usize; 4],
     m: usize,
     n: usize,
-    k: usize,
-    a: &MatOperand<'_>,
-    b: &MatOperand<'_>,
+    k: std::ops::Range<usize>,
+    accumulate: bool,
+    a: &Operand<'_>,
+    b: &Operand<'_>,
     c: &wgpu::Buffer,
 ) -> Result<Option<Dispatch>> {
     let total = batch_shape.iter().product::<usize>() * m * n;
     if total == 0 {
         return Ok(None);
     }
-    let words = [
-        m as i64,
-        n as i64,
-        k as i64,
-        total as i64,
-        a.offset as i64,
-        a.row_stride as i64,
-        a.col_stride as i64,
-        b.offset as i64,
-        b.row_stride as i64,
-        b.col_stride as i64,
-        0,
-        0,
-    ];
-    let mut p = [0u32; PARAMS_WORDS];
-    let all = words
-        .into_iter()
-        .chain(batch_shape.iter().map(|&x| x as i64))
-        .chain(a.batch_strides.iter().map(|&x| x as i64))
-        .chain(b.batch_strides.iter().map(|&x| x as i64));
-    for (slot, x) in p.iter_mut().zip(all) {
-        // Negative strides wrap to two's complement on purpose.
-        if !(i32::MIN as i64..=u32::MAX as i64).contains(&x) {
-            return Err(Error::TooLarge {
-                op: "matmul",
-                bytes: x.unsigned_abs(),
-                max: u32::MAX as u64,
-            });
-        }
-        *slot = x as u32;
+    let mut p = Params::new("matmul");
+    p.put(0, [m, n, k.end, total].map(|x| x as i64))?;
+    p.put(10, [k.start as i64, accumulate as i64])?;
+    for (base, op) in [(4, a), (7, b)] {
+        p.put(
+            base,
+            [
+                op.offset as i64,
+                row_stride(op) as i64,
+                col_stride(op) as i64,
+            ],
+        )?;
     }
+    p.put(12, batch_shape.iter().map(|&x| x as i64))?;
+    p.put(16, batch_strides(a).iter().map(|&x| x as i64))?;
+    p.put(20, batch_strides(b).iter().map(|&x| x as i64))?;
     let (spec, kernel) = naive_spec();
     Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
-        params: p,
+        pipeline: cx.cache.get(kernel, &spec)?,
+        params: p.words(),
         buffers: vec![a.buffer.clone(), b.buffer.clone(), c.clone()],
-        workgroups: grid(
-            total as u64,
-            dev.limits.max_compute_workgroups_per_dimension,
-        )?,
+        workgroups: cx.grid(total as u64)?,
     }))
 }
 
@@ -260,17 +226,17 @@ impl Mode {
 /// dimension with stride `unit` (which must be 1), the other stride and every
 /// offset being multiples of four elements. Strides of length-1 dimensions
 /// do not matter.
-fn vec_ok(op: &MatOperand<'_>, rows: usize, cols: usize, along_cols: bool) -> bool {
+fn vec_ok(op: &Operand<'_>, rows: usize, cols: usize, along_cols: bool) -> bool {
     let (unit, other, unit_len, other_len) = if along_cols {
-        (op.col_stride, op.row_stride, cols, rows)
+        (col_stride(op), row_stride(op), cols, rows)
     } else {
-        (op.row_stride, op.col_stride, rows, cols)
+        (row_stride(op), col_stride(op), rows, cols)
     };
     unit_len > 1
         && unit == 1
         && (other_len == 1 || other.rem_euclid(4) == 0)
         && op.offset.is_multiple_of(4)
-        && op.batch_strides.iter().all(|s| s.rem_euclid(4) == 0)
+        && batch_strides(op).iter().all(|s| s.rem_euclid(4) == 0)
 }
 
 /// The WGSL for one operand: its binding's element type, and expressions
@@ -603,11 +569,12 @@ pub(crate) struct Gemm<'a> {
     pub m: usize,
     pub n: usize,
     pub k: usize,
-    pub a: MatOperand<'a>,
-    pub b: MatOperand<'a>,
-    /// `beta * bias` is added to every output; the bias's strides broadcast
-    /// it to `[batch.., m, n]`.
-    pub bias: Option<MatOperand<'a>>,
+    /// `[batch.., m, k]` and `[batch.., k, n]` (six strides each).
+    pub a: Operand<'a>,
+    pub b: Operand<'a>,
+    /// `beta * bias` is added to every output; its six strides broadcast it
+    /// to `[batch.., m, n]`.
+    pub bias: Option<Operand<'a>>,
     pub alpha: f32,
     pub beta: f32,
     /// Dense `[batch.., m, n]` output.
@@ -620,16 +587,15 @@ pub(crate) struct Gemm<'a> {
 /// per-dimension workgroup limit, none for an empty output.
 ///
 /// # Errors
-/// [`Error::TooLarge`] for sizes, strides or offsets past `u32`,
-/// [`Error::Kernel`] if the specialisation fails to compile.
-pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
+/// [`crate::Error::TooLarge`] for sizes, strides or offsets past `u32`,
+/// [`crate::Error::Kernel`] if the specialisation fails to compile.
+pub(crate) fn gemm(cx: &Context, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
     let (m, n, k) = (g.m, g.n, g.k);
     let batch: usize = g.batch_shape.iter().product();
     if batch * m * n == 0 {
         return Ok(Vec::new());
     }
-    let software = dev.info.device_type == wgpu::DeviceType::Cpu;
-    let tile = g.tile.unwrap_or_else(|| tile_for(m, n, software));
+    let tile = g.tile.unwrap_or_else(|| tile_for(m, n, cx.software));
     let a_mode = if vec_ok(&g.a, m, k, true) {
         Mode::Inner
     } else if tile.tm.is_multiple_of(4) && vec_ok(&g.a, m, k, false) {
@@ -644,57 +610,51 @@ pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
     } else {
         Mode::Scalar
     };
-    let out_vec = n.is_multiple_of(4);
     let variant = GemmVariant {
         dtype: g.dtype,
         tile,
         a_mode,
         b_mode,
-        out_vec,
+        out_vec: n.is_multiple_of(4),
         has_bias: g.bias.is_some(),
         k_tail: !k.is_multiple_of(4),
     };
-    let zero = MatOperand {
+    let zero = Operand {
         buffer: g.out,
+        dtype: g.dtype,
         offset: 0,
-        row_stride: 0,
-        col_stride: 0,
-        batch_strides: [0; 4],
+        strides: vec![0; 6],
     };
     let c = g.bias.as_ref().unwrap_or(&zero);
-    let mut p = [0u32; PARAMS_WORDS];
-    let head = [
-        w(m)?,
-        w(n)?,
-        w(k)?,
-        0,
-        w(g.a.offset)?,
-        ws(g.a.row_stride)?,
-        ws(g.a.col_stride)?,
-        w(g.b.offset)?,
-        ws(g.b.row_stride)?,
-        ws(g.b.col_stride)?,
-        w(c.offset)?,
-        ws(c.row_stride)?,
-        ws(c.col_stride)?,
-    ];
-    p[..head.len()].copy_from_slice(&head);
-    p[13] = g.alpha.to_bits();
-    p[14] = g.beta.to_bits();
-    for (i, &x) in g.batch_shape.iter().enumerate() {
-        p[16 + i] = w(x)?;
+    let mut p = Params::new("matmul");
+    p.put(0, [m as i64, n as i64, k as i64, 0])?;
+    for (base, op) in [(4, &g.a), (7, &g.b), (10, c)] {
+        p.put(
+            base,
+            [
+                op.offset as i64,
+                row_stride(op) as i64,
+                col_stride(op) as i64,
+            ],
+        )?;
     }
-    let strides =
-        g.a.batch_strides
-            .iter()
-            .chain(&g.b.batch_strides)
-            .chain(&c.batch_strides);
-    for (slot, &x) in p[20..].iter_mut().zip(strides) {
-        *slot = ws(x)?;
+    p.put_bits(13, [g.alpha.to_bits(), g.beta.to_bits()]);
+    p.put(16, g.batch_shape.iter().map(|&x| x as i64))?;
+    let strides = batch_strides(&g.a)
+        .iter()
+        .chain(batch_strides(&g.b))
+        .chain(batch_strides(c));
+    p.put(20, strides.map(|&x| x as i64))?;
+    if batch * m * n > u32::MAX as usize {
+        // The kernel's flat output index is a u32.
+        return Err(crate::Error::TooLarge {
+            op: "matmul",
+            bytes: (batch * m * n) as u64,
+            max: u32::MAX as u64,
+        });
     }
-    w(batch * m * n)?;
-    let pipeline = dev
-        .kernels
+    let pipeline = cx
+        .cache
         .get_quick(QuickKey::Gemm(variant), || variant.spec())?;
     let mut buffers = vec![g.a.buffer.clone(), g.b.buffer.clone()];
     if let Some(c) = &g.bias {
@@ -703,20 +663,18 @@ pub(crate) fn gemm(dev: &DeviceInner, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
     buffers.push(g.out.clone());
     // A grid past the per-dimension limit runs as several dispatches, each
     // told its workgroup offset (`group0`).
-    let max = dev.limits.max_compute_workgroups_per_dimension as usize;
+    let max = cx.limits.max_compute_workgroups_per_dimension as usize;
     let groups = [n.div_ceil(tile.cols()), m.div_ceil(tile.rows()), batch];
     let mut out = Vec::new();
     for z0 in (0..groups[2]).step_by(max) {
         for y0 in (0..groups[1]).step_by(max) {
             for x0 in (0..groups[0]).step_by(max) {
                 let origin = [x0, y0, z0];
-                let mut params = p;
-                for (slot, &o) in params[32..35].iter_mut().zip(&origin) {
-                    *slot = w(o)?;
-                }
+                let mut params = p.clone();
+                params.put(32, origin.map(|o| o as i64))?;
                 out.push(Dispatch {
                     pipeline: pipeline.clone(),
-                    params,
+                    params: params.words(),
                     buffers: buffers.clone(),
                     workgroups: [0, 1, 2].map(|d| (groups[d] - origin[d]).min(max) as u32),
                 });

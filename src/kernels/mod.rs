@@ -22,8 +22,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::graph::primitive::{ElementwiseOp, ReduceOp};
 use crate::memory::QueueGuard;
-use crate::{Error, Result};
+use crate::{DType, Error, Result};
 
 /// Bytes of parameters each dispatch may bind (the uniform binding size).
 pub(crate) const PARAMS_BYTES: u64 = 256;
@@ -31,6 +32,86 @@ pub(crate) const PARAMS_BYTES: u64 = 256;
 pub(crate) const PARAMS_WORDS: usize = (PARAMS_BYTES / 4) as usize;
 /// Threads per workgroup of the one-dimensional kernels.
 pub(crate) const WORKGROUP: u32 = 256;
+
+/// What a kernel builder needs of a device: the pipeline cache, the limits
+/// and the optional features. The device owns one; kernels know nothing
+/// else of it.
+pub(crate) struct Context {
+    pub cache: KernelCache,
+    pub limits: wgpu::Limits,
+    pub features: wgpu::Features,
+    /// A software adapter (device type `Cpu`: lavapipe, llvmpipe, WARP):
+    /// some tile choices differ there.
+    pub software: bool,
+}
+
+impl Context {
+    /// Workgroup counts for `threads` threads (see [`grid`]) under this
+    /// device's per-dimension limit.
+    pub(crate) fn grid(&self, threads: u64) -> Result<[u32; 3]> {
+        grid(threads, self.limits.max_compute_workgroups_per_dimension)
+    }
+}
+
+/// A kernel operand: elements of `dtype` in `buffer`, read through element
+/// strides (two's complement: negative for reversed views, 0 where
+/// broadcast) from element `offset`. Each kernel family says which axes the
+/// strides are over (the output's, for elementwise kernels).
+pub(crate) struct Operand<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub dtype: DType,
+    pub offset: usize,
+    pub strides: Vec<isize>,
+}
+
+/// A dispatch's parameter block under construction ([`PARAMS_WORDS`] words).
+#[derive(Clone)]
+pub(crate) struct Params {
+    words: [u32; PARAMS_WORDS],
+    /// The kernel family, for errors.
+    op: &'static str,
+}
+
+impl Params {
+    pub(crate) fn new(op: &'static str) -> Self {
+        Params {
+            words: [0; PARAMS_WORDS],
+            op,
+        }
+    }
+
+    /// Store `xs` from word `base` on: sizes and offsets up to `u32::MAX`,
+    /// strides down to `i32::MIN` (negative values wrap to two's complement
+    /// on purpose; the kernels' u32 arithmetic wraps back to the right
+    /// index).
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] for a value outside that range.
+    pub(crate) fn put(&mut self, base: usize, xs: impl IntoIterator<Item = i64>) -> Result<()> {
+        for (i, x) in xs.into_iter().enumerate() {
+            if !(i32::MIN as i64..=u32::MAX as i64).contains(&x) {
+                return Err(Error::TooLarge {
+                    op: self.op,
+                    bytes: x.unsigned_abs(),
+                    max: u32::MAX as u64,
+                });
+            }
+            self.words[base + i] = x as u32;
+        }
+        Ok(())
+    }
+
+    /// Store raw words (f32 bits, counters) from word `base` on.
+    pub(crate) fn put_bits(&mut self, base: usize, xs: impl IntoIterator<Item = u32>) {
+        for (i, x) in xs.into_iter().enumerate() {
+            self.words[base + i] = x;
+        }
+    }
+
+    pub(crate) fn words(&self) -> [u32; PARAMS_WORDS] {
+        self.words
+    }
+}
 
 /// A kernel family: one WGSL source with `{{NAME}}` placeholders.
 #[derive(Debug)]
@@ -213,15 +294,15 @@ pub(crate) struct KernelCache {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum QuickKey {
     Elementwise {
-        op: elementwise::ElementwiseOp,
-        inputs: Vec<crate::DType>,
-        out: crate::DType,
+        op: ElementwiseOp,
+        inputs: Vec<DType>,
+        out: DType,
         contiguous: bool,
         donated: Option<usize>,
     },
     Reduce {
-        op: reduce::ReduceOp,
-        input: crate::DType,
+        op: ReduceOp,
+        input: DType,
         row: bool,
     },
     Gemm(matmul::GemmVariant),
@@ -362,19 +443,8 @@ impl KernelCache {
         let label = format!("{}{:?}", spec.kernel, spec.subs);
         // Validate with naga first: its messages name the line, and a bad
         // kernel never reaches the driver.
-        let module = naga::front::wgsl::parse_str(&source).map_err(|e| Error::Kernel {
-            kernel: label.clone(),
-            message: e.emit_to_string(&source),
-        })?;
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::all(),
-        )
-        .validate(&module)
-        .map_err(|e| Error::Kernel {
-            kernel: label.clone(),
-            message: e.emit_to_string(&source),
-        })?;
+        let module = parse(&source, &label)?;
+        validate(&module, &source, &label, naga::valid::Capabilities::all())?;
         let parsed = started.elapsed();
         let (layout, pipeline_layout) = self.layout(spec.reads, spec.writes);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -419,6 +489,38 @@ impl KernelCache {
     }
 }
 
+/// Parse WGSL with naga, as wgpu does before it hands a shader to the
+/// driver, but with naga's own messages (they name the line). `label` names
+/// the kernel in the error.
+///
+/// # Errors
+/// [`Error::Kernel`] with naga's message when parsing fails.
+pub(crate) fn parse(source: &str, label: &str) -> Result<naga::Module> {
+    naga::front::wgsl::parse_str(source).map_err(|e| Error::Kernel {
+        kernel: label.to_string(),
+        message: e.emit_to_string(source),
+    })
+}
+
+/// Validate a parsed module under `capabilities` (see [`parse`]).
+///
+/// # Errors
+/// [`Error::Kernel`] with naga's message when validation fails.
+pub(crate) fn validate(
+    module: &naga::Module,
+    source: &str,
+    label: &str,
+    capabilities: naga::valid::Capabilities,
+) -> Result<()> {
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities)
+        .validate(module)
+        .map(|_| ())
+        .map_err(|e| Error::Kernel {
+            kernel: label.to_string(),
+            message: e.emit_to_string(source),
+        })
+}
+
 /// Workgroup counts for `threads` threads in groups of [`WORKGROUP`], folded
 /// into a second dimension when one would pass `max_per_dim`. Kernels
 /// recover the thread index as `gid.x + gid.y * num_workgroups.x * WG`.
@@ -449,27 +551,17 @@ pub(crate) struct Dispatch {
     pub workgroups: [u32; 3],
 }
 
-/// A buffer-to-buffer copy to run after the dispatches.
-pub(crate) struct CopyOp {
-    pub src: wgpu::Buffer,
-    pub src_offset: u64,
-    pub dst: wgpu::Buffer,
-    pub size: u64,
-}
-
-/// Encode `dispatches` (one compute pass) and then `copies` into one command
-/// buffer and submit it once. Identical parameter blocks share one slot of
+/// Encode `dispatches` (one compute pass) into one command buffer and submit
+/// it once. Identical parameter blocks share one slot of
 /// the parameter buffer.
 pub(crate) fn submit(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
-    cache: &KernelCache,
+    cx: &Context,
     _guard: &QueueGuard<'_>,
     dispatches: &[Dispatch],
-    copies: &[CopyOp],
-    uniform_align: u64,
 ) -> Result<wgpu::SubmissionIndex> {
-    let stride = PARAMS_BYTES.max(uniform_align);
+    let stride = PARAMS_BYTES.max(cx.limits.min_uniform_buffer_offset_alignment as u64);
     let mut slots: HashMap<&[u32; PARAMS_WORDS], u64> = HashMap::new();
     let mut offsets = Vec::with_capacity(dispatches.len());
     let mut bytes: Vec<u8> = Vec::new();
@@ -485,7 +577,7 @@ pub(crate) fn submit(
     let params = if bytes.is_empty() {
         None
     } else {
-        let buf = cache.params_buffer(bytes.len() as u64);
+        let buf = cx.cache.params_buffer(bytes.len() as u64);
         queue.write_buffer(&buf, 0, &bytes);
         Some(buf)
     };
@@ -528,9 +620,6 @@ pub(crate) fn submit(
             let [x, y, z] = d.workgroups;
             pass.dispatch_workgroups(x, y, z);
         }
-    }
-    for c in copies {
-        encoder.copy_buffer_to_buffer(&c.src, c.src_offset, &c.dst, 0, c.size);
     }
     Ok(queue.submit([encoder.finish()]))
 }

@@ -2,8 +2,8 @@
 //! a key read from a device array, written as raw bits, uniform or normal
 //! floats.
 
-use super::{CONVERT, Dispatch, Kernel, PARAMS_WORDS, Spec, grid};
-use crate::device::DeviceInner;
+use super::{CONVERT, Context, Dispatch, Kernel, Operand, Params, Spec};
+use crate::graph::primitive::Distribution;
 use crate::{DType, Result};
 
 /// Philox 4x32-10 under a key; output dtype chosen by the specialisation.
@@ -14,19 +14,6 @@ pub(crate) static RANDOM: Kernel = Kernel {
     reads: 1,
     writes: 1,
 };
-
-/// What the random kernel writes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Distribution {
-    /// Raw u32 words.
-    Bits,
-    /// `low + (high - low) * u`, `u` in [0, 1) from the top 24 bits, clamped
-    /// into [`low`, `max`], where `max` is the output dtype's largest value
-    /// below `high`.
-    Uniform { low: f32, scale: f32, max: f32 },
-    /// `mean + std * z`, `z` standard normal by Box-Muller.
-    Normal { mean: f32, std: f32 },
-}
 
 impl Distribution {
     fn code(self) -> &'static str {
@@ -77,19 +64,12 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     out
 }
 
-/// The key operand: two u32 words at `offset` and `offset + stride`.
-pub(crate) struct Key<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    pub offset: usize,
-    pub stride: isize,
-}
-
 /// Encode `n` values of `dist` as `dtype` into the dense `out`, from Philox
-/// blocks `(b, stream, 0, 0)` under `key`.
+/// blocks `(b, stream, 0, 0)` under `key` (u32, shape `[2]`).
 pub(crate) fn random(
-    dev: &DeviceInner,
+    cx: &Context,
     dist: Distribution,
-    key: &Key<'_>,
+    key: &Operand<'_>,
     stream: u32,
     n: usize,
     dtype: DType,
@@ -105,27 +85,20 @@ pub(crate) fn random(
             max: u32::MAX as u64,
         });
     }
-    let mut p = [0u32; PARAMS_WORDS];
-    p[0] = n as u32;
-    p[1] = key.offset as u32;
-    p[2] = key.stride as u32; // a negative stride wraps on purpose
-    p[3] = stream;
+    let mut p = Params::new("random");
+    p.put(0, [n as i64, key.offset as i64, key.strides[0] as i64])?;
     let a: [f32; 3] = match dist {
         Distribution::Bits => [0.0; 3],
         Distribution::Uniform { low, scale, max } => [low, scale, max],
         Distribution::Normal { mean, std } => [mean, std, 0.0],
     };
-    for (w, v) in p[4..7].iter_mut().zip(a) {
-        *w = v.to_bits();
-    }
+    p.put_bits(3, [stream]);
+    p.put_bits(4, a.map(f32::to_bits));
     let (spec, kernel) = spec(dist, dtype);
     Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
-        params: p,
+        pipeline: cx.cache.get(kernel, &spec)?,
+        params: p.words(),
         buffers: vec![key.buffer.clone(), out.clone()],
-        workgroups: grid(
-            n.div_ceil(4) as u64,
-            dev.limits.max_compute_workgroups_per_dimension,
-        )?,
+        workgroups: cx.grid(n.div_ceil(4) as u64)?,
     }))
 }

@@ -1,71 +1,15 @@
 //! The reduction kernel (wgsl/reduce.wgsl): the accumulator of every
 //! reduction, the choice between one workgroup and one thread per output.
 
-use super::elementwise::compute_type;
-use super::{Dispatch, Kernel, PARAMS_WORDS, QuickKey, REDUCE, Spec, grid};
-use crate::device::DeviceInner;
+use super::elementwise::{compute_type, decode, element_bits};
+use super::{Context, Dispatch, Kernel, Operand, Params, QuickKey, REDUCE, Spec, WORKGROUP};
+use crate::graph::primitive::ReduceOp;
 use crate::{DType, Error, Result};
 
-/// A reduction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum ReduceOp {
-    Sum,
-    Prod,
-    Max,
-    Min,
-    /// Index (u32) of the first maximum; NaN counts as the maximum.
-    ArgMax,
-    /// Index (u32) of the first minimum; NaN counts as the minimum.
-    ArgMin,
-    Mean,
-    /// Mean and variance (divided by `count - ddof`) in one pass: Welford's
-    /// update per thread, Chan et al.'s pairwise combination across threads.
-    Moments,
-    /// `log(sum(exp(x)))` in one pass with a running maximum.
-    LogSumExp,
-    All,
-    Any,
-}
-
 impl ReduceOp {
-    /// Every reduction, for enumerating specialisations.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [ReduceOp; 11] = [
-        ReduceOp::Sum,
-        ReduceOp::Prod,
-        ReduceOp::Max,
-        ReduceOp::Min,
-        ReduceOp::ArgMax,
-        ReduceOp::ArgMin,
-        ReduceOp::Mean,
-        ReduceOp::Moments,
-        ReduceOp::LogSumExp,
-        ReduceOp::All,
-        ReduceOp::Any,
-    ];
-
-    /// The compute type for an input dtype.
+    /// The WGSL compute type for an input dtype.
     fn compute_type(self, input: DType) -> &'static str {
-        match self {
-            ReduceOp::Mean | ReduceOp::Moments | ReduceOp::LogSumExp => "f32",
-            _ => compute_type(input),
-        }
-    }
-
-    /// Output dtypes, for an input dtype (the kernel writes 4-byte dtypes;
-    /// the ops layer casts to f16/bf16 afterwards).
-    pub(crate) fn out_dtypes(self, input: DType) -> Vec<DType> {
-        let ct = match self.compute_type(input) {
-            "f32" => DType::F32,
-            "i32" => DType::I32,
-            _ => DType::U32,
-        };
-        match self {
-            ReduceOp::ArgMax | ReduceOp::ArgMin => vec![DType::U32],
-            ReduceOp::All | ReduceOp::Any => vec![DType::Bool],
-            ReduceOp::Moments => vec![DType::F32, DType::F32],
-            _ => vec![ct],
-        }
+        compute_type(self.accumulator(input))
     }
 
     /// (ACC, INIT, LIFT, COMBINE, FINAL) for compute type `ct`.
@@ -202,24 +146,13 @@ pub(crate) fn spec(op: ReduceOp, dtype: DType, row: bool) -> (Spec, &'static Ker
             2 + k
         ));
     }
-    let bits = if dtype.size_in_bytes() == 2 {
-        "half_word(x[i >> 1u], i)"
-    } else {
-        "x[i]"
-    };
-    let decoded = match dtype {
-        DType::F32 => "bitcast<f32>(b)",
-        DType::I32 => "bitcast<i32>(b)",
-        DType::U32 | DType::Bool => "b",
-        DType::F16 => "f16_bits_to_f32(b)",
-        DType::BF16 => "bitcast<f32>(b << 16u)",
-    };
-    let natural = compute_type(dtype);
-    let value = if natural == ct {
-        decoded.to_string()
+    let decoded = decode(dtype, "b");
+    let value = if compute_type(dtype) == ct {
+        decoded
     } else {
         format!("{ct}({decoded})")
     };
+    let bits = element_bits(dtype, "x");
     let load = format!("    let b = {bits};\n    return {value};");
     REDUCE.spec_with_bindings(
         &[
@@ -251,72 +184,58 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     out
 }
 
-fn put(p: &mut [u32; PARAMS_WORDS], base: usize, xs: impl IntoIterator<Item = i64>) -> Result<()> {
-    for (i, x) in xs.into_iter().enumerate() {
-        if !(i32::MIN as i64..=u32::MAX as i64).contains(&x) {
-            return Err(Error::TooLarge {
-                op: "reduce",
-                bytes: x.unsigned_abs(),
-                max: u32::MAX as u64,
-            });
-        }
-        p[base + i] = x as u32; // negative strides wrap on purpose
-    }
-    Ok(())
-}
-
-/// The input of a reduction: kept axes (`outer`) and reduced axes (`inner`),
-/// each with shape and element strides, from element `offset` of `buffer`.
-pub(crate) struct ReduceInput<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    pub dtype: DType,
-    pub offset: usize,
-    pub outer_shape: Vec<usize>,
-    pub outer_strides: Vec<isize>,
-    pub inner_shape: Vec<usize>,
-    pub inner_strides: Vec<isize>,
-}
-
-/// Encode `op` over `x` into the dense outputs `outs` (one per output dtype).
+/// Encode `op` over the `axes` (sorted, distinct) of `x`, an array of
+/// `shape`, into the dense outputs `outs` (one per output dtype, over the
+/// kept axes in order).
 pub(crate) fn reduce(
-    dev: &DeviceInner,
+    cx: &Context,
     op: ReduceOp,
-    x: &ReduceInput<'_>,
+    x: &Operand<'_>,
+    shape: &[usize],
+    axes: &[usize],
     ddof: u32,
     outs: &[&wgpu::Buffer],
 ) -> Result<Option<Dispatch>> {
-    let n_out: usize = x.outer_shape.iter().product();
-    let r: usize = x.inner_shape.iter().product();
+    let (mut outer_shape, mut outer_strides) = (Vec::new(), Vec::new());
+    let (mut inner_shape, mut inner_strides) = (Vec::new(), Vec::new());
+    for (a, (&d, &st)) in shape.iter().zip(&x.strides).enumerate() {
+        if axes.contains(&a) {
+            inner_shape.push(d);
+            inner_strides.push(st);
+        } else {
+            outer_shape.push(d);
+            outer_strides.push(st);
+        }
+    }
+    let n_out: usize = outer_shape.iter().product();
+    let r: usize = inner_shape.iter().product();
     if n_out == 0 {
         return Ok(None);
     }
-    if x.outer_shape.len() > 8 || x.inner_shape.len() > 8 {
+    if outer_shape.len() > 8 || inner_shape.len() > 8 {
         return Err(Error::InvalidArgument(
             "reductions take at most 8 dimensions".into(),
         ));
     }
-    let mut p = [0u32; PARAMS_WORDS];
     // A reduction over nothing (R = 0) still has one (empty) inner dim.
-    let (inner_shape, inner_strides) = if x.inner_shape.is_empty() {
-        (vec![1], vec![0])
-    } else {
-        (x.inner_shape.clone(), x.inner_strides.clone())
-    };
-    put(
-        &mut p,
+    if inner_shape.is_empty() {
+        (inner_shape, inner_strides) = (vec![1], vec![0]);
+    }
+    let mut p = Params::new("reduce");
+    p.put(
         0,
         [
             n_out as i64,
             r as i64,
-            x.outer_shape.len() as i64,
+            outer_shape.len() as i64,
             inner_shape.len() as i64,
         ],
     )?;
-    put(&mut p, 4, [x.offset as i64, ddof as i64])?;
-    put(&mut p, 8, x.outer_shape.iter().map(|&d| d as i64))?;
-    put(&mut p, 16, x.outer_strides.iter().map(|&d| d as i64))?;
-    put(&mut p, 24, inner_shape.iter().map(|&d| d as i64))?;
-    put(&mut p, 32, inner_strides.iter().map(|&d| d as i64))?;
+    p.put(4, [x.offset as i64, ddof as i64])?;
+    p.put(8, outer_shape.iter().map(|&d| d as i64))?;
+    p.put(16, outer_strides.iter().map(|&d| d as i64))?;
+    p.put(24, inner_shape.iter().map(|&d| d as i64))?;
+    p.put(32, inner_strides.iter().map(|&d| d as i64))?;
     if r > MAX_REDUCED {
         // Only broadcast views get here: no buffer holds this many elements.
         return Err(Error::TooLarge {
@@ -326,7 +245,7 @@ pub(crate) fn reduce(
         });
     }
     let row = row_mode(r);
-    let pipeline = dev.kernels.get_quick(
+    let pipeline = cx.cache.get_quick(
         QuickKey::Reduce {
             op,
             input: x.dtype,
@@ -334,19 +253,18 @@ pub(crate) fn reduce(
         },
         || spec(op, x.dtype, row),
     )?;
-    let max = dev.limits.max_compute_workgroups_per_dimension;
-    let workgroups = if row {
-        // One workgroup per output, folded into two dimensions.
-        grid(n_out as u64 * super::WORKGROUP as u64, max)?
+    // Row mode: one workgroup per output, folded into two dimensions.
+    let threads = if row {
+        n_out as u64 * WORKGROUP as u64
     } else {
-        grid(n_out as u64, max)?
+        n_out as u64
     };
     let mut buffers = vec![x.buffer.clone()];
     buffers.extend(outs.iter().map(|b| (*b).clone()));
     Ok(Some(Dispatch {
         pipeline,
-        params: p,
+        params: p.words(),
         buffers,
-        workgroups,
+        workgroups: cx.grid(threads)?,
     }))
 }

@@ -1,8 +1,9 @@
 //! The top-k kernel (wgsl/topk.wgsl): values and indices of the k largest
 //! elements along an axis, both written by one dispatch.
 
-use super::{Dispatch, Kernel, PARAMS_WORDS, Spec, WORKGROUP, grid};
-use crate::device::DeviceInner;
+use super::elementwise::element_bits;
+use super::{Context, Dispatch, Kernel, Operand, Params, Spec, WORKGROUP};
+use crate::graph::primitive::MAX_TOPK;
 use crate::{DType, Error, Result};
 
 /// Top-k along an axis; two outputs (values, u32 indices).
@@ -13,10 +14,6 @@ pub(crate) static TOPK: Kernel = Kernel {
     reads: 1,
     writes: 2,
 };
-
-/// The largest `k` the kernel takes: each thread keeps `k` candidates in
-/// private arrays.
-pub(crate) const MAX_K: usize = 64;
 
 /// The private list length for `k`: the next power of two.
 fn kmax(k: usize) -> usize {
@@ -32,11 +29,7 @@ fn row_mode(len: usize) -> bool {
 /// The specialisation for rows of `dtype`, lists of `kmax` and `row` mode.
 pub(crate) fn spec(dtype: DType, kmax: usize, row: bool) -> (Spec, &'static Kernel) {
     let two = dtype.size_in_bytes() == 2;
-    let raw = if two {
-        "half_word(x[i >> 1u], i)"
-    } else {
-        "x[i]"
-    };
+    let raw = element_bits(dtype, "x");
     let key = match dtype {
         DType::F32 => "float_key(b, 0x80000000u, 0x7f800000u)",
         DType::F16 => "float_key(b, 0x8000u, 0x7c00u)",
@@ -80,7 +73,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for d in DType::ALL {
         let mut k = 1;
-        while k <= MAX_K {
+        while k <= MAX_TOPK {
             for row in [false, true] {
                 out.push(spec(d, k, row));
             }
@@ -90,80 +83,57 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     out
 }
 
-/// The input of a top-k: rows over the kept axes (`outer`), `len` elements
-/// each `stride` apart along the axis, from element `offset`.
-pub(crate) struct TopkInput<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    pub dtype: DType,
-    pub offset: usize,
-    pub outer_shape: Vec<usize>,
-    pub outer_strides: Vec<isize>,
-    pub len: usize,
-    pub stride: isize,
-}
-
-/// Encode top-`k` of every row of `x` into dense `[rows, k]` outputs `vals`
-/// (x's dtype) and `idx` (u32).
+/// Encode top-`k` of every row of `x` (an array of `shape`) along `axis`
+/// into dense `[rows, k]` outputs `vals` (x's dtype) and `idx` (u32), rows
+/// in row-major order of the other axes.
 pub(crate) fn topk(
-    dev: &DeviceInner,
-    x: &TopkInput<'_>,
+    cx: &Context,
+    x: &Operand<'_>,
+    shape: &[usize],
+    axis: usize,
     k: usize,
     vals: &wgpu::Buffer,
     idx: &wgpu::Buffer,
 ) -> Result<Option<Dispatch>> {
-    let rows: usize = x.outer_shape.iter().product();
+    let outer: Vec<usize> = (0..shape.len()).filter(|&d| d != axis).collect();
+    let rows: usize = outer.iter().map(|&d| shape[d]).product();
+    let len = shape[axis];
     if rows == 0 || k == 0 {
         return Ok(None);
     }
-    if k > MAX_K || k > x.len {
+    if k > MAX_TOPK || k > len {
         return Err(Error::Internal(format!("topk with k = {k}")));
     }
-    if x.outer_shape.len() > 8 {
+    if outer.len() > 8 {
         return Err(Error::InvalidArgument(
             "topk takes at most 9 dimensions".into(),
         ));
     }
-    let mut words: Vec<i64> = vec![
-        rows as i64,
-        x.len as i64,
-        k as i64,
-        x.outer_shape.len() as i64,
-        x.offset as i64,
-        x.stride as i64,
+    let mut p = Params::new("topk");
+    p.put(
         0,
-        0,
-    ];
-    let mut shape = [0i64; 8];
-    let mut strides = [0i64; 8];
-    for (d, (&s, &t)) in x.outer_shape.iter().zip(&x.outer_strides).enumerate() {
-        shape[d] = s as i64;
-        strides[d] = t as i64;
-    }
-    words.extend(shape);
-    words.extend(strides);
-    let mut p = [0u32; PARAMS_WORDS];
-    for (slot, w) in p.iter_mut().zip(words) {
-        if !(i32::MIN as i64..=u32::MAX as i64).contains(&w) {
-            return Err(Error::TooLarge {
-                op: "topk",
-                bytes: w.unsigned_abs(),
-                max: u32::MAX as u64,
-            });
-        }
-        *slot = w as u32; // negative strides wrap on purpose
-    }
-    let row = row_mode(x.len);
+        [
+            rows as i64,
+            len as i64,
+            k as i64,
+            outer.len() as i64,
+            x.offset as i64,
+            x.strides[axis] as i64,
+        ],
+    )?;
+    p.put(8, outer.iter().map(|&d| shape[d] as i64))?;
+    p.put(16, outer.iter().map(|&d| x.strides[d] as i64))?;
+    let row = row_mode(len);
     let (spec, kernel) = spec(x.dtype, kmax(k), row);
-    let max = dev.limits.max_compute_workgroups_per_dimension;
-    let workgroups = if row {
-        grid(rows as u64 * WORKGROUP as u64, max)?
+    let threads = if row {
+        rows as u64 * WORKGROUP as u64
     } else {
-        grid(rows as u64, max)?
+        rows as u64
     };
     Ok(Some(Dispatch {
-        pipeline: dev.kernels.get(kernel, &spec)?,
-        params: p,
+        pipeline: cx.cache.get(kernel, &spec)?,
+        params: p.words(),
         buffers: vec![x.buffer.clone(), vals.clone(), idx.clone()],
-        workgroups,
+        workgroups: cx.grid(threads)?,
     }))
 }

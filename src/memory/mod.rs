@@ -8,12 +8,38 @@ mod pool;
 pub use pool::MemoryStats;
 pub(crate) use pool::{BufferKind, Pool, PooledBuffer, QueueGuard};
 
+/// Copy `size` bytes of `src` from byte `offset` (both multiples of 4) to
+/// the host: a staging buffer from `pool`, one copy command submitted on
+/// `queue` under the pool's queue lock, then [`map_read`].
+///
+/// # Errors
+/// [`crate::Error::OutOfMemory`] for the staging buffer,
+/// [`crate::Error::Readback`] when waiting or mapping fails.
+pub(crate) fn read_back(
+    pool: &std::sync::Arc<Pool>,
+    queue: &wgpu::Queue,
+    src: &wgpu::Buffer,
+    offset: u64,
+    size: u64,
+) -> crate::Result<Vec<u8>> {
+    let guard = pool.lock_queue();
+    let staging = pool.acquire(&guard, size, BufferKind::Readback)?;
+    let mut encoder = pool
+        .device()
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("wgarray read-back"),
+        });
+    encoder.copy_buffer_to_buffer(src, offset, staging.buffer(), 0, size);
+    let index = queue.submit([encoder.finish()]);
+    map_read(pool.device(), staging.buffer(), ..size, index)
+}
+
 /// Map `range` of a `MAP_READ` buffer once submission `index` is done, copy
 /// the bytes out and unmap it.
 ///
 /// # Errors
 /// [`crate::Error::Readback`] when waiting or mapping fails.
-pub(crate) fn read_back(
+pub(crate) fn map_read(
     device: &wgpu::Device,
     buffer: &wgpu::Buffer,
     range: std::ops::RangeTo<u64>,

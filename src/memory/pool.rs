@@ -175,6 +175,11 @@ impl Pool {
         }
     }
 
+    /// The wgpu device the pool allocates from.
+    pub(crate) fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
     /// Take the lock that orders allocation with encoding and submission.
     pub(crate) fn lock_queue(&self) -> QueueGuard<'_> {
         QueueGuard(lock(&self.queue_lock))

@@ -24,7 +24,7 @@
 //! Integer division by zero gives 0 (NumPy warns and gives 0).
 
 use crate::graph::Primitive;
-use crate::kernels::elementwise::{BinaryOp, ElementwiseOp, UnaryOp};
+use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
 use crate::shape::broadcast_shapes;
 use crate::{Array, DType, Result};
 
@@ -96,7 +96,14 @@ impl Array {
     /// # Errors
     /// None today; `Result` so that every op composes with `?`.
     pub fn contiguous(&self) -> Result<Array> {
-        Array::elementwise(ElementwiseOp::Cast, "contiguous", &[self], self.dtype())
+        Ok(Array::from_node(
+            self.device(),
+            Primitive::View(crate::graph::View::Contiguous),
+            vec![self.clone()],
+            vec![(self.shape().to_vec(), self.dtype())],
+        )
+        .pop()
+        .expect("one output"))
     }
 
     fn unary(&self, op: UnaryOp, name: &'static str) -> Result<Array> {
@@ -312,5 +319,33 @@ impl std::ops::Neg for Array {
     type Output = Result<Array>;
     fn neg(self) -> Result<Array> {
         self.negative()
+    }
+}
+
+impl Array {
+    /// Floored quotient and remainder (Python/NumPy `divmod`): `q =
+    /// floor(a / b)`, `r = a - q * b` with the divisor's sign, broadcast
+    /// together, in the promoted dtype; integer division by zero gives 0 and 0.
+    ///
+    /// One node and one dispatch write both outputs. Either can be dropped on
+    /// its own, before or after eval: a dropped one gets a scratch buffer at
+    /// eval that returns to the pool as soon as the dispatch is encoded.
+    ///
+    /// # Errors
+    /// [`crate::Error::ShapeMismatch`], [`crate::Error::DeviceMismatch`].
+    pub fn divmod(&self, other: &Array) -> Result<(Array, Array)> {
+        super::same_device(self, other)?;
+        let t = promote_types(self.dtype(), other.dtype());
+        let shape = broadcast_shapes("divmod", self.shape(), other.shape())?;
+        let (a, b) = (self.astype(t)?, other.astype(t)?);
+        let mut v = Array::from_node(
+            self.device(),
+            Primitive::Elementwise(ElementwiseOp::DivMod),
+            vec![a, b],
+            vec![(shape.clone(), t), (shape, t)],
+        );
+        let r = v.pop().expect("two outputs");
+        let q = v.pop().expect("two outputs");
+        Ok((q, r))
     }
 }

@@ -7,7 +7,7 @@
 //! `alpha`, `beta * c` and the output conversion in its epilogue.
 
 use crate::graph::Primitive;
-use crate::kernels::matmul::MAX_BATCH_DIMS;
+use crate::graph::primitive::MAX_MATMUL_BATCH_DIMS as MAX_BATCH_DIMS;
 use crate::ops::shape::Slice;
 use crate::shape::broadcast_shapes;
 use crate::{Array, DType, Error, Result};
@@ -137,26 +137,8 @@ fn record(p: Plan, primitive: Primitive, bias: Option<Array>) -> Array {
             );
             acc = Some(match acc {
                 // The first chunk carries the caller's bias and beta.
-                None => node(
-                    a,
-                    b,
-                    Primitive::Matmul {
-                        alpha,
-                        beta,
-                        naive: false,
-                    },
-                    bias.clone(),
-                ),
-                Some(prev) => node(
-                    a,
-                    b,
-                    Primitive::Matmul {
-                        alpha,
-                        beta: 1.0,
-                        naive: false,
-                    },
-                    Some(prev),
-                ),
+                None => node(a, b, Primitive::Matmul { alpha, beta }, bias.clone()),
+                Some(prev) => node(a, b, Primitive::Matmul { alpha, beta: 1.0 }, Some(prev)),
             });
         }
         acc.expect("k > 0")
@@ -195,33 +177,6 @@ impl Array {
             Primitive::Matmul {
                 alpha: 1.0,
                 beta: 0.0,
-                naive: false,
-            },
-            None,
-        ))
-    }
-
-    /// [`Array::matmul`] on the reference kernel (one thread per output, no
-    /// tiling; f32 only). For benchmarks and tests; not a stable API.
-    ///
-    /// # Errors
-    /// As [`Array::matmul`], and [`Error::DType`] for any dtype but f32.
-    #[doc(hidden)]
-    pub fn matmul_naive(&self, other: &Array) -> Result<Array> {
-        if self.dtype() != DType::F32 {
-            return Err(Error::DType {
-                op: "matmul_naive",
-                dtype: self.dtype(),
-                other: None,
-            });
-        }
-        let p = plan("matmul_naive", self, other)?;
-        Ok(record(
-            p,
-            Primitive::Matmul {
-                alpha: 1.0,
-                beta: 0.0,
-                naive: true,
             },
             None,
         ))
@@ -274,15 +229,7 @@ impl Array {
             _ => return Err(mismatch()),
         }
         let c = self.reshape_to(&c_shape);
-        Ok(record(
-            p,
-            Primitive::Matmul {
-                alpha,
-                beta,
-                naive: false,
-            },
-            Some(c),
-        ))
+        Ok(record(p, Primitive::Matmul { alpha, beta }, Some(c)))
     }
 }
 

@@ -4,7 +4,6 @@
 pub mod concat;
 pub mod elementwise;
 pub mod matmul;
-pub mod multi_output;
 pub mod nn;
 pub mod reduce;
 pub mod shape;

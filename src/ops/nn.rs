@@ -59,7 +59,7 @@ impl Array {
     ) -> Result<Array> {
         self.in_f32(|x| {
             let mut mv = x.reduce(
-                crate::kernels::reduce::ReduceOp::Moments,
+                crate::graph::primitive::ReduceOp::Moments,
                 Axes::from(-1isize),
                 true,
                 0,

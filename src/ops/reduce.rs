@@ -9,7 +9,7 @@
 //! widens to int64, which WGSL lacks).
 
 use crate::graph::Primitive;
-use crate::kernels::reduce::ReduceOp;
+use crate::graph::primitive::ReduceOp;
 use crate::shape::normalize_axis;
 use crate::{Array, DType, Result};
 
@@ -229,5 +229,32 @@ impl Array {
                 }
             }
         }
+    }
+}
+
+impl Array {
+    /// Mean and variance over `axes` in one pass and one dispatch (MLX
+    /// `moments`): Welford's update per thread, Chan, Golub & LeVeque's
+    /// pairwise combination across threads; the variance divides by
+    /// `count - ddof`. f32 for integer input; f16/bf16 accumulate in f32 and
+    /// round back.
+    ///
+    /// Both outputs share one node. Either can be dropped on its own, before
+    /// or after eval: the kernel always writes both, so at eval a dropped
+    /// output gets a scratch buffer that goes back to the pool as soon as
+    /// the dispatch is encoded; the input's buffer goes when the node does.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidAxis`].
+    pub fn moments(
+        &self,
+        axes: impl Into<Axes>,
+        keepdims: bool,
+        ddof: u32,
+    ) -> Result<(Array, Array)> {
+        let mut v = self.reduce(ReduceOp::Moments, axes.into(), keepdims, ddof)?;
+        let var = v.pop().expect("two outputs");
+        let mean = v.pop().expect("two outputs");
+        Ok((mean, var))
     }
 }

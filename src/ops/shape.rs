@@ -338,3 +338,96 @@ impl Array {
         .expect("one output"))
     }
 }
+
+/// How [`Array::split`] divides an axis, as NumPy's `indices_or_sections`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SplitSpec {
+    /// This many equal parts; the axis length must divide evenly.
+    Sections(usize),
+    /// Cut before each of these indices (NumPy slicing: an index past the end
+    /// or below its predecessor gives an empty part).
+    Indices(Vec<usize>),
+}
+
+impl From<usize> for SplitSpec {
+    fn from(n: usize) -> Self {
+        SplitSpec::Sections(n)
+    }
+}
+
+impl From<&[usize]> for SplitSpec {
+    fn from(v: &[usize]) -> Self {
+        SplitSpec::Indices(v.to_vec())
+    }
+}
+
+impl From<Vec<usize>> for SplitSpec {
+    fn from(v: Vec<usize>) -> Self {
+        SplitSpec::Indices(v)
+    }
+}
+
+impl<const N: usize> From<[usize; N]> for SplitSpec {
+    fn from(v: [usize; N]) -> Self {
+        SplitSpec::Indices(v.to_vec())
+    }
+}
+
+impl Array {
+    /// NumPy/MLX `split(x, indices_or_sections, axis)`: parts of `self` along
+    /// `axis` (negative counts from the end), in order.
+    ///
+    /// One multi-output node; on eval each live output is one strided-copy
+    /// dispatch (dead outputs cost nothing), all in the eval's one submission.
+    /// Any dtype.
+    ///
+    /// ```
+    /// # use wgarray::{Array, Device};
+    /// # let device = Device::new_default()?;
+    /// let x = Array::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3], &device)?;
+    /// let parts = x.split([1], -1)?;
+    /// assert_eq!(parts[0].to_vec::<i32>()?, vec![0, 3]);
+    /// assert_eq!(parts[1].to_vec::<i32>()?, vec![1, 2, 4, 5]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for zero sections
+    /// or sections that do not divide the axis.
+    pub fn split(&self, spec: impl Into<SplitSpec>, axis: isize) -> Result<Vec<Array>> {
+        let axis = normalize_axis(axis, self.ndim())?;
+        let len = self.shape()[axis];
+        let bounds: Vec<(usize, usize)> = match spec.into() {
+            SplitSpec::Sections(0) => {
+                return Err(Error::InvalidArgument("split into 0 sections".into()));
+            }
+            SplitSpec::Sections(n) if !len.is_multiple_of(n) => {
+                return Err(Error::InvalidArgument(format!(
+                    "an axis of length {len} does not split into {n} equal sections"
+                )));
+            }
+            SplitSpec::Sections(n) => (0..n).map(|i| (i * len / n, (i + 1) * len / n)).collect(),
+            SplitSpec::Indices(idx) => {
+                let mut cuts = vec![0];
+                cuts.extend(idx.iter().map(|&i| i.min(len)));
+                cuts.push(len);
+                cuts.windows(2).map(|w| (w[0], w[1].max(w[0]))).collect()
+            }
+        };
+        let outputs = bounds
+            .iter()
+            .map(|&(s, e)| {
+                let mut shape = self.shape().to_vec();
+                shape[axis] = e - s;
+                (shape, self.dtype())
+            })
+            .collect();
+        let starts = bounds.iter().map(|b| b.0).collect();
+        Ok(Array::from_node(
+            self.device(),
+            Primitive::Split { axis, starts },
+            vec![self.clone()],
+            outputs,
+        ))
+    }
+}

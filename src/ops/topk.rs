@@ -18,7 +18,7 @@
 //! output's buffer goes back the moment that output is dropped.
 
 use crate::graph::Primitive;
-use crate::kernels::topk::MAX_K;
+use crate::graph::primitive::MAX_TOPK;
 use crate::shape::normalize_axis;
 use crate::{Array, DType, Error, Result};
 
@@ -50,9 +50,9 @@ impl Array {
     pub fn topk(&self, k: usize, axis: isize) -> Result<(Array, Array)> {
         let axis = normalize_axis(axis, self.ndim())?;
         let len = self.shape()[axis];
-        if k > len || k > MAX_K {
+        if k > len || k > MAX_TOPK {
             return Err(Error::InvalidArgument(format!(
-                "topk: k = {k} must be at most the axis length {len} and at most {MAX_K}"
+                "topk: k = {k} must be at most the axis length {len} and at most {MAX_TOPK}"
             )));
         }
         let mut shape = self.shape().to_vec();

@@ -1,0 +1,139 @@
+//! Lowering: one graph node and its input storages become kernel dispatches
+//! and output storages. One file per family of primitives; each turns the
+//! node's arrays (shapes, dtypes, strides) into the operands its kernels
+//! take (`kernels::Operand`) and allocates the outputs from the pool.
+//!
+//! Nothing here schedules or submits (`graph::eval` does), and nothing here
+//! writes WGSL (`kernels` does).
+
+mod concat;
+mod elementwise;
+mod matmul;
+mod random;
+mod reduce;
+mod topk;
+mod view;
+
+use std::sync::Arc;
+
+use super::{Node, Primitive};
+use crate::array::{ArrayInner, Storage};
+use crate::kernels::{Context, Dispatch, Operand};
+use crate::memory::{BufferKind, QueueGuard};
+use crate::shape::{contiguous_strides, numel};
+use crate::{DType, Device, Error, Result};
+
+/// Where lowering puts its work: the device, the queue lock every
+/// allocation needs (see `memory::pool`), and the eval's dispatches.
+pub(crate) struct Lowering<'a> {
+    pub device: &'a Device,
+    pub guard: &'a QueueGuard<'a>,
+    pub dispatches: Vec<Dispatch>,
+}
+
+impl Lowering<'_> {
+    /// The device's kernel context.
+    fn cx(&self) -> &Context {
+        &self.device.inner.kernels
+    }
+
+    /// A dense buffer for `shape` and `dtype`, from the pool.
+    fn alloc(&self, shape: &[usize], dtype: DType) -> Result<Storage> {
+        let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
+        self.device.check_binding("eval", bytes)?;
+        let buffer = self
+            .device
+            .inner
+            .pool
+            .acquire(self.guard, bytes, BufferKind::Storage)?;
+        Ok(Storage {
+            buffer: Arc::new(buffer),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        })
+    }
+
+    fn push(&mut self, dispatches: impl IntoIterator<Item = Dispatch>) {
+        self.dispatches.extend(dispatches);
+    }
+}
+
+/// A node being lowered: its inputs (arrays and their storages) and its
+/// live outputs (`None` where nobody holds that output any more).
+pub(crate) struct NodeIo<'n> {
+    pub node: &'n Node,
+    pub storages: Vec<Storage>,
+    pub outputs: &'n [Option<Arc<ArrayInner>>],
+}
+
+impl NodeIo<'_> {
+    /// Input `i`'s array descriptor.
+    fn input(&self, i: usize) -> &ArrayInner {
+        &self.node.inputs[i].inner
+    }
+
+    /// The first live output. Every output of one node has its shape and
+    /// dtype, except split's, which looks at each.
+    fn output(&self) -> Result<&ArrayInner> {
+        self.outputs
+            .iter()
+            .flatten()
+            .next()
+            .map(|o| &**o)
+            .ok_or_else(|| Error::Internal("a node was run without a live output".into()))
+    }
+
+    /// Input `i` as a kernel operand read through `strides`.
+    fn operand(&self, i: usize, strides: Vec<isize>) -> Operand<'_> {
+        Operand {
+            buffer: self.storages[i].buffer.buffer(),
+            dtype: self.input(i).dtype,
+            offset: self.storages[i].offset,
+            strides,
+        }
+    }
+}
+
+/// `storage` as a kernel operand holding `dtype`, read through its own
+/// strides.
+fn operand(storage: &Storage, dtype: DType) -> Operand<'_> {
+    Operand {
+        buffer: storage.buffer.buffer(),
+        dtype,
+        offset: storage.offset,
+        strides: storage.strides.clone(),
+    }
+}
+
+/// Lower `node`: push its dispatches and return one storage per output
+/// (`None` for a dead output that needs none).
+pub(crate) fn lower(
+    lw: &mut Lowering<'_>,
+    node: &Node,
+    outputs: &[Option<Arc<ArrayInner>>],
+) -> Result<Vec<Option<Storage>>> {
+    // Decided before the storages below take their own references.
+    let donated = elementwise::donation(node, outputs);
+    let storages = node
+        .inputs
+        .iter()
+        .map(|a| a.inner.storage())
+        .collect::<Result<_>>()?;
+    let io = NodeIo {
+        node,
+        storages,
+        outputs,
+    };
+    match &node.primitive {
+        Primitive::Full { word } => elementwise::full(lw, &io, *word),
+        Primitive::Elementwise(op) => elementwise::elementwise(lw, &io, *op, donated),
+        Primitive::Split { axis, starts } => elementwise::split(lw, &io, *axis, starts),
+        Primitive::Take { axis } => elementwise::take(lw, &io, *axis),
+        Primitive::View(view) => view::view(lw, &io, view),
+        Primitive::Matmul { alpha, beta } => matmul::matmul(lw, &io, *alpha, *beta),
+        Primitive::Reduce { op, axes, ddof } => reduce::reduce(lw, &io, *op, axes, *ddof),
+        Primitive::Random { dist, stream } => random::random(lw, &io, *dist, *stream),
+        Primitive::Concatenate { axis } => concat::concatenate(lw, &io, *axis),
+        Primitive::TopK { axis, k } => topk::topk(lw, &io, *axis, *k),
+    }
+}

@@ -1,0 +1,339 @@
+//! The op vocabulary: every [`Primitive`] a graph node can hold, and the
+//! enums that name elementwise ops, reductions and distributions.
+//!
+//! This file is a leaf: it says *what* an op computes (its outputs' dtypes,
+//! which dtypes it takes), never *how*. `ops/` builds nodes from it,
+//! `graph/lower/` turns nodes into dispatches, and `kernels/` maps each op to
+//! WGSL. Nothing here knows about buffers, devices or WGSL.
+
+use crate::DType;
+
+/// One operation of the graph; each lowers to a few kernel launches, or to
+/// none (views).
+#[derive(Debug)]
+pub(crate) enum Primitive {
+    /// Every 32-bit word of the output is `word`.
+    Full { word: u32 },
+    /// An elementwise op; inputs broadcast to the output's shape.
+    Elementwise(ElementwiseOp),
+    /// NumPy matmul (shapes already checked by the op): inputs `a`, `b`
+    /// and, for addmm, a bias `c` broadcastable to the output;
+    /// `alpha * (a @ b) + beta * c`.
+    Matmul { alpha: f32, beta: f32 },
+    /// A view: the output shares the input's buffer with other strides
+    /// (or a dense copy where strides cannot express it).
+    View(View),
+    /// Split along `axis`; output `i` starts at `starts[i]` along that axis.
+    /// Each live output is a dense copy of its part.
+    Split { axis: usize, starts: Vec<usize> },
+    /// NumPy `take` along `axis`: inputs `x` and integer indices.
+    Take { axis: usize },
+    /// A reduction over `axes` (sorted, distinct); outputs drop those axes.
+    Reduce {
+        op: ReduceOp,
+        axes: Vec<usize>,
+        ddof: u32,
+    },
+    /// Philox 4x32-10 numbers under the key input (u32, shape [2]), from
+    /// counters `(block, stream, 0, 0)`; see `crate::random`.
+    Random { dist: Distribution, stream: u32 },
+    /// The inputs (one dtype, equal shapes but for `axis`) joined along `axis`.
+    Concatenate { axis: usize },
+    /// The `k` largest elements along `axis` (`k <= MAX_TOPK`), sorted:
+    /// values and u32 indices.
+    TopK { axis: usize, k: usize },
+}
+
+/// How a view maps its input's layout to its output's.
+#[derive(Debug)]
+pub(crate) enum View {
+    /// Same elements in row-major order under a new shape; copies when the
+    /// input's strides cannot express it.
+    Reshape,
+    /// Output axis `i` is input axis `axes[i]`.
+    Permute(Vec<usize>),
+    /// NumPy broadcasting to the output's shape (stride 0 where repeated).
+    Broadcast,
+    /// Per axis: the first element and the step (negative steps reverse).
+    Slice {
+        starts: Vec<usize>,
+        steps: Vec<isize>,
+    },
+    /// The same elements, dense in row-major order (MLX `contiguous`): a
+    /// dense input is shared as it is, anything else is copied.
+    Contiguous,
+}
+
+/// The largest `k` of [`Primitive::TopK`]: each thread keeps `k`
+/// candidates in private arrays.
+pub(crate) const MAX_TOPK: usize = 64;
+
+/// Batch dimensions [`Primitive::Matmul`] takes (beyond the two matrix ones).
+pub(crate) const MAX_MATMUL_BATCH_DIMS: usize = 4;
+
+/// What one elementwise node computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ElementwiseOp {
+    /// Convert the one input to the output dtype (NumPy `astype`).
+    Cast,
+    /// A dense copy of the one input, same dtype (always a kernel; see
+    /// [`View::Contiguous`] for the copy that shares dense inputs).
+    Copy,
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    /// `where(cond, a, b)`.
+    Where,
+    /// Floored quotient and remainder of two inputs: two outputs.
+    DivMod,
+    /// `x0[offset + index * axis_stride]` with `index` read from the second
+    /// input (i32 or u32; negative counts from the end, then clamped):
+    /// NumPy `take`. The lowering gives the operands gather strides.
+    Gather,
+}
+
+impl ElementwiseOp {
+    /// How many outputs the op writes.
+    pub(crate) fn outputs(self) -> usize {
+        if self == ElementwiseOp::DivMod { 2 } else { 1 }
+    }
+}
+
+/// Unary ops. Float-only ops on integer or bool input compute in f32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum UnaryOp {
+    Neg,
+    Abs,
+    Sign,
+    Exp,
+    Log,
+    Log1p,
+    Sqrt,
+    Rsqrt,
+    Square,
+    Reciprocal,
+    Sin,
+    Cos,
+    Tanh,
+    Sigmoid,
+    Relu,
+    /// GELU, exact: `x * Phi(x)` with erf.
+    Gelu,
+    /// GELU, tanh approximation (Hendrycks & Gimpel 2016, eq. 2).
+    GeluTanh,
+    Silu,
+    Erf,
+    Floor,
+    Ceil,
+    /// Round half to even, as NumPy `round`.
+    Round,
+    /// Logical not: 1 where the input is 0.
+    LogicalNot,
+}
+
+impl UnaryOp {
+    /// Every unary op, for enumerating specialisations.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) const ALL: [UnaryOp; 23] = [
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Sign,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Log1p,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Square,
+        UnaryOp::Reciprocal,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Relu,
+        UnaryOp::Gelu,
+        UnaryOp::GeluTanh,
+        UnaryOp::Silu,
+        UnaryOp::Erf,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Round,
+        UnaryOp::LogicalNot,
+    ];
+
+    /// Whether the op is defined on integers (else integers compute in f32).
+    pub(crate) fn takes_integers(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Neg
+                | UnaryOp::Abs
+                | UnaryOp::Sign
+                | UnaryOp::Square
+                | UnaryOp::Floor
+                | UnaryOp::Ceil
+                | UnaryOp::Round
+                | UnaryOp::Relu
+                | UnaryOp::LogicalNot
+        )
+    }
+}
+
+/// Binary ops; comparisons and logical ops produce bool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    /// True division; integers compute in f32.
+    Div,
+    /// NumPy `floor_divide`.
+    FloorDiv,
+    /// NumPy `remainder`: the sign of the divisor.
+    Remainder,
+    Pow,
+    Maximum,
+    Minimum,
+    Equal,
+    NotEqual,
+    Less,
+    LessEqual,
+    Greater,
+    GreaterEqual,
+    LogicalAnd,
+    LogicalOr,
+}
+
+impl BinaryOp {
+    /// Every binary op, for enumerating specialisations.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) const ALL: [BinaryOp; 17] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::FloorDiv,
+        BinaryOp::Remainder,
+        BinaryOp::Pow,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Equal,
+        BinaryOp::NotEqual,
+        BinaryOp::Less,
+        BinaryOp::LessEqual,
+        BinaryOp::Greater,
+        BinaryOp::GreaterEqual,
+        BinaryOp::LogicalAnd,
+        BinaryOp::LogicalOr,
+    ];
+
+    /// NumPy's name for the op.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "subtract",
+            BinaryOp::Mul => "multiply",
+            BinaryOp::Div => "divide",
+            BinaryOp::FloorDiv => "floor_divide",
+            BinaryOp::Remainder => "remainder",
+            BinaryOp::Pow => "power",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::Equal => "equal",
+            BinaryOp::NotEqual => "not_equal",
+            BinaryOp::Less => "less",
+            BinaryOp::LessEqual => "less_equal",
+            BinaryOp::Greater => "greater",
+            BinaryOp::GreaterEqual => "greater_equal",
+            BinaryOp::LogicalAnd => "logical_and",
+            BinaryOp::LogicalOr => "logical_or",
+        }
+    }
+
+    /// Whether the result is bool.
+    pub(crate) fn is_predicate(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Equal
+                | BinaryOp::NotEqual
+                | BinaryOp::Less
+                | BinaryOp::LessEqual
+                | BinaryOp::Greater
+                | BinaryOp::GreaterEqual
+                | BinaryOp::LogicalAnd
+                | BinaryOp::LogicalOr
+        )
+    }
+}
+
+/// A reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ReduceOp {
+    Sum,
+    Prod,
+    Max,
+    Min,
+    /// Index (u32) of the first maximum; NaN counts as the maximum.
+    ArgMax,
+    /// Index (u32) of the first minimum; NaN counts as the minimum.
+    ArgMin,
+    Mean,
+    /// Mean and variance (divided by `count - ddof`) in one pass: Welford's
+    /// update per thread, Chan et al.'s pairwise combination across threads.
+    Moments,
+    /// `log(sum(exp(x)))` in one pass with a running maximum.
+    LogSumExp,
+    All,
+    Any,
+}
+
+impl ReduceOp {
+    /// Every reduction, for enumerating specialisations.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) const ALL: [ReduceOp; 11] = [
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
+        ReduceOp::Mean,
+        ReduceOp::Moments,
+        ReduceOp::LogSumExp,
+        ReduceOp::All,
+        ReduceOp::Any,
+    ];
+
+    /// The dtype the accumulator works in for an `input` dtype: f32 for
+    /// every float dtype and for the ops that average (mean, moments,
+    /// logsumexp), else the input's own integer type (bool as u32).
+    pub(crate) fn accumulator(self, input: DType) -> DType {
+        match (self, input) {
+            (ReduceOp::Mean | ReduceOp::Moments | ReduceOp::LogSumExp, _) => DType::F32,
+            (_, d) if d.is_float() => DType::F32,
+            (_, DType::I32) => DType::I32,
+            _ => DType::U32,
+        }
+    }
+
+    /// Output dtypes for an input dtype (4-byte dtypes: the ops layer casts
+    /// to f16/bf16 afterwards).
+    pub(crate) fn out_dtypes(self, input: DType) -> Vec<DType> {
+        match self {
+            ReduceOp::ArgMax | ReduceOp::ArgMin => vec![DType::U32],
+            ReduceOp::All | ReduceOp::Any => vec![DType::Bool],
+            ReduceOp::Moments => vec![DType::F32, DType::F32],
+            _ => vec![self.accumulator(input)],
+        }
+    }
+}
+
+/// What the random kernel writes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Distribution {
+    /// Raw u32 words.
+    Bits,
+    /// `low + (high - low) * u`, `u` in [0, 1) from the top 24 bits, clamped
+    /// into [`low`, `max`], where `max` is the output dtype's largest value
+    /// below `high`.
+    Uniform { low: f32, scale: f32, max: f32 },
+    /// `mean + std * z`, `z` standard normal by Box-Muller.
+    Normal { mean: f32, std: f32 },
+}

@@ -1,0 +1,431 @@
+//! Comparing results with a reference: [`Tolerance`], [`compare`] and the
+//! readable [`Mismatches`] report; the [`poison`] pattern that marks
+//! never-written elements.
+
+use std::fmt;
+
+use crate::{DType, Element};
+
+/// The 32-bit pattern output buffers are filled with before the kernel
+/// runs: a quiet NaN for floats (`0x7FC0_DEAD` for f32; `0x7EAD` for f16 and
+/// `0x7FAD` for bf16, each repeated in both halves of the word) and
+/// `0xDEAD_BEEF` for i32, u32 and bool. An element that still holds these
+/// bits after the kernel ran was (almost surely) never written, and
+/// [`compare`] reports it as such.
+pub const fn poison(dtype: DType) -> u32 {
+    match dtype {
+        DType::F32 => 0x7FC0_DEAD,
+        DType::F16 => 0x7EAD_7EAD,
+        DType::BF16 => 0x7FAD_7FAD,
+        DType::I32 | DType::U32 | DType::Bool => 0xDEAD_BEEF,
+    }
+}
+
+/// The poison bits of one element of `dtype` (16 bits for 2-byte dtypes).
+pub(super) fn element_poison(dtype: DType) -> u32 {
+    match dtype.size_in_bytes() {
+        2 => poison(dtype) & 0xFFFF,
+        _ => poison(dtype),
+    }
+}
+
+/// How close a result must be to its reference.
+///
+/// An element passes when it equals the reference (NaN matches NaN, an
+/// infinity the same infinity), or when `|got - want| <= abs + rel * |want|`,
+/// or when `got` is at most `ulps` representable values of the element's
+/// own type away from `want` (for integers: `|got - want| <= ulps`).
+/// A never-written element (see [`poison`]) never passes. The default is
+/// exact.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Tolerance {
+    /// Absolute error allowed, in the values' own units.
+    pub abs: f64,
+    /// Error allowed relative to `|want|` (0.01 is one percent).
+    pub rel: f64,
+    /// Units in the last place allowed, in the element's own type.
+    pub ulps: u64,
+}
+
+impl Tolerance {
+    /// Bit-for-bit equality (NaN still matches NaN).
+    pub const EXACT: Tolerance = Tolerance {
+        abs: 0.0,
+        rel: 0.0,
+        ulps: 0,
+    };
+
+    /// Within `abs` of the reference.
+    pub const fn abs(abs: f64) -> Self {
+        Tolerance {
+            abs,
+            rel: 0.0,
+            ulps: 0,
+        }
+    }
+
+    /// Within `rel * |want|` of the reference.
+    pub const fn rel(rel: f64) -> Self {
+        Tolerance {
+            abs: 0.0,
+            rel,
+            ulps: 0,
+        }
+    }
+
+    /// Within `ulps` units in the last place of the reference.
+    pub const fn ulps(ulps: u64) -> Self {
+        Tolerance {
+            abs: 0.0,
+            rel: 0.0,
+            ulps,
+        }
+    }
+
+    /// This tolerance with the absolute bound set to `abs`.
+    pub const fn with_abs(mut self, abs: f64) -> Self {
+        self.abs = abs;
+        self
+    }
+
+    /// This tolerance with the relative bound set to `rel`.
+    pub const fn with_rel(mut self, rel: f64) -> Self {
+        self.rel = rel;
+        self
+    }
+
+    /// This tolerance with the ULP bound set to `ulps`.
+    pub const fn with_ulps(mut self, ulps: u64) -> Self {
+        self.ulps = ulps;
+        self
+    }
+}
+
+impl fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "abs {:e}, rel {:e}, {} ulps",
+            self.abs, self.rel, self.ulps
+        )
+    }
+}
+
+/// One element that failed a comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    /// Row-major flat index of the element.
+    pub index: usize,
+    /// The element's index in each dimension, when the shape is known.
+    pub position: Option<Vec<usize>>,
+    /// The value read back, as f64.
+    pub got: f64,
+    /// The reference value, as f64.
+    pub want: f64,
+    /// The bits read back (the low 16 for 2-byte dtypes).
+    pub got_bits: u32,
+    /// Whether the element still held the poison pattern: never written.
+    pub unwritten: bool,
+    /// Distance in units in the last place (`u64::MAX` when one side is NaN).
+    pub ulps: u64,
+}
+
+/// The result of a failed comparison: how many elements differ and the
+/// first [`Mismatches::MAX_REPORTED`] of them. Its `Display` is the report
+/// [`Outputs::assert_close`](super::Outputs::assert_close) panics with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatches {
+    /// The dtype compared.
+    pub dtype: DType,
+    /// Elements compared.
+    pub total: usize,
+    /// Elements that failed.
+    pub count: usize,
+    /// Of those, elements never written (still poison).
+    pub unwritten: usize,
+    /// The first failures, in index order.
+    pub first: Vec<Mismatch>,
+    /// The tolerance applied.
+    pub tolerance: Tolerance,
+    /// Set when the lengths differ: `(got, want)`.
+    pub lengths: Option<(usize, usize)>,
+}
+
+impl Mismatches {
+    /// How many mismatches are kept in [`Mismatches::first`].
+    pub const MAX_REPORTED: usize = 10;
+}
+
+impl fmt::Display for Mismatches {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((got, want)) = self.lengths {
+            return write!(
+                f,
+                "{}: got {got} elements, the reference has {want}",
+                self.dtype
+            );
+        }
+        write!(
+            f,
+            "{} of {} {} elements differ ({} never written; tolerance {}); first {}:",
+            self.count,
+            self.total,
+            self.dtype,
+            self.unwritten,
+            self.tolerance,
+            self.first.len()
+        )?;
+        let width = if self.dtype.size_in_bytes() == 2 {
+            4
+        } else {
+            8
+        };
+        for m in &self.first {
+            let at = match &m.position {
+                Some(p) => format!("{p:?} (flat {})", m.index),
+                None => format!("[{}]", m.index),
+            };
+            if m.unwritten {
+                write!(
+                    f,
+                    "\n  {at}: never written (still poison 0x{:0width$x}), want {}",
+                    m.got_bits, m.want
+                )?;
+            } else {
+                let abs = (m.got - m.want).abs();
+                let rel = abs / m.want.abs();
+                let ulps = if m.ulps == u64::MAX {
+                    "-".to_string()
+                } else {
+                    m.ulps.to_string()
+                };
+                write!(
+                    f,
+                    "\n  {at}: got {}, want {} (abs err {abs:.3e}, rel err {rel:.3e}, {ulps} ulps)",
+                    m.got, m.want
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Mismatches {}
+
+/// One element as the comparison sees it: its value and raw bits.
+#[derive(Clone, Copy)]
+pub(super) struct Elem {
+    pub(super) value: f64,
+    pub(super) bits: u32,
+}
+
+pub(super) fn elems_of<T: Element>(values: &[T]) -> Vec<Elem> {
+    let bytes = T::to_device_bytes(values);
+    let size = T::DTYPE.size_in_bytes();
+    values
+        .iter()
+        .zip(bytes.chunks_exact(size))
+        .map(|(v, b)| Elem {
+            value: v.to_f64(),
+            bits: bits_of(b),
+        })
+        .collect()
+}
+
+pub(super) fn bits_of(b: &[u8]) -> u32 {
+    match *b {
+        [a, b] => u16::from_ne_bytes([a, b]) as u32,
+        [a, b, c, d] => u32::from_ne_bytes([a, b, c, d]),
+        _ => unreachable!("elements are 2 or 4 bytes"),
+    }
+}
+
+/// The position of `bits` on a line where consecutive floats are
+/// consecutive integers (so +0 and -0 meet).
+fn float_order(bits: u32, width_bits: u32) -> i64 {
+    let sign = 1u32 << (width_bits - 1);
+    if bits & sign != 0 {
+        -((bits & !sign) as i64)
+    } else {
+        bits as i64
+    }
+}
+
+fn ulp_distance(dtype: DType, got: Elem, want: Elem) -> u64 {
+    match dtype {
+        DType::F32 => float_order(got.bits, 32).abs_diff(float_order(want.bits, 32)),
+        DType::F16 | DType::BF16 => float_order(got.bits, 16).abs_diff(float_order(want.bits, 16)),
+        DType::I32 | DType::U32 | DType::Bool => (got.value - want.value).abs() as u64,
+    }
+}
+
+fn unravel(mut index: usize, shape: &[usize]) -> Vec<usize> {
+    let mut pos = vec![0; shape.len()];
+    for (p, &d) in pos.iter_mut().zip(shape).rev() {
+        if d > 0 {
+            *p = index % d;
+            index /= d;
+        }
+    }
+    pos
+}
+
+pub(super) fn compare_elems(
+    dtype: DType,
+    got: &[Elem],
+    want: &[Elem],
+    tol: Tolerance,
+    shape: Option<&[usize]>,
+    poison_aware: bool,
+) -> std::result::Result<(), Mismatches> {
+    let mut report = Mismatches {
+        dtype,
+        total: want.len(),
+        count: 0,
+        unwritten: 0,
+        first: Vec::new(),
+        tolerance: tol,
+        lengths: None,
+    };
+    if got.len() != want.len() {
+        report.lengths = Some((got.len(), want.len()));
+        report.count = got.len().max(want.len());
+        return Err(report);
+    }
+    let poison_bits = element_poison(dtype);
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let unwritten = poison_aware && g.bits == poison_bits;
+        let ulps = if g.value.is_nan() || w.value.is_nan() {
+            u64::MAX
+        } else {
+            ulp_distance(dtype, g, w)
+        };
+        let ok = !unwritten
+            && ((g.value.is_nan() && w.value.is_nan())
+                || g.value == w.value
+                || (g.value - w.value).abs() <= tol.abs + tol.rel * w.value.abs()
+                || ulps <= tol.ulps);
+        if ok {
+            continue;
+        }
+        report.count += 1;
+        report.unwritten += unwritten as usize;
+        if report.first.len() < Mismatches::MAX_REPORTED {
+            report.first.push(Mismatch {
+                index: i,
+                position: shape.filter(|s| s.len() > 1).map(|s| unravel(i, s)),
+                got: g.value,
+                want: w.value,
+                got_bits: g.bits,
+                unwritten,
+                ulps,
+            });
+        }
+    }
+    if report.count == 0 {
+        Ok(())
+    } else {
+        Err(report)
+    }
+}
+
+/// Compare `got` with the reference `want` element by element within `tol`
+/// (see [`Tolerance`]). Any dtype; values are compared as f64 and ULPs in
+/// `T`'s own type. An element whose bits are [`poison`] fails as "never
+/// written".
+///
+/// # Errors
+/// The [`Mismatches`] (count and first failures) when any element fails or
+/// the lengths differ.
+pub fn compare<T: Element>(
+    got: &[T],
+    want: &[T],
+    tol: Tolerance,
+) -> std::result::Result<(), Mismatches> {
+    compare_elems(
+        T::DTYPE,
+        &elems_of(got),
+        &elems_of(want),
+        tol,
+        None,
+        T::DTYPE != DType::Bool,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::f16;
+
+    #[test]
+    fn tolerances() {
+        let one = 1.0f32;
+        let next = f32::from_bits(one.to_bits() + 1);
+        assert!(compare(&[one], &[one], Tolerance::EXACT).is_ok());
+        assert!(compare(&[next], &[one], Tolerance::EXACT).is_err());
+        assert!(compare(&[next], &[one], Tolerance::ulps(1)).is_ok());
+        assert!(compare(&[1.1f32], &[1.0], Tolerance::abs(0.11)).is_ok());
+        assert!(compare(&[1.1f32], &[1.0], Tolerance::abs(0.09)).is_err());
+        assert!(compare(&[110.0f32], &[100.0], Tolerance::rel(0.11)).is_ok());
+        assert!(compare(&[110.0f32], &[100.0], Tolerance::rel(0.09)).is_err());
+        // abs and rel add up, as in NumPy's isclose.
+        assert!(compare(&[1.5f32], &[1.0], Tolerance::abs(0.3).with_rel(0.3)).is_ok());
+        // +0 and -0 are equal and 0 ulps apart; the smallest subnormals
+        // either side of zero are 2 ulps apart.
+        assert!(compare(&[-0.0f32], &[0.0], Tolerance::EXACT).is_ok());
+        let tiny = f32::from_bits(1);
+        assert!(compare(&[-tiny], &[tiny], Tolerance::ulps(2)).is_ok());
+        assert!(compare(&[-tiny], &[tiny], Tolerance::ulps(1)).is_err());
+        assert!(compare(&[f32::NAN], &[f32::NAN], Tolerance::EXACT).is_ok());
+        assert!(compare(&[f32::NAN], &[1.0], Tolerance::abs(1e9)).is_err());
+        assert!(compare(&[f32::INFINITY], &[f32::INFINITY], Tolerance::EXACT).is_ok());
+        assert!(compare(&[7i32], &[5], Tolerance::ulps(2)).is_ok());
+        assert!(compare(&[7i32], &[5], Tolerance::ulps(1)).is_err());
+        let h = f16::from_f32(1.0);
+        let h_next = f16::from_bits(h.to_bits() + 3);
+        assert!(compare(&[h_next], &[h], Tolerance::ulps(3)).is_ok());
+        assert!(compare(&[h_next], &[h], Tolerance::ulps(2)).is_err());
+        let m = compare(&[1.0f32, 2.0], &[1.0], Tolerance::EXACT).unwrap_err();
+        assert_eq!(m.lengths, Some((2, 1)));
+    }
+
+    #[test]
+    fn poison_is_nan_and_flagged_unwritten() {
+        let p = f32::from_bits(poison(DType::F32));
+        assert!(p.is_nan());
+        assert!(f16::from_bits(element_poison(DType::F16) as u16).is_nan());
+        assert!(half::bf16::from_bits(element_poison(DType::BF16) as u16).is_nan());
+        // Even a NaN reference does not excuse a never-written element.
+        let m = compare(&[p, 2.0], &[f32::NAN, 3.0], Tolerance::abs(10.0)).unwrap_err();
+        assert_eq!((m.count, m.unwritten), (1, 1));
+        assert!(m.first[0].unwritten);
+        let report = m.to_string();
+        assert!(report.contains("never written"), "{report}");
+        assert!(report.contains("0x7fc0dead"), "{report}");
+    }
+
+    #[test]
+    fn report_names_the_first_mismatches() {
+        let got: Vec<f32> = (0..100).map(|i| i as f32).collect();
+        let mut want = got.clone();
+        for i in (3..100).step_by(7) {
+            want[i] += 0.5;
+        }
+        let m = compare(&got, &want, Tolerance::abs(0.1)).unwrap_err();
+        assert_eq!(m.count, 14);
+        assert_eq!(m.first.len(), Mismatches::MAX_REPORTED);
+        assert_eq!(m.first[0].index, 3);
+        let report = m.to_string();
+        assert!(
+            report.starts_with("14 of 100 float32 elements differ"),
+            "{report}"
+        );
+        assert!(report.contains("[3]: got 3, want 3.5"), "{report}");
+    }
+
+    #[test]
+    fn positions_are_row_major() {
+        assert_eq!(unravel(7, &[2, 3, 2]), vec![1, 0, 1]);
+        assert_eq!(unravel(0, &[4]), vec![0]);
+    }
+}
