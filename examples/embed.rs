@@ -11,23 +11,36 @@
 //! ```
 //!
 //! `WGARRAY_BACKEND=vulkan|gl` chooses the backend. The model code is in
-//! `examples/minilm/mod.rs`.
+//! `examples/minilm/mod.rs`; errors, flag checks and input reading are in
+//! `examples/cli/mod.rs`. A failure is printed in words on standard error,
+//! with its causes and what to do next, and the exit status is 1 (2 for a
+//! bad flag, from clap).
 
 #[path = "minilm/mod.rs"]
 mod minilm;
 
-use std::io::{BufRead, IsTerminal};
+#[path = "cli/mod.rs"]
+mod cli;
+
+#[cfg(test)]
+#[path = "cli/tests.rs"]
+mod tests;
+
+use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::Parser;
-use minilm::{AnyResult, MiniLm, cosine};
+use clap::{CommandFactory, FromArgMatches, Parser};
+use cli::Failure;
+use minilm::{MiniLm, cosine};
 use serde_json::json;
-use wgarray::Device;
+use wgarray::{Device, DeviceOptions};
 
 /// Sentence embeddings with all-MiniLM-L6-v2 on wgarray.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(name = "embed", version)]
 struct Args {
     /// Sentences to embed. Without any (and without --file), one per line
     /// from standard input when it is not a terminal, else a built-in set.
@@ -39,19 +52,19 @@ struct Args {
     /// Default: $WGARRAY_MODEL_DIR, else ~/.cache/wgarray/all-MiniLM-L6-v2.
     #[arg(long)]
     model_dir: Option<PathBuf>,
-    /// Sentences per batch (fewer when a long batch's attention scores
-    /// would not fit one storage binding).
-    #[arg(long, default_value_t = 32)]
+    /// Sentences per batch, 1 or more (fewer when a long batch's attention
+    /// scores would not fit one storage binding).
+    #[arg(long, default_value_t = 32, value_parser = cli::at_least_one, allow_negative_numbers = true)]
     batch_size: usize,
-    /// Run the whole input this many times.
-    #[arg(long, default_value_t = 1)]
+    /// Run the whole input this many times (1 or more).
+    #[arg(long, default_value_t = 1, value_parser = cli::at_least_one, allow_negative_numbers = true)]
     repeat: usize,
-    /// Drop and reload the model every K runs (0: never); active memory is
-    /// checked to be 0 after every unload.
-    #[arg(long, default_value_t = 0)]
+    /// Drop and reload the model every K runs (0: never; else below
+    /// --repeat); active memory is checked to be 0 after every unload.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     reload_every: usize,
     /// Values of each embedding to print.
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 6, allow_negative_numbers = true)]
     show: usize,
     /// Print embeddings, similarities, throughput and memory figures as JSON.
     #[arg(long)]
@@ -69,42 +82,46 @@ const DEMO: &[&str] = &[
     "Someone in a gorilla costume is playing a set of drums.",
 ];
 
-fn default_model_dir() -> PathBuf {
+/// The command line, checked: clap's parsing and value parsers, then the
+/// checks that involve two flags.
+///
+/// # Errors
+/// clap's error for a bad, missing or unknown flag (exit status 2, or 0 for
+/// `--help` and `--version`), naming the flag.
+fn parse_args<I, T>(argv: I) -> Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let mut cmd = Args::command();
+    let args = Args::from_arg_matches(&cmd.try_get_matches_from_mut(argv)?)?;
+    if args.reload_every > 0 && args.reload_every >= args.repeat {
+        return Err(cmd.error(
+            clap::error::ErrorKind::ArgumentConflict,
+            format!(
+                "--reload-every {} with --repeat {} would never reload: the model is \
+                 reloaded between runs, so --reload-every must be below --repeat (0: never)",
+                args.reload_every, args.repeat
+            ),
+        ));
+    }
+    Ok(args)
+}
+
+/// The model folder: `--model-dir`, else `$WGARRAY_MODEL_DIR`, else
+/// `~/.cache/wgarray/all-MiniLM-L6-v2`; and whether it came from the flag.
+fn model_dir(args: &Args) -> (PathBuf, bool) {
+    if let Some(d) = &args.model_dir {
+        return (d.clone(), true);
+    }
     if let Some(d) = std::env::var_os("WGARRAY_MODEL_DIR") {
-        return PathBuf::from(d);
+        return (PathBuf::from(d), false);
     }
     let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-    PathBuf::from(home).join(".cache/wgarray/all-MiniLM-L6-v2")
-}
-
-fn read_lines(r: impl BufRead) -> AnyResult<Vec<String>> {
-    let mut out = Vec::new();
-    for line in r.lines() {
-        let line = line?;
-        if !line.trim().is_empty() {
-            out.push(line);
-        }
-    }
-    Ok(out)
-}
-
-fn sentences(args: &Args) -> AnyResult<Vec<String>> {
-    let mut s = args.sentences.clone();
-    match &args.file {
-        Some(p) if p.as_os_str() == "-" => s.extend(read_lines(std::io::stdin().lock())?),
-        Some(p) => {
-            let f = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            s.extend(read_lines(std::io::BufReader::new(f))?);
-        }
-        None if s.is_empty() && !std::io::stdin().is_terminal() => {
-            s.extend(read_lines(std::io::stdin().lock())?)
-        }
-        None => {}
-    }
-    if s.is_empty() {
-        s = DEMO.iter().map(|x| x.to_string()).collect();
-    }
-    Ok(s)
+    (
+        PathBuf::from(home).join(".cache/wgarray/all-MiniLM-L6-v2"),
+        false,
+    )
 }
 
 /// Active, peak and cache memory at one moment.
@@ -135,22 +152,23 @@ fn mib(b: u64) -> f64 {
 
 /// Bytes wgpu's allocator holds, after all work has finished (Vulkan, DX12;
 /// `None` on GL).
-fn driver_bytes(d: &Device) -> AnyResult<Option<u64>> {
-    d.synchronize()?;
+fn driver_bytes(d: &Device) -> Result<Option<u64>, Failure> {
+    d.synchronize()
+        .map_err(|e| cli::gpu_failure("waiting for the device failed", e.into()))?;
     Ok(d.allocator_report().map(|r| r.total_allocated_bytes))
 }
 
 /// Drop the model and require active memory 0 and no live arrays.
-fn unload(model: MiniLm, device: &Device, log: bool) -> AnyResult<Mem> {
+fn unload(model: MiniLm, device: &Device, log: bool) -> Result<Mem, Failure> {
     drop(model);
     let m = Mem::now(device);
     let live = device.live_arrays();
     if m.active != 0 || live != 0 {
-        return Err(format!(
+        return Err(Failure::new(format!(
             "after unloading the model: active memory {} bytes, {live} live arrays (want 0, 0)",
             m.active
-        )
-        .into());
+        ))
+        .tip("this is a bug in wgarray or in the example: please report it with this output"));
     }
     if log {
         eprintln!(
@@ -162,69 +180,98 @@ fn unload(model: MiniLm, device: &Device, log: bool) -> AnyResult<Mem> {
     Ok(m)
 }
 
-fn main() -> AnyResult<()> {
-    let args = Args::parse();
-    let text = sentences(&args)?;
-    let model_dir = args.model_dir.clone().unwrap_or_else(default_model_dir);
-    if !model_dir.join("model.safetensors").exists() {
-        return Err(format!(
-            "no model in {}: run `bash scripts/fetch-model.sh` first (or pass --model-dir)",
-            model_dir.display()
-        )
-        .into());
+fn main() -> ExitCode {
+    let args = parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    let result = run(
+        &args,
+        DeviceOptions::from_env(),
+        &mut std::io::stdout().lock(),
+    );
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) if f.is_broken_pipe() => ExitCode::FAILURE,
+        Err(f) => {
+            eprint!("{}", f.report());
+            ExitCode::FAILURE
+        }
     }
+}
+
+/// The example, with the device chosen by `device_options` (from the
+/// environment in `main`), writing its results to `out`.
+fn run(
+    args: &Args,
+    device_options: wgarray::Result<DeviceOptions>,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let text = cli::read_sentences(&args.sentences, args.file.as_deref(), DEMO)?;
+    let (model_dir, from_flag) = model_dir(args);
+    let fetch = cli::fetch_command(&model_dir, from_flag);
+    cli::check_model_dir(&model_dir, &fetch)?;
+    let load = |device: &Device| {
+        MiniLm::load(&model_dir, device).map_err(|e| cli::load_failure(&model_dir, e, &fetch))
+    };
     let say = !args.json;
 
-    let device = Device::new_default()?;
-    let report = |label: &str, m: &Mem| {
+    let device = device_options
+        .and_then(|o| Device::new(&o))
+        .map_err(cli::device_failure)?;
+    let report = |out: &mut dyn Write, label: &str, m: &Mem| {
         if say {
-            println!(
+            writeln!(
+                out,
                 "memory {label:<22} active {:>8.2} MiB  peak {:>8.2} MiB  cache {:>8.2} MiB",
                 mib(m.active),
                 mib(m.peak),
                 mib(m.cache)
-            );
+            )
+        } else {
+            Ok(())
         }
     };
     if say {
-        println!("device: {}", device.info());
-        println!("model:  {}", model_dir.display());
+        writeln!(out, "device: {}", device.info())?;
+        writeln!(out, "model:  {}", model_dir.display())?;
     }
     let driver_baseline = driver_bytes(&device)?;
     let before = Mem::now(&device);
-    report("before loading", &before);
+    report(out, "before loading", &before)?;
 
     let t = Instant::now();
-    let mut model = MiniLm::load(&model_dir, &device)?;
+    let mut model = load(&device)?;
     let load_s = minilm::secs(t);
     let after_load = Mem::now(&device);
     if say {
         let c = &model.config;
-        println!(
+        writeln!(
+            out,
             "loaded in {load_s:.2} s: {} layers, hidden {}, {} heads, max {} tokens, {:.1} MiB of weights",
             c.layers,
             c.hidden,
             c.heads,
             c.max_seq_length,
             mib(model.weight_bytes() as u64)
-        );
+        )?;
     }
-    report("after loading", &after_load);
+    report(out, "after loading", &after_load)?;
 
     let mut run_secs = Vec::new();
     let mut unloads = Vec::new();
     let mut embeddings = Vec::new();
-    for run in 0..args.repeat.max(1) {
+    for run in 0..args.repeat {
         if run > 0 && args.reload_every > 0 && run % args.reload_every == 0 {
             unloads.push(unload(model, &device, say)?);
-            model = MiniLm::load(&model_dir, &device)?;
+            model = load(&device)?;
         }
         let t = Instant::now();
-        embeddings = model.embed(&text, args.batch_size)?;
+        embeddings = model
+            .embed(&text, args.batch_size)
+            .map_err(|e| cli::gpu_failure("embedding the sentences failed", e))?;
         let s = minilm::secs(t);
         run_secs.push(s);
         if say {
-            println!(
+            writeln!(
+                out,
                 "run {}: {} sentences in {:.3} s = {:.1} sentences/s{}",
                 run + 1,
                 text.len(),
@@ -235,17 +282,17 @@ fn main() -> AnyResult<()> {
                 } else {
                     ""
                 }
-            );
+            )?;
         }
     }
     let after_batch = Mem::now(&device);
-    report("after the batch", &after_batch);
+    report(out, "after the batch", &after_batch)?;
     let after_unload = unload(model, &device, false)?;
     unloads.push(after_unload);
-    report("after dropping model", &after_unload);
+    report(out, "after dropping model", &after_unload)?;
     device.clear_cache();
     let after_clear = Mem::now(&device);
-    report("after clear_cache", &after_clear);
+    report(out, "after clear_cache", &after_clear)?;
     let driver_after = driver_bytes(&device)?;
 
     let total: f64 = run_secs.iter().sum();
@@ -261,7 +308,7 @@ fn main() -> AnyResult<()> {
         .collect();
 
     if args.json {
-        let out = json!({
+        let json = json!({
             "adapter": device.info().to_string(),
             "backend": format!("{:?}", device.backend()),
             "model_dir": model_dir.display().to_string(),
@@ -283,11 +330,13 @@ fn main() -> AnyResult<()> {
                 "allocator_after_clear_cache_bytes": driver_after,
             },
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        let json = serde_json::to_string_pretty(&json)
+            .map_err(|e| Failure::new("writing the JSON failed").cause(e))?;
+        writeln!(out, "{json}")?;
         return Ok(());
     }
 
-    println!();
+    writeln!(out)?;
     for (i, (s, e)) in text.iter().zip(&embeddings).enumerate() {
         let head: Vec<String> = e
             .iter()
@@ -296,43 +345,46 @@ fn main() -> AnyResult<()> {
             .collect();
         let shown: String = s.chars().take(60).collect();
         let more = if s.chars().count() > 60 { "..." } else { "" };
-        println!("[{i}] {shown}{more}");
-        println!("    [{}, ...] ({} values)", head.join(", "), e.len());
+        writeln!(out, "[{i}] {shown}{more}")?;
+        writeln!(out, "    [{}, ...] ({} values)", head.join(", "), e.len())?;
     }
-    println!("\ncosine similarity:");
-    print!("     ");
+    writeln!(out, "\ncosine similarity:")?;
+    write!(out, "     ")?;
     for j in 0..sims.len() {
-        print!(" {j:>6}");
+        write!(out, " {j:>6}")?;
     }
-    println!();
+    writeln!(out)?;
     for (i, row) in sims.iter().enumerate() {
-        print!("{i:>4} ");
+        write!(out, "{i:>4} ")?;
         for v in row {
-            print!(" {v:>6.3}");
+            write!(out, " {v:>6.3}")?;
         }
-        println!();
+        writeln!(out)?;
     }
-    println!(
+    writeln!(
+        out,
         "\nthroughput: {throughput:.1} sentences/s over {} run(s){}",
         run_secs.len(),
         match steady {
             Some(s) => format!(", {s:.1} sentences/s after the first"),
             None => String::new(),
         }
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "active memory after each unload: {:?} bytes (all 0)",
         unloads.iter().map(|m| m.active).collect::<Vec<_>>()
-    );
+    )?;
     match (driver_baseline, driver_after) {
-        (Some(b), Some(a)) => println!(
+        (Some(b), Some(a)) => writeln!(
+            out,
             "wgpu allocator report: {:.2} MiB before loading, {:.2} MiB after clear_cache ({:+} bytes: \
              what the device keeps for its life outside the pool, such as wgarray's kernel-parameter buffer)",
             mib(b),
             mib(a),
             a as i64 - b as i64
-        ),
-        _ => println!("wgpu allocator report: not available on this backend"),
+        )?,
+        _ => writeln!(out, "wgpu allocator report: not available on this backend")?,
     }
     Ok(())
 }

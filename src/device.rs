@@ -244,16 +244,13 @@ impl Device {
     /// and the adapter's own limits.
     ///
     /// # Errors
-    /// [`Error::NoAdapter`] when nothing matches (its message says how to get
-    /// a software driver), [`Error::RequestDevice`] when the adapter refuses.
+    /// [`Error::NoAdapter`] when nothing matches (it lists every adapter on
+    /// the machine, of every backend, and its message says how to get a
+    /// software driver), [`Error::RequestDevice`] when the adapter refuses.
     pub fn new(options: &DeviceOptions) -> Result<Device> {
         let backends = backends_of(options.backend);
         let inst = instance(backends);
         let adapters = pollster::block_on(inst.enumerate_adapters(backends));
-        let available: Vec<String> = adapters
-            .iter()
-            .map(|a| AdapterDescription::from(a.get_info()).to_string())
-            .collect();
         let needle = options.adapter_name.as_ref().map(|n| n.to_lowercase());
         let best = adapters
             .into_iter()
@@ -273,9 +270,11 @@ impl Device {
                 )
             });
         let Some(adapter) = best else {
+            // Every adapter of every backend, not only the requested one: the
+            // list is there to show what could be asked for instead.
             return Err(Error::NoAdapter {
                 requested: options.describe(),
-                available,
+                available: Device::enumerate().iter().map(|a| a.to_string()).collect(),
             });
         };
         Device::from_adapter(&adapter)

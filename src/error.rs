@@ -16,7 +16,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub enum Error {
     /// No adapter matched the request (or the machine has none at all).
     #[error(
-        "no GPU adapter matched {requested}; adapters found: [{}]. \
+        "no GPU adapter matched {requested}; adapters on this machine: [{}]. \
          On a machine without a GPU install Mesa's software drivers \
          (Debian/Ubuntu, as root: `apt-get install -y mesa-vulkan-drivers libvulkan1 libegl1 libgl1-mesa-dri`) \
          and pick a backend with WGARRAY_BACKEND=vulkan|gl|dx12|metal \
@@ -26,7 +26,9 @@ pub enum Error {
     NoAdapter {
         /// What was asked for, in words (backend, name, power preference).
         requested: String,
-        /// `name (backend, device type)` of every adapter that was found.
+        /// `name (backend, device type)` of every adapter on the machine, of
+        /// every backend (not only the one asked for), as
+        /// [`crate::Device::enumerate`] lists them.
         available: Vec<String>,
     },
 

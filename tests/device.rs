@@ -64,6 +64,42 @@ fn no_adapter_is_a_typed_error_that_says_what_to_do() {
     assert!(msg.contains("no-such-adapter-xyz"), "{msg}");
 }
 
+/// `available` names every adapter of every backend, not only those of the
+/// backend asked for: with a backend that has no adapter here (Metal on
+/// Linux), and with one that has adapters none of which has the name.
+#[test]
+fn no_adapter_lists_every_adapter_of_every_backend() {
+    let all = Device::enumerate();
+    assert!(!all.is_empty(), "this test needs an adapter and found none");
+    let mut want: Vec<String> = all.iter().map(|a| a.to_string()).collect();
+    want.sort();
+    let absent = [Backend::Metal, Backend::Dx12, Backend::Vulkan, Backend::Gl]
+        .into_iter()
+        .find(|b| all.iter().all(|a| a.backend != *b))
+        .expect("some backend has no adapter here");
+    let present = all[0].backend;
+    for options in [
+        DeviceOptions::default().with_backend(absent),
+        DeviceOptions::default()
+            .with_backend(present)
+            .with_adapter_name("no-such-adapter-xyz"),
+    ] {
+        let err = Device::new(&options).expect_err("nothing matches");
+        let msg = err.to_string();
+        let Error::NoAdapter { mut available, .. } = err else {
+            panic!("{options:?}: {err:?}");
+        };
+        available.sort();
+        assert_eq!(available, want, "{options:?}");
+        for a in &all {
+            assert!(
+                msg.contains(&format!("{} ({}, {:?})", a.name, a.backend, a.device_type)),
+                "{msg}"
+            );
+        }
+    }
+}
+
 #[test]
 fn backend_names_parse() {
     assert_eq!(wgarray::parse_backend("Vulkan").unwrap(), Backend::Vulkan);

