@@ -6,8 +6,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::Node;
+use super::fuse::{self, Group, Step};
 use super::lower::{self, Lowering};
-use crate::array::{Array, State};
+use super::primitive::Primitive;
+use crate::array::{Array, ArrayInner, State};
 use crate::kernels;
 use crate::{Error, Result};
 
@@ -69,20 +71,32 @@ pub fn eval(arrays: &[&Array]) -> Result<()> {
     if order.is_empty() {
         return Ok(());
     }
+    let max_bindings = (dev.kernels.limits.max_storage_buffers_per_shader_stage as usize).min(8);
+    let plan = fuse::plan(&order, fuse::enabled(), max_bindings);
     device.scoped(|| {
         let mut lw = Lowering {
             device: &device,
             guard: &guard,
             dispatches: Vec::with_capacity(order.len()),
         };
+        // Nodes are let go of as soon as the plan is done with them: with
+        // their outputs detached, their inputs (and so their buffers) go
+        // back unless someone else holds them.
+        let mut nodes: Vec<Option<Arc<Node>>> = order.into_iter().map(Some).collect();
         let mut result = Ok(());
-        for node in order {
-            if let Err(e) = run_node(&mut lw, &node) {
+        for i in 0..nodes.len() {
+            let step = match plan.steps[i] {
+                Step::Skip => Ok(()),
+                Step::Lower => run_node(&mut lw, nodes[i].as_ref().expect("not yet released")),
+                Step::Group(g) => run_group(&mut lw, &nodes, &plan.groups[g]),
+            };
+            if let Err(e) = step {
                 result = Err(e);
                 break;
             }
-            // `node` drops here: with its outputs detached, its inputs (and
-            // so their buffers) go back unless someone else holds them.
+            for &j in &plan.release[i] {
+                nodes[j] = None;
+            }
         }
         kernels::submit(
             &dev.device,
@@ -95,14 +109,18 @@ pub fn eval(arrays: &[&Array]) -> Result<()> {
     })
 }
 
-/// Lower one node and detach its live outputs: each takes its buffer and
-/// lets go of the node.
-fn run_node(lw: &mut Lowering<'_>, node: &Node) -> Result<()> {
-    let outputs: Vec<Option<Arc<crate::array::ArrayInner>>> = node
-        .outputs
+/// The live outputs of `node`.
+fn live_outputs(node: &Node) -> Vec<Option<Arc<ArrayInner>>> {
+    node.outputs
         .get()
         .map(|o| o.iter().map(|w| w.upgrade()).collect())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Lower one node and detach its live outputs: each takes its buffer and
+/// lets go of the node.
+fn run_node(lw: &mut Lowering<'_>, node: &Arc<Node>) -> Result<()> {
+    let outputs = live_outputs(node);
     let results = lower::lower(lw, node, &outputs)?;
     for (o, s) in outputs.iter().zip(results) {
         if let (Some(o), Some(s)) = (o, s) {
@@ -110,4 +128,47 @@ fn run_node(lw: &mut Lowering<'_>, node: &Node) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Run a fused group as one kernel. If its outputs do not fit in memory, run
+/// its nodes one by one instead, so that the nodes before the one that
+/// fails are evaluated, as they would be without fusion.
+fn run_group(lw: &mut Lowering<'_>, nodes: &[Option<Arc<Node>>], group: &Group) -> Result<()> {
+    let members: Vec<&Arc<Node>> = group
+        .members
+        .iter()
+        .map(|&i| {
+            nodes[i]
+                .as_ref()
+                .expect("members live until their group ran")
+        })
+        .collect();
+    let outputs: Vec<Arc<ArrayInner>> = group
+        .outputs
+        .iter()
+        .filter_map(|&(i, k)| live_outputs(members_node(nodes, i)).swap_remove(k))
+        .collect();
+    match lower::program::group(lw, &members, &outputs) {
+        Err(Error::OutOfMemory { .. }) if group.outputs.len() + members.len() > 2 => {
+            for node in members {
+                if matches!(
+                    node.primitive,
+                    Primitive::Elementwise(_) | Primitive::Full { .. }
+                ) && !node.outputs.get().is_some_and(|o| {
+                    o.iter()
+                        .all(|w| w.upgrade().is_none_or(|a| a.pending_node().is_none()))
+                }) {
+                    run_node(lw, node)?;
+                }
+            }
+            Ok(())
+        }
+        r => r,
+    }
+}
+
+fn members_node(nodes: &[Option<Arc<Node>>], i: usize) -> &Node {
+    nodes[i]
+        .as_ref()
+        .expect("members live until their group ran")
 }
