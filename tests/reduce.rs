@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::reference::strides;
 use common::{Rng, device, poison_pool};
 use wgarray::{Array, Axes, DType};
 
@@ -13,7 +14,7 @@ fn host_reduce(x: &[f64], shape: &[usize], axes: &[usize], f: &dyn Fn(&[f64]) ->
     let kept: Vec<usize> = (0..nd).filter(|a| !axes.contains(a)).collect();
     let n_out: usize = kept.iter().map(|&a| shape[a]).product();
     let r: usize = axes.iter().map(|&a| shape[a]).product();
-    let strides: Vec<usize> = (0..nd).map(|a| shape[a + 1..].iter().product()).collect();
+    let strides = strides(shape);
     (0..n_out)
         .map(|o| {
             let mut idx = vec![0; nd];
