@@ -11,9 +11,63 @@ mod common;
 
 use common::arrays::{f, i};
 use common::reference::{ravel, unravel};
-use common::{R, assert_empty, device, poison_pool};
+use common::{R, Rng, assert_empty, device, poison_pool};
 use half::{bf16, f16};
 use wgarray::{Array, Axes, DType, Error, Slice, eval};
+
+#[test]
+fn constructors_and_printing() {
+    let d = device();
+    assert_eq!(
+        Array::full(&[3], 2.5, DType::F32, &d)
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![2.5; 3]
+    );
+    assert_eq!(
+        Array::ones(&[5], DType::F16, &d)
+            .to_vec::<half::f16>()
+            .unwrap(),
+        vec![half::f16::ONE; 5]
+    );
+    assert_eq!(
+        Array::zeros(&[2], DType::Bool, &d)
+            .to_vec::<bool>()
+            .unwrap(),
+        vec![false; 2]
+    );
+    assert_eq!(
+        Array::full(&[3], -4.0, DType::I32, &d)
+            .to_vec::<i32>()
+            .unwrap(),
+        vec![-4; 3]
+    );
+    assert_eq!(
+        Array::arange(0.0, 1.0, 0.25, DType::F32, &d)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![0.0, 0.25, 0.5, 0.75]
+    );
+    let r = Array::arange(5.0, 0.0, -2.0, DType::BF16, &d).unwrap();
+    assert_eq!(r.shape(), &[3]);
+    assert_eq!(r.to_f64_vec().unwrap(), vec![5.0, 3.0, 1.0]);
+    assert!(Array::arange(0.0, 1.0, 0.0, DType::F32, &d).is_err());
+    let a = Array::from_slice(&[1.0f32, 2.5, 3.0, 4.0, 5.0, 6.0], &[2, 3], &d).unwrap();
+    assert_eq!(a.to_string(), "[[1.  2.5 3. ]\n [4.  5.  6. ]]");
+    assert_eq!(
+        format!("{a:?}"),
+        "array([[1. , 2.5, 3. ],\n       [4. , 5. , 6. ]], dtype=float32)"
+    );
+    assert_eq!(a.ndim(), 2);
+    assert_eq!(a.size(), 6);
+    assert_eq!(a.nbytes(), 24);
+    let s = Array::scalar(7.0, DType::I32, &d).unwrap();
+    assert_eq!(s.item::<i32>().unwrap(), 7);
+    assert_eq!(s.to_string(), "7");
+    let big = Array::arange(0.0, 2000.0, 1.0, DType::I32, &d).unwrap();
+    assert_eq!(big.to_string(), "[   0    1    2 ... 1997 1998 1999]");
+}
 
 /// Elementwise, readback, reductions, split, take and argmax on the
 /// all-axes transpose of a rank-`nd` array.
@@ -277,6 +331,52 @@ fn split_into_empty_parts() -> R {
     Ok(())
 }
 
+#[test]
+fn split_by_sections_and_indices_along_any_axis() {
+    let d = device();
+    let mut rng = Rng::new(5);
+    let (r, c) = (7, 33);
+    poison_pool(&d, r * c);
+    let x = rng.vec_f32(r * c);
+    let a = Array::from_slice(&x, &[r, c], &d).unwrap();
+    let parts = a.split(3, 1).unwrap();
+    for (p, part) in parts.iter().enumerate() {
+        assert_eq!(part.shape(), &[r, 11]);
+        let got = part.to_vec::<f32>().unwrap();
+        for i in 0..r {
+            for j in 0..11 {
+                assert_eq!(got[i * 11 + j], x[i * c + p * 11 + j]);
+            }
+        }
+    }
+    let parts = a.split([2, 5, 5, 100], 0).unwrap();
+    let shapes: Vec<_> = parts.iter().map(|p| p.shape()[0]).collect();
+    assert_eq!(shapes, vec![2, 3, 0, 2, 0]);
+    assert_eq!(parts[1].to_vec::<f32>().unwrap(), x[2 * c..5 * c].to_vec());
+    assert_eq!(parts[3].to_vec::<f32>().unwrap(), x[5 * c..].to_vec());
+    assert!(parts[2].to_vec::<f32>().unwrap().is_empty());
+}
+
+#[test]
+fn split_of_two_byte_dtypes_is_exact() {
+    let d = device();
+    let vals: Vec<half::bf16> = (0..7 * 5)
+        .map(|i| half::bf16::from_f32(i as f32 * 0.37 - 3.0))
+        .collect();
+    let a = Array::from_slice(&vals, &[7, 5], &d).unwrap();
+    let parts = a.split([1, 4], 1).unwrap();
+    let mid = parts[1].to_vec::<half::bf16>().unwrap();
+    for i in 0..7 {
+        assert_eq!(&mid[i * 3..i * 3 + 3], &vals[i * 5 + 1..i * 5 + 4]);
+    }
+    let hv: Vec<half::f16> = (0..9)
+        .map(|i| half::f16::from_f32(i as f32 + 0.5))
+        .collect();
+    let h = Array::from_slice(&hv, &[9], &d).unwrap();
+    let p = h.split([3], 0).unwrap();
+    assert_eq!(p[1].to_vec::<half::f16>().unwrap(), hv[3..].to_vec());
+}
+
 // LOW: reshape([0,-1]) of a size-0 array accepted (NumPy errors)
 #[test]
 fn reshape_ambiguous_minus_one_on_empty() {
@@ -395,5 +495,54 @@ fn errors_during_graph_building_do_not_leak() {
     );
     assert!(x.addmm(&x, &x.transpose(), 1.0, 1.0).is_err());
     drop((x, y));
+    assert_empty(&d);
+}
+
+#[test]
+fn mismatched_inputs_are_typed_errors() {
+    let d = device();
+    let a = Array::zeros(&[3], DType::F32, &d);
+    let b = Array::zeros(&[4], DType::F32, &d);
+    assert!(matches!(&a + &b, Err(Error::ShapeMismatch { .. })));
+    let c = Array::zeros(&[3], DType::I32, &d);
+    let e = Array::zeros(&[3], DType::BF16, &d);
+    assert!(matches!(
+        Array::from_slice(&[1.0f32, 2.0], &[3], &d),
+        Err(Error::DataLength { .. })
+    ));
+    assert!(matches!(a.to_vec::<i32>(), Err(Error::DType { .. })));
+    assert!(matches!(a.item::<f32>(), Err(Error::InvalidArgument(_))));
+    let m = Array::zeros(&[2, 3], DType::F32, &d);
+    assert!(matches!(m.matmul(&m), Err(Error::ShapeMismatch { .. })));
+    assert!(matches!(m.split(4, 1), Err(Error::InvalidArgument(_))));
+    assert!(matches!(m.split(2, 2), Err(Error::InvalidAxis { .. })));
+    // Nothing leaked on the error paths.
+    drop((a, b, c, e, m));
+    assert_empty(&d);
+}
+
+#[test]
+fn arrays_past_the_largest_storage_binding_are_typed_errors_and_leak_nothing() {
+    let d = device();
+    let max = d.limits().max_storage_buffer_binding_size;
+    let n = (max / 4 + 1024) as usize;
+    let big = Array::full(&[n], 1.0, DType::F32, &d);
+    match big.eval() {
+        Err(Error::TooLarge { bytes, max: m, .. }) => {
+            assert_eq!(m, max);
+            assert!(bytes > max);
+        }
+        r => panic!("expected TooLarge, got {r:?}"),
+    }
+    assert!(matches!(
+        Array::empty(&[n], DType::F32, &d),
+        Err(Error::TooLarge { .. })
+    ));
+    let host = vec![0u32; n];
+    assert!(matches!(
+        Array::from_slice(&host, &[n], &d),
+        Err(Error::TooLarge { .. })
+    ));
+    drop((big, host));
     assert_empty(&d);
 }

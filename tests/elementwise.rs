@@ -230,6 +230,76 @@ const BINARY_F: &[BinCase] = &[
 ];
 
 #[test]
+fn add_and_mul_match_the_reference_at_odd_sizes() {
+    let d = device();
+    let mut rng = Rng::new(1);
+    for &n in SIZES.iter().chain(&[70_000]) {
+        poison_pool(&d, n);
+        let (x, y) = (rng.vec_f32(n), rng.vec_f32(n));
+        let a = Array::from_slice(&x, &[n], &d).unwrap();
+        let b = Array::from_slice(&y, &[n], &d).unwrap();
+        let s = (&a + &b).unwrap();
+        let p = (&a * &b).unwrap();
+        let q = a.subtract(&b).unwrap().maximum(&a).unwrap();
+        wgarray::eval(&[&s, &p, &q]).unwrap();
+        let (s, p, q) = (
+            s.to_vec::<f32>().unwrap(),
+            p.to_vec::<f32>().unwrap(),
+            q.to_vec::<f32>().unwrap(),
+        );
+        for i in 0..n {
+            assert_eq!(s[i], x[i] + y[i], "add n={n} i={i}");
+            assert_eq!(p[i], x[i] * y[i], "mul n={n} i={i}");
+            assert_eq!(q[i], (x[i] - y[i]).max(x[i]), "sub/max n={n} i={i}");
+        }
+    }
+}
+
+#[test]
+fn integer_ops_and_broadcasting() {
+    let d = device();
+    let mut rng = Rng::new(2);
+    poison_pool(&d, 7 * 33);
+    let (x, y) = (rng.vec_i32(7 * 33, 1000), rng.vec_i32(33, 1000));
+    let a = Array::from_slice(&x, &[7, 33], &d).unwrap();
+    let b = Array::from_slice(&y, &[33], &d).unwrap();
+    let c = (&a * &b).unwrap();
+    assert_eq!(c.shape(), &[7, 33]);
+    let got = c.to_vec::<i32>().unwrap();
+    for i in 0..7 {
+        for j in 0..33 {
+            assert_eq!(got[i * 33 + j], x[i * 33 + j] * y[j]);
+        }
+    }
+    // [7, 1] + [1, 33] -> [7, 33]
+    let col = Array::from_slice(&x[..7], &[7, 1], &d).unwrap();
+    let row = Array::from_slice(&y, &[1, 33], &d).unwrap();
+    let got = (&col + &row).unwrap().to_vec::<i32>().unwrap();
+    for i in 0..7 {
+        for j in 0..33 {
+            assert_eq!(got[i * 33 + j], x[i] + y[j]);
+        }
+    }
+    // Scalars take the array's dtype.
+    let got = (&a + 3.0).unwrap().to_vec::<i32>().unwrap();
+    assert_eq!(got[5], x[5] + 3);
+}
+
+#[test]
+fn f16_arithmetic_runs_everywhere_through_f32() {
+    // Elementwise kernels decode f16 bits to f32 and round back, so they need
+    // no SHADER_F16 (GL has none).
+    let d = device();
+    let a = Array::from_slice(&[half::f16::from_f32(1.5); 3], &[3], &d).unwrap();
+    let s = (&a + &a).unwrap();
+    assert_eq!(s.dtype(), DType::F16);
+    assert_eq!(
+        s.to_vec::<half::f16>().unwrap(),
+        vec![half::f16::from_f32(3.0); 3]
+    );
+}
+
+#[test]
 fn binary_ops_broadcast_and_match_f64() {
     let d = device();
     let mut rng = Rng::new(23);

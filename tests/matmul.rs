@@ -104,6 +104,75 @@ fn f32_square_512() {
 }
 
 #[test]
+fn matmul_matches_the_reference() {
+    let d = device();
+    let mut rng = Rng::new(3);
+    for &(b, m, k, n) in &[
+        (1, 1, 1, 1),
+        (1, 7, 33, 5),
+        (1, 33, 7, 65),
+        (3, 17, 9, 33),
+        (1, 64, 1025, 3),
+    ] {
+        poison_pool(&d, b * m * n);
+        let x = rng.vec_f32(b * m * k);
+        let y = rng.vec_f32(b * k * n);
+        let (xs, ys): (Vec<usize>, Vec<usize>) = if b == 1 {
+            (vec![m, k], vec![k, n])
+        } else {
+            (vec![b, m, k], vec![b, k, n])
+        };
+        let a = Array::from_slice(&x, &xs, &d).unwrap();
+        let w = Array::from_slice(&y, &ys, &d).unwrap();
+        let c = a.matmul(&w).unwrap();
+        let want = matmul_ref(&x, &y, b, m, k, n);
+        let err = rel_frobenius(&c.to_vec::<f32>().unwrap(), &want);
+        assert!(err < 1e-5, "b={b} m={m} k={k} n={n}: rel err {err}");
+    }
+}
+
+#[test]
+fn matmul_broadcasts_batches_and_takes_vectors() {
+    let d = device();
+    let mut rng = Rng::new(4);
+    let (m, k, n) = (5, 7, 3);
+    let x = rng.vec_f32(2 * m * k);
+    let y = rng.vec_f32(k * n);
+    let a = Array::from_slice(&x, &[2, m, k], &d).unwrap();
+    let w = Array::from_slice(&y, &[k, n], &d).unwrap();
+    let c = a.matmul(&w).unwrap();
+    assert_eq!(c.shape(), &[2, m, n]);
+    let mut yy = y.clone();
+    yy.extend_from_slice(&y);
+    let want = matmul_ref(&x, &yy, 2, m, k, n);
+    assert!(rel_frobenius(&c.to_vec::<f32>().unwrap(), &want) < 1e-5);
+    // 1-D @ 2-D and 2-D @ 1-D
+    let v = Array::from_slice(&x[..k], &[k], &d).unwrap();
+    let r = v.matmul(&w).unwrap();
+    assert_eq!(r.shape(), &[n]);
+    assert!(
+        rel_frobenius(
+            &r.to_vec::<f32>().unwrap(),
+            &matmul_ref(&x[..k], &y, 1, 1, k, n)
+        ) < 1e-5
+    );
+    let col = Array::from_slice(&y[..n], &[n], &d).unwrap();
+    let a2 = Array::from_slice(&x[..m * n], &[m, n], &d).unwrap();
+    let r = a2.matmul(&col).unwrap();
+    assert_eq!(r.shape(), &[m]);
+    assert!(
+        rel_frobenius(
+            &r.to_vec::<f32>().unwrap(),
+            &matmul_ref(&x[..m * n], &y[..n], 1, m, n, 1)
+        ) < 1e-5
+    );
+    let dot = v.matmul(&v).unwrap();
+    assert_eq!(dot.shape(), &[] as &[usize]);
+    let want: f64 = x[..k].iter().map(|&t| t as f64 * t as f64).sum();
+    assert!((dot.item::<f32>().unwrap() as f64 - want).abs() < 1e-5);
+}
+
+#[test]
 fn batched_with_broadcast_batch_dimensions() {
     let device = device();
     poison_pool(&device, 1 << 20);
