@@ -10,8 +10,7 @@
 mod common;
 
 use common::arrays::{f, i};
-use common::reference::all_close;
-use common::reference::strides;
+use common::reference::{all_close, strides, variance};
 use common::{R, Rng, device, poison_pool};
 use half::f16;
 use wgarray::{Array, Axes, DType, Error};
@@ -57,11 +56,6 @@ fn assert_close(name: &str, got: &[f64], want: &[f64], rel: f64) {
 
 /// (name, result, reference on each group, tolerance)
 type Case = (&'static str, Array, Box<dyn Fn(&[f64]) -> f64>, f64);
-
-fn host_var(g: &[f64], ddof: f64) -> f64 {
-    let m = g.iter().sum::<f64>() / g.len() as f64;
-    g.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (g.len() as f64 - ddof)
-}
 
 #[test]
 fn reductions_over_every_axis_set() {
@@ -111,13 +105,13 @@ fn reductions_over_every_axis_set() {
                 (
                     "var",
                     a.var(ax.clone(), false, 0).unwrap(),
-                    Box::new(|g: &[f64]| host_var(g, 0.0)),
+                    Box::new(|g: &[f64]| variance(g, 0.0)),
                     1e-4,
                 ),
                 (
                     "var ddof=1",
                     a.var(ax.clone(), false, 1).unwrap(),
-                    Box::new(|g: &[f64]| host_var(g, 1.0)),
+                    Box::new(|g: &[f64]| variance(g, 1.0)),
                     1e-4,
                 ),
                 (
@@ -290,7 +284,7 @@ fn moments_in_one_dispatch_and_its_outputs_drop_independently() {
     let want_m = host_reduce(&xd, &[7, 1025], &[1], &|g| {
         g.iter().sum::<f64>() / g.len() as f64
     });
-    let want_v = host_reduce(&xd, &[7, 1025], &[1], &|g| host_var(g, 0.0));
+    let want_v = host_reduce(&xd, &[7, 1025], &[1], &|g| variance(g, 0.0));
     // Welford keeps the variance accurate with a large mean.
     assert_close("mean", &mean.to_f64_vec().unwrap(), &want_m, 1e-6);
     assert_close("var", &var.to_f64_vec().unwrap(), &want_v, 1e-4);
@@ -298,7 +292,7 @@ fn moments_in_one_dispatch_and_its_outputs_drop_independently() {
     let (m2, v2) = a.moments(Axes::All, true, 1).unwrap();
     drop(m2);
     assert_eq!(v2.shape(), &[1, 1]);
-    let want = host_var(&xd, 1.0);
+    let want = variance(&xd, 1.0);
     assert!((v2.item::<f32>().unwrap() as f64 - want).abs() < 1e-4 * want);
     drop((a, mean, var, v2));
     common::assert_empty(&d);
@@ -328,7 +322,7 @@ fn softmax_log_softmax_layer_norm_rms_norm() {
         let m = row.iter().cloned().fold(f64::MIN, f64::max);
         let z: f64 = row.iter().map(|v| (v - m).exp()).sum();
         let mean = row.iter().sum::<f64>() / c as f64;
-        let v = host_var(&row, 0.0);
+        let v = variance(&row, 0.0);
         let ms = row.iter().map(|v| v * v).sum::<f64>() / c as f64;
         for j in 0..c {
             let k = i * c + j;

@@ -41,6 +41,19 @@ pub fn all_close(got: &[f32], want: &[f32], tol: f32) -> bool {
         })
 }
 
+/// Mean and variance of `v`, the sum of squared deviations divided by
+/// `len - ddof` (ddof 0: population, 1: sample; NumPy's `ddof`).
+pub fn mean_and_variance(v: &[f64], ddof: f64) -> (f64, f64) {
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() as f64 - ddof);
+    (m, var)
+}
+
+/// Variance of `v` with `ddof` as in [`mean_and_variance`].
+pub fn variance(v: &[f64], ddof: f64) -> f64 {
+    mean_and_variance(v, ddof).1
+}
+
 /// Row-major element strides of `shape`.
 pub fn strides(shape: &[usize]) -> Vec<usize> {
     (0..shape.len())
