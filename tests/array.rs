@@ -1,7 +1,8 @@
-//! The array handle and its shape: 0-d and rank-8 arrays, empty dimensions,
-//! views (negative-step slices, transposes, broadcasts, odd offsets of
-//! 2-byte dtypes), split, reshape and squeeze rules, size overflow and the
-//! largest storage binding, and typed errors while building a graph.
+//! The array handle and its shape: constructors and printing, 0-d and
+//! rank-8 arrays, empty dimensions, views (negative-step slices, transposes,
+//! broadcasts, odd offsets of 2-byte dtypes), split, reshape and squeeze
+//! rules, size overflow and the largest storage binding, and typed errors
+//! (that leak nothing) while building a graph.
 //!
 //! A test whose comment starts with a severity (HIGH, MEDIUM, LOW) pins a
 //! bug an adversarial review found; the comment says what went wrong and on
