@@ -3,6 +3,9 @@
 //! same run, a raw wgpu copy kernel (one pipeline, one dispatch, no wgarray)
 //! as the bandwidth ceiling. Each iteration evaluates and waits for the GPU.
 
+mod common;
+
+use common::Raw;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use wgarray::{Array, DType, Device};
 
@@ -19,61 +22,27 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 "#;
 
 fn raw_copy(c: &mut Criterion, device: &Device) {
-    let d = device.wgpu_device();
-    let q = device.wgpu_queue();
-    let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: None,
-        source: wgpu::ShaderSource::Wgsl(COPY_SHADER.into()),
-    });
-    let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: None,
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
-    let make = || {
-        d.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: (N * 4) as u64,
-            usage: wgpu::BufferUsages::STORAGE,
-            mapped_at_creation: false,
-        })
-    };
-    let (src, dst) = (make(), make());
-    let bg = d.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &pipeline.get_bind_group_layout(0),
-        entries: &[
-            wgpu::BindGroupEntry {
-                binding: 0,
-                resource: src.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 1,
-                resource: dst.as_entire_binding(),
-            },
-        ],
-    });
+    let raw = Raw::new(device);
+    let pipeline = raw.pipeline(COPY_SHADER);
+    let usage = wgpu::BufferUsages::STORAGE;
+    let (src, dst) = (
+        raw.buffer((N * 4) as u64, usage),
+        raw.buffer((N * 4) as u64, usage),
+    );
+    let bg = raw.bind_buffers(&pipeline.get_bind_group_layout(0), [&src, &dst]);
     let groups = (N / 4).div_ceil(256) as u32;
     let mut g = c.benchmark_group(format!("bandwidth ({:?})", device.backend()));
     g.throughput(Throughput::Bytes((2 * N * 4) as u64));
     g.bench_function("raw wgpu vec4 copy", |b| {
         b.iter(|| {
-            let mut enc = d.create_command_encoder(&Default::default());
+            let mut enc = raw.encoder();
             {
                 let mut pass = enc.begin_compute_pass(&Default::default());
                 pass.set_pipeline(&pipeline);
                 pass.set_bind_group(0, &bg, &[]);
                 pass.dispatch_workgroups(groups.min(65535), groups.div_ceil(65535), 1);
             }
-            let idx = q.submit([enc.finish()]);
-            d.poll(wgpu::PollType::Wait {
-                submission_index: Some(idx),
-                timeout: None,
-            })
-            .unwrap();
+            raw.submit_and_wait(enc);
         })
     });
     g.finish();
@@ -100,7 +69,7 @@ fn wgarray_ops(c: &mut Criterion, device: &Device) {
 }
 
 fn benches(c: &mut Criterion) {
-    let device = Device::new_default().expect("a GPU adapter (see README)");
+    let device = common::device();
     raw_copy(c, &device);
     wgarray_ops(c, &device);
 }

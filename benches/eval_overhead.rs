@@ -3,6 +3,9 @@
 //! raw wgpu loop doing the same work the plain way: one pipeline, a fresh
 //! bind group and uniform-free dispatch per op, one submit, one read-back.
 
+mod common;
+
+use common::Raw;
 use criterion::{Criterion, criterion_group, criterion_main};
 use wgarray::{Array, DType, Device};
 
@@ -40,38 +43,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 "#;
 
 fn raw_wgpu_chain(c: &mut Criterion, device: &Device) {
-    let d = device.wgpu_device();
-    let q = device.wgpu_queue();
-    let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: None,
-        source: wgpu::ShaderSource::Wgsl(RAW_SHADER.into()),
-    });
-    let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: None,
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
-    let usage =
-        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+    let raw = Raw::new(device);
+    let pipeline = raw.pipeline(RAW_SHADER);
     let bufs: Vec<wgpu::Buffer> = (0..2)
-        .map(|_| {
-            d.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: (N * 4) as u64,
-                usage,
-                mapped_at_creation: false,
-            })
-        })
+        .map(|_| raw.buffer((N * 4) as u64, common::STORAGE_RW))
         .collect();
-    let staging = d.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size: (N * 4) as u64,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
+    let staging = raw.buffer(
+        (N * 4) as u64,
+        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+    );
     let layout = pipeline.get_bind_group_layout(0);
     c.bench_function(
         &format!(
@@ -80,42 +60,20 @@ fn raw_wgpu_chain(c: &mut Criterion, device: &Device) {
         ),
         |b| {
             b.iter(|| {
-                q.write_buffer(&bufs[0], 0, bytemuck::cast_slice(&vec![0.0f32; N]));
-                let mut enc = d.create_command_encoder(&Default::default());
+                raw.queue
+                    .write_buffer(&bufs[0], 0, bytemuck::cast_slice(&vec![0.0f32; N]));
+                let mut enc = raw.encoder();
                 {
                     let mut pass = enc.begin_compute_pass(&Default::default());
                     pass.set_pipeline(&pipeline);
                     for i in 0..OPS {
                         let (src, dst) = (&bufs[i % 2], &bufs[(i + 1) % 2]);
-                        let bg = d.create_bind_group(&wgpu::BindGroupDescriptor {
-                            label: None,
-                            layout: &layout,
-                            entries: &[
-                                wgpu::BindGroupEntry {
-                                    binding: 0,
-                                    resource: src.as_entire_binding(),
-                                },
-                                wgpu::BindGroupEntry {
-                                    binding: 1,
-                                    resource: dst.as_entire_binding(),
-                                },
-                            ],
-                        });
+                        let bg = raw.bind_buffers(&layout, [src, dst]);
                         pass.set_bind_group(0, &bg, &[]);
                         pass.dispatch_workgroups(1, 1, 1);
                     }
                 }
-                enc.copy_buffer_to_buffer(&bufs[OPS % 2], 0, &staging, 0, (N * 4) as u64);
-                let idx = q.submit([enc.finish()]);
-                staging.slice(..).map_async(wgpu::MapMode::Read, |_| {});
-                d.poll(wgpu::PollType::Wait {
-                    submission_index: Some(idx),
-                    timeout: None,
-                })
-                .unwrap();
-                let v: Vec<f32> =
-                    bytemuck::pod_collect_to_vec(&staging.slice(..).get_mapped_range().unwrap());
-                staging.unmap();
+                let v = raw.submit_and_read_f32(enc, &bufs[OPS % 2], &staging);
                 assert_eq!(v[0], OPS as f32);
             })
         },
@@ -123,7 +81,7 @@ fn raw_wgpu_chain(c: &mut Criterion, device: &Device) {
 }
 
 fn benches(c: &mut Criterion) {
-    let device = Device::new_default().expect("a GPU adapter (see README)");
+    let device = common::device();
     wgarray_chain(c, &device);
     raw_wgpu_chain(c, &device);
 }

@@ -11,8 +11,10 @@
 
 use std::time::{Duration, Instant};
 
+mod common;
+
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use wgarray::{Array, Device};
+use wgarray::Array;
 
 fn data(len: usize) -> Vec<f32> {
     (0..len)
@@ -44,7 +46,7 @@ fn shapes() -> Vec<(usize, usize, usize)> {
 
 fn first_call(device_name: &str) {
     // A fresh device: nothing compiled yet.
-    let device = Device::new_default().expect("a GPU adapter");
+    let device = common::device();
     for (m, k, n) in [(1024, 1024, 1024), (1, 4096, 4096), (128, 1024, 3072)] {
         let a = Array::from_slice(&data(m * k), &[m, k], &device).unwrap();
         let b = Array::from_slice(&data(k * n), &[k, n], &device).unwrap();
@@ -67,7 +69,7 @@ fn first_call(device_name: &str) {
 }
 
 fn bench(c: &mut Criterion) {
-    let device = Device::new_default().expect("a GPU adapter");
+    let device = common::device();
     let name = format!("{} ({:?})", device.info().name, device.backend());
     first_call(&name);
     let mut group = c.benchmark_group(format!("matmul f32 on {name}"));

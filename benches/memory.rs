@@ -1,6 +1,9 @@
 //! The buffer pool against creating a wgpu buffer each time, and a 10-op
 //! eval chain with and without the cache. Run: `cargo bench --bench memory`.
 
+mod common;
+
+use common::Raw;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use wgarray::{Array, DType, Device};
 
@@ -21,22 +24,11 @@ fn alloc_release(c: &mut Criterion, device: &Device) {
             |b, &n| b.iter(|| drop(Array::empty(&[n], DType::F32, device).unwrap())),
         );
         device.set_cache_limit(u64::MAX);
-        let d = device.wgpu_device();
+        let raw = Raw::new(device);
         g.bench_with_input(
             BenchmarkId::new("wgpu create_buffer", bytes),
             &bytes,
-            |b, &bytes| {
-                b.iter(|| {
-                    drop(d.create_buffer(&wgpu::BufferDescriptor {
-                        label: None,
-                        size: bytes as u64,
-                        usage: wgpu::BufferUsages::STORAGE
-                            | wgpu::BufferUsages::COPY_SRC
-                            | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    }))
-                })
-            },
+            |b, &bytes| b.iter(|| drop(raw.buffer(bytes as u64, common::STORAGE_RW))),
         );
     }
     g.finish();
@@ -71,7 +63,7 @@ fn chain(c: &mut Criterion, device: &Device) {
 }
 
 fn benches(c: &mut Criterion) {
-    let device = Device::new_default().expect("a GPU adapter (see README)");
+    let device = common::device();
     alloc_release(c, &device);
     chain(c, &device);
 }

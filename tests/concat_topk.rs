@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::reference::{strides, unravel};
 use common::{Rng, assert_empty, device, poison_pool};
 use wgarray::{Array, DType, Device, Error, Slice, concatenate, stack};
 
@@ -13,21 +14,6 @@ use wgarray::{Array, DType, Device, Error, Slice, concatenate, stack};
 struct Host {
     data: Vec<f64>,
     shape: Vec<usize>,
-}
-
-fn strides(shape: &[usize]) -> Vec<usize> {
-    (0..shape.len())
-        .map(|a| shape[a + 1..].iter().product())
-        .collect()
-}
-
-fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for a in (0..shape.len()).rev() {
-        idx[a] = i % shape[a];
-        i /= shape[a];
-    }
-    idx
 }
 
 impl Host {

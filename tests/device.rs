@@ -1,9 +1,11 @@
-//! Adapter selection, features, limits and the no-adapter error.
+//! Adapter selection, features, limits and the no-adapter error; arrays of
+//! two devices never meet in one op.
 
 mod common;
 
+use common::{assert_empty, device};
 use wgarray::wgpu::Backend;
-use wgarray::{Device, DeviceOptions, Error};
+use wgarray::{Array, DType, Device, DeviceOptions, Error, eval, where_};
 
 #[test]
 fn enumerate_lists_vulkan_and_gl_software_adapters() {
@@ -123,7 +125,7 @@ fn optional_features_follow_the_backend() {
 
 #[test]
 fn default_device_follows_wgarray_backend() {
-    let d = common::device();
+    let d = device();
     if let Ok(b) = std::env::var(wgarray::BACKEND_ENV) {
         assert_eq!(d.backend(), wgarray::parse_backend(&b).unwrap());
     }
@@ -131,7 +133,7 @@ fn default_device_follows_wgarray_backend() {
 
 #[test]
 fn device_loss_is_a_typed_error() {
-    let d = common::device();
+    let d = device();
     let a = wgarray::Array::from_slice(&[1.0f32, 2.0], &[2], &d).unwrap();
     d.wgpu_device().destroy();
     // wgpu reports the loss through its callback once it notices.
@@ -142,4 +144,51 @@ fn device_loss_is_a_typed_error() {
         "expected DeviceLost, got {r:?}"
     );
     assert!(matches!(d.synchronize(), Err(Error::DeviceLost(_))));
+}
+
+#[test]
+fn two_devices_are_rejected() {
+    let d1 = device();
+    let d2 = device();
+    let a = Array::ones(&[2], DType::F32, &d1);
+    let b = Array::ones(&[2], DType::F32, &d2);
+    let m1 = Array::ones(&[2, 2], DType::F32, &d1);
+    let m2 = Array::ones(&[2, 2], DType::F32, &d2);
+    assert!(matches!(&a + &b, Err(Error::DeviceMismatch)));
+    assert!(matches!(where_(&a, &b, &b), Err(Error::DeviceMismatch)));
+    assert!(matches!(where_(&a, &a, &b), Err(Error::DeviceMismatch)));
+    assert!(matches!(m1.matmul(&m2), Err(Error::DeviceMismatch)));
+    assert!(matches!(a.divmod(&b), Err(Error::DeviceMismatch)));
+    assert!(matches!(
+        a.take(&Array::zeros(&[1], DType::I32, &d2), Some(0)),
+        Err(Error::DeviceMismatch)
+    ));
+    assert!(matches!(
+        m2.addmm(&m1, &m1, 1.0, 1.0),
+        Err(Error::DeviceMismatch)
+    ));
+    assert!(matches!(
+        m1.addmm(&m2, &m2, 1.0, 1.0),
+        Err(Error::DeviceMismatch)
+    ));
+    assert!(matches!(
+        m1.addmm(&m1, &m2, 1.0, 1.0),
+        Err(Error::DeviceMismatch)
+    ));
+    assert!(matches!(eval(&[&a, &b]), Err(Error::DeviceMismatch)));
+    assert!(m1.layer_norm(Some(&b), None, 1e-5).is_err());
+    assert!(m1.rms_norm(Some(&b), 1e-5).is_err());
+    drop((a, b, m1, m2));
+    assert_empty(&d1);
+    assert_empty(&d2);
+}
+
+#[test]
+fn addmm_bias_device_mismatch_only_in_bias() {
+    let d1 = device();
+    let d2 = device();
+    let m1 = Array::ones(&[2, 2], DType::F32, &d1);
+    let c2 = Array::ones(&[2], DType::F32, &d2);
+    let r = c2.addmm(&m1, &m1, 1.0, 1.0).and_then(|c| c.to_vec::<f32>());
+    assert!(matches!(r, Err(Error::DeviceMismatch)), "{r:?}");
 }

@@ -1,10 +1,11 @@
 //! Lazy graph mechanics: deep chains, one-submit eval, the pipeline cache,
-//! detach after eval, and multi-output lifetimes.
+//! detach after eval, multi-output lifetimes, and one pending graph
+//! evaluated from several threads at once.
 
 mod common;
 
-use common::{assert_empty, device};
-use wgarray::{Array, DType};
+use common::{R, assert_empty, device};
+use wgarray::{Array, Axes, DType, eval};
 
 #[test]
 fn a_chain_of_100000_ops_evaluates_and_drops_without_recursion() {
@@ -166,4 +167,123 @@ fn arrays_are_send_and_sync() {
     for (i, h) in handles.into_iter().enumerate() {
         assert_eq!(h.join().unwrap(), vec![i as f32, 2.0 * i as f32]);
     }
+}
+
+#[test]
+fn deep_chain_drop_and_eval() -> R {
+    let d = device();
+    {
+        let mut y = Array::ones(&[4], DType::F32, &d);
+        for _ in 0..200_000 {
+            y = y.reshape(&[2, 2])?.reshape(&[4])?;
+        }
+        drop(y);
+        let mut y = Array::ones(&[4], DType::F32, &d);
+        for _ in 0..3000 {
+            y = (&y + 1.0)?;
+        }
+        assert_eq!(y.to_vec::<f32>()?, vec![3001.0; 4]);
+        let mut v = Array::ones(&[4], DType::F32, &d);
+        for _ in 0..50_000 {
+            v = v.reshape(&[2, 2])?.transpose().reshape(&[4])?;
+        }
+        v.eval()?;
+    }
+    assert_empty(&d);
+    Ok(())
+}
+
+#[test]
+fn multi_output_lifetimes() -> R {
+    let d = device();
+    let x = Array::from_slice(&(0..64).map(|v| v as f32).collect::<Vec<_>>(), &[8, 8], &d)?;
+    // split: reassignment between siblings before eval
+    let mut p = (&x * 2.0)?.split(4, 0)?;
+    p[0] = p[3].clone();
+    p.swap(1, 2);
+    let keep = std::mem::replace(&mut p[2], Array::scalar(0.0, DType::F32, &d)?);
+    assert_eq!(
+        keep.sum(Axes::All, false)?.item::<f32>()?,
+        (16..32).map(|v| 2.0 * v as f32).sum::<f32>()
+    );
+    drop(p);
+    drop(keep);
+    // divmod: drop q, eval r; drop r, eval q
+    let (q, r) = x.divmod(&Array::scalar(3.0, DType::F32, &d)?)?;
+    drop(q);
+    assert_eq!(r.to_vec::<f32>()?[..4], [0.0, 1.0, 2.0, 0.0]);
+    drop(r);
+    let (q, r) = x.divmod(&Array::scalar(3.0, DType::F32, &d)?)?;
+    drop(r);
+    assert_eq!(q.to_vec::<f32>()?[..4], [0.0, 0.0, 0.0, 1.0]);
+    drop(q);
+    // moments: var only
+    let (m, v) = x.moments(Axes::All, false, 0)?;
+    drop(m);
+    let vv = v.item::<f32>()?;
+    assert!((vv - 341.25).abs() < 1e-3, "var {vv}");
+    drop(v);
+    // moments evaluated then one dropped, the other assigned onto it
+    let (mut m, v) = x.moments(0, true, 1)?;
+    eval(&[&m, &v])?;
+    m = v;
+    drop(m);
+    drop(x);
+    assert_empty(&d);
+    Ok(())
+}
+
+#[test]
+fn split_view_then_drop_parent_chain() -> R {
+    // a split whose input is a pending chain; drop every handle but one part
+    let d = device();
+    {
+        let x = Array::ones(&[6, 4], DType::F32, &d);
+        let y = (&x * 2.0)?.transpose();
+        let mut parts = y.split([1, 3], 0)?;
+        drop((x, y));
+        let last = parts.pop().unwrap();
+        drop(parts);
+        assert_eq!(last.to_vec::<f32>()?, vec![2.0; 6]);
+    }
+    assert_empty(&d);
+    Ok(())
+}
+
+#[test]
+fn concurrent_eval_of_shared_graph() -> R {
+    let d = device();
+    {
+        let x = Array::from_slice(
+            &(0..4096).map(|v| v as f32).collect::<Vec<_>>(),
+            &[64, 64],
+            &d,
+        )?;
+        let shared = (&x.matmul(&x)? * 0.001)?; // pending
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let s = shared.clone();
+                std::thread::spawn(move || -> wgarray::Result<f32> {
+                    let y = (&s + t as f64)?.sum(Axes::All, false)?;
+                    let parts = s.split(2, 1)?;
+                    parts[t % 2].eval()?;
+                    y.item::<f32>()
+                })
+            })
+            .collect();
+        let results: Vec<f32> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap().unwrap())
+            .collect();
+        let base = shared.sum(Axes::All, false)?.item::<f32>()?;
+        for (t, r) in results.iter().enumerate() {
+            let want = base + (t * 4096) as f32;
+            assert!(
+                (r - want).abs() <= 1e-4 * want.abs(),
+                "thread {t}: {r} vs {want}"
+            );
+        }
+    }
+    assert_empty(&d);
+    Ok(())
 }

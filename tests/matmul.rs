@@ -11,12 +11,20 @@
 //!
 //! Outputs land in a pool poisoned with NaN first, so an element the kernel
 //! leaves unwritten fails the finiteness check in `rel_frobenius`.
+//!
+//! Also: empty M, N and K, view operands, and K long enough to cross
+//! llvmpipe's 65535-iteration loop limit.
+//!
+//! A test whose comment starts with a severity (HIGH, MEDIUM, LOW) pins a
+//! bug an adversarial review found; the comment says what went wrong and on
+//! which backend. All are fixed.
 
 mod common;
 
-use common::{Rng, device, matmul_ref, poison_pool, rel_frobenius};
+use common::arrays::f;
+use common::{R, Rng, assert_empty, device, is_gl, matmul_ref, poison_pool, rel_frobenius};
 use half::{bf16, f16};
-use wgarray::{Array, DType, Device, Error};
+use wgarray::{Array, DType, Device, Error, Slice};
 
 const F32_TOL: f64 = 1e-5;
 const F16_TOL: f64 = 2e-3;
@@ -93,6 +101,75 @@ fn f32_square_512() {
     let mut rng = Rng::new(4);
     check_f32(&device, &mut rng, 1, 256, 256, 256);
     check_f32(&device, &mut rng, 2, 130, 100, 70);
+}
+
+#[test]
+fn matmul_matches_the_reference() {
+    let d = device();
+    let mut rng = Rng::new(3);
+    for &(b, m, k, n) in &[
+        (1, 1, 1, 1),
+        (1, 7, 33, 5),
+        (1, 33, 7, 65),
+        (3, 17, 9, 33),
+        (1, 64, 1025, 3),
+    ] {
+        poison_pool(&d, b * m * n);
+        let x = rng.vec_f32(b * m * k);
+        let y = rng.vec_f32(b * k * n);
+        let (xs, ys): (Vec<usize>, Vec<usize>) = if b == 1 {
+            (vec![m, k], vec![k, n])
+        } else {
+            (vec![b, m, k], vec![b, k, n])
+        };
+        let a = Array::from_slice(&x, &xs, &d).unwrap();
+        let w = Array::from_slice(&y, &ys, &d).unwrap();
+        let c = a.matmul(&w).unwrap();
+        let want = matmul_ref(&x, &y, b, m, k, n);
+        let err = rel_frobenius(&c.to_vec::<f32>().unwrap(), &want);
+        assert!(err < 1e-5, "b={b} m={m} k={k} n={n}: rel err {err}");
+    }
+}
+
+#[test]
+fn matmul_broadcasts_batches_and_takes_vectors() {
+    let d = device();
+    let mut rng = Rng::new(4);
+    let (m, k, n) = (5, 7, 3);
+    let x = rng.vec_f32(2 * m * k);
+    let y = rng.vec_f32(k * n);
+    let a = Array::from_slice(&x, &[2, m, k], &d).unwrap();
+    let w = Array::from_slice(&y, &[k, n], &d).unwrap();
+    let c = a.matmul(&w).unwrap();
+    assert_eq!(c.shape(), &[2, m, n]);
+    let mut yy = y.clone();
+    yy.extend_from_slice(&y);
+    let want = matmul_ref(&x, &yy, 2, m, k, n);
+    assert!(rel_frobenius(&c.to_vec::<f32>().unwrap(), &want) < 1e-5);
+    // 1-D @ 2-D and 2-D @ 1-D
+    let v = Array::from_slice(&x[..k], &[k], &d).unwrap();
+    let r = v.matmul(&w).unwrap();
+    assert_eq!(r.shape(), &[n]);
+    assert!(
+        rel_frobenius(
+            &r.to_vec::<f32>().unwrap(),
+            &matmul_ref(&x[..k], &y, 1, 1, k, n)
+        ) < 1e-5
+    );
+    let col = Array::from_slice(&y[..n], &[n], &d).unwrap();
+    let a2 = Array::from_slice(&x[..m * n], &[m, n], &d).unwrap();
+    let r = a2.matmul(&col).unwrap();
+    assert_eq!(r.shape(), &[m]);
+    assert!(
+        rel_frobenius(
+            &r.to_vec::<f32>().unwrap(),
+            &matmul_ref(&x[..m * n], &y[..n], 1, m, n, 1)
+        ) < 1e-5
+    );
+    let dot = v.matmul(&v).unwrap();
+    assert_eq!(dot.shape(), &[] as &[usize]);
+    let want: f64 = x[..k].iter().map(|&t| t as f64 * t as f64).sum();
+    assert!((dot.item::<f32>().unwrap() as f64 - want).abs() < 1e-5);
 }
 
 #[test]
@@ -578,4 +655,317 @@ fn grids_past_the_dispatch_limit_run_as_several_dispatches() {
     let mut rng = Rng::new(23);
     check_f32(&device, &mut rng, max + 465, 2, 3, 2);
     check_f32(&device, &mut rng, 1, 32 * max + 37, 3, 2);
+}
+
+/// `None` when broadcast ones [m, k] @ ones [k, n] gives k everywhere, else
+/// what went wrong.
+fn gemv_check(d: &Device, m: usize, k: usize, n: usize) -> Option<String> {
+    // a = broadcast ones [m, k] (no memory), b = ones [k, n] -> every output = k
+    let a = Array::scalar(1.0, DType::F32, d)
+        .unwrap()
+        .broadcast_to(&[m, k])
+        .unwrap();
+    let b = Array::ones(&[k, n], DType::F32, d);
+    let c = a.matmul(&b).and_then(|c| c.to_vec::<f32>());
+    match c {
+        Ok(v) => {
+            let bad = v.iter().filter(|e| **e != k as f32).count();
+            if bad > 0 {
+                Some(format!(
+                    "matmul ({m},{k},{n}): {bad}/{} wrong, e.g. {}",
+                    v.len(),
+                    v.iter().find(|e| **e != k as f32).unwrap()
+                ))
+            } else {
+                None
+            }
+        }
+        Err(e) => Some(format!("matmul ({m},{k},{n}): error {e}")),
+    }
+}
+
+#[test]
+fn matmul_k0_gives_zeros() -> R {
+    let d = device();
+    poison_pool(&d, 1 << 12);
+    {
+        let a = Array::zeros(&[5, 0], DType::F32, &d);
+        let b = Array::zeros(&[0, 7], DType::F32, &d);
+        let c = a.matmul(&b)?;
+        assert_eq!(c.to_vec::<f32>()?, vec![0.0; 35]);
+        let c1 =
+            Array::zeros(&[1, 0], DType::F32, &d).matmul(&Array::zeros(&[0, 9], DType::F32, &d))?;
+        assert_eq!(c1.to_vec::<f32>()?, vec![0.0; 9]);
+        let v = Array::zeros(&[0], DType::F32, &d);
+        assert_eq!(v.matmul(&v)?.item::<f32>()?, 0.0);
+    }
+    assert_empty(&d);
+    Ok(())
+}
+
+#[test]
+fn matmul_k0_bf16_gives_zeros() -> R {
+    let d = device();
+    poison_pool(&d, 1 << 12);
+    let a = Array::zeros(&[5, 0], DType::BF16, &d);
+    let b = Array::zeros(&[0, 6], DType::BF16, &d);
+    let c = a.matmul(&b)?.astype(DType::F32)?;
+    assert_eq!(c.to_vec::<f32>()?, vec![0.0; 30]);
+    Ok(())
+}
+
+#[test]
+fn matmul_m0_n0() -> R {
+    let d = device();
+    {
+        let a = Array::ones(&[0, 4], DType::F32, &d);
+        let b = Array::ones(&[4, 3], DType::F32, &d);
+        assert_eq!(a.matmul(&b)?.shape(), &[0, 3]);
+        a.matmul(&b)?.eval()?;
+        let b0 = Array::ones(&[4, 0], DType::F32, &d);
+        assert_eq!(
+            Array::ones(&[2, 4], DType::F32, &d)
+                .matmul(&b0)?
+                .to_vec::<f32>()?
+                .len(),
+            0
+        );
+        let bb = Array::ones(&[0, 2, 4], DType::F32, &d);
+        assert_eq!(bb.matmul(&b)?.shape(), &[0, 2, 3]);
+        bb.matmul(&b)?.eval()?;
+    }
+    assert_empty(&d);
+    Ok(())
+}
+
+#[test]
+fn f16_matmul_odd() -> R {
+    let d = device();
+    let a = Array::ones(&[3, 5], DType::F16, &d);
+    let b = Array::ones(&[5, 7], DType::F16, &d);
+    match a.matmul(&b) {
+        Ok(c) => assert_eq!(c.to_vec::<f16>()?, vec![f16::from_f32(5.0); 21]),
+        Err(Error::MissingFeature { .. }) => assert!(is_gl(&d)),
+        Err(e) => panic!("{e}"),
+    }
+    Ok(())
+}
+
+#[test]
+fn bf16_batched_odd_output_words() -> R {
+    let d = device();
+    let mut rng = Rng::new(5);
+    let (bt, m, k, n) = (5usize, 3usize, 7usize, 3usize);
+    let av = round_to(DType::BF16, &rng.vec_f32(bt * m * k));
+    let bv = round_to(DType::BF16, &rng.vec_f32(bt * k * n));
+    let want = matmul_ref(&av, &bv, bt, m, k, n);
+    for _ in 0..5 {
+        let a = f(&d, &av, &[bt, m, k]).astype(DType::BF16)?;
+        let b = f(&d, &bv, &[bt, k, n]).astype(DType::BF16)?;
+        let got = a.matmul(&b)?.to_vec::<bf16>()?;
+        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(*g, bf16::from_f64(*w), "element {j}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn matmul_with_view_operands() -> R {
+    let d = device();
+    let mut rng = Rng::new(7);
+    for (m, k, n) in [
+        (5usize, 7usize, 9usize),
+        (33, 17, 65),
+        (1, 40, 64),
+        (64, 64, 64),
+    ] {
+        let a_big = rng.vec_f32((m + 1) * (k + 2));
+        let b_big = rng.vec_f32((k + 1) * (n + 3));
+        let ab = f(&d, &a_big, &[m + 1, k + 2]);
+        let bb = f(&d, &b_big, &[k + 1, n + 3]);
+        // a = ab[::-1][1:, 1:k+1] reversed rows with offset, b = bb[1:, :n:-1]... several views
+        let a = ab.slice(&[
+            Slice::new(Some(-2), None, -1),
+            Slice::range(1, (k + 1) as isize),
+        ])?;
+        let b = bb.slice(&[
+            Slice::range(1, (k + 1) as isize),
+            Slice::new(Some(n as isize), Some(0), -1),
+        ])?;
+        assert_eq!(a.shape(), &[m, k]);
+        assert_eq!(b.shape(), &[k, n]);
+        let av = a.to_vec::<f32>()?;
+        let bv = b.to_vec::<f32>()?;
+        let want = matmul_ref(&av, &bv, 1, m, k, n);
+        let got = a.matmul(&b)?.to_vec::<f32>()?;
+        let err = rel_frobenius(&got, &want);
+        assert!(
+            err < 1e-5,
+            "({m},{k},{n}) negative-stride views: rel err {err}"
+        );
+        // transposed views and broadcast operand
+        let at = f(&d, &av, &[m, k]).transpose().contiguous()?.transpose();
+        let got2 = at
+            .matmul(&b.contiguous()?.transpose().contiguous()?.transpose())?
+            .to_vec::<f32>()?;
+        assert!(rel_frobenius(&got2, &want) < 1e-5, "transposed");
+        // broadcast along k (stride 0 columns)
+        let row = f(&d, &av[..k], &[1, k]).broadcast_to(&[m, k])?;
+        let got3 = row.matmul(&b)?.to_vec::<f32>()?;
+        let rows: Vec<f32> = (0..m).flat_map(|_| av[..k].to_vec()).collect();
+        let want3 = matmul_ref(&rows, &bv, 1, m, k, n);
+        assert!(rel_frobenius(&got3, &want3) < 1e-5, "broadcast");
+    }
+    Ok(())
+}
+
+#[test]
+fn odd_offset_bf16_matmul_views() -> R {
+    let d = device();
+    let mut rng = Rng::new(3);
+    let (m, k, n) = (9usize, 13usize, 11usize);
+    let av = round_to(DType::BF16, &rng.vec_f32(m * (k + 1)));
+    let bv = round_to(DType::BF16, &rng.vec_f32((k + 1) * n));
+    let a = f(&d, &av, &[m, k + 1])
+        .astype(DType::BF16)?
+        .slice(&[Slice::FULL, Slice::range(1, (k + 1) as isize)])?;
+    let b = f(&d, &bv, &[k + 1, n])
+        .astype(DType::BF16)?
+        .slice(&[Slice::range(1, (k + 1) as isize)])?;
+    let a32 = a.astype(DType::F32)?.to_vec::<f32>()?;
+    let b32 = b.astype(DType::F32)?.to_vec::<f32>()?;
+    let want = matmul_ref(&a32, &b32, 1, m, k, n);
+    let got = a.matmul(&b)?.astype(DType::F32)?.to_vec::<f32>()?;
+    let err = rel_frobenius(&got, &want);
+    assert!(err < 1e-2, "bf16 odd-offset views rel err {err}");
+    // odd n: bf16 output with a lone half-word per row
+    let got2 = a
+        .matmul(&b.slice(&[Slice::FULL, Slice::range(0, 1)])?)?
+        .astype(DType::F32)?
+        .to_vec::<f32>()?;
+    assert_eq!(got2.len(), m);
+    Ok(())
+}
+
+#[test]
+fn addmm_bias_aliases_operand() -> R {
+    let d = device();
+    let a = f(&d, &[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let c = a.addmm(&a, &a, 1.0, 1.0)?.to_vec::<f32>()?;
+    assert_eq!(c, vec![8.0, 12.0, 18.0, 26.0]);
+    let t = a.transpose();
+    let c2 = t.addmm(&a, &t, 2.0, -1.0)?.to_vec::<f32>()?;
+    // a @ a.T = [[5,11],[11,25]]; 2x - t
+    assert_eq!(c2, vec![9.0, 19.0, 20.0, 46.0]);
+    Ok(())
+}
+
+// HIGH, both backends: llvmpipe loop limit in the m==1 GEMM tile: a plain 1-D dot product of length 100k is silently wrong
+#[test]
+fn dot_product_100k_real_data() -> R {
+    // A plain 1-D dot product: [100000] @ [100000]; 400 KB each.
+    let d = device();
+    let n = 100_000usize;
+    let mut rng = Rng::new(11);
+    let a = rng.vec_f32(n);
+    let b = rng.vec_f32(n);
+    let want: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
+    let got = f(&d, &a, &[n]).matmul(&f(&d, &b, &[n]))?.item::<f32>()?;
+    assert!(
+        (got as f64 - want).abs() < 1e-2,
+        "dot of 100k: got {got}, want {want}"
+    );
+    Ok(())
+}
+
+// HIGH, both: [1,90000]@[90000,4] of ones gives 87380 (vulkan) / 87376 (gl)
+#[test]
+fn gemv_k_90000_n4() -> R {
+    let d = device();
+    let k = 90_000usize;
+    let a = Array::ones(&[1, k], DType::F32, &d);
+    let b = Array::ones(&[k, 4], DType::F32, &d);
+    let got = a.matmul(&b)?.to_vec::<f32>()?;
+    assert_eq!(got, vec![k as f32; 4]);
+    Ok(())
+}
+
+// HIGH, both: the m==1 GEMM goes wrong between K=87000 and K=88000 (87380 = 65535*4/3 on vulkan, 87376 on gl)
+#[test]
+fn gemv_k_threshold() {
+    // smallest K for which [1,K]@[K,1] of ones goes wrong
+    let d = device();
+    let mut bad = vec![];
+    for k in [60_000usize, 80_000, 87_000, 88_000] {
+        let a = Array::ones(&[1, k], DType::F32, &d);
+        let b = Array::ones(&[k, 1], DType::F32, &d);
+        let v = a.matmul(&b).unwrap().item::<f32>().unwrap();
+        if v != k as f32 {
+            bad.push(format!("K={k}: {v}"));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:?}");
+}
+
+// HIGH, both: m==1 gemv with K>=~87k silently wrong
+#[test]
+fn matmul_huge_k() {
+    let d = device();
+    let mut bad = vec![];
+    for (m, k, n) in [
+        (1, 70_000, 1),
+        (1, 70_000, 64),
+        (1, 300_000, 4),
+        (2, 70_000, 3),
+        (64, 70_000, 64),
+        (1, 1 << 20, 1),
+    ] {
+        bad.extend(gemv_check(&d, m, k, n));
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+// HIGH, both: small tile (m<32 or n<64) with K=300000 gives 262140 (vulkan) / 262120 (gl)
+#[test]
+fn gemm_huge_k_tiles() {
+    let d = device();
+    let mut bad = vec![];
+    for (m, k, n) in [
+        (2usize, 300_000usize, 3usize),
+        (40, 300_000, 8),
+        (64, 200_000, 64),
+    ] {
+        let a = Array::scalar(1.0, DType::F32, &d)
+            .unwrap()
+            .broadcast_to(&[m, k])
+            .unwrap();
+        let b = Array::scalar(1.0, DType::F32, &d)
+            .unwrap()
+            .broadcast_to(&[k, n])
+            .unwrap();
+        match a.matmul(&b).and_then(|c| c.to_vec::<f32>()) {
+            Ok(v) => {
+                if let Some(x) = v.iter().find(|e| **e != k as f32) {
+                    bad.push(format!("({m},{k},{n}): got {x}"));
+                }
+            }
+            Err(e) => bad.push(format!("({m},{k},{n}): {e}")),
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+// LOW, both: the naive reference kernel (wgarray::baseline) at K=70000 gave 65535/65530 (llvmpipe's loop limit)
+#[test]
+fn matmul_naive_huge_k() {
+    let d = device();
+    let k = 70_000;
+    let a = Array::ones(&[1, k], DType::F32, &d);
+    let b = Array::ones(&[k, 1], DType::F32, &d);
+    let c = wgarray::baseline::matmul_naive(&a, &b)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    assert_eq!(c, k as f32);
 }

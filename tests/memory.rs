@@ -1,10 +1,13 @@
 //! The buffer pool and the memory API: accounting, limits, donation, reuse
-//! while in flight, and deterministic lifetime tests (DESIGN.md, rule 6).
+//! while in flight, out of memory midway and recovery, and deterministic
+//! lifetime tests (DESIGN.md, rule 6).
 
 mod common;
 
-use common::{Rng, assert_empty, device};
-use wgarray::{Array, DType, Device, Error};
+use common::arrays::{f, i};
+use common::{R, Rng, assert_empty, device};
+use half::f16;
+use wgarray::{Array, Axes, DType, Device, Error, Slice, eval, where_};
 
 const MIB: u64 = 1 << 20;
 const MIB_F32: usize = (MIB / 4) as usize;
@@ -402,4 +405,212 @@ fn lifetime_f_closure_with_no_output_evaluated() {
 #[test]
 fn lifetime_f_closure_with_eval_stopped_by_out_of_memory() {
     closure_case(None);
+}
+
+#[test]
+fn memory_api() -> R {
+    let d = device();
+    d.set_cache_limit(0);
+    {
+        let x = Array::ones(&[1 << 16], DType::F32, &d);
+        let y = (&x * 2.0)?;
+        let s = y.sum(Axes::All, false)?;
+        d.clear_cache();
+        assert_eq!(s.item::<f32>()?, 2.0 * 65536.0);
+        d.clear_cache();
+        assert_eq!(d.cache_memory(), 0);
+    }
+    assert_eq!(d.cache_memory(), 0);
+    assert_empty(&d);
+    d.set_cache_limit(u64::MAX);
+    let x = Array::ones(&[1 << 16], DType::F32, &d);
+    x.eval()?;
+    d.reset_peak_memory();
+    assert_eq!(d.peak_memory(), d.active_memory());
+    drop(x);
+    assert_eq!(d.active_memory(), 0);
+    d.reset_peak_memory();
+    assert_eq!(d.peak_memory(), 0);
+    Ok(())
+}
+
+#[test]
+fn oom_midway_then_recover() -> R {
+    let d = device();
+    {
+        let x = Array::from_slice(&vec![1.0f32; 1 << 16], &[1 << 16], &d)?;
+        let a = (&x + 1.0)?;
+        let b = (&x * 3.0)?;
+        let c = (&a + &b)?; // needs a, b, c alive at once
+        let e = c.sum(Axes::All, false)?;
+        let active = d.active_memory();
+        d.set_memory_limit(active + (1 << 18) + 4096); // room for ~1 more buffer
+        let r = e.eval();
+        assert!(matches!(r, Err(Error::OutOfMemory { .. })), "{r:?}");
+        d.set_memory_limit(u64::MAX);
+        assert_eq!(e.item::<f32>()?, 5.0 * (1 << 16) as f32);
+        assert_eq!(a.to_vec::<f32>()?[0], 2.0);
+        assert_eq!(c.to_vec::<f32>()?[0], 5.0);
+        // OOM in read-back staging
+        let y = (&x * 2.0)?;
+        y.eval()?;
+        d.set_memory_limit(d.active_memory());
+        d.clear_cache();
+        let r = y.to_vec::<f32>();
+        assert!(
+            matches!(r, Err(Error::OutOfMemory { .. })),
+            "readback under limit: {:?}",
+            r.as_ref().map(|v| v.len())
+        );
+        d.set_memory_limit(u64::MAX);
+        assert_eq!(y.to_vec::<f32>()?[0], 2.0);
+        // memory limit 0: from_slice and scalar
+        d.set_memory_limit(0);
+        assert!(matches!(
+            Array::scalar(1.0, DType::F32, &d),
+            Err(Error::OutOfMemory { .. })
+        ));
+        assert!(Array::from_slice(&[1.0f32], &[1], &d).is_err());
+        d.set_memory_limit(u64::MAX);
+    }
+    assert_empty(&d);
+    Ok(())
+}
+
+#[test]
+fn donation_never_overwrites_held_inputs() -> R {
+    let d = device();
+    {
+        let x = f(&d, &[1.0, 2.0, 3.0, 4.0], &[4]);
+        let y = (&x + &x)?;
+        let z = (&x * 2.0)?;
+        eval(&[&y, &z])?;
+        assert_eq!(x.to_vec::<f32>()?, vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(y.to_vec::<f32>()?, vec![2.0, 4.0, 6.0, 8.0]);
+        // intermediate held also by a pending view
+        let t = (&x * 10.0)?;
+        let v = t.reshape(&[2, 2])?;
+        let w = (t + 1.0)?; // moves t
+        eval(&[&w, &v])?;
+        assert_eq!(v.to_vec::<f32>()?, vec![10.0, 20.0, 30.0, 40.0]);
+        assert_eq!(w.to_vec::<f32>()?, vec![11.0, 21.0, 31.0, 41.0]);
+        // intermediate held by an evaluated view, then consumed
+        let t = (&x * 10.0)?;
+        let v = t.slice(&[Slice::range(0, 4)])?;
+        v.eval()?;
+        let w = (t + 1.0)?;
+        w.eval()?;
+        assert_eq!(v.to_vec::<f32>()?, vec![10.0, 20.0, 30.0, 40.0]);
+        // intermediate used by two consumers in one eval
+        let t = (&x * 10.0)?;
+        let a = (&t + 1.0)?;
+        let b = (&t - 1.0)?;
+        drop(t);
+        eval(&[&b, &a])?;
+        assert_eq!(a.to_vec::<f32>()?, vec![11.0, 21.0, 31.0, 41.0]);
+        assert_eq!(b.to_vec::<f32>()?, vec![9.0, 19.0, 29.0, 39.0]);
+        // t used twice by one op, as intermediate
+        let t = (&x * 10.0)?;
+        let tt = (&t * &t)?;
+        drop(t);
+        assert_eq!(tt.to_vec::<f32>()?, vec![100.0, 400.0, 900.0, 1600.0]);
+        // contiguous() shares a dense buffer; consuming it must not clobber x
+        let c = x.contiguous()?;
+        let c1 = (c + 5.0)?;
+        assert_eq!(c1.to_vec::<f32>()?, vec![6.0, 7.0, 8.0, 9.0]);
+        assert_eq!(x.to_vec::<f32>()?, vec![1.0, 2.0, 3.0, 4.0]);
+        let c = x.contiguous()?;
+        c.eval()?;
+        let c2 = (c + 5.0)?;
+        c2.eval()?;
+        assert_eq!(x.to_vec::<f32>()?, vec![1.0, 2.0, 3.0, 4.0]);
+        // evaluated reshape view of x, consumed
+        let rv = x.reshape(&[2, 2])?;
+        rv.eval()?;
+        let r2 = (rv * 3.0)?;
+        r2.eval()?;
+        assert_eq!(x.to_vec::<f32>()?, vec![1.0, 2.0, 3.0, 4.0]);
+        // where_ donation with the same intermediate as cond and value
+        let t = (&x - 2.5)?;
+        let w = where_(&t, &t, &Array::scalar(0.0, DType::F32, &d)?)?;
+        drop(t);
+        assert_eq!(w.to_vec::<f32>()?, vec![-1.5, -0.5, 0.5, 1.5]);
+    }
+    assert_empty(&d);
+    Ok(())
+}
+
+#[test]
+fn donation_chain_f16_bool_odd() -> R {
+    let d = device();
+    {
+        let v: Vec<f16> = (0..7).map(|x| f16::from_f32(x as f32)).collect();
+        let x = Array::from_slice(&v, &[7], &d)?;
+        let y = (((&x + 1.0)? * 2.0)? - 1.0)?;
+        let want: Vec<f16> = v
+            .iter()
+            .map(|h| f16::from_f32((h.to_f32() + 1.0) * 2.0 - 1.0))
+            .collect();
+        assert_eq!(y.to_vec::<f16>()?, want);
+        assert_eq!(x.to_vec::<f16>()?, v);
+        let b = x.greater(&Array::scalar(2.0, DType::F16, &d)?)?;
+        let nb = b.logical_not()?.logical_not()?.logical_not()?;
+        assert_eq!(
+            nb.to_vec::<bool>()?,
+            vec![true, true, true, false, false, false, false]
+        );
+    }
+    assert_empty(&d);
+    Ok(())
+}
+
+#[test]
+fn where_donating_cond() -> R {
+    let d = device();
+    {
+        let x = f(&d, &[1.0, 2.0, 3.0, 4.0, 5.0], &[5]);
+        let cond = (&x - 3.0)?; // f32, dense, sole: donation candidate at input 0
+        let w = where_(&cond, &(&x * 10.0)?, &(&x * -1.0)?)?;
+        drop(cond);
+        assert_eq!(w.to_vec::<f32>()?, vec![10.0, 20.0, -3.0, 40.0, 50.0]);
+    }
+    assert_empty(&d);
+    Ok(())
+}
+
+#[test]
+fn divmod_with_donated_inputs() -> R {
+    let d = device();
+    {
+        let av = [7.0f32, -7.0, 7.0, -7.0, 5.5, 0.0];
+        let bv = [3.0f32, 3.0, -3.0, -3.0, 2.0, 4.0];
+        let a = f(&d, &av, &[6]);
+        let b = f(&d, &bv, &[6]);
+        for donate_a in [true, false] {
+            let ta = (&a * 1.0)?;
+            let tb = (&b * 1.0)?;
+            let (q, r) = if donate_a {
+                ta.divmod(&b)?
+            } else {
+                a.divmod(&tb)?
+            };
+            drop((ta, tb));
+            eval(&[&q, &r])?;
+            let qv = q.to_vec::<f32>()?;
+            let rv = r.to_vec::<f32>()?;
+            for k in 0..6 {
+                let wq = (av[k] / bv[k]).floor();
+                let wr = av[k] - wq * bv[k];
+                assert_eq!((qv[k], rv[k]), (wq, wr), "k {k} donate_a {donate_a}");
+            }
+        }
+        // i32
+        let ai = (&i(&d, &[7, -7, 7, -7, 0, 5], &[6]) * 1.0)?;
+        let (q, r) = ai.divmod(&i(&d, &[3, 3, -3, -3, 0, 0], &[6]))?;
+        drop(ai);
+        assert_eq!(q.to_vec::<i32>()?, vec![2, -3, -3, 2, 0, 0]);
+        assert_eq!(r.to_vec::<i32>()?, vec![1, 2, -2, -1, 0, 0]);
+    }
+    assert_empty(&d);
+    Ok(())
 }

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::reference::mean_and_variance;
 use common::{assert_empty, device, poison_pool};
 use wgarray::{Array, DType, Error, Slice, random};
 
@@ -228,12 +229,6 @@ fn uniform_f32_is_the_documented_transform_of_the_bits() {
     }
 }
 
-fn mean_var(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    (m, v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n)
-}
-
 #[test]
 fn uniform_moments_and_range_in_every_float_dtype() {
     let d = device();
@@ -245,7 +240,7 @@ fn uniform_moments_and_range_in_every_float_dtype() {
         assert_eq!(x.dtype(), dtype);
         let v = x.to_f64_vec().unwrap();
         assert!(v.iter().all(|&u| (lo..hi).contains(&u)), "{dtype}");
-        let (m, var) = mean_var(&v);
+        let (m, var) = mean_and_variance(&v, 0.0);
         // Uniform: mean (lo + hi) / 2, variance (hi - lo)^2 / 12; the
         // standard error of the mean is sqrt(var / n) ~ 0.0036.
         assert!((m - 0.5).abs() < 0.02, "{dtype}: mean {m}");
@@ -288,7 +283,7 @@ fn normal_matches_box_muller_and_its_moments() {
     let n = 100_001;
     let x = random::normal(&k, &[n], 0.0, 1.0, DType::F32).unwrap();
     let v: Vec<f64> = x.to_f64_vec().unwrap();
-    let (m, var) = mean_var(&v);
+    let (m, var) = mean_and_variance(&v, 0.0);
     assert!(m.abs() < 0.02, "mean {m}");
     assert!((var.sqrt() - 1.0).abs() < 0.02, "std {}", var.sqrt());
     // Element by element against the host transform in f64.
@@ -319,7 +314,7 @@ fn normal_matches_box_muller_and_its_moments() {
     // Scaled, and in 16-bit dtypes.
     for dtype in [DType::F32, DType::F16, DType::BF16] {
         let y = random::normal(&k, &[n], 3.0, 0.5, dtype).unwrap();
-        let (m, var) = mean_var(&y.to_f64_vec().unwrap());
+        let (m, var) = mean_and_variance(&y.to_f64_vec().unwrap(), 0.0);
         assert!((m - 3.0).abs() < 0.02, "{dtype}: mean {m}");
         assert!(
             (var.sqrt() - 0.5).abs() < 0.02,

@@ -1,10 +1,19 @@
 //! Reductions and nn ops against f64 references: random data, odd sizes,
-//! every axis set, keepdims, strided input, f16, poisoned pools.
+//! every axis set, keepdims, strided input, f16, poisoned pools; empty axes,
+//! NaN and infinities, integer and f16 overflow, and sizes past llvmpipe's
+//! loop limit and the 65535-workgroup dispatch limit.
+//!
+//! A test whose comment starts with a severity (HIGH, MEDIUM, LOW) pins a
+//! bug an adversarial review found; the comment says what went wrong and on
+//! which backend. All are fixed.
 
 mod common;
 
-use common::{Rng, device, poison_pool};
-use wgarray::{Array, Axes, DType};
+use common::arrays::{f, i};
+use common::reference::{all_close, strides, variance};
+use common::{R, Rng, device, poison_pool};
+use half::f16;
+use wgarray::{Array, Axes, DType, Error};
 
 /// Reduce a row-major host array of `shape` over `axes` with `f` on each
 /// group (in row-major order of the reduced axes).
@@ -13,7 +22,7 @@ fn host_reduce(x: &[f64], shape: &[usize], axes: &[usize], f: &dyn Fn(&[f64]) ->
     let kept: Vec<usize> = (0..nd).filter(|a| !axes.contains(a)).collect();
     let n_out: usize = kept.iter().map(|&a| shape[a]).product();
     let r: usize = axes.iter().map(|&a| shape[a]).product();
-    let strides: Vec<usize> = (0..nd).map(|a| shape[a + 1..].iter().product()).collect();
+    let strides = strides(shape);
     (0..n_out)
         .map(|o| {
             let mut idx = vec![0; nd];
@@ -47,11 +56,6 @@ fn assert_close(name: &str, got: &[f64], want: &[f64], rel: f64) {
 
 /// (name, result, reference on each group, tolerance)
 type Case = (&'static str, Array, Box<dyn Fn(&[f64]) -> f64>, f64);
-
-fn host_var(g: &[f64], ddof: f64) -> f64 {
-    let m = g.iter().sum::<f64>() / g.len() as f64;
-    g.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (g.len() as f64 - ddof)
-}
 
 #[test]
 fn reductions_over_every_axis_set() {
@@ -101,13 +105,13 @@ fn reductions_over_every_axis_set() {
                 (
                     "var",
                     a.var(ax.clone(), false, 0).unwrap(),
-                    Box::new(|g: &[f64]| host_var(g, 0.0)),
+                    Box::new(|g: &[f64]| variance(g, 0.0)),
                     1e-4,
                 ),
                 (
                     "var ddof=1",
                     a.var(ax.clone(), false, 1).unwrap(),
-                    Box::new(|g: &[f64]| host_var(g, 1.0)),
+                    Box::new(|g: &[f64]| variance(g, 1.0)),
                     1e-4,
                 ),
                 (
@@ -280,7 +284,7 @@ fn moments_in_one_dispatch_and_its_outputs_drop_independently() {
     let want_m = host_reduce(&xd, &[7, 1025], &[1], &|g| {
         g.iter().sum::<f64>() / g.len() as f64
     });
-    let want_v = host_reduce(&xd, &[7, 1025], &[1], &|g| host_var(g, 0.0));
+    let want_v = host_reduce(&xd, &[7, 1025], &[1], &|g| variance(g, 0.0));
     // Welford keeps the variance accurate with a large mean.
     assert_close("mean", &mean.to_f64_vec().unwrap(), &want_m, 1e-6);
     assert_close("var", &var.to_f64_vec().unwrap(), &want_v, 1e-4);
@@ -288,7 +292,7 @@ fn moments_in_one_dispatch_and_its_outputs_drop_independently() {
     let (m2, v2) = a.moments(Axes::All, true, 1).unwrap();
     drop(m2);
     assert_eq!(v2.shape(), &[1, 1]);
-    let want = host_var(&xd, 1.0);
+    let want = variance(&xd, 1.0);
     assert!((v2.item::<f32>().unwrap() as f64 - want).abs() < 1e-4 * want);
     drop((a, mean, var, v2));
     common::assert_empty(&d);
@@ -318,7 +322,7 @@ fn softmax_log_softmax_layer_norm_rms_norm() {
         let m = row.iter().cloned().fold(f64::MIN, f64::max);
         let z: f64 = row.iter().map(|v| (v - m).exp()).sum();
         let mean = row.iter().sum::<f64>() / c as f64;
-        let v = host_var(&row, 0.0);
+        let v = variance(&row, 0.0);
         let ms = row.iter().map(|v| v * v).sum::<f64>() / c as f64;
         for j in 0..c {
             let k = i * c + j;
@@ -400,4 +404,244 @@ fn divmod_writes_both_outputs_in_one_dispatch() {
     );
     drop((a, b, ia, ib, h, q, r));
     common::assert_empty(&d);
+}
+
+#[test]
+fn integer_reductions() -> R {
+    let d = device();
+    let x = i(&d, &[i32::MAX, 1, -3, 4], &[4]);
+    assert_eq!(x.sum(0, false)?.item::<i32>()?, i32::MAX.wrapping_add(2));
+    assert_eq!(x.prod(0, false)?.item::<i32>()?, i32::MAX.wrapping_mul(-12));
+    let m = x.mean(0, false)?.item::<f32>()?;
+    assert!(
+        (m - (i32::MAX as f64 + 2.0) as f32 / 4.0).abs() < 1000.0,
+        "mean of i32 {m}"
+    );
+    let v = i(&d, &[1, 2, 3, 4], &[4]).var(0, false, 0)?.item::<f32>()?;
+    assert_eq!(v, 1.25);
+    Ok(())
+}
+
+#[test]
+fn f16_overflow() -> R {
+    let d = device();
+    let x = Array::from_slice(&[f16::from_f32(60000.0), f16::from_f32(65504.0)], &[2], &d)?;
+    let y = (&x + 10000.0)?.to_vec::<f16>()?;
+    assert!(y.iter().all(|h| h.is_infinite()), "{y:?}");
+    let s = x.sum(0, false)?.to_vec::<f16>()?;
+    assert!(s[0].is_infinite(), "f16 sum overflow {s:?}");
+    let m = x.mean(0, false)?.to_vec::<f16>()?;
+    assert_eq!(m[0], f16::from_f32(62752.0));
+    Ok(())
+}
+
+#[test]
+fn var_ddof_at_least_count() -> R {
+    // NumPy: var([1,2], ddof=2) = inf (division by 0); ddof>N divides by max(N-ddof,0) = 0 -> inf
+    let d = device();
+    let x = f(&d, &[1.0, 2.0], &[2]);
+    let v2 = x.var(0, false, 2)?.item::<f32>()?;
+    let v3 = x.var(0, false, 3)?.item::<f32>()?;
+    assert!(v2.is_infinite() || v2.is_nan(), "ddof=N gave {v2}");
+    assert!(v3.is_infinite() || v3.is_nan(), "ddof>N gave {v3}");
+    Ok(())
+}
+
+#[test]
+fn moments_big_offset() -> R {
+    let d = device();
+    let v: Vec<f32> = (0..10_000).map(|k| 1e4 + (k % 2) as f32).collect();
+    let x = f(&d, &v, &[10_000]);
+    let var = x.var(0, false, 0)?.item::<f32>()?;
+    assert!((var - 0.25).abs() < 1e-3, "var {var}");
+    Ok(())
+}
+
+#[test]
+fn nan_reductions() -> R {
+    let d = device();
+    for n in [3usize, 300, 5000] {
+        for pos in [0, n / 2, n - 1] {
+            let mut v: Vec<f32> = (0..n).map(|x| x as f32).collect();
+            v[pos] = f32::NAN;
+            let x = f(&d, &v, &[n]);
+            let mx = x.max(0, false)?.item::<f32>()?;
+            let mn = x.min(0, false)?.item::<f32>()?;
+            let am = x.argmax(None, false)?.item::<u32>()?;
+            let ai = x.argmin(None, false)?.item::<u32>()?;
+            assert!(
+                mx.is_nan() && mn.is_nan(),
+                "n {n} pos {pos}: max {mx} min {mn}"
+            );
+            assert_eq!(
+                (am, ai),
+                (pos as u32, pos as u32),
+                "n {n} pos {pos}: argmax/argmin"
+            );
+        }
+        // all-NaN rows -> argmax 0 (first NaN)
+        let x = f(&d, &vec![f32::NAN; n * 2], &[2, n]);
+        assert_eq!(
+            x.argmax(Some(1), false)?.to_vec::<u32>()?,
+            vec![0, 0],
+            "all-NaN n {n}"
+        );
+        assert_eq!(
+            x.argmin(Some(1), false)?.to_vec::<u32>()?,
+            vec![0, 0],
+            "all-NaN n {n}"
+        );
+        // -inf rows
+        let x = f(&d, &vec![f32::NEG_INFINITY; n], &[n]);
+        assert_eq!(x.argmax(None, false)?.item::<u32>()?, 0);
+        assert_eq!(x.max(0, false)?.item::<f32>()?, f32::NEG_INFINITY);
+    }
+    Ok(())
+}
+
+// MEDIUM, both: argmax of an empty axis returns 4294967295 instead of an error
+#[test]
+fn argmax_of_empty_axis_is_an_error() {
+    // NumPy: ValueError: attempt to get argmax of an empty sequence
+    let d = device();
+    let x = Array::zeros(&[0], DType::F32, &d);
+    let r = x.argmax(Some(0), false).and_then(|a| a.to_vec::<u32>());
+    assert!(r.is_err(), "argmax of empty gave {r:?}");
+}
+
+// MEDIUM, both: same, per row
+#[test]
+fn argmax_of_empty_rows_is_an_error() {
+    let d = device();
+    let x = Array::zeros(&[3, 0], DType::F32, &d);
+    let r = x.argmax(Some(1), false).and_then(|a| a.to_vec::<u32>());
+    assert!(r.is_err(), "argmax over empty rows gave {r:?}");
+}
+
+// MEDIUM, both: the u32::MAX from an empty argmax, fed to take as i32 -1, silently picks the last element
+#[test]
+fn argmax_empty_value() -> R {
+    let d = device();
+    let x = Array::zeros(&[0], DType::F32, &d);
+    assert!(matches!(
+        x.argmax(Some(0), false),
+        Err(Error::InvalidArgument(_))
+    ));
+    Ok(())
+}
+
+// MEDIUM, both: sum over 2^27 broadcast elements gives 1048562 (loop limit)
+#[test]
+fn reduce_huge_broadcast_sum() -> R {
+    // A broadcast view costs no memory; 2^27 ones sum to 2^27 exactly.
+    let d = device();
+    let mut bad = vec![];
+    for log in [27u32, 28] {
+        let x = Array::scalar(1.0, DType::F32, &d)?.broadcast_to(&[1usize << log])?;
+        assert!(matches!(
+            x.sum(Axes::All, false)?.eval(),
+            Err(Error::TooLarge { .. })
+        ));
+    }
+    for log in [24u32, 26] {
+        let n = 1usize << log;
+        let x = Array::scalar(1.0, DType::F32, &d)?.broadcast_to(&[n])?;
+        let s = x.sum(Axes::All, false).and_then(|s| s.item::<f32>());
+        match s {
+            Ok(v) if v == n as f32 => {}
+            other => bad.push(format!("sum of 2^{log} broadcast ones: {other:?}")),
+        }
+        let m = x.max(Axes::All, false).and_then(|s| s.item::<f32>());
+        if !matches!(m, Ok(1.0)) {
+            bad.push(format!("max of 2^{log}: {m:?}"));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+    Ok(())
+}
+
+#[test]
+fn reduce_u32_element_count_broadcast() -> R {
+    // element count > u32::MAX through a broadcast view: typed error or right answer
+    let d = device();
+    let x = Array::scalar(1.0, DType::F32, &d)?.broadcast_to(&[1 << 17, 1 << 16])?;
+    let r = x.sum(Axes::All, false).and_then(|s| s.item::<f32>());
+    match r {
+        Ok(v) => assert_eq!(v, (1u64 << 33) as f32),
+        Err(Error::TooLarge { .. }) | Err(Error::InvalidArgument(_)) => {}
+        Err(e) => panic!("{e}"),
+    }
+    Ok(())
+}
+
+#[test]
+fn reduce_many_rows_over_65535_workgroups() -> R {
+    let d = device();
+    let rows = 70_000usize;
+    let x = Array::ones(&[rows, 300], DType::F32, &d);
+    let s = x.sum(1, false)?.to_vec::<f32>()?;
+    assert!(
+        s.iter().all(|v| *v == 300.0),
+        "first bad {:?}",
+        s.iter().position(|v| *v != 300.0)
+    );
+    let am = x.argmax(Some(1), false)?.to_vec::<u32>()?;
+    assert!(am.iter().all(|v| *v == 0));
+    Ok(())
+}
+
+#[test]
+fn strided_reduce_2_24_bf16() -> R {
+    let d = device();
+    let x = Array::ones(&[1 << 24, 3], DType::BF16, &d);
+    let s = x.sum(0, false)?.astype(DType::F32)?.to_vec::<f32>()?;
+    assert_eq!(s, vec![16777216.0; 3]);
+    Ok(())
+}
+
+#[test]
+fn strided_reduce_broadcast_axis0() -> R {
+    let d = device();
+    let x = Array::scalar(1.0, DType::F32, &d)?.broadcast_to(&[1 << 24, 2])?;
+    let s = x.sum(0, false)?.to_vec::<f32>()?;
+    assert_eq!(s, vec![16777216.0; 2]);
+    let m = x.mean(0, false)?.to_vec::<f32>()?;
+    assert_eq!(m, vec![1.0; 2]);
+    Ok(())
+}
+
+// MEDIUM, both: logsumexp([-inf,-inf]) = NaN (want -inf), logsumexp([inf,1]) = NaN (want inf)
+#[test]
+fn logsumexp_softmax_infinities() -> R {
+    let d = device();
+    let ninf = f32::NEG_INFINITY;
+    let x = f(&d, &[ninf, ninf, 1.0, ninf, f32::INFINITY, 1.0], &[3, 2]);
+    let l = x.logsumexp(1, false)?.to_vec::<f32>()?;
+    assert_eq!(l[0], ninf, "logsumexp(-inf,-inf) {l:?}");
+    assert_eq!(l[1], 1.0, "logsumexp(1,-inf) {l:?}");
+    assert_eq!(l[2], f32::INFINITY, "logsumexp(inf, 1) {l:?}");
+    let s = x.softmax(1)?.to_vec::<f32>()?;
+    assert_eq!(&s[2..4], &[1.0, 0.0], "softmax(1,-inf) {s:?}");
+    Ok(())
+}
+
+#[test]
+fn softmax_layer_norm_empty_and_f16() -> R {
+    let d = device();
+    let z = Array::zeros(&[2, 0], DType::F32, &d);
+    assert_eq!(z.softmax(-1)?.shape(), &[2, 0]);
+    z.softmax(-1)?.eval()?;
+    z.layer_norm(None, None, 1e-5)?.eval()?;
+    let x = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], &d)?.astype(DType::F16)?;
+    let s = x.softmax(-1)?.astype(DType::F32)?.to_vec::<f32>()?;
+    assert!(
+        all_close(&s, &[0.2689, 0.7311, 0.2689, 0.7311], 1e-3),
+        "{s:?}"
+    );
+    let ln = x
+        .layer_norm(None, None, 0.0)?
+        .astype(DType::F32)?
+        .to_vec::<f32>()?;
+    assert!(all_close(&ln, &[-1.0, 1.0, -1.0, 1.0], 1e-3), "{ln:?}");
+    Ok(())
 }

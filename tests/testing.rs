@@ -243,7 +243,7 @@ fn mul16(@builtin(global_invocation_id) id: vec3<u32>) {
         .workgroups([(n as u32).div_ceil(128), 1, 1])
         .run();
     let has_f16 = dev.features().contains(wgarray::wgpu::Features::SHADER_F16);
-    if dev.backend() == wgarray::wgpu::Backend::Gl {
+    if common::is_gl(&dev) {
         assert!(!has_f16, "wgpu's GL back end offers no SHADER_F16");
     }
     if has_f16 {
