@@ -2,7 +2,7 @@
 //! pool and the kernel cache.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::kernels::{self, KernelCache};
@@ -185,6 +185,10 @@ pub(crate) struct DeviceInner {
     pub(crate) kernels: kernels::Context,
     pub(crate) live_arrays: AtomicU64,
     pub(crate) live_nodes: AtomicU64,
+    /// Whether eval fuses elementwise nodes (see `graph::fuse`).
+    pub(crate) fusion: AtomicBool,
+    /// Kernel dispatches submitted so far.
+    pub(crate) dispatches: AtomicU64,
     /// Set by wgpu's device-lost callback.
     lost: Arc<Mutex<Option<String>>>,
     /// Errors no error scope caught (should not happen; kept, not panicked on).
@@ -329,6 +333,8 @@ impl Device {
                 pool,
                 live_arrays: AtomicU64::new(0),
                 live_nodes: AtomicU64::new(0),
+                fusion: AtomicBool::new(crate::graph::fuse::enabled()),
+                dispatches: AtomicU64::new(0),
                 lost,
                 uncaptured,
             }),
@@ -437,6 +443,28 @@ impl Device {
     /// Graph nodes alive on this device: for lifetime tests.
     pub fn live_nodes(&self) -> u64 {
         self.inner.live_nodes.load(Ordering::SeqCst)
+    }
+
+    /// Kernel dispatches submitted on this device so far (each eval submits
+    /// one command buffer holding its dispatches): with
+    /// [`Device::set_fusion`], a measure of what fusion saves.
+    pub fn dispatches(&self) -> u64 {
+        self.inner.dispatches.load(Ordering::SeqCst)
+    }
+
+    /// Turn fusion of elementwise nodes at eval on or off for this device;
+    /// returns the previous setting. On by default unless the environment
+    /// variable `WGARRAY_FUSION` is `0`. Off, every elementwise node is its
+    /// own kernel (constants and views still fold into its loads): for
+    /// checking a result against the unfused path. See `docs/ARCHITECTURE.md`
+    /// ("Fusion").
+    pub fn set_fusion(&self, enabled: bool) -> bool {
+        self.inner.fusion.swap(enabled, Ordering::SeqCst)
+    }
+
+    /// Whether eval fuses elementwise nodes (see [`Device::set_fusion`]).
+    pub fn fusion(&self) -> bool {
+        self.inner.fusion.load(Ordering::SeqCst)
     }
 
     /// Compute pipelines created so far (each kernel specialisation once).

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use super::Node;
 use super::fuse::{self, Group, Step};
@@ -72,7 +73,7 @@ pub fn eval(arrays: &[&Array]) -> Result<()> {
         return Ok(());
     }
     let max_bindings = (dev.kernels.limits.max_storage_buffers_per_shader_stage as usize).min(8);
-    let plan = fuse::plan(&order, fuse::enabled(), max_bindings);
+    let plan = fuse::plan(&order, device.fusion(), max_bindings);
     device.scoped(|| {
         let mut lw = Lowering {
             device: &device,
@@ -98,6 +99,8 @@ pub fn eval(arrays: &[&Array]) -> Result<()> {
                 nodes[j] = None;
             }
         }
+        dev.dispatches
+            .fetch_add(lw.dispatches.len() as u64, Ordering::SeqCst);
         kernels::submit(
             &dev.device,
             &dev.queue,

@@ -226,26 +226,34 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
     // Values forced to memory by the size and binding caps.
     let mut forced: Vec<Vec<bool>> = f.live.iter().map(|l| vec![false; l.len()]).collect();
     let (mut mat, mut lowered_view, mut roots);
+    let (mut size, mut leaves) = (vec![0; n], vec![0; n]);
     loop {
         (mat, lowered_view, roots) = materialise(&f, fusion, &forced);
-        if !apply_caps(&f, &mat, &lowered_view, &mut forced, max_bindings) {
+        let changed = apply_caps(
+            &f,
+            &mat,
+            &lowered_view,
+            &mut forced,
+            max_bindings,
+            &mut size,
+            &mut leaves,
+        );
+        if !changed {
             break;
         }
     }
     // Kernels: one per node with a materialised elementwise or constant
     // value, then merged into the kernel that reads all of it.
     let mut parent: Vec<usize> = (0..n).collect();
-    let mut sizes: Vec<usize> = vec![0; n];
     let has_kernel = |i: usize| {
         matches!(f.kinds[i], Kind::Elementwise | Kind::Const) && mat[i].iter().any(|&m| m)
     };
+    // Per kernel: definitions, loads and outputs, summed as kernels merge.
+    let mut outs: Vec<usize> = mat
+        .iter()
+        .map(|m| m.iter().filter(|&&x| x).count())
+        .collect();
     if fusion {
-        let inl = inlined_sizes(&f, &mat, &lowered_view);
-        for i in 0..n {
-            if has_kernel(i) {
-                sizes[i] = inl[i];
-            }
-        }
         for i in (0..n).rev() {
             if !has_kernel(i) || f.kinds[i] != Kind::Elementwise {
                 continue;
@@ -270,12 +278,17 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             let Some(t) = target.filter(|&t| ok && t != find(&mut parent, i)) else {
                 continue;
             };
-            if f.shapes[t] != f.shapes[i] || sizes[t] + sizes[i] > MAX_DEFS {
+            if f.shapes[t] != f.shapes[i]
+                || size[t] + size[i] > MAX_DEFS
+                || leaves[t] + leaves[i] + outs[t] + outs[i] > max_bindings
+            {
                 continue;
             }
             let i_root = find(&mut parent, i);
             parent[i_root] = t;
-            sizes[t] += sizes[i];
+            size[t] += size[i];
+            leaves[t] += leaves[i];
+            outs[t] += outs[i];
         }
     }
     // Groups, their members and where they run.
@@ -328,8 +341,8 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
         run_at[g] = *group.members.last().expect("a group has members");
         steps[run_at[g]] = Step::Group(g);
     }
-    for i in 0..n {
-        let last = member_of[i]
+    for (i, groups_of_i) in member_of.iter().enumerate() {
+        let last = groups_of_i
             .iter()
             .map(|&g| run_at[g])
             .max()
@@ -403,7 +416,7 @@ fn materialise(
         match f.kinds[i] {
             Kind::Other => mat[i].iter_mut().for_each(|m| *m = true),
             Kind::View => {
-                lowered_view[i] = f.held[i][0] || from_memory(0, &lowered_view);
+                lowered_view[i] = f.held[i][0] || forced[i][0] || from_memory(0, &lowered_view);
                 mat[i][0] = lowered_view[i];
                 if !lowered_view[i] {
                     roots[i] = union_roots(0, &roots);
@@ -448,63 +461,37 @@ fn materialise(
     (mat, lowered_view, roots)
 }
 
-/// Definitions each node's value costs inside the kernel that computes it:
-/// its own op plus what it inlines (views are free, constants one each).
-fn inlined_sizes(f: &Facts, mat: &[Vec<bool>], lowered_view: &[bool]) -> Vec<usize> {
-    let n = f.kinds.len();
-    let mut size = vec![0usize; n];
-    for i in 0..n {
-        let own = match f.kinds[i] {
-            Kind::Other => 0,
-            Kind::View if lowered_view[i] => 0,
-            Kind::View => 0,
-            Kind::Const => 1,
-            Kind::Elementwise => f.live[i].iter().filter(|&&l| l).count().max(1),
-        };
-        let mut s = own;
-        for &(p, k) in f.inputs[i].iter().flatten() {
-            let inlined = !mat[p][k] && f.kinds[p] != Kind::Other;
-            s += if inlined { size[p] } else { 1 }; // a load
-        }
-        if f.inputs[i].iter().any(Option::is_none) {
-            s += f.inputs[i].iter().filter(|x| x.is_none()).count(); // loads of ready inputs
-        }
-        size[i] = s;
-    }
-    size
-}
-
 /// Mark inputs to memory where a kernel would pass [`MAX_DEFS`] or the
 /// binding limit, walking the schedule in order so that each cut shortens
 /// what follows it. Returns whether anything changed.
+/// `size` and `leaves` get, per node, the definitions and the loads (ready
+/// inputs count one each, pessimistically) its value costs a kernel that
+/// computes it.
 fn apply_caps(
     f: &Facts,
     mat: &[Vec<bool>],
     lowered_view: &[bool],
     forced: &mut [Vec<bool>],
     max_bindings: usize,
+    size: &mut [usize],
+    leaves: &mut [usize],
 ) -> bool {
     let n = f.kinds.len();
-    // Per node: definitions and distinct loads (ready inputs count one
-    // each, pessimistically) its value costs a kernel that inlines it.
-    let mut size = vec![0usize; n];
-    let mut leaves = vec![0usize; n];
     let mut changed = false;
     for i in 0..n {
         if f.kinds[i] == Kind::Other || (f.kinds[i] == Kind::View && lowered_view[i]) {
             continue;
         }
         loop {
-            let inlined = |p: usize, k: usize| {
-                !mat[p][k]
-                    && !forced[p][k]
-                    && f.kinds[p] != Kind::Other
-                    && !(f.kinds[p] == Kind::View && lowered_view[p])
-            };
+            // Lowered views are materialised (`mat`), so this is every
+            // value the kernel computes rather than loads.
+            let inlined =
+                |p: usize, k: usize| !mat[p][k] && !forced[p][k] && f.kinds[p] != Kind::Other;
+            // A view costs no op, but counts one so that a chain of views
+            // cannot grow a kernel's walk without bound.
             let (mut s, mut l) = (
                 match f.kinds[i] {
-                    Kind::Const => 1,
-                    Kind::View => 0,
+                    Kind::Const | Kind::View => 1,
                     _ => f.live[i].iter().filter(|&&x| x).count().max(1),
                 },
                 0,
@@ -515,7 +502,7 @@ fn apply_caps(
                     Some((p, k)) if inlined(p, k) => {
                         s += size[p];
                         l += leaves[p];
-                        if f.kinds[p] == Kind::Elementwise
+                        if matches!(f.kinds[p], Kind::Elementwise | Kind::View)
                             && largest.is_none_or(|(sz, _, _)| size[p] > sz)
                         {
                             largest = Some((size[p], p, k));
@@ -532,7 +519,9 @@ fn apply_caps(
             let outs = mat[i].iter().filter(|&&m| m).count().max(1);
             let too_big = s > MAX_DEFS || l + outs > max_bindings;
             match largest {
-                Some((_, p, k)) if too_big && f.kinds[i] == Kind::Elementwise => {
+                Some((_, p, k))
+                    if too_big && matches!(f.kinds[i], Kind::Elementwise | Kind::View) =>
+                {
                     forced[p][k] = true;
                     changed = true;
                 }

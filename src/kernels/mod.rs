@@ -264,6 +264,9 @@ pub(crate) struct Pipeline {
     pub layout: wgpu::BindGroupLayout,
 }
 
+/// Read-only and read-write storage bindings, and words of parameters.
+type LayoutKey = (u32, u32, u32);
+
 /// The per-device pipeline cache, keyed by kernel and specialisation.
 ///
 /// It holds only pipelines and layouts, keyed by strings: nothing in it points
@@ -271,7 +274,7 @@ pub(crate) struct Pipeline {
 pub(crate) struct KernelCache {
     device: wgpu::Device,
     pipelines: Mutex<HashMap<Spec, Pipeline>>,
-    layouts: Mutex<HashMap<(u32, u32, u32), (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
+    layouts: Mutex<HashMap<LayoutKey, (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
     created: AtomicU64,
     /// The parameter buffer, reused by every submission (see `params_buffer`).
     params: Mutex<Option<wgpu::Buffer>>,
