@@ -170,7 +170,7 @@ fn fused_and_unfused_agree_on_random_graphs() {
     fused.set_fusion(true);
     unfused.set_fusion(false);
     let mut runner = TestRunner::new(Config {
-        cases: 40,
+        cases: 96,
         failure_persistence: None,
         ..Config::default()
     });

@@ -38,7 +38,7 @@ use crate::array::ArrayInner;
 
 /// The most definitions (loads, constants, ops) of one fused kernel: beyond
 /// it, compile time on software adapters grows faster than dispatches cost.
-pub(crate) const MAX_DEFS: usize = 64;
+pub(crate) const MAX_DEFS: usize = 128;
 
 /// Environment variable: `0` turns fusion off.
 pub const FUSION_ENV: &str = "WGARRAY_FUSION";
@@ -114,6 +114,9 @@ struct Facts {
     /// Per node, per input slot: the producing `(position, output)` if the
     /// input is pending.
     inputs: Vec<Vec<Option<(usize, usize)>>>,
+    /// Per node, per input slot: the input array's address (which arrays
+    /// are the same load).
+    input_ids: Vec<Vec<usize>>,
     /// Per node, per output: the positions of the nodes that read it (one
     /// entry per input slot).
     consumers: Vec<Vec<Vec<usize>>>,
@@ -148,6 +151,15 @@ fn facts(order: &[Arc<Node>]) -> Facts {
         outputs.push(outs);
     }
     let mut inputs = Vec::with_capacity(n);
+    let input_ids = order
+        .iter()
+        .map(|node| {
+            node.inputs
+                .iter()
+                .map(|a| Arc::as_ptr(&a.inner) as usize)
+                .collect()
+        })
+        .collect();
     let mut consumers: Vec<Vec<Vec<usize>>> =
         outputs.iter().map(|o| vec![Vec::new(); o.len()]).collect();
     for (i, node) in order.iter().enumerate() {
@@ -200,6 +212,7 @@ fn facts(order: &[Arc<Node>]) -> Facts {
     Facts {
         kinds,
         inputs,
+        input_ids,
         consumers,
         held,
         live,
@@ -226,18 +239,10 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
     // Values forced to memory by the size and binding caps.
     let mut forced: Vec<Vec<bool>> = f.live.iter().map(|l| vec![false; l.len()]).collect();
     let (mut mat, mut lowered_view, mut roots);
-    let (mut size, mut leaves) = (vec![0; n], vec![0; n]);
+    let (mut size, mut leaves) = (vec![0; n], vec![Vec::new(); n]);
     loop {
         (mat, lowered_view, roots) = materialise(&f, fusion, &forced);
-        let changed = apply_caps(
-            &f,
-            &mat,
-            &lowered_view,
-            &mut forced,
-            max_bindings,
-            &mut size,
-            &mut leaves,
-        );
+        let changed = apply_caps(&f, &mat, &mut forced, max_bindings, &mut size, &mut leaves);
         if !changed {
             break;
         }
@@ -278,16 +283,20 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             let Some(t) = target.filter(|&t| ok && t != find(&mut parent, i)) else {
                 continue;
             };
+            let mut l = leaves[t].clone();
+            l.extend_from_slice(&leaves[i]);
+            l.sort_unstable();
+            l.dedup();
             if f.shapes[t] != f.shapes[i]
-                || size[t] + size[i] > MAX_DEFS
-                || leaves[t] + leaves[i] + outs[t] + outs[i] > max_bindings
+                || size[t] + size[i] + l.len() > MAX_DEFS
+                || l.len() + outs[t] + outs[i] > max_bindings
             {
                 continue;
             }
             let i_root = find(&mut parent, i);
             parent[i_root] = t;
             size[t] += size[i];
-            leaves[t] += leaves[i];
+            leaves[t] = l;
             outs[t] += outs[i];
         }
     }
@@ -451,8 +460,15 @@ fn materialise(
                         }
                     }
                 }
-                if mat[i].iter().any(|&m| m) {
-                    rs.push(i);
+                if mat[i].iter().any(|&m| m) || rs.len() > 1 {
+                    // A node is computed in one kernel: if one of its
+                    // outputs (divmod's) is written, or its outputs are
+                    // read by two kernels, every output is written.
+                    for k in 0..mat[i].len() {
+                        mat[i][k] |=
+                            f.live[i][k] && (f.held[i][k] || !f.consumers[i][k].is_empty());
+                    }
+                    rs = vec![i];
                 }
                 roots[i] = rs;
             }
@@ -464,22 +480,22 @@ fn materialise(
 /// Mark inputs to memory where a kernel would pass [`MAX_DEFS`] or the
 /// binding limit, walking the schedule in order so that each cut shortens
 /// what follows it. Returns whether anything changed.
-/// `size` and `leaves` get, per node, the definitions and the loads (ready
-/// inputs count one each, pessimistically) its value costs a kernel that
-/// computes it.
+///
+/// `size` and `leaves` get, per node, the ops and the distinct loads its
+/// value costs a kernel that computes it (constants are free: equal ones
+/// share a parameter word).
 fn apply_caps(
     f: &Facts,
     mat: &[Vec<bool>],
-    lowered_view: &[bool],
     forced: &mut [Vec<bool>],
     max_bindings: usize,
     size: &mut [usize],
-    leaves: &mut [usize],
+    leaves: &mut [Vec<usize>],
 ) -> bool {
     let n = f.kinds.len();
     let mut changed = false;
     for i in 0..n {
-        if f.kinds[i] == Kind::Other || (f.kinds[i] == Kind::View && lowered_view[i]) {
+        if f.kinds[i] == Kind::Other || (f.kinds[i] == Kind::View && mat[i][0]) {
             continue;
         }
         loop {
@@ -489,35 +505,34 @@ fn apply_caps(
                 |p: usize, k: usize| !mat[p][k] && !forced[p][k] && f.kinds[p] != Kind::Other;
             // A view costs no op, but counts one so that a chain of views
             // cannot grow a kernel's walk without bound.
-            let (mut s, mut l) = (
-                match f.kinds[i] {
-                    Kind::Const | Kind::View => 1,
-                    _ => f.live[i].iter().filter(|&&x| x).count().max(1),
-                },
-                0,
-            );
+            let mut s = match f.kinds[i] {
+                Kind::Const => 0,
+                Kind::View => 1,
+                _ => f.live[i].iter().filter(|&&x| x).count().max(1),
+            };
+            let mut l: Vec<usize> = Vec::new();
             let mut largest: Option<(usize, usize, usize)> = None;
-            for slot in &f.inputs[i] {
+            for (slot, &id) in f.inputs[i].iter().zip(&f.input_ids[i]) {
                 match *slot {
                     Some((p, k)) if inlined(p, k) => {
                         s += size[p];
-                        l += leaves[p];
+                        l.extend_from_slice(&leaves[p]);
+                        let cost = size[p] + leaves[p].len();
                         if matches!(f.kinds[p], Kind::Elementwise | Kind::View)
-                            && largest.is_none_or(|(sz, _, _)| size[p] > sz)
+                            && largest.is_none_or(|(c, _, _)| cost > c)
                         {
-                            largest = Some((size[p], p, k));
+                            largest = Some((cost, p, k));
                         }
                     }
-                    _ => {
-                        s += 1;
-                        l += 1;
-                    }
+                    _ => l.push(id),
                 }
             }
+            l.sort_unstable();
+            l.dedup();
+            let outs = mat[i].iter().filter(|&&m| m).count().max(1);
+            let too_big = s + l.len() > MAX_DEFS || l.len() + outs > max_bindings;
             size[i] = s;
             leaves[i] = l;
-            let outs = mat[i].iter().filter(|&&m| m).count().max(1);
-            let too_big = s > MAX_DEFS || l + outs > max_bindings;
             match largest {
                 Some((_, p, k))
                     if too_big && matches!(f.kinds[i], Kind::Elementwise | Kind::View) =>

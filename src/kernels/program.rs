@@ -128,19 +128,25 @@ impl Program {
         }
     }
 
-    /// Parameter layout: `[n, rank, 0, 0]`, the shape, then per load its
-    /// offset, its strides unless dense, its gather stride and length, then
-    /// the constants. Returns (word of each load's offset, word of each
-    /// constant, total words).
-    fn layout(&self) -> (Vec<usize>, Vec<usize>, usize) {
-        let rank = self.rank as usize;
-        let mut w = 4 + rank;
-        let (mut loads, mut consts) = (Vec::new(), Vec::new());
+    /// Parameter layout after `head` words: per load its offset, then its
+    /// strides over each index space of `ranks` (the elementwise kernel has
+    /// one, unless the load is dense; a reduction has the kept and the
+    /// reduced axes), its gather stride and length; then the constants.
+    pub(super) fn layout(&self, head: usize, ranks: &[usize]) -> Layout {
+        let mut w = head;
+        let (mut loads, mut gathers, mut consts) = (Vec::new(), Vec::new(), Vec::new());
         for d in &self.defs {
             match d {
                 Def::Load { dense, gather, .. } => {
                     loads.push(w);
-                    w += 1 + if *dense { 0 } else { rank } + if gather.is_some() { 2 } else { 0 };
+                    w += 1;
+                    if !dense {
+                        w += ranks.iter().sum::<usize>();
+                    }
+                    gathers.push(gather.map(|_| w));
+                    if gather.is_some() {
+                        w += 2;
+                    }
                 }
                 Def::Const { .. } => {
                     consts.push(w);
@@ -149,35 +155,37 @@ impl Program {
                 Def::Op { .. } => {}
             }
         }
-        (loads, consts, w)
+        Layout {
+            loads,
+            gathers,
+            consts,
+            words: w.next_multiple_of(PARAMS_WORDS),
+        }
     }
 
-    /// The WGSL of this program.
-    pub(crate) fn wgsl(&self) -> String {
-        let rank = self.rank as usize;
-        let (load_words, const_words, words) = self.layout();
-        let words = words.next_multiple_of(PARAMS_WORDS);
-        let pw = |i: usize| format!("p.w[{}].{}", i / 4, ["x", "y", "z", "w"][i % 4]);
-        let mut s = String::new();
-        s.push_str(&format!(
+    /// The uniform parameter block and the storage bindings: inputs
+    /// `in{i}` from binding 1, then `outputs` (read-write, by name).
+    pub(super) fn bindings(&self, words: usize, outputs: &[String]) -> String {
+        let mut s = format!(
             "struct Params {{\n    w: array<vec4<u32>, {}>,\n}}\n\
              @group(0) @binding(0) var<uniform> p: Params;\n",
             words / 4
-        ));
+        );
         for i in 0..self.inputs {
             s.push_str(&format!(
                 "@group(0) @binding({}) var<storage, read> in{i}: array<u32>;\n",
                 1 + i as usize
             ));
         }
-        for j in 0..self.outputs.len() {
+        for (j, name) in outputs.iter().enumerate() {
             s.push_str(&format!(
-                "@group(0) @binding({}) var<storage, read_write> o{j}: array<u32>;\n",
+                "@group(0) @binding({}) var<storage, read_write> {name}: array<u32>;\n",
                 1 + self.inputs as usize + j
             ));
         }
         s.push_str(
-            "\nfn half_word(w: u32, i: u32) -> u32 {\n    return (w >> ((i & 1u) * 16u)) & 0xffffu;\n}\n",
+            "\nfn half_word(w: u32, i: u32) -> u32 {\n    return (w >> ((i & 1u) * 16u)) & 0xffffu;\n}\n\n\
+             fn gather_index(i: i32, len: u32) -> u32 {\n    var j = i;\n    if j < 0 {\n        j += i32(len);\n    }\n    return u32(clamp(j, 0, i32(len) - 1));\n}\n",
         );
         // One function per op: its arguments in the op's own types.
         for (k, d) in self.defs.iter().enumerate() {
@@ -199,29 +207,18 @@ impl Program {
                 ));
             }
         }
-        let n_out = self.outputs.len();
-        s.push_str(&format!("\nfn compute(e: u32) -> array<u32, {n_out}> {{\n"));
-        let strided = self.defs.iter().any(|d| {
-            matches!(
-                d,
-                Def::Load { dense: false, .. }
-                    | Def::Load {
-                        gather: Some(_),
-                        ..
-                    }
-            )
-        });
-        if strided && rank > 0 {
-            // Straight-line unravel: llvmpipe counts every loop iteration.
-            s.push_str("    var rem = e;\n");
-            for d in (1..rank).rev() {
-                let size = pw(4 + d);
-                s.push_str(&format!(
-                    "    let i{d} = rem % {size};\n    rem = rem / {size};\n"
-                ));
-            }
-            s.push_str("    let i0 = rem;\n");
-        }
+        s
+    }
+
+    /// The statements that compute every definition `v{k}` in order. Load
+    /// `i` (in load order) reads at `address(i, word of its offset)` plus,
+    /// for a gather, the clamped index times the axis stride.
+    pub(super) fn statements(
+        &self,
+        layout: &Layout,
+        address: &dyn Fn(usize, usize) -> String,
+    ) -> String {
+        let mut s = String::new();
         let (mut li, mut ci) = (0, 0);
         for (k, d) in self.defs.iter().enumerate() {
             let ct = compute_type(d.dtype());
@@ -229,21 +226,12 @@ impl Program {
                 Def::Load {
                     dtype,
                     source,
-                    dense,
+                    dense: _,
                     gather,
                 } => {
-                    let w = load_words[li];
-                    li += 1;
-                    let mut addr = pw(w);
-                    if *dense {
-                        addr.push_str(" + e");
-                    } else {
-                        for dim in 0..rank {
-                            addr.push_str(&format!(" + i{dim} * {}", pw(w + 1 + dim)));
-                        }
-                    }
-                    if let Some(g) = gather {
-                        let gw = w + 1 + if *dense { 0 } else { rank };
+                    let w = layout.loads[li];
+                    let mut addr = address(li, w);
+                    if let (Some(g), Some(gw)) = (gather, layout.gathers[li]) {
                         let (stride, len) = (pw(gw), pw(gw + 1));
                         let idx = format!("v{g}");
                         let index = if self.defs[*g as usize].dtype() == DType::U32 {
@@ -253,6 +241,7 @@ impl Program {
                         };
                         addr = format!("({addr}) + {index} * {stride}");
                     }
+                    li += 1;
                     let array = match source {
                         Source::Input(i) => format!("in{i}"),
                         Source::Output(j) => format!("o{j}"),
@@ -268,7 +257,7 @@ impl Program {
                     ));
                 }
                 Def::Const { .. } => {
-                    let w = pw(const_words[ci]);
+                    let w = pw(layout.consts[ci]);
                     ci += 1;
                     let value = match ct {
                         "f32" => format!("bitcast<f32>({w})"),
@@ -307,6 +296,50 @@ impl Program {
                 }
             }
         }
+        s
+    }
+
+    /// The WGSL of this program as an elementwise kernel.
+    pub(crate) fn wgsl(&self) -> String {
+        let rank = self.rank as usize;
+        let layout = self.layout(4 + rank, &[rank]);
+        let outputs: Vec<String> = (0..self.outputs.len()).map(|j| format!("o{j}")).collect();
+        let mut s = self.bindings(layout.words, &outputs);
+        let n_out = self.outputs.len();
+        s.push_str(&format!("\nfn compute(e: u32) -> array<u32, {n_out}> {{\n"));
+        let strided = self.defs.iter().any(|d| {
+            matches!(
+                d,
+                Def::Load { dense: false, .. }
+                    | Def::Load {
+                        gather: Some(_),
+                        ..
+                    }
+            )
+        });
+        if strided && rank > 0 {
+            s.push_str(&unravel("e", "i", 4, rank));
+        }
+        let dense: Vec<bool> = self
+            .defs
+            .iter()
+            .filter_map(|d| match d {
+                Def::Load { dense, .. } => Some(*dense),
+                _ => None,
+            })
+            .collect();
+        let address = |li: usize, w: usize| {
+            if dense[li] {
+                format!("{} + e", pw(w))
+            } else {
+                let mut a = pw(w);
+                for dim in 0..rank {
+                    a.push_str(&format!(" + i{dim} * {}", pw(w + 1 + dim)));
+                }
+                a
+            }
+        };
+        s.push_str(&self.statements(&layout, &address));
         let outs: Vec<String> = self
             .outputs
             .iter()
@@ -320,8 +353,7 @@ impl Program {
             outs.join(", ")
         ));
         s.push_str(&format!(
-            "\nfn gather_index(i: i32, len: u32) -> u32 {{\n    var j = i;\n    if j < 0 {{\n        j += i32(len);\n    }}\n    return u32(clamp(j, 0, i32(len) - 1));\n}}\n\n\
-             @compute @workgroup_size({WG})\n\
+            "\n@compute @workgroup_size({WG})\n\
              fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
              \x20   let t = gid.x + gid.y * nwg.x * {WG}u;\n\
              \x20   let n = {};\n",
@@ -356,15 +388,47 @@ impl Program {
 
     /// The kernel specialisation of this program.
     pub(crate) fn spec(&self) -> (Spec, &'static Kernel) {
-        let (_, _, words) = self.layout();
+        let rank = self.rank as usize;
+        let layout = self.layout(4 + rank, &[rank]);
         let (mut spec, kernel) = PROGRAM.spec_with_bindings(
             &[("BODY", &self.wgsl())],
             self.inputs as u32,
             self.outputs.len() as u32,
         );
-        spec.params = words.next_multiple_of(PARAMS_WORDS) as u32;
+        spec.params = layout.words as u32;
         (spec, kernel)
     }
+}
+
+/// Where a program's parameter words are.
+pub(super) struct Layout {
+    /// Each load's offset word (its strides follow it).
+    pub loads: Vec<usize>,
+    /// Each load's gather stride word (the length follows it).
+    pub gathers: Vec<Option<usize>>,
+    /// Each constant's word.
+    pub consts: Vec<usize>,
+    /// Words in all, a multiple of [`PARAMS_WORDS`].
+    pub words: usize,
+}
+
+/// Parameter word `i`, as a WGSL expression.
+pub(super) fn pw(i: usize) -> String {
+    format!("p.w[{}].{}", i / 4, ["x", "y", "z", "w"][i % 4])
+}
+
+/// Straight-line row-major unravel of `index` into `{name}0..` over the
+/// `rank` sizes at words `first..` (llvmpipe counts every loop iteration).
+pub(super) fn unravel(index: &str, name: &str, first: usize, rank: usize) -> String {
+    let mut s = format!("    var rem_{name} = {index};\n");
+    for d in (1..rank).rev() {
+        let size = pw(first + d);
+        s.push_str(&format!(
+            "    let {name}{d} = rem_{name} % {size};\n    rem_{name} = rem_{name} / {size};\n"
+        ));
+    }
+    s.push_str(&format!("    let {name}0 = rem_{name};\n"));
+    s
 }
 
 /// Threads per workgroup.
@@ -444,25 +508,24 @@ pub(crate) fn dispatch(
             li += 1;
         }
     }
-    let (load_words, const_words, words) = program.layout();
-    let mut p = Params::with_words("elementwise", words);
+    let layout = program.layout(4 + shape.len(), &[shape.len()]);
+    let (load_words, const_words) = (&layout.loads, &layout.consts);
+    let mut p = Params::with_words("elementwise", layout.words);
     p.put(0, [n as i64, shape.len() as i64])?;
     p.put(4, shape.iter().map(|&d| d as i64))?;
     let mut li = 0;
     for d in &program.defs {
-        if let Def::Load { dense, gather, .. } = d {
+        if let Def::Load { dense, .. } = d {
             let (w, data) = (load_words[li], &bound.loads[li]);
             p.put(w, [data.offset as i64])?;
-            let mut next = w + 1;
             if !dense {
-                p.put(next, strides[li].iter().map(|&s| s as i64))?;
-                next += shape.len();
+                p.put(w + 1, strides[li].iter().map(|&s| s as i64))?;
             }
-            if gather.is_some() {
+            if let Some(gw) = layout.gathers[li] {
                 let (stride, len) = data
                     .gather
                     .ok_or_else(|| Error::Internal("a gather load without its axis".into()))?;
-                p.put(next, [stride as i64, len as i64])?;
+                p.put(gw, [stride as i64, len as i64])?;
             }
             li += 1;
         }

@@ -185,13 +185,15 @@ impl Builder<'_> {
     }
 
     /// The value of `a`, whose axes reach the iteration space through `map`.
-    fn value(&mut self, a: &Arc<ArrayInner>, map: &AxisMap) -> Result<Value> {
+    /// `direct`: `a` is an input of an elementwise node this program
+    /// computes (and computes nowhere else), so a load of it may be donated.
+    fn value(&mut self, a: &Arc<ArrayInner>, map: &AxisMap, direct: bool) -> Result<Value> {
         let key = (Arc::as_ptr(a), map.clone());
         if let Some(&v) = self.memo.get(&key) {
             return Ok(v);
         }
         let node = match a.pending_node() {
-            None => return self.load(a, map),
+            None => return self.load(a, map, direct),
             Some(node) => node,
         };
         let v = match &node.primitive {
@@ -212,13 +214,15 @@ impl Builder<'_> {
                 let t = AxisMap::of_view(view, &x.shape, &a.shape).ok_or_else(|| {
                     Error::Internal("a fused view that strides cannot express".into())
                 })?;
-                self.value(x, &map.then(&t))?
+                // A view may be read by other kernels too: no donation
+                // under it.
+                self.value(x, &map.then(&t), false)?
             }
             Primitive::Elementwise(op) if self.members.contains(&Arc::as_ptr(&node)) => {
                 let mut args = Vec::with_capacity(node.inputs.len());
                 for x in &node.inputs {
                     let t = AxisMap::broadcast(&x.inner.shape, &a.shape);
-                    args.push(self.value(&x.inner, &map.then(&t))?);
+                    args.push(self.value(&x.inner, &map.then(&t), true)?);
                 }
                 let op = match op {
                     // DivMod's outputs are its quotient and its remainder.
@@ -251,11 +255,13 @@ impl Builder<'_> {
         Ok(v)
     }
 
-    /// A load of the evaluated array `a` through `map`.
-    fn load(&mut self, a: &Arc<ArrayInner>, map: &AxisMap) -> Result<Value> {
+    /// A load of the evaluated array `a` through `map` (see `value` for
+    /// `direct`).
+    fn load(&mut self, a: &Arc<ArrayInner>, map: &AxisMap, direct: bool) -> Result<Value> {
         // Asked before `storage()` takes a reference of its own: the only
-        // holders are the node that reads it, and this walk's own `Arc`.
-        let donatable = map.is_identity()
+        // holder is the one node that reads it.
+        let donatable = direct
+            && map.is_identity()
             && a.shape == self.shape
             && Arc::strong_count(a) == 1
             && a.is_sole_dense(&self.shape, a.dtype);
@@ -359,7 +365,7 @@ fn run(
     let identity = AxisMap::identity(shape.len());
     let mut values = Vec::with_capacity(outputs.len());
     for o in outputs {
-        values.push(b.value(o, &identity)?);
+        values.push(b.value(o, &identity, false)?);
     }
     finish(lw, b, values)
 }
