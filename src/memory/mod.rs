@@ -19,6 +19,17 @@ pub(crate) fn read_back(
     range: std::ops::RangeTo<u64>,
     index: wgpu::SubmissionIndex,
 ) -> crate::Result<Vec<u8>> {
+    read_back_with(device, buffer, range, index, <[u8]>::to_vec)
+}
+
+/// As [`read_back`], but `f` gets the mapped bytes in place (no copy).
+pub(crate) fn read_back_with<R>(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+    range: std::ops::RangeTo<u64>,
+    index: wgpu::SubmissionIndex,
+    f: impl FnOnce(&[u8]) -> R,
+) -> crate::Result<R> {
     let err = |e: &dyn std::fmt::Display| crate::Error::Readback(e.to_string());
     let slice = buffer.slice(range);
     let (tx, rx) = std::sync::mpsc::channel();
@@ -32,7 +43,7 @@ pub(crate) fn read_back(
         })
         .map_err(|e| err(&e))?;
     rx.recv().map_err(|e| err(&e))?.map_err(|e| err(&e))?;
-    let data = slice.get_mapped_range().map_err(|e| err(&e))?.to_vec();
+    let out = f(&slice.get_mapped_range().map_err(|e| err(&e))?);
     buffer.unmap();
-    Ok(data)
+    Ok(out)
 }
