@@ -284,12 +284,15 @@ pub fn load_safetensors(path: impl AsRef<Path>, device: &Device) -> Result<HashM
 /// Write `tensors` to a safetensors file at `path` (replacing it), without
 /// `__metadata__`: see [`save_safetensors_with_metadata`].
 ///
-/// ```no_run
+/// ```
 /// use wgarray::{Array, DType, Device, io};
 /// let device = Device::new_default()?;
-/// let w = Array::ones(&[2, 3], DType::F32, &device);
+/// let w = Array::ones(&[2, 3], DType::F32, &device); // lazy: evaluated here
 /// let b = Array::from_slice(&[1i32, 2, 3], &[3], &device)?;
-/// io::save_safetensors("weights.safetensors", &[("w", &w), ("b", &b)])?;
+/// let path = std::env::temp_dir().join(format!("doc-{}.safetensors", std::process::id()));
+/// io::save_safetensors(&path, &[("w", &w), ("b", &b)])?;
+/// assert_eq!(io::load_safetensors(&path, &device)?["b"].to_vec::<i32>()?, [1, 2, 3]);
+/// # std::fs::remove_file(&path).ok();
 /// # Ok::<(), wgarray::Error>(())
 /// ```
 ///
