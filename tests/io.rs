@@ -512,6 +512,21 @@ fn bad_files_are_typed_errors_and_leave_nothing_on_the_device() {
     drop(file);
     assert_eq!(snapshot(&device), start);
 
+    // Out of memory after a tensor is up (`a`, 924 bytes, fits; `c`, 4100
+    // bytes, does not): it goes back too.
+    device.clear_cache();
+    let limit = device.set_memory_limit(device.active_memory() + 2048);
+    let allocations = device.memory_stats().allocations;
+    let err = load_safetensors(&good, &device).unwrap_err();
+    assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
+    assert_eq!(
+        device.memory_stats().allocations,
+        allocations + 1,
+        "a was up"
+    );
+    device.set_memory_limit(limit);
+    assert_eq!(snapshot(&device), start);
+
     // Errors keep `Error: Clone + PartialEq`.
     let e = load_safetensors(&missing, &device).unwrap_err();
     assert_eq!(e.clone(), e);

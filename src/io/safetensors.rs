@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ::safetensors::SafeTensors;
 use ::safetensors::tensor::{Dtype as FileDType, Metadata, TensorInfo};
@@ -396,9 +397,15 @@ pub fn save_safetensors_with_metadata<S: AsRef<str>>(
     let mut header = serde_json::to_vec(&meta).map_err(|e| header_error(&e))?;
     header.resize(header.len().next_multiple_of(8), b' ');
 
+    // Unique per process and call: concurrent saves never share one.
+    static SAVES: AtomicU64 = AtomicU64::new(0);
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(file_name);
-    tmp_name.push(format!(".wgarray-{}.tmp", std::process::id()));
+    tmp_name.push(format!(
+        ".wgarray-{}-{}.tmp",
+        std::process::id(),
+        SAVES.fetch_add(1, Ordering::Relaxed)
+    ));
     let tmp = path.with_file_name(tmp_name);
     let write = || -> Result<()> {
         let file = File::create(&tmp).map_err(|e| Error::io(&tmp, "cannot create", &e))?;
