@@ -166,7 +166,10 @@ impl Array {
         arrays
     }
 
-    /// An evaluated array holding a copy of `data`, shape `shape`.
+    /// An evaluated array holding a copy of `data`, shape `shape`: one
+    /// host copy, from `data` straight into wgpu's staging memory
+    /// (`Queue::write_buffer_with`), which goes to the GPU with the next
+    /// submission.
     ///
     /// # Errors
     /// [`Error::DataLength`] when `data.len()` is not the product of `shape`;
