@@ -184,7 +184,10 @@ impl Array {
         arrays
     }
 
-    /// An evaluated array holding a copy of `data`, shape `shape`.
+    /// An evaluated array holding a copy of `data`, shape `shape`: one
+    /// host copy, from `data` straight into wgpu's staging memory
+    /// (`Queue::write_buffer_with`), which goes to the GPU with the next
+    /// submission.
     ///
     /// # Errors
     /// [`Error::DataLength`] when `data.len()` is not the product of `shape`;
@@ -198,25 +201,19 @@ impl Array {
                 expected,
             });
         }
-        let mut bytes = T::to_device_bytes(data);
-        bytes.resize(bytes.len().next_multiple_of(4), 0);
-        Array::upload(&bytes, shape, T::DTYPE, device)
+        // One copy: from `data` straight into wgpu's staging memory.
+        let bytes = crate::transfer::device_bytes(data.len(), T::DTYPE);
+        let buffer = crate::transfer::upload(device, "from_slice", bytes, |dst| {
+            crate::transfer::write_host_bytes(dst, T::as_host_bytes(data), T::DTYPE)
+        })?;
+        Ok(Array::ready(shape, T::DTYPE, device, buffer))
     }
 
+    /// An evaluated array of `bytes`, already in the device layout.
     fn upload(bytes: &[u8], shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
-        device.check_binding("from_slice", bytes.len() as u64)?;
-        let dev = &device.inner;
-        let guard = dev.pool.lock_queue();
-        let buffer = dev
-            .pool
-            .acquire(&guard, bytes.len() as u64, BufferKind::Storage)?;
-        device.scoped(|| {
-            if !bytes.is_empty() {
-                dev.queue.write_buffer(buffer.buffer(), 0, bytes);
-            }
-            Ok(())
+        let buffer = crate::transfer::upload(device, "from_slice", bytes.len() as u64, |dst| {
+            crate::transfer::write_device_bytes(dst, bytes)
         })?;
-        drop(guard);
         Ok(Array::ready(shape, dtype, device, buffer))
     }
 
@@ -238,7 +235,25 @@ impl Array {
         Ok(Array::ready(shape, dtype, device, buffer))
     }
 
-    fn ready(shape: &[usize], dtype: DType, device: &Device, buffer: PooledBuffer) -> Array {
+    pub(crate) fn ready(
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        buffer: PooledBuffer,
+    ) -> Array {
+        Array::ready_strided(shape, dtype, device, buffer, contiguous_strides(shape), 0)
+    }
+
+    /// An evaluated array reading `buffer` through element `strides` from
+    /// element `offset` (a view that owns its buffer).
+    pub(crate) fn ready_strided(
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        buffer: PooledBuffer,
+        strides: Vec<isize>,
+        offset: usize,
+    ) -> Array {
         Array {
             inner: ArrayInner::new(
                 shape.to_vec(),
@@ -246,8 +261,8 @@ impl Array {
                 device,
                 State::Ready(Storage {
                     buffer: Arc::new(buffer),
-                    strides: contiguous_strides(shape),
-                    offset: 0,
+                    strides,
+                    offset,
                 }),
             ),
         }
@@ -378,8 +393,45 @@ impl Array {
                 other: Some(T::DTYPE),
             });
         }
-        let bytes = self.read_bytes()?;
-        Ok(T::from_device_bytes(&bytes[..self.nbytes()]))
+        self.read_mapped(T::from_device_bytes)
+    }
+
+    /// Evaluate, then copy the elements in row-major order into `dst`,
+    /// without allocating host memory: the bytes go from the mapped
+    /// read-back buffer (from the device's pool, reused from one call to
+    /// the next) straight into `dst`. For loops that read every step.
+    ///
+    /// ```
+    /// use wgarray::{Array, Device};
+    /// let device = Device::new_default()?;
+    /// let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], &device)?;
+    /// let mut out = [0.0f32; 4];
+    /// a.transpose().read_into(&mut out)?;
+    /// assert_eq!(out, [1.0, 3.0, 2.0, 4.0]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::DType`] when `T` is not this array's dtype;
+    /// [`Error::DataLength`] when `dst.len()` is not [`Array::size`];
+    /// the errors of [`crate::eval`]; [`Error::Readback`] when mapping
+    /// fails. On every error `dst` is left as it was.
+    pub fn read_into<T: Element>(&self, dst: &mut [T]) -> Result<()> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::DType {
+                op: "read_into",
+                dtype: self.dtype(),
+                other: Some(T::DTYPE),
+            });
+        }
+        if dst.len() != self.size() {
+            return Err(Error::DataLength {
+                len: dst.len(),
+                shape: self.shape().to_vec(),
+                expected: self.size(),
+            });
+        }
+        self.read_mapped(|bytes| T::copy_from_device_bytes(bytes, dst))
     }
 
     /// The only element of a one-element array.
@@ -397,15 +449,13 @@ impl Array {
         Ok(self.to_vec::<T>()?[0])
     }
 
-    /// Evaluate and read back the dense bytes (padded to 4).
-    ///
-    /// One evaluator: a strided view, or a 2-byte one starting mid-word, is
-    /// first copied dense by a `Copy` node evaluated like any other; then
-    /// the dense bytes are copied to a staging buffer and mapped.
-    fn read_bytes(&self) -> Result<Vec<u8>> {
+    /// Evaluate, read back, and give `f` the dense row-major bytes
+    /// (exactly [`Array::nbytes`]) while the read-back buffer is mapped.
+    pub(crate) fn read_mapped<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         self.eval()?;
-        if self.nbytes() == 0 {
-            return Ok(Vec::new());
+        let nbytes = self.nbytes();
+        if nbytes == 0 {
+            return Ok(f(&[]));
         }
         let storage = self.inner.storage()?;
         let elem = self.dtype().size_in_bytes();
@@ -433,7 +483,8 @@ impl Array {
                 &dev.queue,
                 storage.buffer.buffer(),
                 (storage.offset * elem) as u64,
-                self.nbytes().next_multiple_of(4) as u64,
+                nbytes.next_multiple_of(4) as u64,
+                |b| f(&b[..nbytes]),
             )
         })
     }

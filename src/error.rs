@@ -156,4 +156,58 @@ pub enum Error {
     /// Any other invalid argument; the message says which.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+
+    /// Reading or writing a file failed: the operating system's error,
+    /// kept as its kind and message (so that `Error` stays `Clone`).
+    #[error("{}: {message}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// [`std::io::Error::kind`] of the failure (`NotFound`, ...).
+        kind: std::io::ErrorKind,
+        /// What was being done, and the operating system's message.
+        message: String,
+    },
+
+    /// A file does not follow its format (a truncated file, a header whose
+    /// sizes or offsets disagree), or lacks a tensor that was asked for.
+    #[error("{}{}: {message}", path.display(), match tensor {
+        Some(t) => format!(", tensor `{t}`"),
+        None => String::new(),
+    })]
+    Format {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The tensor at fault, when one is.
+        tensor: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// A tensor in a file has an element type that no [`DType`] holds
+    /// (F64, I64, U8, ...).
+    #[error(
+        "{}, tensor `{tensor}`: dtype {dtype} is not supported \
+         (wgarray reads F32, F16, BF16, I32, U32 and BOOL)",
+        path.display()
+    )]
+    UnsupportedDType {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The tensor's name.
+        tensor: String,
+        /// The file's name for the dtype (safetensors: `F64`, `I64`, ...).
+        dtype: String,
+    },
+}
+
+impl Error {
+    /// An [`Error::Io`] for `path`: `what` was being done when `err` came.
+    pub(crate) fn io(path: &std::path::Path, what: &str, err: &std::io::Error) -> Error {
+        Error::Io {
+            path: path.to_path_buf(),
+            kind: err.kind(),
+            message: format!("{what}: {err}"),
+        }
+    }
 }

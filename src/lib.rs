@@ -30,12 +30,15 @@ mod device;
 mod dtype;
 mod error;
 mod graph;
+mod interop;
+pub mod io;
 mod kernels;
 mod memory;
 pub mod ops;
 pub mod random;
 pub mod shape;
 pub mod testing;
+mod transfer;
 
 pub use array::Array;
 pub use device::{
@@ -62,4 +65,8 @@ struct ReadmeDoctests;
 /// The `half` crate, whose `f16` and `bf16` are the host types of
 /// [`DType::F16`] and [`DType::BF16`] (`Array::from_slice`, `to_vec`).
 pub use half;
+/// The `ndarray` crate (feature `ndarray`), whose arrays
+/// [`Array::from_ndarray`] and [`Array::to_ndarray`] convert.
+#[cfg(feature = "ndarray")]
+pub use ndarray;
 pub use wgpu;

@@ -9,19 +9,21 @@ pub use pool::MemoryStats;
 pub(crate) use pool::{BufferKind, Pool, PooledBuffer, QueueGuard};
 
 /// Copy `size` bytes of `src` from byte `offset` (both multiples of 4) to
-/// the host: a staging buffer from `pool`, one copy command submitted on
-/// `queue` under the pool's queue lock, then [`map_read`].
+/// the host and give them to `f` while they are mapped: a staging buffer
+/// from `pool`, one copy command submitted on `queue` under the pool's queue
+/// lock, then [`map_read_with`].
 ///
 /// # Errors
 /// [`crate::Error::OutOfMemory`] for the staging buffer,
 /// [`crate::Error::Readback`] when waiting or mapping fails.
-pub(crate) fn read_back(
+pub(crate) fn read_back<R>(
     pool: &std::sync::Arc<Pool>,
     queue: &wgpu::Queue,
     src: &wgpu::Buffer,
     offset: u64,
     size: u64,
-) -> crate::Result<Vec<u8>> {
+    f: impl FnOnce(&[u8]) -> R,
+) -> crate::Result<R> {
     let guard = pool.lock_queue();
     let staging = pool.acquire(&guard, size, BufferKind::Readback)?;
     let mut encoder = pool
@@ -31,7 +33,7 @@ pub(crate) fn read_back(
         });
     encoder.copy_buffer_to_buffer(src, offset, staging.buffer(), 0, size);
     let index = queue.submit([encoder.finish()]);
-    map_read(pool.device(), staging.buffer(), ..size, index)
+    map_read_with(pool.device(), staging.buffer(), ..size, index, f)
 }
 
 /// Map `range` of a `MAP_READ` buffer once submission `index` is done, copy
@@ -45,6 +47,17 @@ pub(crate) fn map_read(
     range: std::ops::RangeTo<u64>,
     index: wgpu::SubmissionIndex,
 ) -> crate::Result<Vec<u8>> {
+    map_read_with(device, buffer, range, index, <[u8]>::to_vec)
+}
+
+/// As [`map_read`], but `f` gets the mapped bytes in place (no copy).
+pub(crate) fn map_read_with<R>(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+    range: std::ops::RangeTo<u64>,
+    index: wgpu::SubmissionIndex,
+    f: impl FnOnce(&[u8]) -> R,
+) -> crate::Result<R> {
     let err = |e: &dyn std::fmt::Display| crate::Error::Readback(e.to_string());
     let slice = buffer.slice(range);
     let (tx, rx) = std::sync::mpsc::channel();
@@ -58,7 +71,7 @@ pub(crate) fn map_read(
         })
         .map_err(|e| err(&e))?;
     rx.recv().map_err(|e| err(&e))?.map_err(|e| err(&e))?;
-    let data = slice.get_mapped_range().map_err(|e| err(&e))?.to_vec();
+    let out = f(&slice.get_mapped_range().map_err(|e| err(&e))?);
     buffer.unmap();
-    Ok(data)
+    Ok(out)
 }
