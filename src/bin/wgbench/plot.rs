@@ -15,7 +15,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::{Figure, Group, Report, Status};
-use crate::table::{Column, keys, speedup};
+use crate::table::{Column, keys, speedup, times};
 
 const FONT: &[u8] = include_bytes!("../../../assets/fonts/OpenSans-Regular.ttf");
 const FAMILY: &str = "sans-serif";
@@ -83,15 +83,13 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     v
 }
 
-/// Ratios worth a grid line between `lo` and `hi`.
+/// Ratios worth a grid line between `lo` and `hi`: 1, 2 and 5 times
+/// powers of ten, and 0.8 and 1.25 around 1.
 fn ratio_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    [
-        0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 0.8, 1.0, 1.25, 2.0, 4.0, 5.0, 10.0, 20.0, 50.0,
-        100.0,
-    ]
-    .into_iter()
-    .filter(|r| (lo..=hi).contains(r))
-    .collect()
+    let mut v = log_ticks(lo, hi);
+    v.extend([0.8, 1.25].into_iter().filter(|r| (lo..=hi).contains(r)));
+    v.sort_by(f64::total_cmp);
+    v
 }
 
 fn err<E: std::fmt::Display>(e: E) -> String {
@@ -479,9 +477,12 @@ where
             .draw_series(bars.iter().map(|&(y, r)| {
                 // Beyond the bar's far end, outside the bar.
                 let (text, pos) = if r < 1.0 {
-                    (format!("{r:.2} "), Pos::new(HPos::Right, VPos::Center))
+                    (
+                        format!("{} ", times(r)),
+                        Pos::new(HPos::Right, VPos::Center),
+                    )
                 } else {
-                    (format!(" {r:.2}"), left_center())
+                    (format!(" {}", times(r)), left_center())
                 };
                 Text::new(
                     text,

@@ -130,8 +130,19 @@ fn ordered<'a>(xs: impl Iterator<Item = &'a str>) -> Vec<String> {
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{a_b:.2}x", a_b = a / b),
+        (Some(a), Some(b)) if b > 0.0 => format!("{}x", times(a / b)),
         _ => "-".into(),
+    }
+}
+
+/// A ratio with 3 significant digits (2 decimals below 10).
+pub fn times(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}")
+    } else if r >= 10.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.2}")
     }
 }
 
@@ -312,7 +323,7 @@ pub fn compare_table(cols: &[Column]) -> String {
                     match (i, figs[0]) {
                         (0, _) => v,
                         (_, Some(base)) => match speedup(base, f) {
-                            Some(r) => format!("{v} (x{r:.2})"),
+                            Some(r) => format!("{v} (x{})", times(r)),
                             None => v,
                         },
                         _ => v,
