@@ -278,3 +278,31 @@ fn bad_input_is_refused_with_a_clear_message() {
     refused(&["compare", path(&one)], &["at least two adapter runs"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn minilm_without_the_model_is_skipped_with_how_to_fetch_it() {
+    let dir = scratch("minilm");
+    let json = dir.join("minilm.json");
+    let missing = dir.join("no-model-here");
+    let out = wgbench(&[
+        "run",
+        "--suite",
+        "quick",
+        "--only",
+        "minilm",
+        "--model-dir",
+        path(&missing),
+        "--json",
+        path(&json),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r = Report::load(&json).unwrap();
+    for run in &r.runs {
+        assert_eq!(run.figures.len(), 1);
+        let f = &run.figures[0];
+        assert_eq!((f.group, f.status), (Group::Minilm, Status::Skipped));
+        let msg = f.message.as_deref().unwrap();
+        assert!(msg.contains("bash scripts/fetch-model.sh") && msg.contains(path(&missing)));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
