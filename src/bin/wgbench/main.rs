@@ -72,9 +72,9 @@ struct RunArgs {
     /// Only adapters whose name contains this (case-insensitive).
     #[arg(long, env = "WGARRAY_ADAPTER", value_name = "SUBSTR")]
     adapter: Option<String>,
-    /// Only adapters of this backend: vulkan, gl, dx12, metal.
-    #[arg(long, env = "WGARRAY_BACKEND", value_name = "B", value_parser = backend)]
-    backend: Option<wgpu::Backend>,
+    /// Only adapters of this backend: vulkan, gl, dx12, metal (empty: any).
+    #[arg(long, env = "WGARRAY_BACKEND", value_name = "B")]
+    backend: Option<String>,
     /// How much to measure.
     #[arg(long, value_enum, default_value_t = Suite::Quick)]
     suite: Suite,
@@ -113,10 +113,6 @@ struct CompareArgs {
     /// Plot the ratios here, as FILE.svg and FILE.png.
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
-}
-
-fn backend(s: &str) -> Result<wgpu::Backend, String> {
-    wgarray::parse_backend(s).map_err(|e| e.to_string())
 }
 
 fn group(s: &str) -> Result<Group, String> {
@@ -205,8 +201,14 @@ fn run(args: RunArgs) -> Result<(), Stop> {
     for p in args.plot.iter().flat_map(|p| plot::outputs(p)) {
         writable(&p)?;
     }
+    // Empty values mean "any", as for `Device::new_default`.
+    let given = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
+    let backend = given(&args.backend)
+        .map(|b| wgarray::parse_backend(&b))
+        .transpose()
+        .map_err(|e| Stop::Input(e.to_string()))?;
     let threads = cpu_threads(args.cpu_threads);
-    let chosen = adapters::select(adapters::all(), args.backend, args.adapter.as_deref())
+    let chosen = adapters::select(adapters::all(), backend, given(&args.adapter).as_deref())
         .map_err(Stop::Input)?;
     let say = |s: &str| {
         if json_stdout {
