@@ -81,14 +81,27 @@
 #![allow(clippy::test_attr_in_doctest)]
 
 mod compare;
+mod differential;
+#[cfg(feature = "fixtures")]
+mod fixture;
 mod kernel_test;
+pub mod portability;
+#[cfg(feature = "proptest")]
+mod property;
+mod reflect;
 
 use std::sync::OnceLock;
 
 use crate::{Device, DeviceOptions, Result};
 
-pub use compare::{Mismatch, Mismatches, Tolerance, compare, poison};
-pub use kernel_test::{KernelTest, Outputs};
+pub use compare::{Incomparable, Mismatch, Mismatches, Tolerance, compare, poison};
+pub use differential::{AdapterRun, Differential, Disagreement, Disagreements, Repeated, all_devices};
+#[cfg(feature = "fixtures")]
+pub use fixture::Fixture;
+pub use kernel_test::{Expected, KernelTest, OverrideValue, Outputs};
+#[cfg(feature = "proptest")]
+pub use property::{Generate, PropertyFailure, PropertyTest, Values};
+pub use portability::{Portability, check_portability};
 
 /// The device [`KernelTest`] runs on when given none: among the adapters
 /// that match `WGARRAY_BACKEND` and `WGARRAY_ADAPTER` (see
