@@ -945,3 +945,149 @@ override n: u32 = 100000u;
         check.unwrap();
     }
 }
+
+/// Property-based kernel tests (feature `proptest`, which scripts/test.sh
+/// turns on).
+#[cfg(feature = "proptest")]
+mod property {
+    use super::*;
+    use proptest::prelude::*;
+    use testing::{PropertyTest, Values};
+
+    const CLAMP: &str = r#"
+@group(0) @binding(0) var<storage, read> x: array<i32>;
+@group(0) @binding(1) var<storage, read_write> y: array<i32>;
+override lo: i32 = -100;
+override hi: i32 = 100;
+override buggy: bool = false;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x < arrayLength(&y) {
+        var v = clamp(x[id.x], lo, hi);
+        // The bug: off by one above 1000.
+        if buggy && x[id.x] > 1000 { v = v + 1; }
+        y[id.x] = v;
+    }
+}
+"#;
+
+    fn clamp_test(x: &[i32], buggy: bool) -> KernelTest {
+        KernelTest::new(CLAMP, "main")
+            .input(x)
+            .output(DType::I32, &[x.len()])
+            .constant("hi", 5000)
+            .constant("buggy", buggy)
+            .threads([x.len(), 1, 1])
+    }
+
+    fn clamp_ref(x: &Vec<i32>) -> Vec<i32> {
+        x.iter().map(|v| (*v).clamp(-100, 5000)).collect()
+    }
+
+    /// A right kernel passes on every adapter, integer extremes included.
+    #[test]
+    fn a_right_kernel_passes_on_every_adapter_with_edge_values() {
+        PropertyTest::new(
+            Values::<i32>::range(-10_000.0, 10_000.0).with_edges().vec(1..200),
+            |x: &Vec<i32>| clamp_test(x, false),
+        )
+        .reference(0, clamp_ref, Tolerance::EXACT)
+        .cases(12)
+        .on_all_adapters()
+        .assert();
+    }
+
+    /// A wrong kernel fails, the input shrinks to the smallest that shows the
+    /// bug (one element, 1001), and the failure becomes a fixture.
+    #[test]
+    fn a_failure_shrinks_to_a_small_input() {
+        let failure = PropertyTest::new(
+            Values::<i32>::range(-10_000.0, 10_000.0).vec(1..200),
+            |x: &Vec<i32>| clamp_test(x, true),
+        )
+        .reference(0, clamp_ref, Tolerance::EXACT)
+        .cases(32)
+        .run()
+        .expect_err("the bug is found");
+        assert_eq!(failure.input, "[1001]", "{failure}");
+        let text = failure.to_string();
+        assert!(text.contains("smallest failing input: [1001]"), "{text}");
+        assert!(text.contains("[0]: got 1002, want 1001"), "{text}");
+        let fixture = failure.fixture().expect("a kernel test");
+        let replay = fixture.replay().unwrap();
+        assert!(fixture.check(&replay).is_err());
+        assert_eq!(Fixture::from_json(&fixture.to_json()).unwrap(), fixture);
+    }
+
+    /// Edge values reach the kernel: NaN, infinities, subnormals and signed
+    /// zero go through a copy bit for bit (f32 and f16 bits in u32 words).
+    #[test]
+    fn edge_values_reach_the_kernel_bit_for_bit() {
+        const COPY: &str = r#"
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x < arrayLength(&y) { y[id.x] = bitcast<u32>(x[id.x]); }
+}
+"#;
+        let strategy = Values::<f32>::new().with_edges().vec(1..100);
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..20 {
+            for v in strategy.new_tree(&mut runner).unwrap().current() {
+                seen.insert(v.to_bits());
+            }
+        }
+        for edge in [f32::INFINITY, -0.0, f32::from_bits(1), f32::MAX] {
+            assert!(seen.contains(&edge.to_bits()), "{edge} never drawn");
+        }
+        assert!(seen.iter().any(|b| f32::from_bits(*b).is_nan()));
+        PropertyTest::new(strategy, |x: &Vec<f32>| {
+            KernelTest::new(COPY, "main")
+                .input(x)
+                .output(DType::U32, &[x.len()])
+                .threads([x.len(), 1, 1])
+        })
+        .reference(
+            0,
+            |x: &Vec<f32>| x.iter().map(|v| v.to_bits()).collect::<Vec<u32>>(),
+            Tolerance::EXACT,
+        )
+        .cases(8)
+        .assert();
+    }
+
+    /// Shared sizes come from proptest itself: two vectors of one length.
+    #[test]
+    fn inputs_that_share_a_length() {
+        let strategy = (1usize..300).prop_flat_map(|n| {
+            (
+                Values::<f32>::new().vec(n),
+                Values::<f32>::new().vec(n),
+            )
+        });
+        PropertyTest::new(strategy, |(x, y): &(Vec<f32>, Vec<f32>)| {
+            KernelTest::new(AXPY, "axpy")
+                .input(x)
+                .input(y)
+                .output(DType::F32, &[x.len()])
+                .constant("alpha", 3.0)
+                .threads([x.len(), 1, 1])
+        })
+        .reference(
+            0,
+            |(x, y): &(Vec<f32>, Vec<f32>)| {
+                x.iter()
+                    .zip(y)
+                    .map(|(&x, &y)| (3.0 * x as f64 + y as f64) as f32)
+                    .collect::<Vec<f32>>()
+            },
+            // 3x + y may or may not be fused: half an ulp of 3x (|3x| < 300)
+            // either way, which is many ulps of a result near zero.
+            Tolerance::abs(4e-5).with_ulps(1),
+        )
+        .cases(10)
+        .assert();
+    }
+}
