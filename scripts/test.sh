@@ -9,8 +9,10 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # Benchmarks are built (so they cannot rot) but not run: their figures come
 # from `cargo bench` on a quiet machine (docs/PERFORMANCE.md).
 cargo bench --no-run
+# The property-based kernel tests (wgarray::testing::PropertyTest) need
+# the optional `proptest` feature.
 for backend in vulkan gl; do
   echo "=== WGARRAY_BACKEND=$backend ==="
-  WGARRAY_BACKEND=$backend cargo test --lib --tests --examples "$@"
-  WGARRAY_BACKEND=$backend cargo test --doc "$@"
+  WGARRAY_BACKEND=$backend cargo test --features proptest --lib --tests --examples "$@"
+  WGARRAY_BACKEND=$backend cargo test --features proptest --doc "$@"
 done

@@ -155,7 +155,9 @@ pub enum Error {
     /// a uniform of the wrong size, a binding the shader does not declare
     /// (`wgsl` is "nothing"), or one the entry point uses that the test does
     /// not provide (`host` is "nothing").
-    #[error("{kernel}: @binding({binding}) `{name}`: the shader declares {wgsl}, the test binds {host}")]
+    #[error(
+        "{kernel}: @binding({binding}) `{name}`: the shader declares {wgsl}, the test binds {host}"
+    )]
     BindingMismatch {
         /// The kernel test's entry point.
         kernel: String,

@@ -60,7 +60,7 @@ fn data(n: usize, seed: u64) -> Vec<u32> {
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1_442_695_040_888_963_407);
             let v = (s >> 33) as u32;
-            if v % 7 == 0 { v } else { v % 1000 }
+            if v.is_multiple_of(7) { v } else { v % 1000 }
         })
         .collect()
 }
@@ -143,7 +143,10 @@ fn fixture() -> wgarray::Result<()> {
     let loaded = Fixture::load(&path)?;
     std::fs::remove_file(&path).ok();
     let replay = loaded.replay()?;
-    assert!(loaded.check(&replay).is_err(), "the pinned race still shows");
+    assert!(
+        loaded.check(&replay).is_err(),
+        "the pinned race still shows"
+    );
     println!(
         "6. fixture: saved, loaded and replayed; the race still shows on {}",
         device.info()

@@ -182,7 +182,12 @@ impl Mismatches {
     pub const MAX_REPORTED: usize = 10;
 
     /// A report of two sides that cannot be compared element by element.
-    pub(super) fn incomparable(dtype: DType, total: usize, why: Incomparable, tol: Tolerance) -> Self {
+    pub(super) fn not_comparable(
+        dtype: DType,
+        total: usize,
+        why: Incomparable,
+        tol: Tolerance,
+    ) -> Self {
         Mismatches {
             dtype,
             total,
@@ -299,7 +304,10 @@ pub(super) fn elems_of<T: Element>(values: &[T]) -> Vec<Elem> {
 /// The elements of `dtype` in device bytes, as the comparison sees them.
 pub(super) fn elems_from_bytes(dtype: DType, bytes: &[u8]) -> Vec<Elem> {
     fn values<T: Element>(bytes: &[u8]) -> Vec<f64> {
-        T::from_device_bytes(bytes).into_iter().map(T::to_f64).collect()
+        T::from_device_bytes(bytes)
+            .into_iter()
+            .map(T::to_f64)
+            .collect()
     }
     let values = match dtype {
         DType::F32 => values::<f32>(bytes),
@@ -476,7 +484,10 @@ mod tests {
         assert!(compare(&[h_next], &[h], Tolerance::ulps(3)).is_ok());
         assert!(compare(&[h_next], &[h], Tolerance::ulps(2)).is_err());
         let m = compare(&[1.0f32, 2.0], &[1.0], Tolerance::EXACT).unwrap_err();
-        assert_eq!(m.incomparable, Some(Incomparable::Lengths { got: 2, want: 1 }));
+        assert_eq!(
+            m.incomparable,
+            Some(Incomparable::Lengths { got: 2, want: 1 })
+        );
     }
 
     #[test]

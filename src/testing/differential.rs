@@ -18,7 +18,12 @@ pub fn all_devices() -> Vec<(AdapterDescription, Result<Device>)> {
     let instance = crate::device::instance(backends);
     pollster::block_on(instance.enumerate_adapters(backends))
         .into_iter()
-        .map(|a| (AdapterDescription::from(a.get_info()), Device::from_adapter(&a)))
+        .map(|a| {
+            (
+                AdapterDescription::from(a.get_info()),
+                Device::from_adapter(&a),
+            )
+        })
         .collect()
 }
 
@@ -81,7 +86,9 @@ impl Differential {
                 Ok(_) => report.compared.push(label),
                 // A feature the adapter lacks is not a disagreement: the
                 // kernel cannot run there by design (f16 on GL).
-                Err(e @ Error::MissingFeature { .. }) => report.skipped.push(format!("{label}: {e}")),
+                Err(e @ Error::MissingFeature { .. }) => {
+                    report.skipped.push(format!("{label}: {e}"))
+                }
                 Err(e) => report.items.push(Disagreement::Failed {
                     label,
                     error: e.clone(),
@@ -238,7 +245,12 @@ impl Repeated {
     /// # Errors
     /// The [`Disagreements`]: unstable runs first, then runs that differ
     /// from the reference.
-    pub fn check<T: Element>(&self, i: usize, want: &[T], tol: Tolerance) -> std::result::Result<(), Disagreements> {
+    pub fn check<T: Element>(
+        &self,
+        i: usize,
+        want: &[T],
+        tol: Tolerance,
+    ) -> std::result::Result<(), Disagreements> {
         let mut report = self.report(tol);
         self.push_unstable(&mut report);
         for (r, outputs) in self.runs.iter().enumerate() {
@@ -316,7 +328,11 @@ pub struct Disagreements {
 
 impl Disagreements {
     fn into_result(self) -> std::result::Result<(), Disagreements> {
-        if self.items.is_empty() { Ok(()) } else { Err(self) }
+        if self.items.is_empty() {
+            Ok(())
+        } else {
+            Err(self)
+        }
     }
 }
 
@@ -443,13 +459,23 @@ mod tests {
     fn unstable_runs_are_reported_with_both_values() {
         let r = Repeated {
             adapter: adapter("soft", wgpu::Backend::Vulkan),
-            runs: vec![outputs(&[1, 2, 3]), outputs(&[1, 2, 3]), outputs(&[1, 5, 3])],
+            runs: vec![
+                outputs(&[1, 2, 3]),
+                outputs(&[1, 2, 3]),
+                outputs(&[1, 5, 3]),
+            ],
         };
         let d = r.check_stable().unwrap_err();
         assert_eq!(d.items.len(), 1);
         let text = d.to_string();
-        assert!(text.starts_with("3 runs on soft on vulkan: 1 disagreement(s)"), "{text}");
-        assert!(text.contains("output 0: run 3 vs run 1: 1 of 3 int32"), "{text}");
+        assert!(
+            text.starts_with("3 runs on soft on vulkan: 1 disagreement(s)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("output 0: run 3 vs run 1: 1 of 3 int32"),
+            "{text}"
+        );
         assert!(text.contains("[1]: run 3 5, run 1 2"), "{text}");
         // Stable but wrong: every run is named.
         let r = Repeated {

@@ -3,39 +3,7 @@
 //! JSON file and replayed, so that a driver bug found once is pinned in a
 //! test.
 //!
-//! # Format, version 1
-//!
-//! One JSON object:
-//!
-//! ```text
-//! {
-//!   "format": "wgarray-kernel-fixture",
-//!   "version": 1,
-//!   "note": "free text: what was found, where",
-//!   "adapter": null | {"name", "backend" ("vulkan", "gl", "dx12", "metal"),
-//!                      "device_type" ("Cpu", "DiscreteGpu", ...), "driver", "driver_info"},
-//!   "outputs": [{"dtype": "float32", "shape": [7], "init": null | HEX}],
-//!   "passes": [{
-//!     "source": WGSL text,
-//!     "entry_point": "main",
-//!     "grid": {"workgroups": [x, y, z]} | {"threads": [x, y, z]},
-//!     "constants": [{"name": "alpha", "value": NUMBER}],
-//!     "bindings": [{"input": {"dtype": "float32", "len": 7, "data": HEX}}
-//!                | {"uniform": {"data": HEX, "host": "Params"}}
-//!                | {"output": K} | {"read_output": K} | {"write_output": K}]
-//!   }],
-//!   "expected": [{"output": K, "dtype": "float32", "data": HEX,
-//!                 "tolerance": {"abs": NUMBER, "rel": NUMBER, "ulps": INTEGER}}],
-//!   "observed": [{"output": K, "dtype": "float32", "shape": [7], "data": HEX}]
-//! }
-//! ```
-//!
-//! HEX is the elements' device bytes (little-endian, row-major; bool as one
-//! `u32` each; f16 and bf16 two bytes each) as lowercase hexadecimal, so
-//! NaN payloads and signed zeros survive. dtypes are [`DType::name`]s. A
-//! NUMBER that is not finite is written as the string `"NaN"`, `"inf"` or
-//! `"-inf"`. `observed` (what the failing adapter gave) is optional. A
-//! reader refuses another format or a newer version.
+//! See [`Fixture`] for the file format.
 
 use std::path::Path;
 
@@ -48,8 +16,43 @@ use crate::{AdapterDescription, DType, Device, Element, Error, Result};
 
 const FORMAT: &str = "wgarray-kernel-fixture";
 
-/// A kernel test with its expected outputs and the adapter it failed on;
-/// see the [module docs](self) for the file format.
+/// A kernel test with its expected outputs and the adapter it failed on,
+/// saved as a JSON file and replayed (cargo feature `fixtures`, on by
+/// default).
+///
+/// # Format, version 1
+///
+/// One JSON object:
+///
+/// ```text
+/// {
+///   "format": "wgarray-kernel-fixture",
+///   "version": 1,
+///   "note": "free text: what was found, where",
+///   "adapter": null | {"name", "backend" ("vulkan", "gl", "dx12", "metal"),
+///                      "device_type" ("Cpu", "DiscreteGpu", ...), "driver", "driver_info"},
+///   "outputs": [{"dtype": "float32", "shape": [7], "init": null | HEX}],
+///   "passes": [{
+///     "source": WGSL text,
+///     "entry_point": "main",
+///     "grid": {"workgroups": [x, y, z]} | {"threads": [x, y, z]},
+///     "constants": [{"name": "alpha", "value": NUMBER}],
+///     "bindings": [{"input": {"dtype": "float32", "len": 7, "data": HEX}}
+///                | {"uniform": {"data": HEX, "host": "Params"}}
+///                | {"output": K} | {"read_output": K} | {"write_output": K}]
+///   }],
+///   "expected": [{"output": K, "dtype": "float32", "data": HEX,
+///                 "tolerance": {"abs": NUMBER, "rel": NUMBER, "ulps": INTEGER}}],
+///   "observed": [{"output": K, "dtype": "float32", "shape": [7], "data": HEX}]
+/// }
+/// ```
+///
+/// HEX is the elements' device bytes (little-endian, row-major; bool as one
+/// `u32` each; f16 and bf16 two bytes each) as lowercase hexadecimal, so
+/// NaN payloads and signed zeros survive. dtypes are [`DType::name`]s. A
+/// NUMBER that is not finite is written as the string `"NaN"`, `"inf"` or
+/// `"-inf"`. `observed` (what the failing adapter gave) is optional. A
+/// reader refuses another format or a newer version.
 ///
 /// ```
 /// use wgarray::DType;
@@ -207,7 +210,7 @@ impl Fixture {
         }
     }
 
-    /// The fixture as JSON (see the [module docs](self)).
+    /// The fixture as JSON (see [`Fixture`] for the format).
     pub fn to_json(&self) -> String {
         let outputs: Vec<Value> = self
             .test
@@ -311,7 +314,7 @@ impl Fixture {
         serde_json::to_string_pretty(&doc).expect("a JSON value always serialises")
     }
 
-    /// A fixture from JSON (see the [module docs](self)).
+    /// A fixture from JSON (see [`Fixture`] for the format).
     ///
     /// # Errors
     /// [`Error::Fixture`] (path `<string>`) saying what is wrong: not JSON,
@@ -355,7 +358,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(s: &str) -> std::result::Result<Vec<u8>, String> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(format!("hex data of odd length {}", s.len()));
     }
     (0..s.len())
@@ -464,10 +467,16 @@ fn backend_of(name: &str) -> Parsed<wgpu::Backend> {
 
 fn device_type_of(name: &str) -> Parsed<wgpu::DeviceType> {
     use wgpu::DeviceType as T;
-    [T::Other, T::IntegratedGpu, T::DiscreteGpu, T::VirtualGpu, T::Cpu]
-        .into_iter()
-        .find(|t| format!("{t:?}") == name)
-        .ok_or_else(|| format!("unknown device type `{name}`"))
+    [
+        T::Other,
+        T::IntegratedGpu,
+        T::DiscreteGpu,
+        T::VirtualGpu,
+        T::Cpu,
+    ]
+    .into_iter()
+    .find(|t| format!("{t:?}") == name)
+    .ok_or_else(|| format!("unknown device type `{name}`"))
 }
 
 fn parse(text: &str) -> Parsed<Fixture> {
@@ -475,7 +484,9 @@ fn parse(text: &str) -> Parsed<Fixture> {
     if doc.get("format").and_then(Value::as_str) != Some(FORMAT) {
         return Err(format!("not a {FORMAT} file (no \"format\": \"{FORMAT}\")"));
     }
-    let version = field(&doc, "version")?.as_u64().ok_or("`version` is not an integer")?;
+    let version = field(&doc, "version")?
+        .as_u64()
+        .ok_or("`version` is not an integer")?;
     if version == 0 || version > Fixture::VERSION {
         return Err(format!(
             "format version {version}: this wgarray reads versions 1 to {}",
@@ -549,8 +560,11 @@ fn parse(text: &str) -> Parsed<Fixture> {
         .map(|e| {
             let dtype = dtype_of(e, "dtype")?;
             let bytes = unhex(str_of(e, "data")?)?;
-            if bytes.len() % dtype.size_in_bytes() != 0 {
-                return Err(format!("expected data of {} bytes for {dtype}", bytes.len()));
+            if !bytes.len().is_multiple_of(dtype.size_in_bytes()) {
+                return Err(format!(
+                    "expected data of {} bytes for {dtype}",
+                    bytes.len()
+                ));
             }
             let t = field(e, "tolerance")?;
             Ok(Expected {
@@ -560,7 +574,9 @@ fn parse(text: &str) -> Parsed<Fixture> {
                 tolerance: Tolerance {
                     abs: f64_of(t, "abs")?,
                     rel: f64_of(t, "rel")?,
-                    ulps: field(t, "ulps")?.as_u64().ok_or("`ulps` is not an integer")?,
+                    ulps: field(t, "ulps")?
+                        .as_u64()
+                        .ok_or("`ulps` is not an integer")?,
                 },
             })
         })
@@ -586,7 +602,11 @@ fn parse(text: &str) -> Parsed<Fixture> {
                     let dtype = dtype_of(o, "dtype")?;
                     let shape = usizes(o, "shape")?;
                     let bytes = data_of(o, "data", dtype, shape.iter().product())?;
-                    Ok(Output { dtype, shape, bytes })
+                    Ok(Output {
+                        dtype,
+                        shape,
+                        bytes,
+                    })
                 })
                 .collect::<Parsed<Vec<_>>>()?,
         }),
@@ -600,7 +620,11 @@ fn parse(text: &str) -> Parsed<Fixture> {
         expected,
         adapter,
         observed,
-        note: doc.get("note").and_then(Value::as_str).unwrap_or("").to_string(),
+        note: doc
+            .get("note")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
     })
 }
 

@@ -4,7 +4,9 @@
 use naga::valid::Capabilities;
 use wgpu::util::DeviceExt;
 
-use super::compare::{Incomparable, bits_of, compare_elems, element_poison, elems_from_bytes, elems_of, poison};
+use super::compare::{
+    Incomparable, bits_of, compare_elems, element_poison, elems_from_bytes, elems_of, poison,
+};
 use super::portability::{self, Portability, enables};
 use super::reflect::{self, Access, Host, host_type};
 use super::{Mismatches, Tolerance, default_device};
@@ -112,21 +114,26 @@ impl Outputs {
     /// # Errors
     /// The [`Mismatches`] when any element fails; when the lengths differ,
     /// `T` is not the output's dtype, or there is no output `i`, its
-    /// [`Mismatches::incomparable`] says which.
-    pub fn check<T: Element>(&self, i: usize, want: &[T], tol: Tolerance) -> std::result::Result<(), Mismatches> {
+    /// `incomparable` field says which (see [`Incomparable`]).
+    pub fn check<T: Element>(
+        &self,
+        i: usize,
+        want: &[T],
+        tol: Tolerance,
+    ) -> std::result::Result<(), Mismatches> {
         let Some(o) = self.outputs.get(i) else {
             let why = Incomparable::NoOutput {
                 index: i,
                 outputs: self.outputs.len(),
             };
-            return Err(Mismatches::incomparable(T::DTYPE, want.len(), why, tol));
+            return Err(Mismatches::not_comparable(T::DTYPE, want.len(), why, tol));
         };
         if o.dtype != T::DTYPE {
             let why = Incomparable::DType {
                 got: o.dtype,
                 want: T::DTYPE,
             };
-            return Err(Mismatches::incomparable(T::DTYPE, want.len(), why, tol));
+            return Err(Mismatches::not_comparable(T::DTYPE, want.len(), why, tol));
         }
         let got = elems_from_bytes(o.dtype, &o.bytes);
         compare_elems(T::DTYPE, &got, &elems_of(want), tol, Some(&o.shape), true)
@@ -135,22 +142,36 @@ impl Outputs {
     /// Compare output `i` of these outputs with output `i` of `other`
     /// (same dtype and shape) within `tol`; never-written elements on
     /// either side fail.
-    pub(super) fn check_against(&self, other: &Outputs, i: usize, tol: Tolerance) -> std::result::Result<(), Mismatches> {
+    pub(super) fn check_against(
+        &self,
+        other: &Outputs,
+        i: usize,
+        tol: Tolerance,
+    ) -> std::result::Result<(), Mismatches> {
         let (a, b) = (&self.outputs[i], &other.outputs[i]);
         let got = elems_from_bytes(a.dtype, &a.bytes);
         let want = elems_from_bytes(b.dtype, &b.bytes);
         compare_elems(a.dtype, &got, &want, tol, Some(&a.shape), true)
     }
 
-    /// Compare with an expectation held as device bytes (a
-    /// [`PropertyTest`](super::PropertyTest) reference or a fixture's).
-    pub(super) fn check_expected(&self, want: &Expected) -> std::result::Result<(), Mismatches> {
+    /// Compare with an [`Expected`] output (device bytes of a dtype, and a
+    /// tolerance), as [`Outputs::check`] does with host values: what
+    /// property-test references and fixtures hold.
+    ///
+    /// # Errors
+    /// As [`Outputs::check`].
+    pub fn check_expected(&self, want: &Expected) -> std::result::Result<(), Mismatches> {
         let Some(o) = self.outputs.get(want.output) else {
             let why = Incomparable::NoOutput {
                 index: want.output,
                 outputs: self.outputs.len(),
             };
-            return Err(Mismatches::incomparable(want.dtype, 0, why, want.tolerance));
+            return Err(Mismatches::not_comparable(
+                want.dtype,
+                0,
+                why,
+                want.tolerance,
+            ));
         };
         let wanted = elems_from_bytes(want.dtype, &want.bytes);
         if o.dtype != want.dtype {
@@ -158,7 +179,12 @@ impl Outputs {
                 got: o.dtype,
                 want: want.dtype,
             };
-            return Err(Mismatches::incomparable(want.dtype, wanted.len(), why, want.tolerance));
+            return Err(Mismatches::not_comparable(
+                want.dtype,
+                wanted.len(),
+                why,
+                want.tolerance,
+            ));
         }
         let got = elems_from_bytes(o.dtype, &o.bytes);
         compare_elems(o.dtype, &got, &wanted, want.tolerance, Some(&o.shape), true)
@@ -177,8 +203,8 @@ impl Outputs {
 }
 
 /// What one output should hold: elements of `dtype` as device bytes,
-/// within a tolerance. Made by [`PropertyTest`](super::PropertyTest)
-/// references and kept in fixtures.
+/// within a tolerance. Made by property-test references and kept in
+/// fixtures; [`Outputs::check_expected`] compares with it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expected {
     /// The output's number.
@@ -208,7 +234,11 @@ impl Expected {
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Binding {
     /// Typed host data, `var<storage, read>`.
-    Input { dtype: DType, len: usize, bytes: Vec<u8> },
+    Input {
+        dtype: DType,
+        len: usize,
+        bytes: Vec<u8>,
+    },
     /// Raw bytes, `var<uniform>`; `host` names the Rust type.
     Uniform { bytes: Vec<u8>, host: String },
     /// Output `k`, `var<storage, read_write>`, declared here.
@@ -336,7 +366,9 @@ impl KernelTest {
     }
 
     fn pass(&mut self) -> &mut Pass {
-        self.passes.last_mut().expect("a kernel test has at least one pass")
+        self.passes
+            .last_mut()
+            .expect("a kernel test has at least one pass")
     }
 
     fn bind(mut self, binding: Binding) -> Self {
@@ -357,7 +389,11 @@ impl KernelTest {
 
     /// A new pass running `entry_point` of another WGSL module (see
     /// [`KernelTest::then`]).
-    pub fn then_source(mut self, source: impl Into<String>, entry_point: impl Into<String>) -> Self {
+    pub fn then_source(
+        mut self,
+        source: impl Into<String>,
+        entry_point: impl Into<String>,
+    ) -> Self {
         self.passes.push(Pass {
             source: source.into(),
             entry_point: entry_point.into(),
@@ -575,8 +611,12 @@ impl KernelTest {
     /// declarations, sizes against the device's limits, workgroup counts.
     fn plan(&self, device: &Device) -> Result<Vec<Plan>> {
         let limits = device.limits();
-        let storage_max = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-        let uniform_max = limits.max_uniform_buffer_binding_size.min(limits.max_buffer_size);
+        let storage_max = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        let uniform_max = limits
+            .max_uniform_buffer_binding_size
+            .min(limits.max_buffer_size);
         let op = "testing::KernelTest::run";
         for o in &self.outputs {
             if o.bytes() > storage_max {
@@ -595,7 +635,11 @@ impl KernelTest {
                 kernel: label.clone(),
                 message,
             };
-            let ep_index = match module.entry_points.iter().position(|ep| ep.name == pass.entry_point) {
+            let ep_index = match module
+                .entry_points
+                .iter()
+                .position(|ep| ep.name == pass.entry_point)
+            {
                 Some(e) if module.entry_points[e].stage == naga::ShaderStage::Compute => e,
                 Some(e) => {
                     return Err(kernel_error(format!(
@@ -681,7 +725,8 @@ impl KernelTest {
                         max,
                     });
                 }
-                let declared_bytes = reflect::find(&declared, min_bytes.len() as u32).map_or(0, |d| d.min_bytes);
+                let declared_bytes =
+                    reflect::find(&declared, min_bytes.len() as u32).map_or(0, |d| d.min_bytes);
                 min_bytes.push(declared_bytes);
             }
 
@@ -832,7 +877,11 @@ impl KernelTest {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let constants: Vec<(&str, f64)> = pass.constants.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let constants: Vec<(&str, f64)> = pass
+            .constants
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
         let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(label),
             layout: Some(&pipeline_layout),
@@ -870,7 +919,9 @@ impl KernelTest {
             .enumerate()
             .map(|(i, (b, own))| {
                 let buffer = match b {
-                    Binding::Output(k) | Binding::ReadOutput(k) | Binding::WriteOutput(k) => &outputs[*k],
+                    Binding::Output(k) | Binding::ReadOutput(k) | Binding::WriteOutput(k) => {
+                        &outputs[*k]
+                    }
                     _ => own.as_ref().expect("host data has its own buffer"),
                 };
                 wgpu::BindGroupEntry {
@@ -918,8 +969,8 @@ impl KernelTest {
         })?;
         let mut outputs = Vec::new();
         for (spec, buffer) in self.outputs.iter().zip(&p.staging) {
-            let mut bytes =
-                device.scoped(|| crate::memory::map_read(d, buffer, ..buffer.size(), index.clone()))?;
+            let mut bytes = device
+                .scoped(|| crate::memory::map_read(d, buffer, ..buffer.size(), index.clone()))?;
             bytes.truncate(spec.bytes() as usize);
             outputs.push(Output {
                 dtype: spec.dtype,
@@ -934,13 +985,21 @@ impl KernelTest {
 /// naga's verdict on `source` (the same checks the kernel cache makes),
 /// with the capabilities `device` has, and missing features told apart
 /// from broken WGSL.
-fn validate(source: &str, label: &str, device: &Device) -> Result<(naga::Module, naga::valid::ModuleInfo)> {
+fn validate(
+    source: &str,
+    label: &str,
+    device: &Device,
+) -> Result<(naga::Module, naga::valid::ModuleInfo)> {
     let module = kernels::parse(source, label)?;
     let features = device.features();
     let mut caps = Capabilities::default();
     let mut needs = Vec::new();
     for (feature, name, cap) in [
-        (wgpu::Features::SHADER_F16, "SHADER_F16", Capabilities::SHADER_FLOAT16),
+        (
+            wgpu::Features::SHADER_F16,
+            "SHADER_F16",
+            Capabilities::SHADER_FLOAT16,
+        ),
         (
             wgpu::Features::SUBGROUP,
             "SUBGROUP",

@@ -14,7 +14,7 @@
 //! GLSL ES has no 16-bit floats, so kernels that enable f16 are not
 //! translated to GLSL: wgpu's GL back end never offers `SHADER_F16`.
 //!
-//! wgarray's own kernels go through the same [`check`] (a unit test in
+//! wgarray's own kernels go through the same check as [`check_portability`] (a unit test in
 //! `src/kernels/portability.rs` runs it on every specialisation they can
 //! dispatch).
 
@@ -536,7 +536,8 @@ fn main(@builtin(local_invocation_index) i: u32) {
 
         let mut nine = String::new();
         for i in 0..9 {
-            nine += &format!("@group(0) @binding({i}) var<storage, read_write> b{i}: array<u32>;\n");
+            nine +=
+                &format!("@group(0) @binding({i}) var<storage, read_write> b{i}: array<u32>;\n");
         }
         nine += "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) g: vec3<u32>) {\n";
         for i in 0..9 {
@@ -570,7 +571,11 @@ fn main(@builtin(local_invocation_index) i: u32) {
         let errors = issues(&kernel("a % b", "i32"));
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].stage, Stage::GlHazard);
-        assert!(errors[0].message.contains("function `rem`"), "{}", errors[0].message);
+        assert!(
+            errors[0].message.contains("function `rem`"),
+            "{}",
+            errors[0].message
+        );
         for (expr, ty) in [
             ("a % b", "u32"),
             ("a - b * (a / b)", "i32"),

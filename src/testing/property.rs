@@ -83,7 +83,9 @@ impl Generate for f32 {
 impl Generate for half::f16 {
     const DEFAULT_RANGE: (f64, f64) = (-100.0, 100.0);
     fn in_range(lo: f64, hi: f64) -> BoxedStrategy<Self> {
-        (lo as f32..=hi as f32).prop_map(half::f16::from_f32).boxed()
+        (lo as f32..=hi as f32)
+            .prop_map(half::f16::from_f32)
+            .boxed()
     }
     fn edges() -> Vec<Self> {
         float_edges(
@@ -99,7 +101,9 @@ impl Generate for half::f16 {
 impl Generate for half::bf16 {
     const DEFAULT_RANGE: (f64, f64) = (-100.0, 100.0);
     fn in_range(lo: f64, hi: f64) -> BoxedStrategy<Self> {
-        (lo as f32..=hi as f32).prop_map(half::bf16::from_f32).boxed()
+        (lo as f32..=hi as f32)
+            .prop_map(half::bf16::from_f32)
+            .boxed()
     }
     fn edges() -> Vec<Self> {
         // bf16 is the top half of an f32: its edges are f32's, truncated.
@@ -204,13 +208,16 @@ impl<T: Generate> Values<T> {
     }
 }
 
+/// A reference closure: the expected output's device bytes for an input.
+type ReferenceFn<V> = Box<dyn Fn(&V) -> Vec<u8>>;
+
 /// A reference: output `output` must match what `expected` computes from
 /// the input, within `tolerance`.
 struct Reference<V> {
     output: usize,
     dtype: DType,
     tolerance: Tolerance,
-    expected: Box<dyn Fn(&V) -> Vec<u8>>,
+    expected: ReferenceFn<V>,
 }
 
 /// A property-based test of a kernel: for inputs drawn from a proptest
@@ -320,7 +327,12 @@ impl<V: Clone + fmt::Debug + 'static> PropertyTest<V> {
     /// ([`all_devices`]; those that refuse a device are left out), the
     /// devices made once for all cases.
     pub fn on_all_adapters(mut self) -> Self {
-        self.devices = Some(all_devices().into_iter().filter_map(|(_, d)| d.ok()).collect());
+        self.devices = Some(
+            all_devices()
+                .into_iter()
+                .filter_map(|(_, d)| d.ok())
+                .collect(),
+        );
         self
     }
 
@@ -342,7 +354,9 @@ impl<V: Clone + fmt::Debug + 'static> PropertyTest<V> {
         for device in devices {
             let outputs = match test.run_with(device) {
                 Ok(o) => o,
-                Err(e) => return Some((Some(device.info().clone()), format!("the run failed: {e}"))),
+                Err(e) => {
+                    return Some((Some(device.info().clone()), format!("the run failed: {e}")));
+                }
             };
             for want in self.expectations(input) {
                 if let Err(m) = outputs.check_expected(&want) {
@@ -386,7 +400,8 @@ impl<V: Clone + fmt::Debug + 'static> PropertyTest<V> {
         };
         let mut seed = [0u8; 32];
         seed[..8].copy_from_slice(&self.seed.to_le_bytes());
-        let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
         let result = runner.run(&self.strategy, |input| match self.case(&devices, &input) {
             None => Ok(()),
             Some((_, report)) => Err(TestCaseError::fail(report)),
@@ -400,9 +415,10 @@ impl<V: Clone + fmt::Debug + 'static> PropertyTest<V> {
             ))),
             Err(TestError::Fail(_, input)) => {
                 // The minimal input, run once more for its adapter and report.
-                let (adapter, report) = self
-                    .case(&devices, &input)
-                    .unwrap_or((None, "the smallest input passed when run again: flaky".into()));
+                let (adapter, report) = self.case(&devices, &input).unwrap_or((
+                    None,
+                    "the smallest input passed when run again: flaky".into(),
+                ));
                 Err(Box::new(PropertyFailure {
                     input: format!("{input:?}"),
                     test: Some((self.build)(&input)),

@@ -29,7 +29,11 @@ pub(super) struct Declared {
 
 /// Every resource binding of `module`, with `used` set for those the entry
 /// point `ep` (an index into `module.entry_points`) reaches.
-pub(super) fn declared(module: &Module, info: &naga::valid::ModuleInfo, ep: usize) -> Vec<Declared> {
+pub(super) fn declared(
+    module: &Module,
+    info: &naga::valid::ModuleInfo,
+    ep: usize,
+) -> Vec<Declared> {
     let usage = info.get_entry_point(ep);
     let ctx = module.to_ctx();
     module
@@ -55,7 +59,10 @@ pub(super) fn declared(module: &Module, info: &naga::valid::ModuleInfo, ep: usiz
                 name,
                 space: var.space,
                 leaves,
-                min_bytes: module.types[var.ty].inner.try_size(ctx).map_or(0, u64::from),
+                min_bytes: module.types[var.ty]
+                    .inner
+                    .try_size(ctx)
+                    .map_or(0, u64::from),
                 used: !usage[handle].is_empty(),
             })
         })
@@ -188,8 +195,10 @@ pub(super) fn check_bindings(kernel: &str, declared: &[Declared], host: &[Host])
                 }
                 continue;
             }
-            (Access::Read, AddressSpace::Storage { access }) if !access.contains(StorageAccess::STORE) => {}
-            (Access::ReadWrite, AddressSpace::Storage { access }) if access.contains(StorageAccess::STORE) => {}
+            (Access::Read, AddressSpace::Storage { access })
+                if !access.contains(StorageAccess::STORE) => {}
+            (Access::ReadWrite, AddressSpace::Storage { access })
+                if access.contains(StorageAccess::STORE) => {}
             _ => return wrong(""),
         }
         if let Some(dtype) = h.dtype
@@ -243,7 +252,11 @@ fn scalar_name(s: Scalar) -> String {
 /// # Errors
 /// [`Error::InvalidArgument`] naming the constant, its type and the
 /// constants the module declares.
-pub(super) fn check_constants(kernel: &str, module: &Module, constants: &[(String, f64)]) -> Result<()> {
+pub(super) fn check_constants(
+    kernel: &str,
+    module: &Module,
+    constants: &[(String, f64)],
+) -> Result<()> {
     let declared: Vec<(String, &naga::Override)> = module
         .overrides
         .iter()
@@ -276,14 +289,20 @@ pub(super) fn check_constants(kernel: &str, module: &Module, constants: &[(Strin
         let v = *value;
         let ok = match scalar {
             Scalar::BOOL => true,
-            Scalar::I32 => v.is_finite() && (i32::MIN as f64..=i32::MAX as f64).contains(&v.trunc()),
+            Scalar::I32 => {
+                v.is_finite() && (i32::MIN as f64..=i32::MAX as f64).contains(&v.trunc())
+            }
             Scalar::U32 => v.is_finite() && (0.0..=u32::MAX as f64).contains(&v.trunc()),
             Scalar::F32 => (v as f32).is_finite(),
             Scalar::F16 => half::f16::from_f64(v).is_finite(),
             _ => v.is_finite(),
         };
         if !ok {
-            let shown = if v.abs() < 1e16 { format!("{v}") } else { format!("{v:e}") };
+            let shown = if v.abs() < 1e16 {
+                format!("{v}")
+            } else {
+                format!("{v:e}")
+            };
             return Err(Error::InvalidArgument(format!(
                 "{kernel}: override constant `{name}: {}` cannot take the value {shown}",
                 scalar_name(scalar)
