@@ -338,27 +338,23 @@ fn bad_input_is_a_typed_error_never_a_panic() {
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
     // An override the shader does not declare, and a value its type cannot take.
-    let r = KernelTest::new(AXPY, "axpy")
-        .device(&dev)
-        .input(&[1.0f32])
-        .input(&[1.0f32])
-        .output(DType::F32, &[1])
-        .constant("no_such_constant", 1.0)
-        .run();
-    match r {
+    let axpy_with = |name: &str, value: f64| {
+        KernelTest::new(AXPY, "axpy")
+            .device(&dev)
+            .input(&[1.0f32])
+            .input(&[1.0f32])
+            .output(DType::F32, &[1])
+            .constant(name, value)
+            .run()
+    };
+    match axpy_with("no_such_constant", 1.0) {
         Err(Error::InvalidArgument(m)) => assert!(
             m.contains("`no_such_constant` is not declared by the shader; it declares [alpha]"),
             "{m}"
         ),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
-    let r = KernelTest::new(AXPY, "axpy")
-        .device(&dev)
-        .input(&[1.0f32])
-        .input(&[1.0f32])
-        .output(DType::F32, &[1])
-        .constant("alpha", 1e39)
-        .run();
+    let r = axpy_with("alpha", 1e39);
     assert!(
         matches!(&r, Err(Error::InvalidArgument(m)) if m.contains("`alpha: f32` cannot take the value 1e39")),
         "{r:?}"
