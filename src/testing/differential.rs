@@ -360,8 +360,14 @@ impl fmt::Display for Disagreements {
                     mismatches,
                 } => {
                     write!(f, "\noutput {output}: {got} vs {want}: ")?;
+                    // Mesa's two adapters share a name: per element, the
+                    // backends alone tell them apart.
+                    let (g, w) = match (got.split_once(" on "), want.split_once(" on ")) {
+                        (Some((a, gb)), Some((b, wb))) if a == b => (gb, wb),
+                        _ => (got.as_str(), want.as_str()),
+                    };
                     let mut text = String::new();
-                    mismatches.write_labeled(&mut text, got, want)?;
+                    mismatches.write_labeled(&mut text, g, w)?;
                     f.write_str(&text.replace('\n', "\n  "))?;
                 }
                 Disagreement::Failed { label, error } => {
