@@ -1110,6 +1110,57 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         .assert();
     }
 
+    /// On every adapter, one without a feature the kernel needs (f16 on GL)
+    /// is skipped; the others still check every case.
+    #[test]
+    fn an_f16_property_runs_where_f16_is() {
+        const TWICE: &str = r#"
+enable f16;
+@group(0) @binding(0) var<storage, read> x: array<f16>;
+@group(0) @binding(1) var<storage, read_write> y: array<f16>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    for (var k = 0u; k < 2u; k++) {
+        let i = 2u * id.x + k;
+        if i < arrayLength(&y) { y[i] = x[i] * 2.0h; }
+    }
+}
+"#;
+        let any_f16 = testing::all_devices().into_iter().any(|(_, d)| {
+            d.is_ok_and(|d| d.features().contains(wgarray::wgpu::Features::SHADER_F16))
+        });
+        let run = PropertyTest::new(
+            Values::<f16>::new().vec(2..200usize).prop_map(|mut v| {
+                v.truncate(v.len() & !1); // whole words: no two threads share one
+                v
+            }),
+            |x: &Vec<f16>| {
+                KernelTest::new(TWICE, "main")
+                    .input(x)
+                    .output(DType::F16, &[x.len()])
+                    .threads([x.len() / 2, 1, 1])
+            },
+        )
+        .reference(
+            0,
+            |x: &Vec<f16>| {
+                x.iter()
+                    .map(|v| f16::from_f32(v.to_f32() * 2.0))
+                    .collect::<Vec<f16>>()
+            },
+            Tolerance::EXACT,
+        )
+        .cases(6)
+        .on_all_adapters()
+        .run();
+        if any_f16 {
+            run.unwrap();
+        } else {
+            let f = run.unwrap_err();
+            assert!(f.report.contains("no device ran the kernel"), "{f}");
+        }
+    }
+
     /// Shared sizes come from proptest itself: two vectors of one length.
     #[test]
     fn inputs_that_share_a_length() {

@@ -324,8 +324,9 @@ impl<V: Clone + fmt::Debug + 'static> PropertyTest<V> {
     }
 
     /// Run every case on every adapter of the machine
-    /// ([`all_devices`]; those that refuse a device are left out), the
-    /// devices made once for all cases.
+    /// ([`all_devices`]; those that refuse a device are left out, and those
+    /// that lack a feature the kernel needs are skipped), the devices made
+    /// once for all cases.
     pub fn on_all_adapters(mut self) -> Self {
         self.devices = Some(
             all_devices()
@@ -348,12 +349,19 @@ impl<V: Clone + fmt::Debug + 'static> PropertyTest<V> {
             .collect()
     }
 
-    /// One case: the first failure's adapter and report.
+    /// One case: the first failure's adapter and report. Devices that lack
+    /// a feature the kernel needs (f16 on GL) are skipped, as in a
+    /// differential run; a case that no device ran fails.
     fn case(&self, devices: &[Device], input: &V) -> Option<(Option<AdapterDescription>, String)> {
         let test = (self.build)(input);
+        let mut skipped = Vec::new();
         for device in devices {
             let outputs = match test.run_with(device) {
                 Ok(o) => o,
+                Err(e @ Error::MissingFeature { .. }) => {
+                    skipped.push(format!("{}: {e}", adapter_label(device.info())));
+                    continue;
+                }
                 Err(e) => {
                     return Some((Some(device.info().clone()), format!("the run failed: {e}")));
                 }
@@ -366,6 +374,10 @@ impl<V: Clone + fmt::Debug + 'static> PropertyTest<V> {
                     ));
                 }
             }
+        }
+        if skipped.len() == devices.len() {
+            let why = skipped.join("; ");
+            return Some((None, format!("no device ran the kernel: {why}")));
         }
         None
     }
