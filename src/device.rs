@@ -149,7 +149,7 @@ impl fmt::Display for AdapterDescription {
     }
 }
 
-fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+pub(crate) fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
     wgpu::Instance::new(desc)

@@ -149,6 +149,37 @@ pub enum Error {
         max: u64,
     },
 
+    /// A binding of a [`crate::testing::KernelTest`] does not match the
+    /// shader's declaration (read from naga's module): a host element type
+    /// that is not the declared one, an input bound where the shader writes,
+    /// a uniform of the wrong size, a binding the shader does not declare
+    /// (`wgsl` is "nothing"), or one the entry point uses that the test does
+    /// not provide (`host` is "nothing").
+    #[error(
+        "{kernel}: @binding({binding}) `{name}`: the shader declares {wgsl}, the test binds {host}"
+    )]
+    BindingMismatch {
+        /// The kernel test's entry point.
+        kernel: String,
+        /// The binding number (group 0).
+        binding: u32,
+        /// The WGSL variable's name (empty when the shader declares none).
+        name: String,
+        /// The declaration as WGSL spells it, e.g. `var<storage, read> x: array<f32>`.
+        wgsl: String,
+        /// What the test binds there, in words, with the Rust element type.
+        host: String,
+    },
+
+    /// A kernel-test fixture file could not be written, read or understood.
+    #[error("fixture {path}: {message}")]
+    Fixture {
+        /// The file (or `<string>` for [`crate::testing::Fixture::from_json`]).
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+
     /// Arrays from different devices were combined.
     #[error("arrays live on different devices")]
     DeviceMismatch,
