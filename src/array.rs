@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::graph::primitive::ElementwiseOp;
 use crate::graph::{Node, Primitive};
-use crate::memory::{BufferKind, PooledBuffer};
+use crate::memory::{BufferKind, Origin, PooledBuffer};
 use crate::shape::{contiguous_strides, numel};
 use crate::{DType, Device, Element, Error, Result};
 
@@ -50,18 +50,34 @@ pub(crate) struct ArrayInner {
     pub shape: Vec<usize>,
     pub dtype: DType,
     pub device: Device,
+    /// The op that made the array and its call site; `Some` only when memory
+    /// history was on (see [`Device::record_memory_history`]).
+    pub origin: Option<Origin>,
     state: Mutex<State>,
 }
 
 impl ArrayInner {
-    fn new(shape: Vec<usize>, dtype: DType, device: &Device, state: State) -> Arc<ArrayInner> {
+    /// A descriptor; one made for an `origin` (history on) is also entered,
+    /// weakly, in the device's registry for memory snapshots.
+    fn new(
+        shape: Vec<usize>,
+        dtype: DType,
+        device: &Device,
+        state: State,
+        origin: Option<Origin>,
+    ) -> Arc<ArrayInner> {
         device.inner.live_arrays.fetch_add(1, Ordering::SeqCst);
-        Arc::new(ArrayInner {
+        let inner = Arc::new(ArrayInner {
             shape,
             dtype,
             device: device.clone(),
+            origin,
             state: Mutex::new(state),
-        })
+        });
+        if origin.is_some() {
+            device.inner.registry.insert(&inner);
+        }
+        inner
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -87,6 +103,15 @@ impl ArrayInner {
                     && crate::shape::is_contiguous(shape, &s.strides)
             }
             _ => false,
+        }
+    }
+
+    /// For an evaluated array: its buffer's pool id, its element offset and
+    /// strides (for memory snapshots).
+    pub(crate) fn buffer_view(&self) -> Option<(u64, usize, Vec<isize>)> {
+        match &*self.lock() {
+            State::Ready(s) => Some((s.buffer.id(), s.offset, s.strides.clone())),
+            _ => None,
         }
     }
 
@@ -158,14 +183,18 @@ pub(crate) fn dtype_word(value: f64, dtype: DType) -> u32 {
 }
 
 impl Array {
-    /// Record a node and make its outputs (one per `(shape, dtype)`).
+    /// Record a node and make its outputs (one per `(shape, dtype)`). With
+    /// memory history on, the node and its outputs remember the op and the
+    /// caller's location: every public op is `#[track_caller]` down to here.
+    #[track_caller]
     pub(crate) fn from_node(
         device: &Device,
         primitive: Primitive,
         inputs: Vec<Array>,
         outputs: Vec<(Vec<usize>, DType)>,
     ) -> Vec<Array> {
-        let node = Arc::new(Node::new(device, primitive, inputs));
+        let origin = device.origin(|| primitive.name());
+        let node = Arc::new(Node::new(device, primitive, inputs, origin));
         let arrays: Vec<Array> = outputs
             .into_iter()
             .map(|(shape, dtype)| Array {
@@ -176,6 +205,7 @@ impl Array {
                     State::Pending {
                         node: Arc::clone(&node),
                     },
+                    origin,
                 ),
             })
             .collect();
@@ -189,6 +219,7 @@ impl Array {
     /// # Errors
     /// [`Error::DataLength`] when `data.len()` is not the product of `shape`;
     /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: &Device) -> Result<Array> {
         let expected = numel(shape);
         if data.len() != expected {
@@ -200,16 +231,25 @@ impl Array {
         }
         let mut bytes = T::to_device_bytes(data);
         bytes.resize(bytes.len().next_multiple_of(4), 0);
-        Array::upload(&bytes, shape, T::DTYPE, device)
+        Array::upload(&bytes, shape, T::DTYPE, device, "from_slice")
     }
 
-    fn upload(bytes: &[u8], shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
-        device.check_binding("from_slice", bytes.len() as u64)?;
+    /// An evaluated array holding `bytes`, made by the constructor `op`.
+    #[track_caller]
+    fn upload(
+        bytes: &[u8],
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        op: &'static str,
+    ) -> Result<Array> {
+        device.check_binding(op, bytes.len() as u64)?;
         let dev = &device.inner;
+        let origin = device.origin(|| op);
         let guard = dev.pool.lock_queue();
         let buffer = dev
             .pool
-            .acquire(&guard, bytes.len() as u64, BufferKind::Storage)?;
+            .acquire(&guard, bytes.len() as u64, BufferKind::Storage, origin)?;
         device.scoped(|| {
             if !bytes.is_empty() {
                 dev.queue.write_buffer(buffer.buffer(), 0, bytes);
@@ -217,7 +257,7 @@ impl Array {
             Ok(())
         })?;
         drop(guard);
-        Ok(Array::ready(shape, dtype, device, buffer))
+        Ok(Array::ready(shape, dtype, device, buffer, origin))
     }
 
     /// An evaluated array of `shape` and `dtype` whose elements are
@@ -227,18 +267,27 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         device.check_binding("empty", bytes)?;
         let dev = &device.inner;
+        let origin = device.origin(|| "empty");
         let buffer = {
             let guard = dev.pool.lock_queue();
-            dev.pool.acquire(&guard, bytes, BufferKind::Storage)?
+            dev.pool
+                .acquire(&guard, bytes, BufferKind::Storage, origin)?
         };
-        Ok(Array::ready(shape, dtype, device, buffer))
+        Ok(Array::ready(shape, dtype, device, buffer, origin))
     }
 
-    fn ready(shape: &[usize], dtype: DType, device: &Device, buffer: PooledBuffer) -> Array {
+    fn ready(
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        buffer: PooledBuffer,
+        origin: Option<Origin>,
+    ) -> Array {
         Array {
             inner: ArrayInner::new(
                 shape.to_vec(),
@@ -249,6 +298,7 @@ impl Array {
                     strides: contiguous_strides(shape),
                     offset: 0,
                 }),
+                origin,
             ),
         }
     }
@@ -257,13 +307,15 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::OutOfMemory`].
+    #[track_caller]
     pub fn scalar(value: f64, dtype: DType, device: &Device) -> Result<Array> {
         let word = dtype_word(value, dtype);
-        Array::upload(&word.to_ne_bytes(), &[], dtype, device)
+        Array::upload(&word.to_ne_bytes(), &[], dtype, device, "scalar")
     }
 
     /// An array of `shape` with every element `value` (converted to `dtype`
     /// as [`Element::from_f64`] does). Lazy: filled by a kernel on eval.
+    #[track_caller]
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Array {
         let word = dtype_word(value, dtype);
         Array::from_node(
@@ -277,11 +329,13 @@ impl Array {
     }
 
     /// `full(shape, 0, dtype)`.
+    #[track_caller]
     pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Array {
         Array::full(shape, 0.0, dtype, device)
     }
 
     /// `full(shape, 1, dtype)`.
+    #[track_caller]
     pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Array {
         Array::full(shape, 1.0, dtype, device)
     }
@@ -291,6 +345,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `step` is 0 or not finite.
+    #[track_caller]
     pub fn arange(
         start: f64,
         stop: f64,
@@ -319,7 +374,7 @@ impl Array {
                 .flat_map(|x| dtype_word(x, dtype).to_ne_bytes())
                 .collect(),
         };
-        Array::upload(&bytes, &[n], dtype, device)
+        Array::upload(&bytes, &[n], dtype, device, "arange")
     }
 
     /// The shape: one length per dimension (`[]` for a scalar).
@@ -370,6 +425,7 @@ impl Array {
     /// # Errors
     /// [`Error::DType`] when `T` is not this array's dtype; the errors of
     /// [`crate::eval`]; [`Error::Readback`] when mapping fails.
+    #[track_caller]
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype() {
             return Err(Error::DType {
@@ -387,6 +443,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] when the array does not have exactly one
     /// element; otherwise as [`Array::to_vec`].
+    #[track_caller]
     pub fn item<T: Element>(&self) -> Result<T> {
         if self.size() != 1 {
             return Err(Error::InvalidArgument(format!(
@@ -402,6 +459,7 @@ impl Array {
     /// One evaluator: a strided view, or a 2-byte one starting mid-word, is
     /// first copied dense by a `Copy` node evaluated like any other; then
     /// the dense bytes are copied to a staging buffer and mapped.
+    #[track_caller]
     fn read_bytes(&self) -> Result<Vec<u8>> {
         self.eval()?;
         if self.nbytes() == 0 {
@@ -427,6 +485,7 @@ impl Array {
         };
         let device = self.device();
         let dev = &device.inner;
+        let origin = device.origin(|| "read-back");
         device.scoped(|| {
             crate::memory::read_back(
                 &dev.pool,
@@ -434,6 +493,7 @@ impl Array {
                 storage.buffer.buffer(),
                 (storage.offset * elem) as u64,
                 self.nbytes().next_multiple_of(4) as u64,
+                origin,
             )
         })
     }
@@ -442,6 +502,7 @@ impl Array {
     ///
     /// # Errors
     /// As [`Array::to_vec`].
+    #[track_caller]
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
         Ok(match self.dtype() {
             DType::F32 => self.to_vec::<f32>()?.into_iter().map(f64::from).collect(),
