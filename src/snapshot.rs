@@ -242,9 +242,14 @@ impl MemorySnapshot {
     }
 }
 
+/// Cached buffers `Display` lists one by one; the rest are summed up in a
+/// line (JSON lists them all).
+const CACHED_SHOWN: usize = 8;
+
 impl fmt::Display for MemorySnapshot {
-    /// A summary line, then one line per buffer (largest first, active
-    /// before cached) with the arrays that view it indented below:
+    /// A summary line, then one line per active buffer (largest first) with
+    /// the arrays that view it indented below, then the largest cached
+    /// buffers (at most 8; a last line sums up the others):
     ///
     /// ```text
     /// 2 buffers active (4.00 MiB, peak 4.00 MiB), 1 cached (1.00 MiB); history on
@@ -263,7 +268,14 @@ impl fmt::Display for MemorySnapshot {
             human(self.stats.cache),
             if self.history { "on" } else { "off" }
         )?;
+        let mut cached = 0;
         for b in &self.buffers {
+            if b.cached {
+                cached += 1;
+                if cached > CACHED_SHOWN {
+                    continue;
+                }
+            }
             let what = match (b.cached, b.readback) {
                 (true, _) => "cached",
                 (false, true) => "read-back",
@@ -287,6 +299,21 @@ impl fmt::Display for MemorySnapshot {
                     describe(a.origin.as_ref())
                 )?;
             }
+        }
+        if cached > CACHED_SHOWN {
+            let rest: u64 = self
+                .buffers
+                .iter()
+                .filter(|b| b.cached)
+                .skip(CACHED_SHOWN)
+                .map(|b| b.bytes)
+                .sum();
+            writeln!(
+                f,
+                "{:>12}  ... and {} smaller cached buffers",
+                human(rest),
+                cached - CACHED_SHOWN
+            )?;
         }
         Ok(())
     }
