@@ -153,7 +153,7 @@ impl MemorySnapshot {
                 ))
             })
             .collect();
-        let (records, stats) = (dev.pool.buffers(), dev.pool.stats());
+        let (records, stats) = dev.pool.buffers();
         // Our strong references go now, outside the pool's lock: an array
         // whose other holders let go meanwhile returns its buffer here.
         drop(arrays);

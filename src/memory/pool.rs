@@ -551,8 +551,9 @@ impl Pool {
             .unwrap_or_default()
     }
 
-    /// Every buffer alive in the driver: on loan, then cached.
-    pub(crate) fn buffers(&self) -> Vec<BufferRecord> {
+    /// Every buffer alive in the driver (on loan, then cached), and the
+    /// counters at the same moment.
+    pub(crate) fn buffers(&self) -> (Vec<BufferRecord>, MemoryStats) {
         let st = lock(&self.state);
         let on_loan = st.loans.iter().flatten().map(|l| BufferRecord {
             id: l.id,
@@ -568,7 +569,7 @@ impl Pool {
             origin: c.origin,
             cached: true,
         });
-        on_loan.chain(cached).collect()
+        (on_loan.chain(cached).collect(), st.stats)
     }
 }
 
