@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::graph::primitive::ElementwiseOp;
 use crate::graph::{Node, Primitive};
-use crate::memory::{BufferKind, PooledBuffer};
+use crate::memory::{BufferKind, Origin, PooledBuffer};
 use crate::shape::{contiguous_strides, numel};
 use crate::{DType, Device, Element, Error, Result};
 
@@ -50,18 +50,34 @@ pub(crate) struct ArrayInner {
     pub shape: Vec<usize>,
     pub dtype: DType,
     pub device: Device,
+    /// The op that made the array and its call site; `Some` only when memory
+    /// history was on (see [`Device::record_memory_history`]).
+    pub origin: Option<Origin>,
     state: Mutex<State>,
 }
 
 impl ArrayInner {
-    fn new(shape: Vec<usize>, dtype: DType, device: &Device, state: State) -> Arc<ArrayInner> {
+    /// A descriptor; one made for an `origin` (history on) is also entered,
+    /// weakly, in the device's registry for memory snapshots.
+    fn new(
+        shape: Vec<usize>,
+        dtype: DType,
+        device: &Device,
+        state: State,
+        origin: Option<Origin>,
+    ) -> Arc<ArrayInner> {
         device.inner.live_arrays.fetch_add(1, Ordering::SeqCst);
-        Arc::new(ArrayInner {
+        let inner = Arc::new(ArrayInner {
             shape,
             dtype,
             device: device.clone(),
+            origin,
             state: Mutex::new(state),
-        })
+        });
+        if origin.is_some() {
+            device.inner.registry.insert(&inner);
+        }
+        inner
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -87,6 +103,15 @@ impl ArrayInner {
                     && crate::shape::is_contiguous(shape, &s.strides)
             }
             _ => false,
+        }
+    }
+
+    /// For an evaluated array: its buffer's pool id, its element offset and
+    /// strides (for memory snapshots).
+    pub(crate) fn buffer_view(&self) -> Option<(u64, usize, Vec<isize>)> {
+        match &*self.lock() {
+            State::Ready(s) => Some((s.buffer.id(), s.offset, s.strides.clone())),
+            _ => None,
         }
     }
 
@@ -158,14 +183,18 @@ pub(crate) fn dtype_word(value: f64, dtype: DType) -> u32 {
 }
 
 impl Array {
-    /// Record a node and make its outputs (one per `(shape, dtype)`).
+    /// Record a node and make its outputs (one per `(shape, dtype)`). With
+    /// memory history on, the node and its outputs remember the op and the
+    /// caller's location: every public op is `#[track_caller]` down to here.
+    #[track_caller]
     pub(crate) fn from_node(
         device: &Device,
         primitive: Primitive,
         inputs: Vec<Array>,
         outputs: Vec<(Vec<usize>, DType)>,
     ) -> Vec<Array> {
-        let node = Arc::new(Node::new(device, primitive, inputs));
+        let origin = device.origin(|| primitive.name());
+        let node = Arc::new(Node::new(device, primitive, inputs, origin));
         let arrays: Vec<Array> = outputs
             .into_iter()
             .map(|(shape, dtype)| Array {
@@ -176,6 +205,7 @@ impl Array {
                     State::Pending {
                         node: Arc::clone(&node),
                     },
+                    origin,
                 ),
             })
             .collect();
@@ -192,6 +222,7 @@ impl Array {
     /// # Errors
     /// [`Error::DataLength`] when `data.len()` is not the product of `shape`;
     /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: &Device) -> Result<Array> {
         let expected = numel(shape);
         if data.len() != expected {
@@ -202,19 +233,29 @@ impl Array {
             });
         }
         // One copy: from `data` straight into wgpu's staging memory.
+        let origin = device.origin(|| "from_slice");
         let bytes = crate::transfer::device_bytes(data.len(), T::DTYPE);
-        let buffer = crate::transfer::upload(device, "from_slice", bytes, |dst| {
+        let buffer = crate::transfer::upload(device, "from_slice", bytes, origin, |dst| {
             crate::transfer::write_host_bytes(dst, T::as_host_bytes(data), T::DTYPE)
         })?;
-        Ok(Array::ready(shape, T::DTYPE, device, buffer))
+        Ok(Array::ready(shape, T::DTYPE, device, buffer, origin))
     }
 
-    /// An evaluated array of `bytes`, already in the device layout.
-    fn upload(bytes: &[u8], shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
-        let buffer = crate::transfer::upload(device, "from_slice", bytes.len() as u64, |dst| {
+    /// An evaluated array of `bytes`, already in the device layout, made by
+    /// the constructor `op`.
+    #[track_caller]
+    fn upload(
+        bytes: &[u8],
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        op: &'static str,
+    ) -> Result<Array> {
+        let origin = device.origin(|| op);
+        let buffer = crate::transfer::upload(device, op, bytes.len() as u64, origin, |dst| {
             crate::transfer::write_device_bytes(dst, bytes)
         })?;
-        Ok(Array::ready(shape, dtype, device, buffer))
+        Ok(Array::ready(shape, dtype, device, buffer, origin))
     }
 
     /// An evaluated array of `shape` and `dtype` whose elements are
@@ -224,15 +265,18 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         device.check_binding("empty", bytes)?;
         let dev = &device.inner;
+        let origin = device.origin(|| "empty");
         let buffer = {
             let guard = dev.pool.lock_queue();
-            dev.pool.acquire(&guard, bytes, BufferKind::Storage)?
+            dev.pool
+                .acquire(&guard, bytes, BufferKind::Storage, origin)?
         };
-        Ok(Array::ready(shape, dtype, device, buffer))
+        Ok(Array::ready(shape, dtype, device, buffer, origin))
     }
 
     pub(crate) fn ready(
@@ -240,8 +284,17 @@ impl Array {
         dtype: DType,
         device: &Device,
         buffer: PooledBuffer,
+        origin: Option<Origin>,
     ) -> Array {
-        Array::ready_strided(shape, dtype, device, buffer, contiguous_strides(shape), 0)
+        Array::ready_strided(
+            shape,
+            dtype,
+            device,
+            buffer,
+            contiguous_strides(shape),
+            0,
+            origin,
+        )
     }
 
     /// An evaluated array reading `buffer` through element `strides` from
@@ -253,6 +306,7 @@ impl Array {
         buffer: PooledBuffer,
         strides: Vec<isize>,
         offset: usize,
+        origin: Option<Origin>,
     ) -> Array {
         Array {
             inner: ArrayInner::new(
@@ -264,6 +318,7 @@ impl Array {
                     strides,
                     offset,
                 }),
+                origin,
             ),
         }
     }
@@ -272,13 +327,15 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::OutOfMemory`].
+    #[track_caller]
     pub fn scalar(value: f64, dtype: DType, device: &Device) -> Result<Array> {
         let word = dtype_word(value, dtype);
-        Array::upload(&word.to_ne_bytes(), &[], dtype, device)
+        Array::upload(&word.to_ne_bytes(), &[], dtype, device, "scalar")
     }
 
     /// An array of `shape` with every element `value` (converted to `dtype`
     /// as [`Element::from_f64`] does). Lazy: filled by a kernel on eval.
+    #[track_caller]
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Array {
         let word = dtype_word(value, dtype);
         Array::from_node(
@@ -292,11 +349,13 @@ impl Array {
     }
 
     /// `full(shape, 0, dtype)`.
+    #[track_caller]
     pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Array {
         Array::full(shape, 0.0, dtype, device)
     }
 
     /// `full(shape, 1, dtype)`.
+    #[track_caller]
     pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Array {
         Array::full(shape, 1.0, dtype, device)
     }
@@ -306,6 +365,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `step` is 0 or not finite.
+    #[track_caller]
     pub fn arange(
         start: f64,
         stop: f64,
@@ -334,7 +394,7 @@ impl Array {
                 .flat_map(|x| dtype_word(x, dtype).to_ne_bytes())
                 .collect(),
         };
-        Array::upload(&bytes, &[n], dtype, device)
+        Array::upload(&bytes, &[n], dtype, device, "arange")
     }
 
     /// The shape: one length per dimension (`[]` for a scalar).
@@ -385,6 +445,7 @@ impl Array {
     /// # Errors
     /// [`Error::DType`] when `T` is not this array's dtype; the errors of
     /// [`crate::eval`]; [`Error::Readback`] when mapping fails.
+    #[track_caller]
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype() {
             return Err(Error::DType {
@@ -439,6 +500,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] when the array does not have exactly one
     /// element; otherwise as [`Array::to_vec`].
+    #[track_caller]
     pub fn item<T: Element>(&self) -> Result<T> {
         if self.size() != 1 {
             return Err(Error::InvalidArgument(format!(
@@ -451,6 +513,11 @@ impl Array {
 
     /// Evaluate, read back, and give `f` the dense row-major bytes
     /// (exactly [`Array::nbytes`]) while the read-back buffer is mapped.
+    ///
+    /// One evaluator: a strided view, or a 2-byte one starting mid-word, is
+    /// first copied dense by a `Copy` node evaluated like any other; then
+    /// the dense bytes are copied to a staging buffer and mapped.
+    #[track_caller]
     pub(crate) fn read_mapped<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         self.eval()?;
         let nbytes = self.nbytes();
@@ -477,6 +544,7 @@ impl Array {
         };
         let device = self.device();
         let dev = &device.inner;
+        let origin = device.origin(|| "read-back");
         device.scoped(|| {
             crate::memory::read_back(
                 &dev.pool,
@@ -484,6 +552,7 @@ impl Array {
                 storage.buffer.buffer(),
                 (storage.offset * elem) as u64,
                 nbytes.next_multiple_of(4) as u64,
+                origin,
                 |b| f(&b[..nbytes]),
             )
         })
@@ -493,6 +562,7 @@ impl Array {
     ///
     /// # Errors
     /// As [`Array::to_vec`].
+    #[track_caller]
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
         Ok(match self.dtype() {
             DType::F32 => self.to_vec::<f32>()?.into_iter().map(f64::from).collect(),

@@ -2,11 +2,12 @@
 //! pool and the kernel cache.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::kernels::{self, KernelCache};
-use crate::memory::{MemoryStats, Pool};
+use crate::memory::{MemoryStats, MemoryTimeline, Origin, Pool};
+use crate::snapshot::{MemorySnapshot, Registry};
 use crate::{Error, Result};
 
 /// Environment variable that picks a backend: `vulkan`, `gl`, `dx12` or `metal`.
@@ -185,6 +186,10 @@ pub(crate) struct DeviceInner {
     pub(crate) kernels: kernels::Context,
     pub(crate) live_arrays: AtomicU64,
     pub(crate) live_nodes: AtomicU64,
+    /// Whether memory history is on ([`Device::record_memory_history`]).
+    pub(crate) history: AtomicBool,
+    /// The arrays made while history is on, weakly (for memory snapshots).
+    pub(crate) registry: Registry,
     /// Set by wgpu's device-lost callback.
     lost: Arc<Mutex<Option<String>>>,
     /// Errors no error scope caught (should not happen; kept, not panicked on).
@@ -314,7 +319,10 @@ impl Device {
                 .push(e.to_string());
         }));
 
-        let pool = Arc::new(Pool::new(device.clone()));
+        let pool = Arc::new(Pool::new(
+            device.clone(),
+            crate::memory::default_cache_limit(limits.max_buffer_size),
+        ));
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 kernels: kernels::Context {
@@ -329,6 +337,8 @@ impl Device {
                 pool,
                 live_arrays: AtomicU64::new(0),
                 live_nodes: AtomicU64::new(0),
+                history: AtomicBool::new(false),
+                registry: Registry::default(),
                 lost,
                 uncaptured,
             }),
@@ -405,9 +415,28 @@ impl Device {
     /// Keep at most `bytes` in the cache, evicting least recently released
     /// buffers now if needed; returns the previous limit (MLX
     /// `set_cache_limit`). 0 disables caching: released buffers go straight
-    /// back to the driver. Default: no limit.
+    /// back to the driver.
+    ///
+    /// Default: the adapter's `max_buffer_size` ([`Device::limits`]), at
+    /// least 256 MiB. wgpu reports no memory size, and that is the one
+    /// figure an adapter gives about its memory: 2 GiB on Mesa's drivers,
+    /// DX12 and GL, `maxMemoryAllocationSize` on other Vulkan drivers,
+    /// `maxBufferLength` on Metal. (MLX's default is its memory limit,
+    /// about all of the device's memory.)
+    ///
+    /// Whatever the limit, the cache also obeys the footprint rule: active
+    /// plus cached memory stays within 2 times the most bytes active at once
+    /// since the device was made or [`Device::clear_cache`] last ran, so a
+    /// loop whose requests grow every step (a growing KV cache) cannot fill
+    /// the cache with buffers it never reuses. The pool's module docs
+    /// (`src/memory/pool.rs`) say why, with measurements.
     pub fn set_cache_limit(&self, bytes: u64) -> u64 {
         self.inner.pool.set_cache_limit(bytes)
+    }
+
+    /// The cache limit in bytes (see [`Device::set_cache_limit`]).
+    pub fn cache_limit(&self) -> u64 {
+        self.inner.pool.cache_limit()
     }
 
     /// Cap active memory at `bytes`; returns the previous limit (MLX
@@ -418,9 +447,84 @@ impl Device {
         self.inner.pool.set_memory_limit(bytes)
     }
 
-    /// Hand every cached buffer back to the driver (MLX `clear_cache`).
+    /// Hand every cached buffer back to the driver (MLX `clear_cache`), and
+    /// restart the cache's footprint rule (see [`Device::set_cache_limit`])
+    /// from the memory active now: after loading a model through large
+    /// temporaries, this lets the cache follow the steady state.
     pub fn clear_cache(&self) {
         self.inner.pool.clear_cache()
+    }
+
+    /// Turn memory history on or off (PyTorch
+    /// `torch.cuda.memory._record_memory_history`).
+    ///
+    /// While it is on: every op records its name and the user's call site
+    /// (`#[track_caller]` on the public ops) in the arrays it makes and in
+    /// the buffers allocated for them; a registry keeps a `Weak` reference
+    /// to each array made, so [`Device::memory_snapshot`] can say which
+    /// arrays view each buffer; and the pool records a timeline of
+    /// allocations, cache hits, releases and frees
+    /// ([`Device::memory_timeline`]). It costs a clock reading per pool
+    /// event and a lock per array made. Off (the default), none of it is
+    /// recorded and ops pay one relaxed atomic load.
+    ///
+    /// Turning it on starts a fresh timeline; turning it off drops the
+    /// timeline and the registry (origins already recorded stay with their
+    /// arrays and buffers).
+    pub fn record_memory_history(&self, enabled: bool) {
+        self.inner.history.store(enabled, Ordering::SeqCst);
+        if !enabled {
+            self.inner.registry.clear();
+        }
+        self.inner.pool.set_history(enabled);
+    }
+
+    /// Every buffer alive in the driver now (on loan and cached), with its
+    /// size in bytes, the op it was handed out for and the user's call site,
+    /// and the shape and dtype of the arrays that view it, largest first;
+    /// `Display` prints it as a table, [`MemorySnapshot::to_json`] as JSON.
+    ///
+    /// Every buffer is listed whether or not history is on (the pool keeps a
+    /// record of each loan); origins and arrays are known for what was made
+    /// while [`Device::record_memory_history`] was on.
+    ///
+    /// ```
+    /// # let device = wgarray::Device::new_default()?;
+    /// device.record_memory_history(true);
+    /// let a = wgarray::Array::zeros(&[256, 256], wgarray::DType::F32, &device);
+    /// a.eval()?;
+    /// let snap = device.memory_snapshot();
+    /// let b = &snap.buffers[0];
+    /// assert_eq!(b.bytes, 256 * 256 * 4);
+    /// assert_eq!(b.origin.unwrap().op, "full");
+    /// assert_eq!(b.arrays[0].shape, vec![256, 256]);
+    /// println!("{snap}");
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    pub fn memory_snapshot(&self) -> MemorySnapshot {
+        MemorySnapshot::take(self)
+    }
+
+    /// The pool's events since history was last turned on, oldest first
+    /// (empty while it is off): for plotting active and cached memory over
+    /// time (`examples/memory_timeline.rs`) and for finding who held the
+    /// memory at its peak ([`MemoryTimeline::holders_at`]).
+    pub fn memory_timeline(&self) -> MemoryTimeline {
+        self.inner.pool.timeline()
+    }
+
+    /// `op` (computed only when needed) and the caller's location, if
+    /// memory history is on.
+    #[track_caller]
+    pub(crate) fn origin(&self, op: impl FnOnce() -> &'static str) -> Option<Origin> {
+        if self.inner.history.load(Ordering::Relaxed) {
+            Some(Origin {
+                op: op(),
+                location: std::panic::Location::caller(),
+            })
+        } else {
+            None
+        }
     }
 
     /// All memory counters at once.

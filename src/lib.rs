@@ -37,6 +37,7 @@ mod memory;
 pub mod ops;
 pub mod random;
 pub mod shape;
+mod snapshot;
 pub mod testing;
 mod transfer;
 
@@ -48,13 +49,14 @@ pub use device::{
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use graph::eval::eval;
-pub use memory::MemoryStats;
+pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeline, Origin};
 pub use ops::concat::{concatenate, stack};
 pub use ops::elementwise::{promote_types, where_};
 pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
 pub use ops::shape::SplitSpec;
 pub use ops::topk::topk;
+pub use snapshot::{ArrayView, BufferSnapshot, MemorySnapshot};
 
 // README's example is compiled and run as a doctest, so it stays true.
 #[cfg(doctest)]

@@ -14,7 +14,7 @@ use std::num::NonZeroU64;
 
 use wgpu::WriteOnly;
 
-use crate::memory::{BufferKind, PooledBuffer};
+use crate::memory::{BufferKind, Origin, PooledBuffer};
 use crate::{DType, Device, Error, Result};
 
 /// Bytes `numel` elements of `dtype` take in a device buffer (before the
@@ -40,6 +40,7 @@ pub(crate) fn upload(
     device: &Device,
     op: &'static str,
     bytes: u64,
+    origin: Option<Origin>,
     fill: impl FnOnce(WriteOnly<'_, [u8]>),
 ) -> Result<PooledBuffer> {
     device.check_binding(op, bytes)?;
@@ -48,7 +49,9 @@ pub(crate) fn upload(
     // Acquire and write under the queue lock: see "Why reuse while in
     // flight is safe" in src/memory/pool.rs.
     let guard = dev.pool.lock_queue();
-    let buffer = dev.pool.acquire(&guard, size, BufferKind::Storage)?;
+    let buffer = dev
+        .pool
+        .acquire(&guard, size, BufferKind::Storage, origin)?;
     if let Some(size) = NonZeroU64::new(size) {
         device.scoped(|| {
             let mut view = dev

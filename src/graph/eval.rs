@@ -74,6 +74,7 @@ pub fn eval(arrays: &[&Array]) -> Result<()> {
             device: &device,
             guard: &guard,
             dispatches: Vec::with_capacity(order.len()),
+            origin: None,
         };
         let mut result = Ok(());
         for node in order {
@@ -103,6 +104,7 @@ fn run_node(lw: &mut Lowering<'_>, node: &Node) -> Result<()> {
         .get()
         .map(|o| o.iter().map(|w| w.upgrade()).collect())
         .unwrap_or_default();
+    lw.origin = node.origin;
     let results = lower::lower(lw, node, &outputs)?;
     for (o, s) in outputs.iter().zip(results) {
         if let (Some(o), Some(s)) = (o, s) {

@@ -337,3 +337,90 @@ pub(crate) enum Distribution {
     /// `mean + std * z`, `z` standard normal by Box-Muller.
     Normal { mean: f32, std: f32 },
 }
+
+impl Primitive {
+    /// The op's name as memory history reports it ([`crate::Origin::op`]):
+    /// NumPy's name where there is one (`add`, `sum`, `reshape`, `take`).
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Primitive::Full { .. } => "full",
+            Primitive::Elementwise(op) => match op {
+                ElementwiseOp::Cast => "astype",
+                ElementwiseOp::Copy => "copy",
+                ElementwiseOp::Unary(u) => u.name(),
+                ElementwiseOp::Binary(b) => b.name(),
+                ElementwiseOp::Where => "where",
+                ElementwiseOp::DivMod => "divmod",
+                ElementwiseOp::Gather => "take",
+            },
+            Primitive::Matmul { .. } => "matmul",
+            Primitive::View(v) => match v {
+                View::Reshape => "reshape",
+                View::Permute(_) => "permute",
+                View::Broadcast => "broadcast_to",
+                View::Slice { .. } => "slice",
+                View::Contiguous => "contiguous",
+            },
+            Primitive::Split { .. } => "split",
+            Primitive::Take { .. } => "take",
+            Primitive::Reduce { op, .. } => op.name(),
+            Primitive::Random { dist, .. } => match dist {
+                Distribution::Bits => "random::bits",
+                Distribution::Uniform { .. } => "random::uniform",
+                Distribution::Normal { .. } => "random::normal",
+            },
+            Primitive::Concatenate { .. } => "concatenate",
+            Primitive::TopK { .. } => "topk",
+        }
+    }
+}
+
+impl UnaryOp {
+    /// NumPy's (or PyTorch's) name for the op.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "negative",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Square => "square",
+            UnaryOp::Reciprocal => "reciprocal",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::GeluTanh => "gelu_approx",
+            UnaryOp::Silu => "silu",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Round => "round",
+            UnaryOp::LogicalNot => "logical_not",
+        }
+    }
+}
+
+impl ReduceOp {
+    /// NumPy's name for the reduction.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+            ReduceOp::Mean => "mean",
+            ReduceOp::Moments => "moments",
+            ReduceOp::LogSumExp => "logsumexp",
+            ReduceOp::All => "all",
+            ReduceOp::Any => "any",
+        }
+    }
+}

@@ -54,6 +54,7 @@ impl Array {
     /// # Errors
     /// [`Error::TooLarge`] when the uploaded bytes exceed the adapter's
     /// largest storage binding; [`Error::OutOfMemory`].
+    #[track_caller]
     pub fn from_ndarray<T, S, D>(array: &ArrayBase<S, D>, device: &Device) -> Result<Array>
     where
         T: Element,
@@ -62,6 +63,7 @@ impl Array {
     {
         let shape = array.shape();
         let dtype = T::DTYPE;
+        let origin = device.origin(|| "from_ndarray");
         if let Some(slice) = array.as_slice() {
             return Array::from_slice(slice, shape, device);
         }
@@ -74,19 +76,21 @@ impl Array {
                 device,
                 "from_ndarray",
                 device_bytes(block.len(), dtype),
+                origin,
                 |dst| write_host_bytes(dst, T::as_host_bytes(block), dtype),
             )?;
             return Ok(Array::ready_strided(
-                shape, dtype, device, buffer, strides, offset,
+                shape, dtype, device, buffer, strides, offset, origin,
             ));
         }
         let buffer = transfer::upload(
             device,
             "from_ndarray",
             device_bytes(array.len(), dtype),
+            origin,
             |dst| write_elements(dst, array.iter().copied()),
         )?;
-        Ok(Array::ready(shape, dtype, device, buffer))
+        Ok(Array::ready(shape, dtype, device, buffer, origin))
     }
 
     /// Evaluate and read back into an owned ndarray array of standard

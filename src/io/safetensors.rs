@@ -201,10 +201,11 @@ impl SafetensorsFile {
     fn upload(&self, t: &Planned<'_>, device: &Device) -> Result<Array> {
         let numel = t.bytes.len() / file_size_in_bytes(t.dtype);
         let size = transfer::device_bytes(numel, t.dtype);
-        let buffer = transfer::upload(device, "load_safetensors", size, |dst| {
+        let origin = device.origin(|| "load_safetensors");
+        let buffer = transfer::upload(device, "load_safetensors", size, origin, |dst| {
             transfer::write_host_bytes(dst, t.bytes, t.dtype)
         })?;
-        Ok(Array::ready(t.shape, t.dtype, device, buffer))
+        Ok(Array::ready(t.shape, t.dtype, device, buffer, origin))
     }
 
     /// Tensor `name` as an evaluated array on `device`: its bytes copied

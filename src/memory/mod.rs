@@ -1,17 +1,23 @@
-//! GPU memory: the per-device buffer pool and its statistics.
+//! GPU memory: the per-device buffer pool, its statistics, and its history
+//! (what each buffer was handed out for, and the timeline of events).
 //!
 //! This module knows nothing about arrays or graphs. It hands out
-//! [`PooledBuffer`]s and takes them back in their `Drop`, synchronously.
+//! [`PooledBuffer`]s and takes them back in their `Drop`, synchronously; the
+//! [`Origin`] a caller attaches to a buffer is an opaque label to it.
 
+mod history;
 mod pool;
 
+pub use history::{Holder, MemoryEvent, MemoryEventKind, MemoryTimeline, Origin};
+pub(crate) use history::{json_origin, json_string};
 pub use pool::MemoryStats;
-pub(crate) use pool::{BufferKind, Pool, PooledBuffer, QueueGuard};
+pub(crate) use pool::{BufferKind, Pool, PooledBuffer, QueueGuard, default_cache_limit};
 
 /// Copy `size` bytes of `src` from byte `offset` (both multiples of 4) to
 /// the host and give them to `f` while they are mapped: a staging buffer
-/// from `pool`, one copy command submitted on `queue` under the pool's queue
-/// lock, then [`map_read_with`].
+/// from `pool` (handed out for `origin`, `None` unless history is on), one
+/// copy command submitted on `queue` under the pool's queue lock, then
+/// [`map_read_with`].
 ///
 /// # Errors
 /// [`crate::Error::OutOfMemory`] for the staging buffer,
@@ -22,10 +28,11 @@ pub(crate) fn read_back<R>(
     src: &wgpu::Buffer,
     offset: u64,
     size: u64,
+    origin: Option<Origin>,
     f: impl FnOnce(&[u8]) -> R,
 ) -> crate::Result<R> {
     let guard = pool.lock_queue();
-    let staging = pool.acquire(&guard, size, BufferKind::Readback)?;
+    let staging = pool.acquire(&guard, size, BufferKind::Readback, origin)?;
     let mut encoder = pool
         .device()
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {

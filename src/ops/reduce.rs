@@ -71,6 +71,7 @@ impl Axes {
 
 impl Array {
     /// Record a reduction node and shape its outputs (dtype, keepdims).
+    #[track_caller]
     pub(crate) fn reduce(
         &self,
         op: ReduceOp,
@@ -109,25 +110,26 @@ impl Array {
                 }
             })
             .collect();
-        outs.into_iter()
-            .map(|o| {
-                // f16/bf16 accumulate in f32; round the result back.
-                let o = if o.dtype() == DType::F32
-                    && matches!(self.dtype(), DType::F16 | DType::BF16)
-                {
-                    o.astype(self.dtype())?
-                } else {
-                    o
-                };
-                Ok(if keepdims {
-                    o.reshape_to(&keep_shape)
-                } else {
-                    o
-                })
-            })
-            .collect()
+        // A loop, not a closure: the casts and reshapes record the caller's
+        // location.
+        let mut shaped = Vec::with_capacity(outs.len());
+        for o in outs {
+            // f16/bf16 accumulate in f32; round the result back.
+            let o = if o.dtype() == DType::F32 && matches!(self.dtype(), DType::F16 | DType::BF16) {
+                o.astype(self.dtype())?
+            } else {
+                o
+            };
+            shaped.push(if keepdims {
+                o.reshape_to(&keep_shape)
+            } else {
+                o
+            });
+        }
+        Ok(shaped)
     }
 
+    #[track_caller]
     fn reduce1(&self, op: ReduceOp, axes: Axes, keepdims: bool) -> Result<Array> {
         Ok(self.reduce(op, axes, keepdims, 0)?.remove(0))
     }
@@ -144,6 +146,7 @@ macro_rules! reductions {
                 ///
                 /// # Errors
                 /// [`crate::Error::InvalidAxis`].
+                #[track_caller]
                 pub fn $name(&self, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
                     self.reduce1($op, axes.into(), keepdims)
                 }
@@ -177,6 +180,7 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
+    #[track_caller]
     pub fn var(&self, axes: impl Into<Axes>, keepdims: bool, ddof: u32) -> Result<Array> {
         Ok(self
             .reduce(ReduceOp::Moments, axes.into(), keepdims, ddof)?
@@ -187,6 +191,7 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
+    #[track_caller]
     pub fn std(&self, axes: impl Into<Axes>, keepdims: bool, ddof: u32) -> Result<Array> {
         self.var(axes, keepdims, ddof)?.sqrt()
     }
@@ -196,6 +201,7 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
+    #[track_caller]
     pub fn argmax(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
         self.arg(ReduceOp::ArgMax, axis, keepdims)
     }
@@ -204,10 +210,12 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
+    #[track_caller]
     pub fn argmin(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
         self.arg(ReduceOp::ArgMin, axis, keepdims)
     }
 
+    #[track_caller]
     fn arg(&self, op: ReduceOp, axis: Option<isize>, keepdims: bool) -> Result<Array> {
         let len = match axis {
             Some(a) => self.shape()[normalize_axis(a, self.ndim())?],
@@ -246,6 +254,7 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
+    #[track_caller]
     pub fn moments(
         &self,
         axes: impl Into<Axes>,
