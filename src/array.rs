@@ -43,6 +43,9 @@ pub(crate) enum State {
     Ready(Storage),
     /// Taken apart while dropping (see `Node::drop`).
     Released,
+    /// Its eval was refused by a lost device: never computed, and never
+    /// will be on this device.
+    Lost,
 }
 
 /// The descriptor every handle of one array shares.
@@ -94,6 +97,9 @@ impl ArrayInner {
     pub(crate) fn storage(&self) -> Result<Storage> {
         match &*self.lock() {
             State::Ready(s) => Ok(s.clone()),
+            State::Lost => Err(Error::DeviceLost(
+                "this array's eval was refused by a lost device".into(),
+            )),
             _ => Err(Error::Internal(
                 "an input was not evaluated before its user".into(),
             )),
@@ -207,14 +213,24 @@ impl Array {
         device.check_binding("from_slice", bytes.len() as u64)?;
         let dev = &device.inner;
         let guard = dev.pool.lock_queue();
+        device.check_lost()?;
         let buffer = dev
             .pool
             .acquire(&guard, bytes.len() as u64, BufferKind::Storage)?;
         device.scoped(|| {
-            if !bytes.is_empty() {
-                dev.queue.write_buffer(buffer.buffer(), 0, bytes);
+            let Some(size) = wgpu::BufferSize::new(bytes.len() as u64) else {
+                return Ok(());
+            };
+            // Not `write_buffer`: wgpu drops a write to a lost device
+            // silently, while `write_buffer_with` says so (`None`, and no
+            // validation error: `scoped` records the loss).
+            match dev.queue.write_buffer_with(buffer.buffer(), 0, size) {
+                Some(mut view) => {
+                    view.copy_from_slice(bytes);
+                    Ok(())
+                }
+                None => Err(Error::DeviceLost(crate::memory::REFUSED.into())),
             }
-            Ok(())
         })?;
         drop(guard);
         Ok(Array::ready(shape, dtype, device, buffer))
@@ -226,10 +242,11 @@ impl Array {
     /// outputs that a kernel will overwrite, and for measuring the pool.
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    /// [`Error::OutOfMemory`], [`Error::TooLarge`], [`Error::DeviceLost`].
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         device.check_binding("empty", bytes)?;
+        device.probe_lost()?;
         let dev = &device.inner;
         let buffer = {
             let guard = dev.pool.lock_queue();
@@ -403,8 +420,11 @@ impl Array {
     /// first copied dense by a `Copy` node evaluated like any other; then
     /// the dense bytes are copied to a staging buffer and mapped.
     fn read_bytes(&self) -> Result<Vec<u8>> {
-        self.eval()?;
+        // No loss probe when nothing is pending: the read-back's own
+        // submission tells.
+        crate::graph::eval::evaluate(&[self])?;
         if self.nbytes() == 0 {
+            self.device().probe_lost()?;
             return Ok(Vec::new());
         }
         let storage = self.inner.storage()?;
@@ -422,7 +442,7 @@ impl Array {
             )
             .pop()
             .expect("one output");
-            copy.eval()?;
+            crate::graph::eval::evaluate(&[&copy])?;
             (copy.inner.storage()?, Some(copy))
         };
         let device = self.device();
@@ -434,6 +454,7 @@ impl Array {
                 storage.buffer.buffer(),
                 (storage.offset * elem) as u64,
                 self.nbytes().next_multiple_of(4) as u64,
+                device.wait_timeout(),
             )
         })
     }

@@ -257,6 +257,8 @@ impl KernelTest {
             None => default_device()?,
         };
         self.validate(&device)?;
+        // wgpu panics in `create_buffer_init` on a lost device: ask first.
+        device.probe_lost()?;
         let dev = &device.inner;
         let d = &dev.device;
 
@@ -320,8 +322,10 @@ impl KernelTest {
                 unreachable!("staging buffers are made for outputs only")
             };
             let len = shape.iter().product::<usize>() * dtype.size_in_bytes();
-            let mut bytes = device
-                .scoped(|| crate::memory::map_read(d, buffer, ..buffer.size(), index.clone()))?;
+            let mut bytes = device.scoped(|| {
+                let timeout = device.wait_timeout();
+                crate::memory::map_read(d, buffer, ..buffer.size(), index.clone(), timeout)
+            })?;
             bytes.truncate(len);
             outputs.push(Output {
                 dtype: *dtype,
