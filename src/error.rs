@@ -178,6 +178,22 @@ pub enum Error {
         max: u64,
     },
 
+    /// A reduction without an identity (max, min, argmax, argmin) over
+    /// axes that hold no element: there is no value to return. NumPy,
+    /// PyTorch and MLX refuse these too.
+    #[error(
+        "{op} of an empty sequence: axes {axes:?} of shape {shape:?} hold no element, \
+         and {op} has no identity"
+    )]
+    EmptyReduction {
+        /// The reduction (`max`, `min`, `argmax`, `argmin`).
+        op: &'static str,
+        /// The input's shape.
+        shape: Vec<usize>,
+        /// The reduced axes (non-negative, sorted).
+        axes: Vec<usize>,
+    },
+
     /// Arrays from different devices were combined.
     #[error("arrays live on different devices")]
     DeviceMismatch,
