@@ -191,8 +191,8 @@ fn explain_refusal(info: &AdapterDescription, message: &str) -> String {
         format!(
             "{message} (wgpu's GL backend reports a GL call that failed while it set the \
              device up as a lost device, most often glMapBufferRange returning NULL for \
-             its first staging buffer; run with RUST_LOG=wgpu_hal=debug to see the GL error, \
-             or pick another adapter with WGARRAY_BACKEND / WGARRAY_ADAPTER)"
+             its first staging buffer; wgpu_hal's debug log names the GL error, see \
+             docs/ARCHITECTURE.md; pick another adapter with WGARRAY_BACKEND or WGARRAY_ADAPTER)"
         )
     } else {
         message.to_string()
