@@ -98,8 +98,8 @@ pub use kernel_test::{KernelTest, Outputs};
 ///
 /// # Errors
 /// [`crate::Error::UnknownBackend`] for a bad `WGARRAY_BACKEND`,
-/// [`crate::Error::NoAdapter`] when no adapter matches, [`crate::Error::RequestDevice`]
-/// when the adapter refuses.
+/// [`crate::Error::NoAdapter`] when no adapter matches,
+/// [`crate::Error::AdaptersRefused`] when every matching adapter refuses.
 pub fn default_device() -> Result<Device> {
     static DEVICE: OnceLock<Result<Device>> = OnceLock::new();
     DEVICE
