@@ -624,10 +624,17 @@ impl Device {
     /// Record a loss wgarray found itself (wgpu's callback may come later,
     /// or never for a destroyed device with work in flight).
     pub(crate) fn mark_lost(&self, msg: &str) {
-        let mut lost = self.inner.lost.lock().unwrap_or_else(|e| e.into_inner());
-        if lost.is_none() {
+        let first = {
+            let mut lost = self.inner.lost.lock().unwrap_or_else(|e| e.into_inner());
+            let first = lost.is_none();
+            if first {
+                *lost = Some(msg.to_string());
+            }
+            first
+        };
+        // Logged with the leaf lock let go (the logger is the user's code).
+        if first {
             log::error!("wgarray: device lost: {msg}");
-            *lost = Some(msg.to_string());
         }
     }
 
