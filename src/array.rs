@@ -43,6 +43,9 @@ pub(crate) enum State {
     Ready(Storage),
     /// Taken apart while dropping (see `Node::drop`).
     Released,
+    /// Its eval was refused by a lost device: never computed, and never
+    /// will be on this device.
+    Lost,
 }
 
 /// The descriptor every handle of one array shares.
@@ -119,6 +122,9 @@ impl ArrayInner {
     pub(crate) fn storage(&self) -> Result<Storage> {
         match &*self.lock() {
             State::Ready(s) => Ok(s.clone()),
+            State::Lost => Err(Error::DeviceLost(
+                "this array's eval was refused by a lost device".into(),
+            )),
             _ => Err(Error::Internal(
                 "an input was not evaluated before its user".into(),
             )),
@@ -264,11 +270,12 @@ impl Array {
     /// outputs that a kernel will overwrite, and for measuring the pool.
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    /// [`Error::OutOfMemory`], [`Error::TooLarge`], [`Error::DeviceLost`].
     #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         device.check_binding("empty", bytes)?;
+        device.probe_lost()?;
         let dev = &device.inner;
         let origin = device.origin(|| "empty");
         let buffer = {
@@ -519,9 +526,12 @@ impl Array {
     /// the dense bytes are copied to a staging buffer and mapped.
     #[track_caller]
     pub(crate) fn read_mapped<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
-        self.eval()?;
+        // No loss probe when nothing is pending: the read-back's own
+        // submission tells.
+        crate::graph::eval::evaluate(&[self])?;
         let nbytes = self.nbytes();
         if nbytes == 0 {
+            self.device().probe_lost()?;
             return Ok(f(&[]));
         }
         let storage = self.inner.storage()?;
@@ -539,7 +549,7 @@ impl Array {
             )
             .pop()
             .expect("one output");
-            copy.eval()?;
+            crate::graph::eval::evaluate(&[&copy])?;
             (copy.inner.storage()?, Some(copy))
         };
         let device = self.device();
@@ -553,6 +563,7 @@ impl Array {
                 (storage.offset * elem) as u64,
                 nbytes.next_multiple_of(4) as u64,
                 origin,
+                device.wait_timeout(),
                 |b| f(&b[..nbytes]),
             )
         })

@@ -77,7 +77,9 @@ pub fn matmul_naive(a: &Array, b: &Array) -> Result<Array> {
         )?);
     }
     let guard = dev.pool.lock_queue();
-    device
-        .scoped(|| kernels::submit(&dev.device, &dev.queue, &dev.kernels, &guard, &dispatches))?;
+    device.scoped(|| {
+        let index = kernels::submit(&dev.device, &dev.queue, &dev.kernels, &guard, &dispatches)?;
+        device.confirm_submitted(index)
+    })?;
     Ok(out)
 }

@@ -40,6 +40,20 @@ pub enum Error {
     #[error("the adapter refused to create a device: {0}")]
     RequestDevice(String),
 
+    /// Adapters matched, and every one of them refused to create a device
+    /// ([`crate::Device::new`] tries them in rank order).
+    #[error(
+        "every adapter that matched {requested} refused to create a device: [{}]",
+        refusals.join("; ")
+    )]
+    AdaptersRefused {
+        /// What was asked for, in words.
+        requested: String,
+        /// `name (backend, device type): wgpu's message` for each adapter
+        /// tried, best ranked first.
+        refusals: Vec<String>,
+    },
+
     /// wgpu reported a validation error. This is a bug in wgarray (or in a
     /// user's own kernel); the message is wgpu's.
     #[error("wgpu validation error: {0}")]
@@ -75,8 +89,23 @@ pub enum Error {
     },
 
     /// The device was lost (driver reset, removal, or [`wgpu::Device::destroy`]).
+    /// Every call that reaches the GPU returns this from then on; create a
+    /// new [`crate::Device`].
     #[error("the GPU device was lost: {0}")]
     DeviceLost(String),
+
+    /// The GPU did not finish within the device's wait limit
+    /// ([`crate::Device::set_wait_timeout`]): a hung or very slow device.
+    #[error(
+        "the GPU did not finish {what} within {:.3} s (Device::set_wait_timeout sets the limit)",
+        waited.as_secs_f64()
+    )]
+    Timeout {
+        /// What was waited for, in words.
+        what: &'static str,
+        /// How long it was waited for.
+        waited: std::time::Duration,
+    },
 
     /// Waiting for the GPU or mapping a buffer failed.
     #[error("reading back from the GPU failed: {0}")]
@@ -178,6 +207,22 @@ pub enum Error {
         path: String,
         /// What went wrong.
         message: String,
+    },
+
+    /// A reduction without an identity (max, min, argmax, argmin) over
+    /// axes that hold no element: there is no value to return. NumPy,
+    /// PyTorch and MLX refuse these too.
+    #[error(
+        "{op} of an empty sequence: axes {axes:?} of shape {shape:?} hold no element, \
+         and {op} has no identity"
+    )]
+    EmptyReduction {
+        /// The reduction (`max`, `min`, `argmax`, `argmin`).
+        op: &'static str,
+        /// The input's shape.
+        shape: Vec<usize>,
+        /// The reduced axes (non-negative, sorted).
+        axes: Vec<usize>,
     },
 
     /// Arrays from different devices were combined.

@@ -43,8 +43,8 @@ mod transfer;
 
 pub use array::Array;
 pub use device::{
-    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, Device, DeviceOptions, OPTIONAL_FEATURES,
-    parse_backend,
+    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, DEFAULT_WAIT_TIMEOUT, Device, DeviceOptions,
+    OPTIONAL_FEATURES, parse_backend,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

@@ -107,6 +107,7 @@ pub(crate) enum UnaryOp {
     Exp,
     Log,
     Log1p,
+    Expm1,
     Sqrt,
     Rsqrt,
     Square,
@@ -133,13 +134,14 @@ pub(crate) enum UnaryOp {
 impl UnaryOp {
     /// Every unary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [UnaryOp; 23] = [
+    pub(crate) const ALL: [UnaryOp; 24] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
         UnaryOp::Exp,
         UnaryOp::Log,
         UnaryOp::Log1p,
+        UnaryOp::Expm1,
         UnaryOp::Sqrt,
         UnaryOp::Rsqrt,
         UnaryOp::Square,
@@ -313,6 +315,18 @@ impl ReduceOp {
         }
     }
 
+    /// The op's name if it has no identity (nothing to return for an
+    /// empty reduction), else `None`.
+    pub(crate) fn without_identity(self) -> Option<&'static str> {
+        match self {
+            ReduceOp::Max => Some("max"),
+            ReduceOp::Min => Some("min"),
+            ReduceOp::ArgMax => Some("argmax"),
+            ReduceOp::ArgMin => Some("argmin"),
+            _ => None,
+        }
+    }
+
     /// Output dtypes for an input dtype (4-byte dtypes: the ops layer casts
     /// to f16/bf16 afterwards).
     pub(crate) fn out_dtypes(self, input: DType) -> Vec<DType> {
@@ -385,6 +399,7 @@ impl UnaryOp {
             UnaryOp::Exp => "exp",
             UnaryOp::Log => "log",
             UnaryOp::Log1p => "log1p",
+            UnaryOp::Expm1 => "expm1",
             UnaryOp::Sqrt => "sqrt",
             UnaryOp::Rsqrt => "rsqrt",
             UnaryOp::Square => "square",

@@ -173,8 +173,14 @@ unary_fns! {
     exp => UnaryOp::Exp;
     /// Natural logarithm.
     log => UnaryOp::Log;
-    /// `log(1 + x)`, accurate near 0 (Goldberg 1991, theorem 4).
+    /// `log(1 + x)`, within 2 ulp of the true value over the whole f32
+    /// range (musl's `log1pf`, after Sun's fdlibm): -inf at -1, NaN below,
+    /// x itself for |x| < 2^-24. f16 and bf16 compute in f32 and round once.
     log1p => UnaryOp::Log1p;
+    /// `e^x - 1`, within 2 ulp of the true value over the whole f32 range
+    /// (musl's `expm1f`, after Sun's fdlibm): -1 below -27 ln 2, inf past
+    /// ln(f32::MAX), x itself for |x| < 2^-25.
+    expm1 => UnaryOp::Expm1;
     /// Square root.
     sqrt => UnaryOp::Sqrt;
     /// `1 / sqrt(x)` (MLX `rsqrt`).

@@ -29,37 +29,59 @@ impl Array {
         }
     }
 
-    /// `exp(x - logsumexp(x))` along `axis`: softmax, with the maximum
-    /// subtracted inside the one-pass logsumexp so nothing overflows (MLX
-    /// `softmax`). Integer input gives f32.
+    /// Softmax along `axis`: `e / sum(e)` with `e = exp(x - max(x))`
+    /// (PyTorch/MLX `softmax`). Subtracting the maximum keeps `exp` from
+    /// overflowing, and the row's largest element contributes exactly 1,
+    /// so `n` equal values give exactly `1 / n` however large they are
+    /// (`exp(x - logsumexp(x))` lost the low bits of `x`). Integer input
+    /// gives f32; f16 and bf16 compute in f32 and round once. A row with
+    /// NaN, or with `+inf`, is NaN; an empty array stays empty.
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
     pub fn softmax(&self, axis: isize) -> Result<Array> {
-        let y = self.widen()?.log_softmax_f(axis)?.exp()?;
+        let (shifted, _) = self.widen()?.shift_by_max(axis)?;
+        let e = shifted.exp()?;
+        let y = (&e / &e.sum(Axes::from(axis), true)?)?;
         self.narrow_like(y)
     }
 
-    /// `x - logsumexp(x)` along `axis` (PyTorch/MLX `log_softmax`).
+    /// `(x - max) - log(sum(exp(x - max)))` along `axis` (PyTorch/MLX
+    /// `log_softmax`). The log is `log1p(sum - 1)` (the sum is at least 1,
+    /// and `sum - 1` is exact in f32), which is within 2 ulp where WGSL's
+    /// `log` may be 3 ulp off: `n` equal values give `-ln n` to 1 ulp.
+    /// Dtypes as [`Array::softmax`].
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Result<Array> {
-        let y = self.widen()?.log_softmax_f(axis)?;
+        let (shifted, empty) = self.widen()?.shift_by_max(axis)?;
+        if empty {
+            return self.narrow_like(shifted);
+        }
+        let sum = shifted.exp()?.sum(Axes::from(axis), true)?;
+        let y = (&shifted - &(&sum - 1.0)?.log1p()?)?;
         self.narrow_like(y)
     }
 
+    /// `x - max(x)` along `axis` (keepdims), in a float dtype (integers as
+    /// f32), and whether `x` is empty (then `x` itself: there is no
+    /// maximum to subtract, and nothing to compute).
     #[track_caller]
-    fn log_softmax_f(&self, axis: isize) -> Result<Array> {
+    fn shift_by_max(&self, axis: isize) -> Result<(Array, bool)> {
+        crate::shape::normalize_axis(axis, self.ndim())?;
         let x = if self.dtype().is_float() {
             self.clone()
         } else {
             self.astype(DType::F32)?
         };
-        let lse = x.logsumexp(Axes::from(axis), true)?;
-        &x - &lse
+        if x.size() == 0 {
+            return Ok((x, true));
+        }
+        let max = x.max(Axes::from(axis), true)?;
+        Ok(((&x - &max)?, false))
     }
 
     /// Layer normalisation over the last axis (Ba, Kiros & Hinton 2016;

@@ -80,6 +80,15 @@ impl Array {
         ddof: u32,
     ) -> Result<Vec<Array>> {
         let axes = axes.resolve(self.ndim())?;
+        if let Some(name) = op.without_identity()
+            && axes.iter().any(|&a| self.shape()[a] == 0)
+        {
+            return Err(crate::Error::EmptyReduction {
+                op: name,
+                shape: self.shape().to_vec(),
+                axes,
+            });
+        }
         let input = match (op, self.dtype()) {
             (ReduceOp::Sum | ReduceOp::Prod, DType::Bool) => self.astype(DType::I32)?,
             _ => self.clone(),
@@ -145,7 +154,9 @@ macro_rules! reductions {
                 /// from the end). `keepdims` keeps reduced axes with length 1.
                 ///
                 /// # Errors
-                /// [`crate::Error::InvalidAxis`].
+                /// [`crate::Error::InvalidAxis`]; for max and min,
+                /// [`crate::Error::EmptyReduction`] when a reduced axis has
+                /// length 0.
                 #[track_caller]
                 pub fn $name(&self, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
                     self.reduce1($op, axes.into(), keepdims)
@@ -160,9 +171,11 @@ reductions! {
     sum => ReduceOp::Sum;
     /// Product (NumPy `prod`); bool multiplies as i32.
     prod => ReduceOp::Prod;
-    /// Maximum (NumPy `max`/`amax`); NaN propagates. An empty reduction gives -inf (or the type's minimum).
+    /// Maximum (NumPy `max`/`amax`); NaN propagates. Over an empty axis:
+    /// an error (no identity), as NumPy, PyTorch and MLX.
     max => ReduceOp::Max;
-    /// Minimum (NumPy `min`/`amin`); NaN propagates.
+    /// Minimum (NumPy `min`/`amin`); NaN propagates. Over an empty axis:
+    /// an error, as `max`.
     min => ReduceOp::Min;
     /// Arithmetic mean, f32 for integer input (NumPy `mean`).
     mean => ReduceOp::Mean;
@@ -200,7 +213,8 @@ impl Array {
     /// `None` (NumPy `argmax`), as u32. NaN counts as the maximum.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::EmptyReduction`] when
+    /// the axis (or, for `None`, the array) is empty.
     #[track_caller]
     pub fn argmax(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
         self.arg(ReduceOp::ArgMax, axis, keepdims)
@@ -209,7 +223,7 @@ impl Array {
     /// Index of the first minimum (NumPy `argmin`), as u32; see [`Array::argmax`].
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// As [`Array::argmax`].
     #[track_caller]
     pub fn argmin(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
         self.arg(ReduceOp::ArgMin, axis, keepdims)
@@ -217,14 +231,17 @@ impl Array {
 
     #[track_caller]
     fn arg(&self, op: ReduceOp, axis: Option<isize>, keepdims: bool) -> Result<Array> {
-        let len = match axis {
-            Some(a) => self.shape()[normalize_axis(a, self.ndim())?],
-            None => self.size(),
+        let axes = match axis {
+            Some(a) => vec![normalize_axis(a, self.ndim())?],
+            None => (0..self.ndim()).collect(),
         };
-        if len == 0 {
-            return Err(crate::Error::InvalidArgument(
-                "argmax/argmin of an empty sequence".into(),
-            ));
+        if self.size() == 0 && (axis.is_none() || self.shape()[axes[0]] == 0) {
+            // Named with the caller's shape (the flattened one would hide it).
+            return Err(crate::Error::EmptyReduction {
+                op: op.without_identity().unwrap_or("argmax"),
+                shape: self.shape().to_vec(),
+                axes,
+            });
         }
         match axis {
             Some(a) => self.reduce1(op, Axes::from(a), keepdims),

@@ -545,6 +545,8 @@ impl KernelTest {
 
     /// [`KernelTest::run`] on `device`.
     pub(super) fn run_with(&self, device: &Device) -> Result<Outputs> {
+        // wgpu panics in `create_buffer_init` on a lost device: ask first.
+        device.probe_lost()?;
         let prepared = self.prepare(device)?;
         self.execute(device, &prepared)
     }
@@ -969,8 +971,15 @@ impl KernelTest {
         })?;
         let mut outputs = Vec::new();
         for (spec, buffer) in self.outputs.iter().zip(&p.staging) {
-            let mut bytes = device
-                .scoped(|| crate::memory::map_read(d, buffer, ..buffer.size(), index.clone()))?;
+            let mut bytes = device.scoped(|| {
+                crate::memory::map_read(
+                    d,
+                    buffer,
+                    ..buffer.size(),
+                    index.clone(),
+                    device.wait_timeout(),
+                )
+            })?;
             bytes.truncate(spec.bytes() as usize);
             outputs.push(Output {
                 dtype: spec.dtype,

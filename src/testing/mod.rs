@@ -205,8 +205,8 @@ pub use property::{Generate, PropertyFailure, PropertyTest, Values};
 ///
 /// # Errors
 /// [`crate::Error::UnknownBackend`] for a bad `WGARRAY_BACKEND`,
-/// [`crate::Error::NoAdapter`] when no adapter matches, [`crate::Error::RequestDevice`]
-/// when the adapter refuses.
+/// [`crate::Error::NoAdapter`] when no adapter matches,
+/// [`crate::Error::AdaptersRefused`] when every matching adapter refuses.
 pub fn default_device() -> Result<Device> {
     static DEVICE: OnceLock<Result<Device>> = OnceLock::new();
     DEVICE
