@@ -124,12 +124,15 @@ fn model_dir(args: &Args) -> (PathBuf, bool) {
     )
 }
 
-/// Active, peak and cache memory at one moment.
+/// Active, peak and cache memory at one moment, and the pool's counters so
+/// far (requests served from the cache, and those that made a new buffer).
 #[derive(Clone, Copy, Debug)]
 struct Mem {
     active: u64,
     peak: u64,
     cache: u64,
+    cache_hits: u64,
+    cache_misses: u64,
 }
 
 impl Mem {
@@ -139,10 +142,18 @@ impl Mem {
             active: s.active,
             peak: s.peak,
             cache: s.cache,
+            cache_hits: s.cache_hits,
+            cache_misses: s.cache_misses,
         }
     }
     fn json(&self) -> serde_json::Value {
-        json!({"active": self.active, "peak": self.peak, "cache": self.cache})
+        json!({
+            "active": self.active,
+            "peak": self.peak,
+            "cache": self.cache,
+            "cache_hits": self.cache_hits,
+            "cache_misses": self.cache_misses,
+        })
     }
 }
 

@@ -9,8 +9,12 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # Benchmarks are built (so they cannot rot) but not run: their figures come
 # from `cargo bench` on a quiet machine (docs/PERFORMANCE.md).
 cargo bench --no-run
+# --all-features: the optional conversions (feature `ndarray`) are tested,
+# and the benchmark CLI (feature `wgbench`, src/bin/wgbench) is built and
+# tests/wgbench.rs runs its smoke suite on each backend and parses its JSON.
+# One feature set for both commands, so the library is compiled once.
 for backend in vulkan gl; do
   echo "=== WGARRAY_BACKEND=$backend ==="
-  WGARRAY_BACKEND=$backend cargo test --lib --tests --examples "$@"
-  WGARRAY_BACKEND=$backend cargo test --doc "$@"
+  WGARRAY_BACKEND=$backend cargo test --all-features --lib --tests --examples "$@"
+  WGARRAY_BACKEND=$backend cargo test --all-features --doc "$@"
 done

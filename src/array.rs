@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::graph::primitive::ElementwiseOp;
 use crate::graph::{Node, Primitive};
-use crate::memory::{BufferKind, PooledBuffer};
+use crate::memory::{BufferKind, Origin, PooledBuffer};
 use crate::shape::{contiguous_strides, numel};
 use crate::{DType, Device, Element, Error, Result};
 
@@ -43,6 +43,9 @@ pub(crate) enum State {
     Ready(Storage),
     /// Taken apart while dropping (see `Node::drop`).
     Released,
+    /// Its eval was refused by a lost device: never computed, and never
+    /// will be on this device.
+    Lost,
 }
 
 /// The descriptor every handle of one array shares.
@@ -50,18 +53,34 @@ pub(crate) struct ArrayInner {
     pub shape: Vec<usize>,
     pub dtype: DType,
     pub device: Device,
+    /// The op that made the array and its call site; `Some` only when memory
+    /// history was on (see [`Device::record_memory_history`]).
+    pub origin: Option<Origin>,
     state: Mutex<State>,
 }
 
 impl ArrayInner {
-    fn new(shape: Vec<usize>, dtype: DType, device: &Device, state: State) -> Arc<ArrayInner> {
+    /// A descriptor; one made for an `origin` (history on) is also entered,
+    /// weakly, in the device's registry for memory snapshots.
+    fn new(
+        shape: Vec<usize>,
+        dtype: DType,
+        device: &Device,
+        state: State,
+        origin: Option<Origin>,
+    ) -> Arc<ArrayInner> {
         device.inner.live_arrays.fetch_add(1, Ordering::SeqCst);
-        Arc::new(ArrayInner {
+        let inner = Arc::new(ArrayInner {
             shape,
             dtype,
             device: device.clone(),
+            origin,
             state: Mutex::new(state),
-        })
+        });
+        if origin.is_some() {
+            device.inner.registry.insert(&inner);
+        }
+        inner
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -90,10 +109,22 @@ impl ArrayInner {
         }
     }
 
+    /// For an evaluated array: its buffer's pool id, its element offset and
+    /// strides (for memory snapshots).
+    pub(crate) fn buffer_view(&self) -> Option<(u64, usize, Vec<isize>)> {
+        match &*self.lock() {
+            State::Ready(s) => Some((s.buffer.id(), s.offset, s.strides.clone())),
+            _ => None,
+        }
+    }
+
     /// The storage of an evaluated array.
     pub(crate) fn storage(&self) -> Result<Storage> {
         match &*self.lock() {
             State::Ready(s) => Ok(s.clone()),
+            State::Lost => Err(Error::DeviceLost(
+                "this array's eval was refused by a lost device".into(),
+            )),
             _ => Err(Error::Internal(
                 "an input was not evaluated before its user".into(),
             )),
@@ -158,14 +189,18 @@ pub(crate) fn dtype_word(value: f64, dtype: DType) -> u32 {
 }
 
 impl Array {
-    /// Record a node and make its outputs (one per `(shape, dtype)`).
+    /// Record a node and make its outputs (one per `(shape, dtype)`). With
+    /// memory history on, the node and its outputs remember the op and the
+    /// caller's location: every public op is `#[track_caller]` down to here.
+    #[track_caller]
     pub(crate) fn from_node(
         device: &Device,
         primitive: Primitive,
         inputs: Vec<Array>,
         outputs: Vec<(Vec<usize>, DType)>,
     ) -> Vec<Array> {
-        let node = Arc::new(Node::new(device, primitive, inputs));
+        let origin = device.origin(|| primitive.name());
+        let node = Arc::new(Node::new(device, primitive, inputs, origin));
         let arrays: Vec<Array> = outputs
             .into_iter()
             .map(|(shape, dtype)| Array {
@@ -176,6 +211,7 @@ impl Array {
                     State::Pending {
                         node: Arc::clone(&node),
                     },
+                    origin,
                 ),
             })
             .collect();
@@ -184,11 +220,15 @@ impl Array {
         arrays
     }
 
-    /// An evaluated array holding a copy of `data`, shape `shape`.
+    /// An evaluated array holding a copy of `data`, shape `shape`: one
+    /// host copy, from `data` straight into wgpu's staging memory
+    /// (`Queue::write_buffer_with`), which goes to the GPU with the next
+    /// submission.
     ///
     /// # Errors
     /// [`Error::DataLength`] when `data.len()` is not the product of `shape`;
     /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: &Device) -> Result<Array> {
         let expected = numel(shape);
         if data.len() != expected {
@@ -198,26 +238,30 @@ impl Array {
                 expected,
             });
         }
-        let mut bytes = T::to_device_bytes(data);
-        bytes.resize(bytes.len().next_multiple_of(4), 0);
-        Array::upload(&bytes, shape, T::DTYPE, device)
+        // One copy: from `data` straight into wgpu's staging memory.
+        let origin = device.origin(|| "from_slice");
+        let bytes = crate::transfer::device_bytes(data.len(), T::DTYPE);
+        let buffer = crate::transfer::upload(device, "from_slice", bytes, origin, |dst| {
+            crate::transfer::write_host_bytes(dst, T::as_host_bytes(data), T::DTYPE)
+        })?;
+        Ok(Array::ready(shape, T::DTYPE, device, buffer, origin))
     }
 
-    fn upload(bytes: &[u8], shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
-        device.check_binding("from_slice", bytes.len() as u64)?;
-        let dev = &device.inner;
-        let guard = dev.pool.lock_queue();
-        let buffer = dev
-            .pool
-            .acquire(&guard, bytes.len() as u64, BufferKind::Storage)?;
-        device.scoped(|| {
-            if !bytes.is_empty() {
-                dev.queue.write_buffer(buffer.buffer(), 0, bytes);
-            }
-            Ok(())
+    /// An evaluated array of `bytes`, already in the device layout, made by
+    /// the constructor `op`.
+    #[track_caller]
+    fn upload(
+        bytes: &[u8],
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        op: &'static str,
+    ) -> Result<Array> {
+        let origin = device.origin(|| op);
+        let buffer = crate::transfer::upload(device, op, bytes.len() as u64, origin, |dst| {
+            crate::transfer::write_device_bytes(dst, bytes)
         })?;
-        drop(guard);
-        Ok(Array::ready(shape, dtype, device, buffer))
+        Ok(Array::ready(shape, dtype, device, buffer, origin))
     }
 
     /// An evaluated array of `shape` and `dtype` whose elements are
@@ -226,19 +270,51 @@ impl Array {
     /// outputs that a kernel will overwrite, and for measuring the pool.
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    /// [`Error::OutOfMemory`], [`Error::TooLarge`], [`Error::DeviceLost`].
+    #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         device.check_binding("empty", bytes)?;
+        device.probe_lost()?;
         let dev = &device.inner;
+        let origin = device.origin(|| "empty");
         let buffer = {
             let guard = dev.pool.lock_queue();
-            dev.pool.acquire(&guard, bytes, BufferKind::Storage)?
+            dev.pool
+                .acquire(&guard, bytes, BufferKind::Storage, origin)?
         };
-        Ok(Array::ready(shape, dtype, device, buffer))
+        Ok(Array::ready(shape, dtype, device, buffer, origin))
     }
 
-    fn ready(shape: &[usize], dtype: DType, device: &Device, buffer: PooledBuffer) -> Array {
+    pub(crate) fn ready(
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        buffer: PooledBuffer,
+        origin: Option<Origin>,
+    ) -> Array {
+        Array::ready_strided(
+            shape,
+            dtype,
+            device,
+            buffer,
+            contiguous_strides(shape),
+            0,
+            origin,
+        )
+    }
+
+    /// An evaluated array reading `buffer` through element `strides` from
+    /// element `offset` (a view that owns its buffer).
+    pub(crate) fn ready_strided(
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        buffer: PooledBuffer,
+        strides: Vec<isize>,
+        offset: usize,
+        origin: Option<Origin>,
+    ) -> Array {
         Array {
             inner: ArrayInner::new(
                 shape.to_vec(),
@@ -246,9 +322,10 @@ impl Array {
                 device,
                 State::Ready(Storage {
                     buffer: Arc::new(buffer),
-                    strides: contiguous_strides(shape),
-                    offset: 0,
+                    strides,
+                    offset,
                 }),
+                origin,
             ),
         }
     }
@@ -257,13 +334,15 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::OutOfMemory`].
+    #[track_caller]
     pub fn scalar(value: f64, dtype: DType, device: &Device) -> Result<Array> {
         let word = dtype_word(value, dtype);
-        Array::upload(&word.to_ne_bytes(), &[], dtype, device)
+        Array::upload(&word.to_ne_bytes(), &[], dtype, device, "scalar")
     }
 
     /// An array of `shape` with every element `value` (converted to `dtype`
     /// as [`Element::from_f64`] does). Lazy: filled by a kernel on eval.
+    #[track_caller]
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Array {
         let word = dtype_word(value, dtype);
         Array::from_node(
@@ -277,11 +356,13 @@ impl Array {
     }
 
     /// `full(shape, 0, dtype)`.
+    #[track_caller]
     pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Array {
         Array::full(shape, 0.0, dtype, device)
     }
 
     /// `full(shape, 1, dtype)`.
+    #[track_caller]
     pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Array {
         Array::full(shape, 1.0, dtype, device)
     }
@@ -291,6 +372,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `step` is 0 or not finite.
+    #[track_caller]
     pub fn arange(
         start: f64,
         stop: f64,
@@ -319,7 +401,7 @@ impl Array {
                 .flat_map(|x| dtype_word(x, dtype).to_ne_bytes())
                 .collect(),
         };
-        Array::upload(&bytes, &[n], dtype, device)
+        Array::upload(&bytes, &[n], dtype, device, "arange")
     }
 
     /// The shape: one length per dimension (`[]` for a scalar).
@@ -370,6 +452,7 @@ impl Array {
     /// # Errors
     /// [`Error::DType`] when `T` is not this array's dtype; the errors of
     /// [`crate::eval`]; [`Error::Readback`] when mapping fails.
+    #[track_caller]
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype() {
             return Err(Error::DType {
@@ -378,8 +461,45 @@ impl Array {
                 other: Some(T::DTYPE),
             });
         }
-        let bytes = self.read_bytes()?;
-        Ok(T::from_device_bytes(&bytes[..self.nbytes()]))
+        self.read_mapped(T::from_device_bytes)
+    }
+
+    /// Evaluate, then copy the elements in row-major order into `dst`,
+    /// without allocating host memory: the bytes go from the mapped
+    /// read-back buffer (from the device's pool, reused from one call to
+    /// the next) straight into `dst`. For loops that read every step.
+    ///
+    /// ```
+    /// use wgarray::{Array, Device};
+    /// let device = Device::new_default()?;
+    /// let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], &device)?;
+    /// let mut out = [0.0f32; 4];
+    /// a.transpose().read_into(&mut out)?;
+    /// assert_eq!(out, [1.0, 3.0, 2.0, 4.0]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::DType`] when `T` is not this array's dtype;
+    /// [`Error::DataLength`] when `dst.len()` is not [`Array::size`];
+    /// the errors of [`crate::eval`]; [`Error::Readback`] when mapping
+    /// fails. On every error `dst` is left as it was.
+    pub fn read_into<T: Element>(&self, dst: &mut [T]) -> Result<()> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::DType {
+                op: "read_into",
+                dtype: self.dtype(),
+                other: Some(T::DTYPE),
+            });
+        }
+        if dst.len() != self.size() {
+            return Err(Error::DataLength {
+                len: dst.len(),
+                shape: self.shape().to_vec(),
+                expected: self.size(),
+            });
+        }
+        self.read_mapped(|bytes| T::copy_from_device_bytes(bytes, dst))
     }
 
     /// The only element of a one-element array.
@@ -387,6 +507,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] when the array does not have exactly one
     /// element; otherwise as [`Array::to_vec`].
+    #[track_caller]
     pub fn item<T: Element>(&self) -> Result<T> {
         if self.size() != 1 {
             return Err(Error::InvalidArgument(format!(
@@ -397,15 +518,21 @@ impl Array {
         Ok(self.to_vec::<T>()?[0])
     }
 
-    /// Evaluate and read back the dense bytes (padded to 4).
+    /// Evaluate, read back, and give `f` the dense row-major bytes
+    /// (exactly [`Array::nbytes`]) while the read-back buffer is mapped.
     ///
     /// One evaluator: a strided view, or a 2-byte one starting mid-word, is
     /// first copied dense by a `Copy` node evaluated like any other; then
     /// the dense bytes are copied to a staging buffer and mapped.
-    fn read_bytes(&self) -> Result<Vec<u8>> {
-        self.eval()?;
-        if self.nbytes() == 0 {
-            return Ok(Vec::new());
+    #[track_caller]
+    pub(crate) fn read_mapped<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        // No loss probe when nothing is pending: the read-back's own
+        // submission tells.
+        crate::graph::eval::evaluate(&[self])?;
+        let nbytes = self.nbytes();
+        if nbytes == 0 {
+            self.device().probe_lost()?;
+            return Ok(f(&[]));
         }
         let storage = self.inner.storage()?;
         let elem = self.dtype().size_in_bytes();
@@ -422,18 +549,22 @@ impl Array {
             )
             .pop()
             .expect("one output");
-            copy.eval()?;
+            crate::graph::eval::evaluate(&[&copy])?;
             (copy.inner.storage()?, Some(copy))
         };
         let device = self.device();
         let dev = &device.inner;
+        let origin = device.origin(|| "read-back");
         device.scoped(|| {
             crate::memory::read_back(
                 &dev.pool,
                 &dev.queue,
                 storage.buffer.buffer(),
                 (storage.offset * elem) as u64,
-                self.nbytes().next_multiple_of(4) as u64,
+                nbytes.next_multiple_of(4) as u64,
+                origin,
+                device.wait_timeout(),
+                |b| f(&b[..nbytes]),
             )
         })
     }
@@ -442,6 +573,7 @@ impl Array {
     ///
     /// # Errors
     /// As [`Array::to_vec`].
+    #[track_caller]
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
         Ok(match self.dtype() {
             DType::F32 => self.to_vec::<f32>()?.into_iter().map(f64::from).collect(),

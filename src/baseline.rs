@@ -18,6 +18,7 @@ use crate::{Array, DType, Error, Result};
 /// [`Error::DType`] unless both are f32; [`Error::InvalidArgument`] unless
 /// both are 2-D; [`Error::ShapeMismatch`] when the inner dimensions differ;
 /// [`Error::DeviceMismatch`]; the errors of [`crate::eval`].
+#[track_caller]
 pub fn matmul_naive(a: &Array, b: &Array) -> Result<Array> {
     for x in [a, b] {
         if x.dtype() != DType::F32 {
@@ -76,7 +77,9 @@ pub fn matmul_naive(a: &Array, b: &Array) -> Result<Array> {
         )?);
     }
     let guard = dev.pool.lock_queue();
-    device
-        .scoped(|| kernels::submit(&dev.device, &dev.queue, &dev.kernels, &guard, &dispatches))?;
+    device.scoped(|| {
+        let index = kernels::submit(&dev.device, &dev.queue, &dev.kernels, &guard, &dispatches)?;
+        device.confirm_submitted(index)
+    })?;
     Ok(out)
 }

@@ -4,15 +4,24 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::kernels::{self, KernelCache};
-use crate::memory::{MemoryStats, Pool};
+use crate::memory::{MemoryStats, MemoryTimeline, Origin, Pool};
+use crate::snapshot::{MemorySnapshot, Registry};
 use crate::{Error, Result};
 
 /// Environment variable that picks a backend: `vulkan`, `gl`, `dx12` or `metal`.
 pub const BACKEND_ENV: &str = "WGARRAY_BACKEND";
 /// Environment variable that picks an adapter by a case-insensitive substring of its name.
 pub const ADAPTER_ENV: &str = "WGARRAY_ADAPTER";
+
+/// How long a device waits for the GPU before a wait fails with
+/// [`Error::Timeout`], unless [`Device::set_wait_timeout`] says otherwise.
+/// Far above any single submission wgarray makes on a working device
+/// (operating systems reset a GPU whose work runs for more than a few
+/// seconds), so that a hung device becomes an error instead of a hang.
+pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The wgpu features wgarray uses when the adapter has them.
 pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
@@ -149,7 +158,7 @@ impl fmt::Display for AdapterDescription {
     }
 }
 
-fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+pub(crate) fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
     wgpu::Instance::new(desc)
@@ -176,6 +185,49 @@ fn backend_rank(b: wgpu::Backend) -> u8 {
     }
 }
 
+/// wgpu's message for a refused device, with what it means where we know.
+fn explain_refusal(info: &AdapterDescription, message: &str) -> String {
+    if info.backend == wgpu::Backend::Gl && message.contains("Parent device is lost") {
+        // See "GL adapters that refuse a device" in docs/ARCHITECTURE.md.
+        format!(
+            "{message} (wgpu's GL backend reports a GL call that failed while it set the \
+             device up as a lost device, most often glMapBufferRange returning NULL for \
+             its first staging buffer; wgpu_hal's debug log names the GL error, see \
+             docs/ARCHITECTURE.md; pick another adapter with WGARRAY_BACKEND or WGARRAY_ADAPTER)"
+        )
+    } else {
+        message.to_string()
+    }
+}
+
+/// Open the first candidate that accepts, in order. `open` gives a
+/// candidate's name and its attempt; refusals are logged, and returned
+/// together (best ranked first) if every candidate refuses.
+fn first_accepted<A, T>(
+    candidates: &[A],
+    requested: &str,
+    mut open: impl FnMut(&A) -> (AdapterDescription, Result<T>),
+) -> Result<T> {
+    let mut refusals = Vec::new();
+    for c in candidates {
+        match open(c) {
+            (_, Ok(t)) => return Ok(t),
+            (info, Err(e)) => {
+                let e = match e {
+                    Error::RequestDevice(m) => m,
+                    e => e.to_string(),
+                };
+                log::warn!("wgarray: {info} refused a device, trying the next adapter: {e}");
+                refusals.push(format!("{info}: {e}"));
+            }
+        }
+    }
+    Err(Error::AdaptersRefused {
+        requested: requested.to_string(),
+        refusals,
+    })
+}
+
 pub(crate) struct DeviceInner {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
@@ -189,10 +241,19 @@ pub(crate) struct DeviceInner {
     pub(crate) fusion: AtomicBool,
     /// Kernel dispatches submitted so far.
     pub(crate) dispatches: AtomicU64,
-    /// Set by wgpu's device-lost callback.
+    /// Whether memory history is on ([`Device::record_memory_history`]).
+    pub(crate) history: AtomicBool,
+    /// The arrays made while history is on, weakly (for memory snapshots).
+    pub(crate) registry: Registry,
+    /// Set by wgpu's device-lost callback, or by wgarray when wgpu refuses
+    /// work without a validation error (a destroyed device). A leaf lock:
+    /// nothing is called while it is held (see "Lock order" in
+    /// docs/ARCHITECTURE.md).
     lost: Arc<Mutex<Option<String>>>,
     /// Errors no error scope caught (should not happen; kept, not panicked on).
     uncaptured: Arc<Mutex<Vec<String>>>,
+    /// The wait limit in nanoseconds (see [`Device::set_wait_timeout`]).
+    wait_timeout_ns: AtomicU64,
 }
 
 /// A GPU device: one wgpu adapter, device and queue, with its buffer pool and
@@ -222,6 +283,11 @@ impl PartialEq for Device {
 
 impl Device {
     /// Every adapter wgpu can reach on this machine, in wgpu's order.
+    ///
+    /// Listing opens no device, so it never fails: an adapter listed here
+    /// may still refuse a device (wgpu's GL backend on NVIDIA's EGL said
+    /// "Parent device is lost", see docs/ARCHITECTURE.md), and
+    /// [`Device::new`] then moves on to the next one.
     pub fn enumerate() -> Vec<AdapterDescription> {
         let inst = instance(wgpu::Backends::all());
         pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all()))
@@ -239,24 +305,27 @@ impl Device {
         Device::new(&DeviceOptions::from_env()?)
     }
 
-    /// A device on the best adapter that matches `options`.
+    /// A device on the best adapter that matches `options` and accepts.
     ///
     /// Adapters are filtered by backend and name, then ranked by device type
     /// (discrete, integrated, virtual, software; `LowPower` puts integrated
     /// first) and, among equals, Vulkan, Metal and DX12 before GL. The device
     /// gets every optional feature in [`OPTIONAL_FEATURES`] the adapter has,
-    /// and the adapter's own limits.
+    /// and the adapter's own limits. An adapter that refuses the device
+    /// (`request_device` fails) is skipped with a warning in the log, and
+    /// the next one in rank is tried.
     ///
     /// # Errors
     /// [`Error::NoAdapter`] when nothing matches (it lists every adapter on
     /// the machine, of every backend, and its message says how to get a
-    /// software driver), [`Error::RequestDevice`] when the adapter refuses.
+    /// software driver); [`Error::AdaptersRefused`] when every matching
+    /// adapter refused, with each one's refusal.
     pub fn new(options: &DeviceOptions) -> Result<Device> {
         let backends = backends_of(options.backend);
         let inst = instance(backends);
         let adapters = pollster::block_on(inst.enumerate_adapters(backends));
         let needle = options.adapter_name.as_ref().map(|n| n.to_lowercase());
-        let best = adapters
+        let mut ranked: Vec<wgpu::Adapter> = adapters
             .into_iter()
             .filter(|a| {
                 let info = a.get_info();
@@ -265,23 +334,30 @@ impl Device {
                         .as_ref()
                         .is_none_or(|n| info.name.to_lowercase().contains(n))
             })
-            .min_by_key(|a| {
-                let info = a.get_info();
-                (
-                    !(options.prefer_software && info.device_type == wgpu::DeviceType::Cpu),
-                    type_rank(info.device_type, options.power_preference),
-                    backend_rank(info.backend),
-                )
-            });
-        let Some(adapter) = best else {
+            .collect();
+        // Stable: equals keep wgpu's order.
+        ranked.sort_by_key(|a| {
+            let info = a.get_info();
+            (
+                !(options.prefer_software && info.device_type == wgpu::DeviceType::Cpu),
+                type_rank(info.device_type, options.power_preference),
+                backend_rank(info.backend),
+            )
+        });
+        if ranked.is_empty() {
             // Every adapter of every backend, not only the requested one: the
             // list is there to show what could be asked for instead.
             return Err(Error::NoAdapter {
                 requested: options.describe(),
                 available: Device::enumerate().iter().map(|a| a.to_string()).collect(),
             });
-        };
-        Device::from_adapter(&adapter)
+        }
+        first_accepted(&ranked, &options.describe(), |a| {
+            (
+                AdapterDescription::from(a.get_info()),
+                Device::from_adapter(a),
+            )
+        })
     }
 
     /// A device on a given wgpu adapter, with the features and limits
@@ -301,7 +377,7 @@ impl Device {
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
-        .map_err(|e| Error::RequestDevice(e.to_string()))?;
+        .map_err(|e| Error::RequestDevice(explain_refusal(&info, &e.to_string())))?;
 
         let lost = Arc::new(Mutex::new(None));
         let lost_cb = Arc::clone(&lost);
@@ -318,7 +394,10 @@ impl Device {
                 .push(e.to_string());
         }));
 
-        let pool = Arc::new(Pool::new(device.clone()));
+        let pool = Arc::new(Pool::new(
+            device.clone(),
+            crate::memory::default_cache_limit(limits.max_buffer_size),
+        ));
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 kernels: kernels::Context {
@@ -335,8 +414,11 @@ impl Device {
                 live_nodes: AtomicU64::new(0),
                 fusion: AtomicBool::new(crate::graph::fuse::enabled()),
                 dispatches: AtomicU64::new(0),
+                history: AtomicBool::new(false),
+                registry: Registry::default(),
                 lost,
                 uncaptured,
+                wait_timeout_ns: AtomicU64::new(DEFAULT_WAIT_TIMEOUT.as_nanos() as u64),
             }),
         })
     }
@@ -411,9 +493,28 @@ impl Device {
     /// Keep at most `bytes` in the cache, evicting least recently released
     /// buffers now if needed; returns the previous limit (MLX
     /// `set_cache_limit`). 0 disables caching: released buffers go straight
-    /// back to the driver. Default: no limit.
+    /// back to the driver.
+    ///
+    /// Default: the adapter's `max_buffer_size` ([`Device::limits`]), at
+    /// least 256 MiB. wgpu reports no memory size, and that is the one
+    /// figure an adapter gives about its memory: 2 GiB on Mesa's drivers,
+    /// DX12 and GL, `maxMemoryAllocationSize` on other Vulkan drivers,
+    /// `maxBufferLength` on Metal. (MLX's default is its memory limit,
+    /// about all of the device's memory.)
+    ///
+    /// Whatever the limit, the cache also obeys the footprint rule: active
+    /// plus cached memory stays within 2 times the most bytes active at once
+    /// since the device was made or [`Device::clear_cache`] last ran, so a
+    /// loop whose requests grow every step (a growing KV cache) cannot fill
+    /// the cache with buffers it never reuses. The pool's module docs
+    /// (`src/memory/pool.rs`) say why, with measurements.
     pub fn set_cache_limit(&self, bytes: u64) -> u64 {
         self.inner.pool.set_cache_limit(bytes)
+    }
+
+    /// The cache limit in bytes (see [`Device::set_cache_limit`]).
+    pub fn cache_limit(&self) -> u64 {
+        self.inner.pool.cache_limit()
     }
 
     /// Cap active memory at `bytes`; returns the previous limit (MLX
@@ -424,9 +525,84 @@ impl Device {
         self.inner.pool.set_memory_limit(bytes)
     }
 
-    /// Hand every cached buffer back to the driver (MLX `clear_cache`).
+    /// Hand every cached buffer back to the driver (MLX `clear_cache`), and
+    /// restart the cache's footprint rule (see [`Device::set_cache_limit`])
+    /// from the memory active now: after loading a model through large
+    /// temporaries, this lets the cache follow the steady state.
     pub fn clear_cache(&self) {
         self.inner.pool.clear_cache()
+    }
+
+    /// Turn memory history on or off (PyTorch
+    /// `torch.cuda.memory._record_memory_history`).
+    ///
+    /// While it is on: every op records its name and the user's call site
+    /// (`#[track_caller]` on the public ops) in the arrays it makes and in
+    /// the buffers allocated for them; a registry keeps a `Weak` reference
+    /// to each array made, so [`Device::memory_snapshot`] can say which
+    /// arrays view each buffer; and the pool records a timeline of
+    /// allocations, cache hits, releases and frees
+    /// ([`Device::memory_timeline`]). It costs a clock reading per pool
+    /// event and a lock per array made. Off (the default), none of it is
+    /// recorded and ops pay one relaxed atomic load.
+    ///
+    /// Turning it on starts a fresh timeline; turning it off drops the
+    /// timeline and the registry (origins already recorded stay with their
+    /// arrays and buffers).
+    pub fn record_memory_history(&self, enabled: bool) {
+        self.inner.history.store(enabled, Ordering::SeqCst);
+        if !enabled {
+            self.inner.registry.clear();
+        }
+        self.inner.pool.set_history(enabled);
+    }
+
+    /// Every buffer alive in the driver now (on loan and cached), with its
+    /// size in bytes, the op it was handed out for and the user's call site,
+    /// and the shape and dtype of the arrays that view it, largest first;
+    /// `Display` prints it as a table, [`MemorySnapshot::to_json`] as JSON.
+    ///
+    /// Every buffer is listed whether or not history is on (the pool keeps a
+    /// record of each loan); origins and arrays are known for what was made
+    /// while [`Device::record_memory_history`] was on.
+    ///
+    /// ```
+    /// # let device = wgarray::Device::new_default()?;
+    /// device.record_memory_history(true);
+    /// let a = wgarray::Array::zeros(&[256, 256], wgarray::DType::F32, &device);
+    /// a.eval()?;
+    /// let snap = device.memory_snapshot();
+    /// let b = &snap.buffers[0];
+    /// assert_eq!(b.bytes, 256 * 256 * 4);
+    /// assert_eq!(b.origin.unwrap().op, "full");
+    /// assert_eq!(b.arrays[0].shape, vec![256, 256]);
+    /// println!("{snap}");
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    pub fn memory_snapshot(&self) -> MemorySnapshot {
+        MemorySnapshot::take(self)
+    }
+
+    /// The pool's events since history was last turned on, oldest first
+    /// (empty while it is off): for plotting active and cached memory over
+    /// time (`examples/memory_timeline.rs`) and for finding who held the
+    /// memory at its peak ([`MemoryTimeline::holders_at`]).
+    pub fn memory_timeline(&self) -> MemoryTimeline {
+        self.inner.pool.timeline()
+    }
+
+    /// `op` (computed only when needed) and the caller's location, if
+    /// memory history is on.
+    #[track_caller]
+    pub(crate) fn origin(&self, op: impl FnOnce() -> &'static str) -> Option<Origin> {
+        if self.inner.history.load(Ordering::Relaxed) {
+            Some(Origin {
+                op: op(),
+                location: std::panic::Location::caller(),
+            })
+        } else {
+            None
+        }
     }
 
     /// All memory counters at once.
@@ -473,23 +649,26 @@ impl Device {
     }
 
     /// Submit pending uploads and wait until all work has finished, so that
-    /// wgpu frees the buffers the pool has let go of.
+    /// wgpu frees the buffers the pool has let go of. Waits at most
+    /// [`Device::wait_timeout`], without holding any lock other threads need.
     ///
     /// # Errors
-    /// [`Error::DeviceLost`] or [`Error::Readback`] when the wait fails.
+    /// [`Error::DeviceLost`], [`Error::Timeout`].
     pub fn synchronize(&self) -> Result<()> {
-        self.check_lost()?;
-        {
+        self.scoped(|| {
             // An empty submission flushes pending uploads (`write_buffer`),
             // which otherwise hold their buffers until the next submit.
-            let _guard = self.inner.pool.lock_queue();
-            self.inner.queue.submit([]);
-        }
-        self.inner
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map(|_| ())
-            .map_err(|e| Error::Readback(e.to_string()))
+            let index = {
+                let _guard = self.inner.pool.lock_queue();
+                self.inner.queue.submit([])
+            };
+            crate::memory::wait(
+                &self.inner.device,
+                Some(index),
+                self.wait_timeout(),
+                "synchronize",
+            )
+        })
     }
 
     /// wgpu's allocator report (Vulkan, DX12; `None` on GL): total bytes the
@@ -498,15 +677,109 @@ impl Device {
         self.inner.device.generate_allocator_report()
     }
 
+    /// How long a wait for the GPU (read-back, [`Device::synchronize`]) may
+    /// take before it fails with [`Error::Timeout`]. Default:
+    /// [`DEFAULT_WAIT_TIMEOUT`].
+    pub fn wait_timeout(&self) -> Duration {
+        Duration::from_nanos(self.inner.wait_timeout_ns.load(Ordering::Relaxed))
+    }
+
+    /// Set the wait limit (see [`Device::wait_timeout`]); returns the
+    /// previous one. Applies to waits that start afterwards, on every clone
+    /// of this device.
+    pub fn set_wait_timeout(&self, timeout: Duration) -> Duration {
+        let ns = timeout.as_nanos().min(u64::MAX as u128) as u64;
+        Duration::from_nanos(self.inner.wait_timeout_ns.swap(ns, Ordering::Relaxed))
+    }
+
+    /// Whether the device is lost: wgpu reported it (a driver reset, a
+    /// removed GPU, [`wgpu::Device::destroy`]), or refused work in a way only
+    /// a lost device does. Polls wgpu without blocking first, so a destroyed
+    /// device with no work in flight is noticed at once.
+    pub fn is_lost(&self) -> bool {
+        self.check_lost().is_err()
+    }
+
+    /// wgpu's `wgpu::Device::destroy` marks the device invalid and reports
+    /// the loss through its callback only at a later poll, once the submitted
+    /// work is done; meanwhile wgpu drops new work silently. So: the flag,
+    /// then a non-blocking poll, then the flag again. Calls that submit also
+    /// confirm their submission ([`Device::confirm_submitted`]), which
+    /// catches a loss while work is still in flight.
     pub(crate) fn check_lost(&self) -> Result<()> {
-        match &*self.inner.lost.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(msg) => Err(Error::DeviceLost(msg.clone())),
+        if let Some(msg) = self.lost_message() {
+            return Err(Error::DeviceLost(msg));
+        }
+        crate::memory::poll_now(&self.inner.device);
+        match self.lost_message() {
+            Some(msg) => Err(Error::DeviceLost(msg)),
             None => Ok(()),
+        }
+    }
+
+    /// [`Device::check_lost`], and when that finds nothing, an empty
+    /// submission confirmed at once: the one way to see that wgpu refuses
+    /// work while earlier work is still in flight. For calls that submit
+    /// nothing themselves (and for error paths), not for the hot path.
+    pub(crate) fn probe_lost(&self) -> Result<()> {
+        self.check_lost()?;
+        // An empty submission records no work, so it needs no queue lock
+        // (the caller may hold it): it cannot reorder anything the pool
+        // relies on.
+        let index = self.inner.queue.submit([]);
+        self.confirm_submitted(index).inspect_err(|e| {
+            if let Error::DeviceLost(m) = e {
+                self.mark_lost(m);
+            }
+        })
+    }
+
+    /// Whether wgpu accepted submission `index`: a zero-timeout wait, which
+    /// fails only for an index no successful submission returned.
+    ///
+    /// # Errors
+    /// [`Error::DeviceLost`] when wgpu refused it. Inside
+    /// [`Device::scoped`] that is a loss only if no validation error was
+    /// caught (an invalid command buffer is refused too); `scoped` decides.
+    pub(crate) fn confirm_submitted(&self, index: wgpu::SubmissionIndex) -> Result<()> {
+        crate::memory::poll(&self.inner.device, Some(index), Duration::ZERO).map(|_| ())
+    }
+
+    fn lost_message(&self) -> Option<String> {
+        self.inner
+            .lost
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Record a loss wgarray found itself (wgpu's callback may come later,
+    /// or never for a destroyed device with work in flight).
+    pub(crate) fn mark_lost(&self, msg: &str) {
+        let first = {
+            let mut lost = self.inner.lost.lock().unwrap_or_else(|e| e.into_inner());
+            let first = lost.is_none();
+            if first {
+                *lost = Some(msg.to_string());
+            }
+            first
+        };
+        // Logged with the leaf lock let go (the logger is the user's code).
+        if first {
+            log::error!("wgarray: device lost: {msg}");
         }
     }
 
     /// Run `f` inside validation, out-of-memory and internal error scopes and
     /// turn whatever wgpu reports into an [`Error`].
+    ///
+    /// A loss comes first: a device already lost fails before `f` runs, and
+    /// one lost meanwhile turns any outcome into [`Error::DeviceLost`]. When
+    /// wgpu reports an error, an empty submission checks whether the device
+    /// is lost (a lost device makes invalid objects, whose use is a
+    /// validation error). When `f` itself returns [`Error::DeviceLost`]
+    /// (wgpu refused work) and no scope caught an error, the loss is
+    /// recorded, so every later call reports it.
     pub(crate) fn scoped<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.check_lost()?;
         let d = &self.inner.device;
@@ -517,7 +790,12 @@ impl Device {
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
         let i = pollster::block_on(internal.pop());
-        self.check_lost()?;
+        if let Some(msg) = self.lost_message() {
+            return Err(Error::DeviceLost(msg));
+        }
+        if o.is_some() || v.is_some() || i.is_some() {
+            self.probe_lost()?;
+        }
         if let Some(e) = o {
             log::error!("wgarray: wgpu out of memory: {e}");
             return Err(Error::OutOfMemory {
@@ -532,6 +810,9 @@ impl Device {
         if let Some(e) = i {
             return Err(Error::Internal(e.to_string()));
         }
+        if let Err(Error::DeviceLost(msg)) = &out {
+            self.mark_lost(msg);
+        }
         out
     }
 
@@ -544,5 +825,87 @@ impl Device {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adapter(name: &str) -> AdapterDescription {
+        AdapterDescription {
+            name: name.to_string(),
+            backend: wgpu::Backend::Gl,
+            device_type: wgpu::DeviceType::DiscreteGpu,
+            driver: String::new(),
+            driver_info: String::new(),
+        }
+    }
+
+    /// An adapter that refuses is skipped; the next in rank is opened.
+    #[test]
+    fn a_refusing_adapter_falls_back_to_the_next() {
+        let mut tried = Vec::new();
+        let got = first_accepted(&["nvidia", "llvmpipe"], "any backend", |name| {
+            tried.push(*name);
+            let r = match *name {
+                "nvidia" => Err(Error::RequestDevice("Parent device is lost".into())),
+                _ => Ok(42),
+            };
+            (adapter(name), r)
+        });
+        assert_eq!(got, Ok(42));
+        assert_eq!(tried, ["nvidia", "llvmpipe"]);
+    }
+
+    /// When every adapter refuses, the error names each refusal in rank
+    /// order; the first that accepts stops the search.
+    #[test]
+    fn every_refusal_is_reported() {
+        let err = first_accepted::<_, u8>(&["a", "b"], "backend gl", |name| {
+            (
+                adapter(name),
+                Err(Error::RequestDevice(format!("{name} says no"))),
+            )
+        })
+        .unwrap_err();
+        let Error::AdaptersRefused {
+            requested,
+            refusals,
+        } = &err
+        else {
+            panic!("{err:?}");
+        };
+        assert_eq!(requested, "backend gl");
+        assert_eq!(
+            refusals,
+            &[
+                "a (gl, DiscreteGpu): a says no",
+                "b (gl, DiscreteGpu): b says no"
+            ]
+        );
+        assert!(err.to_string().contains("a says no; b (gl"), "{err}");
+        let mut tried = 0;
+        let first = first_accepted(&[1, 2, 3], "", |&i| {
+            tried += 1;
+            (adapter("x"), Ok::<_, Error>(i))
+        });
+        assert_eq!((first, tried), (Ok(1), 1));
+    }
+
+    /// The GL refusal seen on NVIDIA's EGL comes with what it means.
+    #[test]
+    fn the_gl_lost_parent_refusal_is_explained() {
+        let gl = adapter("NVIDIA H200/PCIe/SSE2");
+        let msg = explain_refusal(&gl, "Parent device is lost");
+        assert!(msg.contains("glMapBufferRange"), "{msg}");
+        let vk = AdapterDescription {
+            backend: wgpu::Backend::Vulkan,
+            ..gl
+        };
+        assert_eq!(
+            explain_refusal(&vk, "Parent device is lost"),
+            "Parent device is lost"
+        );
     }
 }

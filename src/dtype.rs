@@ -96,6 +96,18 @@ pub trait Element: Copy + Send + Sync + fmt::Debug + PartialEq + 'static + seale
 
     /// Values from device bytes; `bytes.len()` is a multiple of the element size.
     fn from_device_bytes(bytes: &[u8]) -> Vec<Self>;
+
+    /// The bytes of `values` as they lie in host memory, without a copy:
+    /// the device layout for every type but `bool`, which is one byte per
+    /// element (0 or 1), as in safetensors' `BOOL`.
+    fn as_host_bytes(values: &[Self]) -> &[u8];
+
+    /// Fill `dst` from device bytes without allocating;
+    /// `bytes.len() == dst.len() * Self::DTYPE.size_in_bytes()`.
+    ///
+    /// # Panics
+    /// When the lengths disagree (a bug in the caller, never bad data).
+    fn copy_from_device_bytes(bytes: &[u8], dst: &mut [Self]);
 }
 
 macro_rules! pod_element {
@@ -115,6 +127,12 @@ macro_rules! pod_element {
             fn from_device_bytes(bytes: &[u8]) -> Vec<Self> {
                 // The read-back buffer is not necessarily aligned for Self.
                 bytemuck::pod_collect_to_vec(bytes)
+            }
+            fn as_host_bytes(values: &[Self]) -> &[u8] {
+                bytemuck::cast_slice(values)
+            }
+            fn copy_from_device_bytes(bytes: &[u8], dst: &mut [Self]) {
+                bytemuck::cast_slice_mut::<Self, u8>(dst).copy_from_slice(bytes);
             }
         }
     };
@@ -157,6 +175,15 @@ impl Element for bool {
             .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]) != 0)
             .collect()
     }
+    fn as_host_bytes(values: &[Self]) -> &[u8] {
+        bytemuck::cast_slice(values)
+    }
+    fn copy_from_device_bytes(bytes: &[u8], dst: &mut [Self]) {
+        assert_eq!(bytes.len(), dst.len() * 4, "bool read-back length");
+        for (d, c) in dst.iter_mut().zip(bytes.chunks_exact(4)) {
+            *d = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]) != 0;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -169,6 +196,10 @@ mod tests {
         let bytes = bool::to_device_bytes(&v);
         assert_eq!(bytes.len(), 12);
         assert_eq!(bool::from_device_bytes(&bytes), v);
+        let mut back = [false; 3];
+        bool::copy_from_device_bytes(&bytes, &mut back);
+        assert_eq!(back, v);
+        assert_eq!(bool::as_host_bytes(&v), &[1, 0, 1]);
     }
 
     #[test]

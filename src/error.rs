@@ -40,6 +40,20 @@ pub enum Error {
     #[error("the adapter refused to create a device: {0}")]
     RequestDevice(String),
 
+    /// Adapters matched, and every one of them refused to create a device
+    /// ([`crate::Device::new`] tries them in rank order).
+    #[error(
+        "every adapter that matched {requested} refused to create a device: [{}]",
+        refusals.join("; ")
+    )]
+    AdaptersRefused {
+        /// What was asked for, in words.
+        requested: String,
+        /// `name (backend, device type): wgpu's message` for each adapter
+        /// tried, best ranked first.
+        refusals: Vec<String>,
+    },
+
     /// wgpu reported a validation error. This is a bug in wgarray (or in a
     /// user's own kernel); the message is wgpu's.
     #[error("wgpu validation error: {0}")]
@@ -75,8 +89,23 @@ pub enum Error {
     },
 
     /// The device was lost (driver reset, removal, or [`wgpu::Device::destroy`]).
+    /// Every call that reaches the GPU returns this from then on; create a
+    /// new [`crate::Device`].
     #[error("the GPU device was lost: {0}")]
     DeviceLost(String),
+
+    /// The GPU did not finish within the device's wait limit
+    /// ([`crate::Device::set_wait_timeout`]): a hung or very slow device.
+    #[error(
+        "the GPU did not finish {what} within {:.3} s (Device::set_wait_timeout sets the limit)",
+        waited.as_secs_f64()
+    )]
+    Timeout {
+        /// What was waited for, in words.
+        what: &'static str,
+        /// How long it was waited for.
+        waited: std::time::Duration,
+    },
 
     /// Waiting for the GPU or mapping a buffer failed.
     #[error("reading back from the GPU failed: {0}")]
@@ -149,6 +178,53 @@ pub enum Error {
         max: u64,
     },
 
+    /// A binding of a [`crate::testing::KernelTest`] does not match the
+    /// shader's declaration (read from naga's module): a host element type
+    /// that is not the declared one, an input bound where the shader writes,
+    /// a uniform of the wrong size, a binding the shader does not declare
+    /// (`wgsl` is "nothing"), or one the entry point uses that the test does
+    /// not provide (`host` is "nothing").
+    #[error(
+        "{kernel}: @binding({binding}) `{name}`: the shader declares {wgsl}, the test binds {host}"
+    )]
+    BindingMismatch {
+        /// The kernel test's entry point.
+        kernel: String,
+        /// The binding number (group 0).
+        binding: u32,
+        /// The WGSL variable's name (empty when the shader declares none).
+        name: String,
+        /// The declaration as WGSL spells it, e.g. `var<storage, read> x: array<f32>`.
+        wgsl: String,
+        /// What the test binds there, in words, with the Rust element type.
+        host: String,
+    },
+
+    /// A kernel-test fixture file could not be written, read or understood.
+    #[error("fixture {path}: {message}")]
+    Fixture {
+        /// The file (or `<string>` for [`crate::testing::Fixture::from_json`]).
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+
+    /// A reduction without an identity (max, min, argmax, argmin) over
+    /// axes that hold no element: there is no value to return. NumPy,
+    /// PyTorch and MLX refuse these too.
+    #[error(
+        "{op} of an empty sequence: axes {axes:?} of shape {shape:?} hold no element, \
+         and {op} has no identity"
+    )]
+    EmptyReduction {
+        /// The reduction (`max`, `min`, `argmax`, `argmin`).
+        op: &'static str,
+        /// The input's shape.
+        shape: Vec<usize>,
+        /// The reduced axes (non-negative, sorted).
+        axes: Vec<usize>,
+    },
+
     /// Arrays from different devices were combined.
     #[error("arrays live on different devices")]
     DeviceMismatch,
@@ -156,4 +232,58 @@ pub enum Error {
     /// Any other invalid argument; the message says which.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+
+    /// Reading or writing a file failed: the operating system's error,
+    /// kept as its kind and message (so that `Error` stays `Clone`).
+    #[error("{}: {message}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// [`std::io::Error::kind`] of the failure (`NotFound`, ...).
+        kind: std::io::ErrorKind,
+        /// What was being done, and the operating system's message.
+        message: String,
+    },
+
+    /// A file does not follow its format (a truncated file, a header whose
+    /// sizes or offsets disagree), or lacks a tensor that was asked for.
+    #[error("{}{}: {message}", path.display(), match tensor {
+        Some(t) => format!(", tensor `{t}`"),
+        None => String::new(),
+    })]
+    Format {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The tensor at fault, when one is.
+        tensor: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// A tensor in a file has an element type that no [`DType`] holds
+    /// (F64, I64, U8, ...).
+    #[error(
+        "{}, tensor `{tensor}`: dtype {dtype} is not supported \
+         (wgarray reads F32, F16, BF16, I32, U32 and BOOL)",
+        path.display()
+    )]
+    UnsupportedDType {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The tensor's name.
+        tensor: String,
+        /// The file's name for the dtype (safetensors: `F64`, `I64`, ...).
+        dtype: String,
+    },
+}
+
+impl Error {
+    /// An [`Error::Io`] for `path`: `what` was being done when `err` came.
+    pub(crate) fn io(path: &std::path::Path, what: &str, err: &std::io::Error) -> Error {
+        Error::Io {
+            path: path.to_path_buf(),
+            kind: err.kind(),
+            message: format!("{what}: {err}"),
+        }
+    }
 }

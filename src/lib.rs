@@ -30,28 +30,33 @@ mod device;
 mod dtype;
 mod error;
 mod graph;
+mod interop;
+pub mod io;
 mod kernels;
 mod memory;
 pub mod ops;
 pub mod random;
 pub mod shape;
+mod snapshot;
 pub mod testing;
+mod transfer;
 
 pub use array::Array;
 pub use device::{
-    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, Device, DeviceOptions, OPTIONAL_FEATURES,
-    parse_backend,
+    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, DEFAULT_WAIT_TIMEOUT, Device, DeviceOptions,
+    OPTIONAL_FEATURES, parse_backend,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use graph::eval::eval;
-pub use memory::MemoryStats;
+pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeline, Origin};
 pub use ops::concat::{concatenate, stack};
 pub use ops::elementwise::{promote_types, where_};
 pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
 pub use ops::shape::SplitSpec;
 pub use ops::topk::topk;
+pub use snapshot::{ArrayView, BufferSnapshot, MemorySnapshot};
 
 // README's example is compiled and run as a doctest, so it stays true.
 #[cfg(doctest)]
@@ -62,4 +67,8 @@ struct ReadmeDoctests;
 /// The `half` crate, whose `f16` and `bf16` are the host types of
 /// [`DType::F16`] and [`DType::BF16`] (`Array::from_slice`, `to_vec`).
 pub use half;
+/// The `ndarray` crate (feature `ndarray`), whose arrays
+/// [`Array::from_ndarray`] and [`Array::to_ndarray`] convert.
+#[cfg(feature = "ndarray")]
+pub use ndarray;
 pub use wgpu;

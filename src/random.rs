@@ -57,6 +57,7 @@ use crate::{Array, DType, Device, Error, Result};
 ///
 /// # Errors
 /// [`Error::OutOfMemory`].
+#[track_caller]
 pub fn key(seed: u64, device: &Device) -> Result<Array> {
     Array::from_slice(&[(seed >> 32) as u32, seed as u32], &[2], device)
 }
@@ -80,6 +81,7 @@ fn check_key(op: &'static str, key: &Array) -> Result<()> {
     Ok(())
 }
 
+#[track_caller]
 fn sample(key: &Array, shape: &[usize], dtype: DType, dist: Distribution, stream: u32) -> Array {
     Array::from_node(
         key.device(),
@@ -102,6 +104,7 @@ fn sample(key: &Array, shape: &[usize], dtype: DType, dist: Distribution, stream
 /// # Errors
 /// [`Error::DType`] unless `key` is u32; [`Error::ShapeMismatch`] unless its
 /// shape is `[2]`.
+#[track_caller]
 pub fn split(key: &Array, num: usize) -> Result<Array> {
     check_key("random::split", key)?;
     Ok(sample(key, &[num, 2], DType::U32, Distribution::Bits, 1))
@@ -115,6 +118,7 @@ pub fn split(key: &Array, num: usize) -> Result<Array> {
 ///
 /// # Errors
 /// As [`split`].
+#[track_caller]
 pub fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
     check_key("random::bits", key)?;
     Ok(sample(key, shape, DType::U32, Distribution::Bits, 0))
@@ -178,6 +182,7 @@ fn step(b: u32, dtype: DType, up: bool) -> u32 {
 /// As [`split`]; [`Error::DType`] for a non-float `dtype`;
 /// [`Error::InvalidArgument`] unless `low < high`, both finite, `high - low`
 /// finite in f32 and some value of `dtype` lies in `[low, high)`.
+#[track_caller]
 pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Array> {
     check_key("random::uniform", key)?;
     check_float("random::uniform", dtype)?;
@@ -218,6 +223,7 @@ pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) 
 /// # Errors
 /// As [`split`]; [`Error::DType`] for a non-float `dtype`;
 /// [`Error::InvalidArgument`] unless `mean` and `std` are finite.
+#[track_caller]
 pub fn normal(key: &Array, shape: &[usize], mean: f64, std: f64, dtype: DType) -> Result<Array> {
     check_key("random::normal", key)?;
     check_float("random::normal", dtype)?;

@@ -119,7 +119,8 @@ fn set_cache_limit_evicts_least_recently_released_first() {
     drop(a); // released first
     drop(b);
     assert_cache(&d, 3 * MIB);
-    assert_eq!(d.set_cache_limit(2 * MIB), u64::MAX);
+    let default = d.cache_limit();
+    assert_eq!(d.set_cache_limit(2 * MIB), default);
     assert_cache(&d, 2 * MIB);
     d.set_cache_limit(2 * MIB + MIB / 2);
     // The 2 MiB one is still there: a 2 MiB request hits.
@@ -131,7 +132,15 @@ fn set_cache_limit_evicts_least_recently_released_first() {
     drop(e);
     d.clear_cache();
     assert_eq!(d.cache_memory(), 0);
-    assert_eq!(d.set_cache_limit(u64::MAX), 2 * MIB + MIB / 2);
+    assert_eq!(d.set_cache_limit(default), 2 * MIB + MIB / 2);
+    assert_eq!(d.cache_limit(), default);
+}
+
+#[test]
+fn the_default_cache_limit_is_the_adapters_max_buffer_size() {
+    let d = device();
+    let max = d.limits().max_buffer_size;
+    assert_eq!(d.cache_limit(), max.max(256 * MIB), "max_buffer_size {max}");
 }
 
 #[test]
@@ -613,4 +622,431 @@ fn divmod_with_donated_inputs() -> R {
     }
     assert_empty(&d);
     Ok(())
+}
+
+// ---- the cache under a growing request pattern ----
+
+/// One row of 16 KiB (4096 f32) appended per step, 200 steps, keeping only
+/// the newest array and evaluating each step: every request is a little
+/// larger than any cached buffer, so none is ever reused (a decode loop with
+/// a growing KV cache does the same). Active plus cached memory must stay
+/// within 3 times the peak of active memory, and the values must be right.
+#[test]
+fn a_growing_array_keeps_active_plus_cache_within_three_peaks() {
+    const ROW: usize = 4096;
+    const STEPS: usize = 200;
+    let d = device();
+    let mut rng = Rng::new(31);
+    let mut want: Vec<f32> = rng.vec_f32(ROW);
+    let mut x = Array::from_slice(&want, &[1, ROW], &d).unwrap();
+    let mut worst = 0;
+    for _ in 1..STEPS {
+        let row = rng.vec_f32(ROW);
+        want.extend_from_slice(&row);
+        let r = Array::from_slice(&row, &[1, ROW], &d).unwrap();
+        x = wgarray::concatenate(&[&x, &r], 0).unwrap();
+        x.eval().unwrap();
+        let s = d.memory_stats();
+        worst = worst.max(s.active + s.cache);
+    }
+    let s = d.memory_stats();
+    assert_eq!(x.shape(), &[STEPS, ROW]);
+    assert!(
+        worst <= 3 * s.peak,
+        "active + cache reached {worst} bytes, {:.1} times the peak of {} bytes \
+         ({} cache hits, {} misses)",
+        worst as f64 / s.peak as f64,
+        s.peak,
+        s.cache_hits,
+        s.cache_misses
+    );
+    // The last array holds every row, in order.
+    assert_eq!(x.to_vec::<f32>().unwrap(), want);
+    drop(x);
+    assert_empty(&d);
+}
+
+/// The footprint rule must not cost an ordinary loop its reuse: the same
+/// ops over the same shapes, step after step, take every buffer from the
+/// cache after the first step.
+#[test]
+fn a_steady_loop_reuses_every_buffer_after_its_first_step() {
+    let d = device();
+    let mut rng = Rng::new(41);
+    let w1 = Array::from_slice(&rng.vec_f32(64 * 256), &[64, 256], &d).unwrap();
+    let w2 = Array::from_slice(&rng.vec_f32(256 * 33), &[256, 33], &d).unwrap();
+    let x = rng.vec_f32(129 * 64);
+    let step = || {
+        let x = Array::from_slice(&x, &[129, 64], &d).unwrap();
+        let h = x.matmul(&w1).unwrap().relu().unwrap();
+        let y = h.matmul(&w2).unwrap().softmax(-1).unwrap();
+        y.to_vec::<f32>().unwrap()
+    };
+    let first = step();
+    for row in first.chunks(33) {
+        let total: f32 = row.iter().sum();
+        assert!((total - 1.0).abs() < 1e-5, "softmax row sums to {total}");
+    }
+    let before = d.memory_stats();
+    for _ in 0..4 {
+        assert_eq!(step(), first);
+    }
+    let after = d.memory_stats();
+    assert_eq!(
+        after.cache_misses, before.cache_misses,
+        "no new buffer after the first step"
+    );
+    assert!(after.cache_hits >= before.cache_hits + 4 * 5);
+}
+
+#[test]
+fn reset_peak_memory_does_not_shrink_the_cache() {
+    let d = device();
+    drop(evaluated(Array::full(&[4 * MIB_F32], 1.0, DType::F32, &d)));
+    assert_cache(&d, 4 * MIB);
+    d.reset_peak_memory();
+    assert_eq!(d.peak_memory(), 0);
+    // A miss: the footprint rule follows the high-water mark (4 MiB), not
+    // the user's peak, so the cached 4 MiB stay.
+    let small = evaluated(Array::full(&[1000], 1.0, DType::F32, &d));
+    assert_cache(&d, 4 * MIB);
+    drop(small);
+    assert_cache(&d, 4 * MIB + 4096);
+}
+
+// ---- memory snapshot and history ----
+
+/// Bytes a request of `bytes` takes in the pool: 256-byte granules below
+/// 16 KiB, 16 KiB pages above.
+fn pooled(bytes: u64) -> u64 {
+    if bytes <= 16384 {
+        bytes.div_ceil(256) * 256
+    } else {
+        bytes.div_ceil(16384) * 16384
+    }
+}
+
+#[test]
+fn a_leaked_array_shows_up_in_the_snapshot_with_its_call_site() {
+    let d = device();
+    d.record_memory_history(true);
+    let mut rng = Rng::new(43);
+    let a = Array::from_slice(&rng.vec_f32(33 * 64), &[33, 64], &d).unwrap();
+    let b = Array::from_slice(&rng.vec_f32(64 * 1025), &[64, 1025], &d).unwrap();
+    let product_line = line!() + 1;
+    let product = a.matmul(&b).unwrap();
+    product.eval().unwrap();
+    let view_line = line!() + 1;
+    let view = product.transpose();
+    view.eval().unwrap();
+    std::mem::forget(view); // leaked on purpose
+    drop((a, b, product));
+
+    let snap = d.memory_snapshot();
+    assert!(snap.history);
+    let active: Vec<_> = snap.buffers.iter().filter(|b| !b.cached).collect();
+    assert_eq!(active.len(), 1, "only the leaked view's buffer:\n{snap}");
+    let buf = active[0];
+    assert_eq!(buf.bytes, pooled(33 * 1025 * 4));
+    assert_eq!(buf.bytes, snap.stats.active);
+    assert!(!buf.readback);
+    let o = buf.origin.expect("history on");
+    assert_eq!(
+        (o.op, o.location.file(), o.location.line()),
+        ("matmul", file!(), product_line)
+    );
+    // The product itself is gone; the view that holds its buffer is listed.
+    assert_eq!(buf.arrays.len(), 1, "{snap}");
+    let v = &buf.arrays[0];
+    assert_eq!((v.shape.as_slice(), v.dtype), (&[1025, 33][..], DType::F32));
+    assert_eq!((v.offset, v.strides.as_slice()), (0, &[1, 1025][..]));
+    let vo = v.origin.expect("history on");
+    assert_eq!(
+        (vo.op, vo.location.file(), vo.location.line()),
+        ("permute", file!(), view_line)
+    );
+    // The inputs went back to the cache, still labelled.
+    let cached: Vec<_> = snap.buffers.iter().filter(|b| b.cached).collect();
+    assert_eq!(cached.len(), 2);
+    assert!(cached.iter().all(|b| b.origin.unwrap().op == "from_slice"));
+    assert_eq!(
+        cached.iter().map(|b| b.bytes).sum::<u64>(),
+        snap.stats.cache
+    );
+
+    let text = snap.to_string();
+    assert!(
+        text.contains(&format!("matmul at {}:{product_line}:", file!())),
+        "{text}"
+    );
+    assert!(text.contains("float32[1025, 33] permute at"), "{text}");
+
+    let json: serde_json::Value = serde_json::from_str(&snap.to_json()).unwrap();
+    assert_eq!(json["active"], snap.stats.active);
+    assert_eq!(json["history"], true);
+    let j = &json["buffers"][0];
+    assert_eq!(j["bytes"], buf.bytes);
+    assert_eq!(j["cached"], false);
+    assert_eq!(j["origin"]["op"], "matmul");
+    assert_eq!(j["origin"]["file"], file!());
+    assert_eq!(j["origin"]["line"], product_line);
+    assert_eq!(j["arrays"][0]["shape"], serde_json::json!([1025, 33]));
+    assert_eq!(j["arrays"][0]["dtype"], "float32");
+    assert_eq!(j["arrays"][0]["strides"], serde_json::json!([1, 1025]));
+    assert_eq!(j["arrays"][0]["origin"]["line"], view_line);
+    assert_eq!(json["buffers"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn with_history_off_the_snapshot_still_lists_every_buffer() {
+    let d = device();
+    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
+    let b = evaluated(Array::full(&[3], 1.0, DType::F32, &d));
+    drop(evaluated(Array::full(&[2 * MIB_F32], 1.0, DType::F32, &d)));
+    let snap = d.memory_snapshot();
+    assert!(!snap.history);
+    let sizes: Vec<(u64, bool)> = snap.buffers.iter().map(|b| (b.bytes, b.cached)).collect();
+    assert_eq!(sizes, vec![(MIB, false), (256, false), (2 * MIB, true)]);
+    assert_eq!(snap.stats.active, MIB + 256);
+    assert_eq!(snap.stats.live_buffers, 3);
+    assert!(
+        snap.buffers
+            .iter()
+            .all(|b| b.origin.is_none() && b.arrays.is_empty())
+    );
+    assert!(snap.to_string().contains("not recorded: history was off"));
+    assert!(d.memory_timeline().events.is_empty());
+    drop((a, b));
+}
+
+#[test]
+fn the_timeline_records_allocations_hits_releases_and_frees() {
+    use wgarray::MemoryEventKind::{Alloc, CacheHit, Free, Release};
+    let d = device();
+    d.set_cache_limit(2 * MIB);
+    d.record_memory_history(true);
+    let line_a = line!() + 1;
+    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
+    let line_b = line!() + 1;
+    let b = evaluated(Array::full(&[2 * MIB_F32], 2.0, DType::F32, &d));
+    drop(a); // to the cache
+    let line_c = line!() + 1;
+    let c = evaluated(Array::full(&[MIB_F32], 3.0, DType::F32, &d)); // a's buffer
+    drop(b); // to the cache (2 MiB: the limit)
+    drop(c); // to the cache, evicting b's buffer (least recently released)
+
+    let t = d.memory_timeline();
+    let (ia, ib) = (t.events[0].buffer, t.events[1].buffer);
+    let got: Vec<_> = t
+        .events
+        .iter()
+        .map(|e| {
+            let o = e.origin.expect("history on");
+            assert_eq!(o.location.file(), file!());
+            assert_eq!(o.op, "full");
+            (
+                e.kind,
+                e.buffer,
+                e.bytes / MIB,
+                e.active / MIB,
+                e.cache / MIB,
+                o.location.line(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Alloc, ia, 1, 1, 0, line_a),
+            (Alloc, ib, 2, 3, 0, line_b),
+            (Release, ia, 1, 2, 1, line_a),
+            (CacheHit, ia, 1, 3, 0, line_c),
+            (Release, ib, 2, 1, 2, line_b),
+            (Free, ib, 2, 0, 0, line_b),
+            (Release, ia, 1, 0, 1, line_c),
+        ]
+    );
+    assert!(t.events.windows(2).all(|w| w[0].time_s <= w[1].time_s));
+    assert_eq!(t.dropped, 0);
+    // At the peak (3 MiB, first reached by b's allocation) a and b held it.
+    let peak = t.peak_index().unwrap();
+    assert_eq!(peak, 1);
+    let holders: Vec<_> = t
+        .holders_at(peak)
+        .iter()
+        .map(|h| (h.buffer, h.bytes / MIB, h.origin.unwrap().location.line()))
+        .collect();
+    assert_eq!(holders, vec![(ib, 2, line_b), (ia, 1, line_a)]);
+
+    let json: serde_json::Value = serde_json::from_str(&t.to_json()).unwrap();
+    assert_eq!(json["events"].as_array().unwrap().len(), 7);
+    assert_eq!(json["events"][3]["kind"], "cache_hit");
+    assert_eq!(json["events"][3]["origin"]["line"], line_c);
+
+    // Off: nothing more is recorded, and the timeline is gone.
+    d.record_memory_history(false);
+    drop(evaluated(Array::full(&[8], 1.0, DType::F32, &d)));
+    assert!(d.memory_timeline().events.is_empty());
+    d.record_memory_history(true);
+    assert!(d.memory_timeline().events.is_empty(), "a fresh timeline");
+}
+
+/// `#[track_caller]` must reach from every public op down to where nodes
+/// and buffers are recorded, through the ops that call other ops (casts in
+/// binary ops and concatenate, softmax's steps, matmul's K chunks, keepdims
+/// reshapes, read-back copies): every origin names this file.
+#[test]
+fn every_op_records_the_callers_location() {
+    use wgarray::{Slice, random};
+    let d = device();
+    d.record_memory_history(true);
+    let mut rng = Rng::new(47);
+    let x = Array::from_slice(&rng.vec_f32(7 * 33), &[7, 33], &d).unwrap();
+    let idx = Array::from_slice(&[0i32, 5, -1], &[3], &d).unwrap();
+    let xb = x.astype(DType::BF16).unwrap();
+    let key = random::key(7, &d).unwrap();
+    let long_a = Array::ones(&[1, 40_000], DType::F32, &d);
+    let long_b = Array::ones(&[40_000, 1], DType::F32, &d);
+    let positive = (&x.abs().unwrap() + 1.0).unwrap();
+    let (q, r) = x.divmod(&positive).unwrap();
+    let (tv, ti) = x.topk(3, -1).unwrap();
+    let (mv, mi) = x.max_with_index(0, false).unwrap();
+    let mut held: Vec<Array> = [
+        x.exp(),
+        x.sigmoid(),
+        &x + &x,
+        &x * 2.0,
+        -&x,
+        x.maximum(&Array::zeros(&[33], DType::F32, &d)),
+        x.greater(&Array::scalar(0.0, DType::F32, &d).unwrap()),
+        wgarray::where_(&x.greater(&positive).unwrap(), &x, &xb),
+        x.sum(1isize, false),
+        xb.mean(-1isize, true),
+        x.var(-1isize, true, 1),
+        x.std(0isize, false, 0),
+        x.argmax(Some(1), false),
+        x.logsumexp(-1isize, true),
+        x.softmax(-1),
+        xb.softmax(-1),
+        xb.layer_norm(None, None, 1e-5),
+        x.rms_norm(Some(&Array::ones(&[33], DType::F32, &d)), 1e-5),
+        x.log_softmax(0),
+        x.reshape(&[33, 7]),
+        Ok(x.transpose()),
+        x.permute(&[1, 0]),
+        x.slice(&[Slice::range(1, 5), Slice::step(2)]),
+        x.broadcast_to(&[2, 7, 33]),
+        x.expand_dims(0).and_then(|e| e.squeeze(None)),
+        Ok(x.flatten()),
+        x.swapaxes(0, 1),
+        x.take(&idx, Some(1)),
+        x.contiguous(),
+        wgarray::concatenate(&[&x, &xb], 0),
+        wgarray::stack(&[&x, &x], 0),
+        x.matmul(&x.transpose()),
+        Array::zeros(&[7], DType::F32, &d).addmm(&x, &x.transpose(), 1.0, 0.5),
+        long_a.matmul(&long_b),
+        wgarray::baseline::matmul_naive(&x, &x.transpose()),
+        random::split(&key, 2),
+        random::bits(&key, &[5]),
+        random::uniform(&key, &[9], 0.0, 1.0, DType::F32),
+        random::normal(&key, &[9], 0.0, 1.0, DType::BF16),
+        Array::arange(0.0, 10.0, 1.0, DType::I32, &d),
+        Ok(Array::full(&[3], 2.0, DType::U32, &d)),
+        Array::empty(&[5], DType::F32, &d),
+    ]
+    .into_iter()
+    .collect::<wgarray::Result<_>>()
+    .unwrap();
+    held.extend([q, r, tv, ti, mv, mi]);
+    held.extend(x.split(3, 1).unwrap());
+    wgarray::eval(&held.iter().collect::<Vec<_>>()).unwrap();
+    // A strided read-back: a copy node, then a staging buffer.
+    let back = held[20].to_vec::<f32>().unwrap();
+    assert_eq!(back.len(), 7 * 33);
+
+    let mut ops = std::collections::BTreeSet::new();
+    let t = d.memory_timeline();
+    assert!(t.events.len() > 60, "{} events", t.events.len());
+    for e in &t.events {
+        let o = e.origin.expect("history was on from the start");
+        assert_eq!(o.location.file(), file!(), "{e:?}");
+        ops.insert(o.op);
+    }
+    let snap = d.memory_snapshot();
+    for b in &snap.buffers {
+        let o = b.origin.expect("history was on from the start");
+        assert_eq!(o.location.file(), file!(), "buffer {}: {o}", b.id);
+        for a in &b.arrays {
+            let o = a.origin.expect("made with history on");
+            assert_eq!(o.location.file(), file!(), "array {:?}: {o}", a.shape);
+            ops.insert(o.op);
+        }
+    }
+    for op in [
+        "from_slice",
+        "astype",
+        "exp",
+        "add",
+        "multiply",
+        "negative",
+        "maximum",
+        "greater",
+        "where",
+        "sum",
+        "mean",
+        "moments",
+        "argmax",
+        "logsumexp",
+        "reshape",
+        "permute",
+        "slice",
+        "broadcast_to",
+        "take",
+        "concatenate",
+        "matmul",
+        "random::bits",
+        "random::uniform",
+        "random::normal",
+        "arange",
+        "full",
+        "empty",
+        "scalar",
+        "divmod",
+        "topk",
+        "split",
+        "copy",
+        "read-back",
+    ] {
+        assert!(ops.contains(op), "no {op} among {ops:?}");
+    }
+}
+
+/// The registry behind snapshots holds arrays weakly: with history on, a
+/// workload of a few thousand arrays (enough to prune the registry) leaves
+/// nothing alive once dropped.
+#[test]
+fn memory_history_never_keeps_an_array_alive() {
+    let d = device();
+    d.record_memory_history(true);
+    let x = Array::from_slice(&[1.0f32; 64], &[8, 8], &d).unwrap();
+    let mut kept = Vec::new();
+    for i in 0..1500 {
+        let y = (&x + i as f64).unwrap(); // a scalar and a node each
+        if i % 100 == 0 {
+            let parts = y.split(2, 0).unwrap();
+            parts[1].eval().unwrap();
+            kept.push(parts[1].clone());
+        }
+    }
+    let snap = d.memory_snapshot();
+    let viewed: usize = snap.buffers.iter().map(|b| b.arrays.len()).sum();
+    assert_eq!(viewed, 1 + kept.len(), "x and the kept halves");
+    drop(snap);
+    drop((x, kept));
+    assert_empty(&d);
+    let snap = d.memory_snapshot();
+    assert!(snap.buffers.iter().all(|b| b.cached && b.arrays.is_empty()));
+    d.record_memory_history(false);
+    assert_empty(&d);
 }

@@ -525,7 +525,7 @@ fn argmax_empty_value() -> R {
     let x = Array::zeros(&[0], DType::F32, &d);
     assert!(matches!(
         x.argmax(Some(0), false),
-        Err(Error::InvalidArgument(_))
+        Err(Error::EmptyReduction { .. })
     ));
     Ok(())
 }

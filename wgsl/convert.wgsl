@@ -10,6 +10,33 @@ fn is_nan(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
 }
 
+// Float to integer, saturating at the integer type's own limits (NumPy
+// leaves these undefined; PyTorch and WGSL saturate): i32::MAX for
+// x >= 2^31, which f32 cannot hold (clamping in f32 gave 2147483520),
+// u32::MAX for x >= 2^32, 0 for NaN and for negative x into u32. The limits
+// are tested on the bits, so infinities need no float comparison.
+fn f32_to_i32_sat(x: f32) -> i32 {
+    let b = bitcast<u32>(x);
+    if is_nan(x) {
+        return 0;
+    }
+    if (b & 0x7fffffffu) >= 0x4f000000u {
+        return select(2147483647, -2147483647 - 1, (b >> 31u) != 0u);
+    }
+    return i32(x);
+}
+
+fn f32_to_u32_sat(x: f32) -> u32 {
+    let b = bitcast<u32>(x);
+    if is_nan(x) || (b >> 31u) != 0u {
+        return 0u;
+    }
+    if b >= 0x4f800000u {
+        return 4294967295u;
+    }
+    return u32(x);
+}
+
 fn f16_bits_to_f32(h: u32) -> f32 {
     let sign = (h & 0x8000u) << 16u;
     let exp = h & 0x7c00u;

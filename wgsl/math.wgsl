@@ -11,17 +11,153 @@ fn erf_f(x: f32) -> f32 {
     return sign(x) * y;
 }
 
-// log(1 + x) without cancellation (Goldberg, "What every computer scientist
-// should know about floating-point arithmetic", theorem 4).
+// log(1 + x) and exp(x) - 1 to about 1 ulp of f32, from additions,
+// multiplications and bit operations (musl's log1pf and expm1f, after Sun's
+// fdlibm: argument reduction by powers of two, k * ln 2 split in a part
+// exact in f32 and a correction, minimax polynomials). Measured maxima are
+// in docs/ARCHITECTURE.md, "Accuracy of log1p and expm1". Not WGSL's `log` and `exp`: WGSL allows
+// them 3 ulp (and `exp` 3 + 2|x|), `log(1 + x)` loses the low bits of x, and
+// `1 + x` tricks (Goldberg's theorem 4) stay as inaccurate as `log`. Each
+// division only feeds a correction term, so WGSL's 2.5 ulp division costs
+// a small fraction of an ulp. Special values are tested on the bits.
 fn log1p_f(x: f32) -> f32 {
-    if x == bitcast<f32>(INF_BITS) {
+    let ix = bitcast<u32>(x);
+    if is_nan(x) || ix == INF_BITS {
         return x;
     }
-    let u = 1.0 + x;
-    if u == 1.0 {
+    if ix >= 0xbf800000u {
+        // x <= -1: -inf at -1, NaN below.
+        if ix == 0xbf800000u {
+            return bitcast<f32>(0xff800000u);
+        }
+        return bitcast<f32>(NAN_BITS);
+    }
+    // 1 + x = 2^k (1 + f) with f exact in f32 (musl's reduction, but with
+    // [sqrt(2)/2, 3/2) for k = 0 instead of [sqrt(2)/2, sqrt(2)): then f is
+    // exact for every k, where musl rounds it and corrects by
+    // c = x - ((1 + x) - 1), which compilers that reassociate, Mesa's NIR
+    // among them, fold to 0; that lost up to 0.7 ulp).
+    var k = 1;
+    var f = x;
+    if ix < 0x3f000000u || (ix >> 31u) != 0u {
+        // |x| < 2^-24 is its own log1p (subnormals too).
+        if (ix << 1u) < (0x33800000u << 1u) {
+            return x;
+        }
+        // -0.2929 <= x < 0.5: f = x.
+        if ix <= 0xbe95f619u {
+            k = 0;
+        }
+    }
+    if k != 0 {
+        // k from the rounded 1 + x: 1 + f in [sqrt(2)/2, sqrt(2)), give or
+        // take that rounding.
+        var iu = bitcast<u32>(1.0 + x) + (0x3f800000u - 0x3f3504f3u);
+        k = i32(iu >> 23u) - 0x7f;
+        if k < 25 {
+            // f = x 2^-k + (2^-k - 1): x 2^-k and 2^-k - 1 are exact, and
+            // so is their sum, a multiple of 2^-25 below 1/2 in magnitude.
+            let p = bitcast<f32>(u32(0x7f - k) << 23u);
+            f = x * p + (p - 1.0);
+        } else {
+            // 1 + x rounded loses less than 2^-24 of it: nothing to correct.
+            iu = (iu & 0x007fffffu) + 0x3f3504f3u;
+            f = bitcast<f32>(iu) - 1.0;
+        }
+    }
+    // log(1 + f) = 2 atanh(s), s = f / (2 + f), by a minimax in s^2.
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * (bitcast<f32>(0x3eccce13u) + w * bitcast<f32>(0x3e789e26u));
+    let t2 = z * (bitcast<f32>(0x3f2aaaaau) + w * bitcast<f32>(0x3e91e9eeu));
+    let hfsq = 0.5 * f * f;
+    let dk = f32(k);
+    // ln 2 = hi + lo, hi with trailing zeros so that dk * hi is exact.
+    let ln2_hi = bitcast<f32>(0x3f317180u);
+    let ln2_lo = bitcast<f32>(0x3717f7d1u);
+    return s * (hfsq + t2 + t1) + dk * ln2_lo - hfsq + f + dk * ln2_hi;
+}
+
+fn expm1_f(x_in: f32) -> f32 {
+    var x = x_in;
+    let hx = bitcast<u32>(x) & 0x7fffffffu;
+    let negative = (bitcast<u32>(x) >> 31u) != 0u;
+    if hx >= 0x4195b844u {
+        // |x| >= 27 ln 2: -1 below, inf past ln(f32::MAX), NaN as is.
+        if is_nan(x) {
+            return x;
+        }
+        if negative {
+            return -1.0;
+        }
+        if hx > 0x42b17217u {
+            return bitcast<f32>(INF_BITS);
+        }
+    }
+    let ln2_hi = bitcast<f32>(0x3f317180u);
+    let ln2_lo = bitcast<f32>(0x3717f7d1u);
+    var k = 0;
+    var c = 0.0;
+    if hx > 0x3eb17218u {
+        // |x| > ln 2 / 2: x = k ln 2 + r, |r| <= ln 2 / 2.
+        var hi = 0.0;
+        var lo = 0.0;
+        if hx < 0x3f851592u {
+            if negative {
+                hi = x + ln2_hi;
+                lo = -ln2_lo;
+                k = -1;
+            } else {
+                hi = x - ln2_hi;
+                lo = ln2_lo;
+                k = 1;
+            }
+        } else {
+            k = i32(bitcast<f32>(0x3fb8aa3bu) * x + select(0.5, -0.5, negative));
+            let t = f32(k);
+            hi = x - t * ln2_hi;
+            lo = t * ln2_lo;
+        }
+        x = hi - lo;
+        c = (hi - x) - lo;
+    } else if hx < 0x33000000u {
+        // |x| < 2^-25 is its own expm1 (subnormals too).
         return x;
     }
-    return log(u) * x / (u - 1.0);
+    // exp(x) - 1 on the reduced x by a rational minimax (fdlibm's R).
+    let hfx = 0.5 * x;
+    let hxs = x * hfx;
+    let r1 = 1.0 + hxs * (bitcast<f32>(0xbd088868u) + hxs * bitcast<f32>(0x3acf3010u));
+    let t = 3.0 - r1 * hfx;
+    var e = hxs * ((r1 - t) / (6.0 - x * t));
+    if k == 0 {
+        return x - (x * e - hxs);
+    }
+    e = x * (e - c) - c;
+    e -= hxs;
+    // exp(x_in) - 1 = 2^k (x - e + 1) - 1.
+    if k == -1 {
+        return 0.5 * (x - e) - 0.5;
+    }
+    if k == 1 {
+        if x < -0.25 {
+            return -2.0 * (e - (x + 0.5));
+        }
+        return 1.0 + 2.0 * (x - e);
+    }
+    if k < 0 || k > 56 {
+        // 2^(k - 1), then 2: 2^128 (k = 128) is past f32. Neither factor
+        // is a constant, so no compiler folds them into an infinity.
+        let y = (x - e + 1.0) * bitcast<f32>(u32(0x7e + k) << 23u) * 2.0;
+        return y - 1.0;
+    }
+    let twopk = bitcast<f32>(u32(0x7f + k) << 23u);
+    let twomk = bitcast<f32>(u32(0x7f - k) << 23u);
+    if k < 23 {
+        return (x - e + (1.0 - twomk)) * twopk;
+    }
+    return (x - (e + twomk) + 1.0) * twopk;
 }
 
 // tanh that saturates instead of overflowing exp for large |x|.

@@ -19,7 +19,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use tokenizers::{Tokenizer, TruncationParams};
-use wgarray::{Array, DType, Device};
+use wgarray::io::SafetensorsFile;
+use wgarray::{Array, DType, Device, concatenate};
 
 /// Errors from files, JSON, the tokenizer and wgarray alike.
 pub type AnyError = Box<dyn std::error::Error + Send + Sync>;
@@ -118,48 +119,37 @@ pub struct Tokens {
     pub type_ids: Vec<u32>,
 }
 
-/// Host-side view of the safetensors file, keyed with or without a `bert.`
-/// prefix.
+/// The weights file, keyed with or without a `bert.` prefix: each tensor
+/// is checked (f32, expected shape) and uploaded straight from the file's
+/// memory map by `wgarray::io`.
 struct Weights<'a> {
-    st: safetensors::SafeTensors<'a>,
+    file: SafetensorsFile,
     prefix: &'static str,
+    device: &'a Device,
 }
 
 impl Weights<'_> {
-    /// A tensor as f32 with its shape.
-    fn get(&self, name: &str) -> AnyResult<(Vec<f32>, Vec<usize>)> {
+    /// The f32 tensor `name` on the device, if `shape` accepts its shape.
+    fn load(&self, name: &str, shape: impl Fn(&[usize]) -> bool) -> AnyResult<Array> {
         let full = format!("{}{name}", self.prefix);
-        let t = self
-            .st
-            .tensor(&full)
-            .map_err(|e| format!("model.safetensors: {full}: {e}"))?;
-        if t.dtype() != safetensors::Dtype::F32 {
-            return Err(format!("{full}: dtype {:?}, want F32", t.dtype()).into());
+        let dtype = self.file.dtype(&full)?;
+        if dtype != DType::F32 {
+            return Err(format!("{full}: dtype {dtype}, want float32").into());
         }
-        // The data need not be 4-byte aligned inside the file.
-        let data = t
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        Ok((data, t.shape().to_vec()))
+        let s = self.file.shape(&full)?;
+        if !shape(s) {
+            return Err(format!("{full}: unexpected shape {s:?}").into());
+        }
+        Ok(self.file.load(&full, self.device)?)
     }
 
-    fn vector(&self, name: &str, len: usize) -> AnyResult<Vec<f32>> {
-        let (v, shape) = self.get(name)?;
-        if shape != [len] {
-            return Err(format!("{name}: shape {shape:?}, want [{len}]").into());
-        }
-        Ok(v)
+    fn vector(&self, name: &str, len: usize) -> AnyResult<Array> {
+        self.load(name, |s| s == [len])
     }
 
     /// A PyTorch `Linear` weight, `[out, in]`.
-    fn linear(&self, name: &str, out: usize, inp: usize) -> AnyResult<Vec<f32>> {
-        let (w, shape) = self.get(name)?;
-        if shape != [out, inp] {
-            return Err(format!("{name}: shape {shape:?}, want [{out}, {inp}]").into());
-        }
-        Ok(w)
+    fn linear(&self, name: &str, out: usize, inp: usize) -> AnyResult<Array> {
+        self.load(name, |s| s == [out, inp])
     }
 }
 
@@ -186,84 +176,66 @@ impl MiniLm {
             .map_err(|e| format!("tokenizer truncation: {e}"))?;
         tokenizer.with_padding(None);
 
-        let path = dir.join("model.safetensors");
-        let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        let st = safetensors::SafeTensors::deserialize(&bytes)
-            .map_err(|e| format!("reading {}: {e}", path.display()))?;
-        let prefix = if st.names().iter().any(|n| n.starts_with("bert.embeddings.")) {
+        let file = SafetensorsFile::open(dir.join("model.safetensors"))?;
+        let prefix = if file
+            .names()
+            .iter()
+            .any(|n| n.starts_with("bert.embeddings."))
+        {
             "bert."
         } else {
             ""
         };
-        let w = Weights { st, prefix };
+        let w = Weights {
+            file,
+            prefix,
+            device,
+        };
         let (h, f) = (config.hidden, config.intermediate);
-        let up = |v: &[f32], shape: &[usize]| Array::from_slice(v, shape, device);
-        let vec_arr =
-            |name: &str, len: usize| -> AnyResult<Array> { Ok(up(&w.vector(name, len)?, &[len])?) };
-
-        let (word, word_shape) = w.get("embeddings.word_embeddings.weight")?;
-        let (position, pos_shape) = w.get("embeddings.position_embeddings.weight")?;
-        let (token_type, tt_shape) = w.get("embeddings.token_type_embeddings.weight")?;
-        for (name, s) in [
-            ("word", &word_shape),
-            ("position", &pos_shape),
-            ("token type", &tt_shape),
-        ] {
-            if s.len() != 2 || s[1] != h {
-                return Err(format!("{name} embeddings: shape {s:?}").into());
-            }
-        }
+        let embedding = |name: &str| w.load(name, |s| s.len() == 2 && s[1] == h);
+        let word = embedding("embeddings.word_embeddings.weight")?;
+        let position = embedding("embeddings.position_embeddings.weight")?;
+        let token_type = embedding("embeddings.token_type_embeddings.weight")?;
         let head_dim = h / config.heads;
-        let scale = 1.0 / (head_dim as f32).sqrt();
+        let scale = 1.0 / (head_dim as f64).sqrt();
         let mut layers = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
             let p = format!("encoder.layer.{i}.");
             let att = format!("{p}attention.self.");
             // Fused Q|K|V: [3h, h], rows q, k, v; Q scaled by 1/sqrt(head_dim).
-            let mut qkv_w = Vec::with_capacity(3 * h * h);
-            let mut qkv_b = Vec::with_capacity(3 * h);
-            for (part, s) in [("query", scale), ("key", 1.0), ("value", 1.0)] {
-                let (wp, shape) = w.get(&format!("{att}{part}.weight"))?;
-                if shape != [h, h] {
-                    return Err(format!("{att}{part}.weight: shape {shape:?}").into());
-                }
-                qkv_w.extend(wp.iter().map(|x| x * s));
-                qkv_b.extend(
-                    w.vector(&format!("{att}{part}.bias"), h)?
-                        .iter()
-                        .map(|x| x * s),
-                );
-            }
+            let part = |name: &str| w.linear(&format!("{att}{name}.weight"), h, h);
+            let bias = |name: &str| w.vector(&format!("{att}{name}.bias"), h);
+            let qkv_w = concatenate(
+                &[&(&part("query")? * scale)?, &part("key")?, &part("value")?],
+                0,
+            )?;
+            let qkv_b = concatenate(
+                &[&(&bias("query")? * scale)?, &bias("key")?, &bias("value")?],
+                0,
+            )?;
+            // Materialise the fused weights now; the parts go back to the pool.
+            wgarray::eval(&[&qkv_w, &qkv_b])?;
             layers.push(Layer {
-                qkv_w: up(&qkv_w, &[3 * h, h])?,
-                qkv_b: up(&qkv_b, &[3 * h])?,
-                out_w: up(
-                    &w.linear(&format!("{p}attention.output.dense.weight"), h, h)?,
-                    &[h, h],
-                )?,
-                out_b: vec_arr(&format!("{p}attention.output.dense.bias"), h)?,
-                ln1_w: vec_arr(&format!("{p}attention.output.LayerNorm.weight"), h)?,
-                ln1_b: vec_arr(&format!("{p}attention.output.LayerNorm.bias"), h)?,
-                ff1_w: up(
-                    &w.linear(&format!("{p}intermediate.dense.weight"), f, h)?,
-                    &[f, h],
-                )?,
-                ff1_b: vec_arr(&format!("{p}intermediate.dense.bias"), f)?,
-                ff2_w: up(
-                    &w.linear(&format!("{p}output.dense.weight"), h, f)?,
-                    &[h, f],
-                )?,
-                ff2_b: vec_arr(&format!("{p}output.dense.bias"), h)?,
-                ln2_w: vec_arr(&format!("{p}output.LayerNorm.weight"), h)?,
-                ln2_b: vec_arr(&format!("{p}output.LayerNorm.bias"), h)?,
+                qkv_w,
+                qkv_b,
+                out_w: w.linear(&format!("{p}attention.output.dense.weight"), h, h)?,
+                out_b: w.vector(&format!("{p}attention.output.dense.bias"), h)?,
+                ln1_w: w.vector(&format!("{p}attention.output.LayerNorm.weight"), h)?,
+                ln1_b: w.vector(&format!("{p}attention.output.LayerNorm.bias"), h)?,
+                ff1_w: w.linear(&format!("{p}intermediate.dense.weight"), f, h)?,
+                ff1_b: w.vector(&format!("{p}intermediate.dense.bias"), f)?,
+                ff2_w: w.linear(&format!("{p}output.dense.weight"), h, f)?,
+                ff2_b: w.vector(&format!("{p}output.dense.bias"), h)?,
+                ln2_w: w.vector(&format!("{p}output.LayerNorm.weight"), h)?,
+                ln2_b: w.vector(&format!("{p}output.LayerNorm.bias"), h)?,
             });
         }
         let model = MiniLm {
-            word: up(&word, &word_shape)?,
-            position: up(&position, &pos_shape)?,
-            token_type: up(&token_type, &tt_shape)?,
-            emb_ln_w: vec_arr("embeddings.LayerNorm.weight", h)?,
-            emb_ln_b: vec_arr("embeddings.LayerNorm.bias", h)?,
+            word,
+            position,
+            token_type,
+            emb_ln_w: w.vector("embeddings.LayerNorm.weight", h)?,
+            emb_ln_b: w.vector("embeddings.LayerNorm.bias", h)?,
             layers,
             config,
             tokenizer,

@@ -17,6 +17,7 @@ use std::sync::{OnceLock, Weak};
 
 use crate::Device;
 use crate::array::{Array, ArrayInner, State};
+use crate::memory::Origin;
 pub(crate) use primitive::{Primitive, View};
 
 /// A node: a primitive applied to inputs, producing one or more outputs.
@@ -26,16 +27,25 @@ pub(crate) struct Node {
     /// The outputs, weakly: set once, right after they are made.
     pub outputs: OnceLock<Vec<Weak<ArrayInner>>>,
     pub device: Device,
+    /// The op and its call site, while memory history is on: the label of
+    /// the buffers allocated for the node's outputs.
+    pub origin: Option<Origin>,
 }
 
 impl Node {
-    pub(crate) fn new(device: &Device, primitive: Primitive, inputs: Vec<Array>) -> Node {
+    pub(crate) fn new(
+        device: &Device,
+        primitive: Primitive,
+        inputs: Vec<Array>,
+        origin: Option<Origin>,
+    ) -> Node {
         device.inner.live_nodes.fetch_add(1, Ordering::SeqCst);
         Node {
             primitive,
             inputs,
             outputs: OnceLock::new(),
             device: device.clone(),
+            origin,
         }
     }
 }

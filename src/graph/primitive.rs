@@ -96,6 +96,7 @@ pub(crate) enum UnaryOp {
     Exp,
     Log,
     Log1p,
+    Expm1,
     Sqrt,
     Rsqrt,
     Square,
@@ -122,13 +123,14 @@ pub(crate) enum UnaryOp {
 impl UnaryOp {
     /// Every unary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [UnaryOp; 23] = [
+    pub(crate) const ALL: [UnaryOp; 24] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
         UnaryOp::Exp,
         UnaryOp::Log,
         UnaryOp::Log1p,
+        UnaryOp::Expm1,
         UnaryOp::Sqrt,
         UnaryOp::Rsqrt,
         UnaryOp::Square,
@@ -302,6 +304,18 @@ impl ReduceOp {
         }
     }
 
+    /// The op's name if it has no identity (nothing to return for an
+    /// empty reduction), else `None`.
+    pub(crate) fn without_identity(self) -> Option<&'static str> {
+        match self {
+            ReduceOp::Max => Some("max"),
+            ReduceOp::Min => Some("min"),
+            ReduceOp::ArgMax => Some("argmax"),
+            ReduceOp::ArgMin => Some("argmin"),
+            _ => None,
+        }
+    }
+
     /// Output dtypes for an input dtype (4-byte dtypes: the ops layer casts
     /// to f16/bf16 afterwards).
     pub(crate) fn out_dtypes(self, input: DType) -> Vec<DType> {
@@ -325,4 +339,91 @@ pub(crate) enum Distribution {
     Uniform { low: f32, scale: f32, max: f32 },
     /// `mean + std * z`, `z` standard normal by Box-Muller.
     Normal { mean: f32, std: f32 },
+}
+
+impl Primitive {
+    /// The op's name as memory history reports it ([`crate::Origin::op`]):
+    /// NumPy's name where there is one (`add`, `sum`, `reshape`, `take`).
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Primitive::Full { .. } => "full",
+            Primitive::Elementwise(op) => match op {
+                ElementwiseOp::Cast => "astype",
+                ElementwiseOp::Copy => "copy",
+                ElementwiseOp::Unary(u) => u.name(),
+                ElementwiseOp::Binary(b) => b.name(),
+                ElementwiseOp::Where => "where",
+                ElementwiseOp::DivMod => "divmod",
+            },
+            Primitive::Matmul { .. } => "matmul",
+            Primitive::View(v) => match v {
+                View::Reshape => "reshape",
+                View::Permute(_) => "permute",
+                View::Broadcast => "broadcast_to",
+                View::Slice { .. } => "slice",
+                View::Contiguous => "contiguous",
+            },
+            Primitive::Split { .. } => "split",
+            Primitive::Take { .. } => "take",
+            Primitive::Reduce { op, .. } => op.name(),
+            Primitive::Random { dist, .. } => match dist {
+                Distribution::Bits => "random::bits",
+                Distribution::Uniform { .. } => "random::uniform",
+                Distribution::Normal { .. } => "random::normal",
+            },
+            Primitive::Concatenate { .. } => "concatenate",
+            Primitive::TopK { .. } => "topk",
+        }
+    }
+}
+
+impl UnaryOp {
+    /// NumPy's (or PyTorch's) name for the op.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "negative",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Expm1 => "expm1",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Square => "square",
+            UnaryOp::Reciprocal => "reciprocal",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::GeluTanh => "gelu_approx",
+            UnaryOp::Silu => "silu",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Round => "round",
+            UnaryOp::LogicalNot => "logical_not",
+        }
+    }
+}
+
+impl ReduceOp {
+    /// NumPy's name for the reduction.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+            ReduceOp::Mean => "mean",
+            ReduceOp::Moments => "moments",
+            ReduceOp::LogSumExp => "logsumexp",
+            ReduceOp::All => "all",
+            ReduceOp::Any => "any",
+        }
+    }
 }

@@ -19,6 +19,7 @@ impl UnaryOp {
             UnaryOp::Exp => "exp(x0)",
             UnaryOp::Log => "log(x0)",
             UnaryOp::Log1p => "log1p_f(x0)",
+            UnaryOp::Expm1 => "expm1_f(x0)",
             UnaryOp::Sqrt => "sqrt(x0)",
             UnaryOp::Rsqrt => "inverseSqrt(x0)",
             UnaryOp::Square => "x0 * x0",
@@ -152,15 +153,12 @@ pub(crate) fn encode(d: DType, r: &str, ct: &str) -> String {
         _ => {
             let v = match (ct, compute_type(d)) {
                 (a, b) if a == b => r.to_string(),
-                // Saturate (NaN to 0) before converting: WGSL defines float
-                // to int conversion as saturating, but SPIR-V and GLSL leave
-                // out-of-range values undefined and backends differ.
-                ("f32", "i32") => {
-                    format!("select(i32(clamp({r}, -2147483648.0, 2147483520.0)), 0, is_nan({r}))")
-                }
-                ("f32", "u32") => {
-                    format!("select(u32(clamp({r}, 0.0, 4294967040.0)), 0u, is_nan({r}))")
-                }
+                // Saturate to the integer type's own limits, NaN to 0
+                // (convert.wgsl): WGSL defines float to int conversion as
+                // saturating, but SPIR-V and GLSL leave out-of-range values
+                // undefined and backends differ.
+                ("f32", "i32") => format!("f32_to_i32_sat({r})"),
+                ("f32", "u32") => format!("f32_to_u32_sat({r})"),
                 (_, to) => format!("{to}({r})"),
             };
             match d {

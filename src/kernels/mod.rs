@@ -495,7 +495,8 @@ pub(crate) fn parse(source: &str, label: &str) -> Result<naga::Module> {
     })
 }
 
-/// Validate a parsed module under `capabilities` (see [`parse`]).
+/// Validate a parsed module under `capabilities` (see [`parse`]); naga's
+/// analysis of it (what each entry point uses) on success.
 ///
 /// # Errors
 /// [`Error::Kernel`] with naga's message when validation fails.
@@ -504,10 +505,9 @@ pub(crate) fn validate(
     source: &str,
     label: &str,
     capabilities: naga::valid::Capabilities,
-) -> Result<()> {
+) -> Result<naga::valid::ModuleInfo> {
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities)
         .validate(module)
-        .map(|_| ())
         .map_err(|e| Error::Kernel {
             kernel: label.to_string(),
             message: e.emit_to_string(source),

@@ -1,64 +1,200 @@
-//! GPU memory: the per-device buffer pool and its statistics.
+//! GPU memory: the per-device buffer pool, its statistics and its history
+//! (what each buffer was handed out for, and the timeline of events),
+//! read-back, and waiting for the GPU.
 //!
 //! This module knows nothing about arrays or graphs. It hands out
-//! [`PooledBuffer`]s and takes them back in their `Drop`, synchronously.
+//! [`PooledBuffer`]s and takes them back in their `Drop`, synchronously; the
+//! [`Origin`] a caller attaches to a buffer is an opaque label to it.
+//!
+//! Every wait for the GPU here is bounded (a `timeout` from the caller,
+//! the device's wait limit) and none holds the pool's queue lock: see "Lock
+//! order" in docs/ARCHITECTURE.md.
 
+mod history;
 mod pool;
 
-pub use pool::MemoryStats;
-pub(crate) use pool::{BufferKind, Pool, PooledBuffer, QueueGuard};
+use std::time::{Duration, Instant};
 
-/// Copy `size` bytes of `src` from byte `offset` (both multiples of 4) to
-/// the host: a staging buffer from `pool`, one copy command submitted on
-/// `queue` under the pool's queue lock, then [`map_read`].
+pub use history::{Holder, MemoryEvent, MemoryEventKind, MemoryTimeline, Origin};
+pub(crate) use history::{json_origin, json_string};
+pub use pool::MemoryStats;
+pub(crate) use pool::{BufferKind, Pool, PooledBuffer, QueueGuard, default_cache_limit};
+
+use crate::{Error, Result};
+
+/// The longest single `poll` of a wait. A long wait is a loop of these:
+/// wgpu's GL backend holds its context lock for the whole of one poll (and
+/// clamps a poll to about 2.1 s), and another thread that cannot get that
+/// lock within 6 s panics in wgpu-hal.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
+
+/// The message of a [`Error::DeviceLost`] found by a refused submission.
+pub(crate) const REFUSED: &str = "wgpu refused new work: the device was destroyed or lost \
+     (wgpu names the reason only once the work already submitted is done)";
+
+/// `device.poll(Wait { index, timeout })`: `Ok(true)` when the submission
+/// (all work for `None`) is done, `Ok(false)` when `timeout` passed first.
 ///
 /// # Errors
-/// [`crate::Error::OutOfMemory`] for the staging buffer,
-/// [`crate::Error::Readback`] when waiting or mapping fails.
-pub(crate) fn read_back(
+/// [`Error::DeviceLost`] when wgpu refused the submission (an index no
+/// successful submission returned: the device is destroyed or lost), or
+/// when the wait itself failed: wgpu 30 panics in `Device::poll` when the
+/// driver reports a lost device during the wait, and that panic is caught
+/// here and returned as this error.
+pub(crate) fn poll(
+    device: &wgpu::Device,
+    index: Option<wgpu::SubmissionIndex>,
+    timeout: Duration,
+) -> Result<bool> {
+    let poll_type = wgpu::PollType::Wait {
+        submission_index: index,
+        timeout: Some(timeout),
+    };
+    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device.poll(poll_type)));
+    match polled {
+        Ok(Ok(_)) => Ok(true),
+        Ok(Err(wgpu::PollError::Timeout)) => Ok(false),
+        Ok(Err(wgpu::PollError::WrongSubmissionIndex(..))) => {
+            Err(Error::DeviceLost(REFUSED.to_string()))
+        }
+        Err(panic) => Err(Error::DeviceLost(format!(
+            "the wait for the GPU failed: {}",
+            panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("wgpu panicked in Device::poll")
+        ))),
+    }
+}
+
+/// `device.poll(Poll)`: without blocking, run whatever wgpu has to report
+/// (finished maps, a lost device's callback). A panic in wgpu's poll is
+/// caught and dropped: the next wait reports the loss.
+pub(crate) fn poll_now(device: &wgpu::Device) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        device.poll(wgpu::PollType::Poll)
+    }));
+}
+
+/// Wait, at most `timeout`, until submission `index` (all work for
+/// `None`) is done: a loop of short polls ([`WAIT_SLICE`]). Holds no lock of
+/// ours; call it after letting go of the queue lock.
+///
+/// # Errors
+/// [`Error::Timeout`] when `timeout` passes; [`Error::DeviceLost`] as
+/// [`poll`].
+pub(crate) fn wait(
+    device: &wgpu::Device,
+    index: Option<wgpu::SubmissionIndex>,
+    timeout: Duration,
+    what: &'static str,
+) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let left = timeout.saturating_sub(start.elapsed());
+        if poll(device, index.clone(), left.min(WAIT_SLICE))? {
+            return Ok(());
+        }
+        if left.is_zero() || start.elapsed() >= timeout {
+            return Err(Error::Timeout {
+                what,
+                waited: start.elapsed(),
+            });
+        }
+    }
+}
+
+/// Copy `size` bytes of `src` from byte `offset` (both multiples of 4) to
+/// the host and give them to `f` while they are mapped: a staging buffer
+/// from `pool` (handed out for `origin`, `None` unless history is on) and
+/// one copy command submitted on `queue` under the pool's queue lock; then,
+/// with the lock let go (so other threads keep evaluating),
+/// [`map_read_with`] waits at most `timeout`.
+///
+/// # Errors
+/// [`Error::OutOfMemory`] for the staging buffer; as [`map_read_with`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn read_back<R>(
     pool: &std::sync::Arc<Pool>,
     queue: &wgpu::Queue,
     src: &wgpu::Buffer,
     offset: u64,
     size: u64,
-) -> crate::Result<Vec<u8>> {
-    let guard = pool.lock_queue();
-    let staging = pool.acquire(&guard, size, BufferKind::Readback)?;
-    let mut encoder = pool
-        .device()
-        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("wgarray read-back"),
-        });
-    encoder.copy_buffer_to_buffer(src, offset, staging.buffer(), 0, size);
-    let index = queue.submit([encoder.finish()]);
-    map_read(pool.device(), staging.buffer(), ..size, index)
+    origin: Option<Origin>,
+    timeout: Duration,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<R> {
+    let (staging, index) = {
+        let guard = pool.lock_queue();
+        let staging = pool.acquire(&guard, size, BufferKind::Readback, origin)?;
+        let mut encoder = pool
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("wgarray read-back"),
+            });
+        encoder.copy_buffer_to_buffer(src, offset, staging.buffer(), 0, size);
+        (staging, queue.submit([encoder.finish()]))
+    };
+    map_read_with(pool.device(), staging.buffer(), ..size, index, timeout, f)
 }
 
 /// Map `range` of a `MAP_READ` buffer once submission `index` is done, copy
-/// the bytes out and unmap it.
+/// the bytes out and unmap it; waits at most `timeout` in all.
 ///
 /// # Errors
-/// [`crate::Error::Readback`] when waiting or mapping fails.
+/// As [`map_read_with`].
 pub(crate) fn map_read(
     device: &wgpu::Device,
     buffer: &wgpu::Buffer,
     range: std::ops::RangeTo<u64>,
     index: wgpu::SubmissionIndex,
-) -> crate::Result<Vec<u8>> {
-    let err = |e: &dyn std::fmt::Display| crate::Error::Readback(e.to_string());
+    timeout: Duration,
+) -> Result<Vec<u8>> {
+    map_read_with(device, buffer, range, index, timeout, <[u8]>::to_vec)
+}
+
+/// As [`map_read`], but `f` gets the mapped bytes in place (no copy). On
+/// any failure the buffer is left unmapped (a pending map is cancelled), so
+/// it can go back to the pool.
+///
+/// # Errors
+/// [`Error::Timeout`]; [`Error::DeviceLost`] as [`poll`];
+/// [`Error::Readback`] when wgpu fails the mapping.
+pub(crate) fn map_read_with<R>(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+    range: std::ops::RangeTo<u64>,
+    index: wgpu::SubmissionIndex,
+    timeout: Duration,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<R> {
+    let start = Instant::now();
     let slice = buffer.slice(range);
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
     });
-    device
-        .poll(wgpu::PollType::Wait {
-            submission_index: Some(index),
-            timeout: None,
-        })
-        .map_err(|e| err(&e))?;
-    rx.recv().map_err(|e| err(&e))?.map_err(|e| err(&e))?;
-    let data = slice.get_mapped_range().map_err(|e| err(&e))?.to_vec();
+    let mapped = wait(device, Some(index), timeout, "a read-back").and_then(|()| {
+        // The callback runs in whichever thread's poll saw the copy finish:
+        // it may still be on its way from another thread.
+        let left = timeout.saturating_sub(start.elapsed()).max(WAIT_SLICE);
+        match rx.recv_timeout(left) {
+            Ok(r) => r.map_err(|e| Error::Readback(e.to_string())),
+            Err(_) => Err(Error::Timeout {
+                what: "a buffer mapping",
+                waited: start.elapsed(),
+            }),
+        }
+    });
+    if let Err(e) = mapped {
+        buffer.unmap();
+        return Err(e);
+    }
+    let data = slice
+        .get_mapped_range()
+        .map_err(|e| Error::Readback(e.to_string()))
+        .map(|v| f(&v));
     buffer.unmap();
-    Ok(data)
+    data
 }

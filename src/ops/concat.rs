@@ -38,6 +38,7 @@ use crate::{Array, Error, Result};
 /// [`Error::InvalidArgument`] for an empty list or 0-dimensional arrays;
 /// [`Error::InvalidAxis`]; [`Error::ShapeMismatch`] when ranks or the other
 /// axes differ; [`Error::DeviceMismatch`].
+#[track_caller]
 pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
     let Some(first) = arrays.first() else {
         return Err(Error::InvalidArgument(
@@ -67,10 +68,11 @@ pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
         shape[axis] += a.shape()[axis];
         dtype = promote_types(dtype, a.dtype());
     }
-    let inputs = arrays
-        .iter()
-        .map(|a| a.astype(dtype))
-        .collect::<Result<Vec<_>>>()?;
+    // A loop, not a closure: the casts record the caller's location.
+    let mut inputs = Vec::with_capacity(arrays.len());
+    for a in arrays {
+        inputs.push(a.astype(dtype)?);
+    }
     Ok(Array::from_node(
         first.device(),
         Primitive::Concatenate { axis },
@@ -102,6 +104,7 @@ pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
 /// # Errors
 /// [`Error::InvalidArgument`] for an empty list; [`Error::InvalidAxis`];
 /// [`Error::ShapeMismatch`] when the shapes differ; [`Error::DeviceMismatch`].
+#[track_caller]
 pub fn stack(arrays: &[&Array], axis: isize) -> Result<Array> {
     let Some(first) = arrays.first() else {
         return Err(Error::InvalidArgument(

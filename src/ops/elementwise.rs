@@ -53,6 +53,7 @@ fn scalar_dtype(array: DType, value: f64) -> DType {
 
 impl Array {
     /// Record an elementwise node over `inputs` broadcast together.
+    #[track_caller]
     fn elementwise(
         op: ElementwiseOp,
         name: &'static str,
@@ -81,6 +82,7 @@ impl Array {
     ///
     /// # Errors
     /// None today; `Result` for symmetry with the other ops.
+    #[track_caller]
     pub fn astype(&self, dtype: DType) -> Result<Array> {
         if dtype == self.dtype() {
             return Ok(self.clone());
@@ -95,6 +97,7 @@ impl Array {
     ///
     /// # Errors
     /// None today; `Result` so that every op composes with `?`.
+    #[track_caller]
     pub fn contiguous(&self) -> Result<Array> {
         Ok(Array::from_node(
             self.device(),
@@ -106,6 +109,7 @@ impl Array {
         .expect("one output"))
     }
 
+    #[track_caller]
     fn unary(&self, op: UnaryOp, name: &'static str) -> Result<Array> {
         let out = match op {
             UnaryOp::LogicalNot => DType::Bool,
@@ -115,6 +119,7 @@ impl Array {
         Array::elementwise(ElementwiseOp::Unary(op), name, &[self], out)
     }
 
+    #[track_caller]
     fn binary(&self, other: &Array, op: BinaryOp) -> Result<Array> {
         let t = promote_types(self.dtype(), other.dtype());
         let out = if op.is_predicate() {
@@ -129,6 +134,7 @@ impl Array {
         Array::elementwise(ElementwiseOp::Binary(op), op.name(), &[&a, &b], out)
     }
 
+    #[track_caller]
     fn binary_scalar(&self, value: f64, op: BinaryOp) -> Result<Array> {
         // A lazy constant: at eval it becomes a parameter word of the
         // kernel that reads it (no buffer, no upload, no dispatch).
@@ -149,6 +155,7 @@ macro_rules! unary_fns {
                 /// # Errors
                 /// None today (the op is recorded lazily); `Result` so that
                 /// every op composes with `?`.
+                #[track_caller]
                 pub fn $name(&self) -> Result<Array> {
                     self.unary($op, stringify!($name))
                 }
@@ -168,8 +175,14 @@ unary_fns! {
     exp => UnaryOp::Exp;
     /// Natural logarithm.
     log => UnaryOp::Log;
-    /// `log(1 + x)`, accurate near 0 (Goldberg 1991, theorem 4).
+    /// `log(1 + x)`, within 2 ulp of the true value over the whole f32
+    /// range (musl's `log1pf`, after Sun's fdlibm): -inf at -1, NaN below,
+    /// x itself for |x| < 2^-24. f16 and bf16 compute in f32 and round once.
     log1p => UnaryOp::Log1p;
+    /// `e^x - 1`, within 2 ulp of the true value over the whole f32 range
+    /// (musl's `expm1f`, after Sun's fdlibm): -1 below -27 ln 2, inf past
+    /// ln(f32::MAX), x itself for |x| < 2^-25.
+    expm1 => UnaryOp::Expm1;
     /// Square root.
     sqrt => UnaryOp::Sqrt;
     /// `1 / sqrt(x)` (MLX `rsqrt`).
@@ -218,6 +231,7 @@ macro_rules! binary_fns {
                 /// # Errors
                 /// [`crate::Error::ShapeMismatch`] when the shapes do not
                 /// broadcast; [`crate::Error::DeviceMismatch`].
+                #[track_caller]
                 pub fn $name(&self, other: &Array) -> Result<Array> {
                     self.binary(other, $op)
                 }
@@ -268,6 +282,7 @@ binary_fns! {
 ///
 /// # Errors
 /// [`crate::Error::ShapeMismatch`], [`crate::Error::DeviceMismatch`].
+#[track_caller]
 pub fn where_(cond: &Array, a: &Array, b: &Array) -> Result<Array> {
     let t = promote_types(a.dtype(), b.dtype());
     let (a, b) = (a.astype(t)?, b.astype(t)?);
@@ -278,12 +293,14 @@ macro_rules! operator {
     ($trait:ident, $method:ident, $op:expr) => {
         impl std::ops::$trait<&Array> for &Array {
             type Output = Result<Array>;
+            #[track_caller]
             fn $method(self, rhs: &Array) -> Result<Array> {
                 self.binary(rhs, $op)
             }
         }
         impl std::ops::$trait<Array> for Array {
             type Output = Result<Array>;
+            #[track_caller]
             fn $method(self, rhs: Array) -> Result<Array> {
                 self.binary(&rhs, $op)
             }
@@ -291,12 +308,14 @@ macro_rules! operator {
         impl std::ops::$trait<f64> for &Array {
             type Output = Result<Array>;
             /// The scalar is weak: see the module docs.
+            #[track_caller]
             fn $method(self, rhs: f64) -> Result<Array> {
                 self.binary_scalar(rhs, $op)
             }
         }
         impl std::ops::$trait<f64> for Array {
             type Output = Result<Array>;
+            #[track_caller]
             fn $method(self, rhs: f64) -> Result<Array> {
                 self.binary_scalar(rhs, $op)
             }
@@ -312,6 +331,7 @@ operator!(Rem, rem, BinaryOp::Remainder);
 
 impl std::ops::Neg for &Array {
     type Output = Result<Array>;
+    #[track_caller]
     fn neg(self) -> Result<Array> {
         self.negative()
     }
@@ -319,6 +339,7 @@ impl std::ops::Neg for &Array {
 
 impl std::ops::Neg for Array {
     type Output = Result<Array>;
+    #[track_caller]
     fn neg(self) -> Result<Array> {
         self.negative()
     }
@@ -335,6 +356,7 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::ShapeMismatch`], [`crate::Error::DeviceMismatch`].
+    #[track_caller]
     pub fn divmod(&self, other: &Array) -> Result<(Array, Array)> {
         super::same_device(self, other)?;
         let t = promote_types(self.dtype(), other.dtype());

@@ -104,29 +104,43 @@ fn plan(op: &'static str, x: &Array, y: &Array) -> Result<Plan> {
 /// fused bias (`acc = a_i @ b_i + acc`), one dispatch per chunk, no copies.
 pub(crate) const K_CHUNK: usize = 32768;
 
+/// One matmul node `a @ b (+ bias)` with output shape `out`.
+#[track_caller]
+fn matmul_node(
+    a: Array,
+    b: Array,
+    primitive: Primitive,
+    bias: Option<Array>,
+    out: &[usize],
+) -> Array {
+    let (device, dtype) = (a.device().clone(), a.dtype());
+    let mut inputs = vec![a, b];
+    inputs.extend(bias);
+    Array::from_node(&device, primitive, inputs, vec![(out.to_vec(), dtype)])
+        .pop()
+        .expect("one output")
+}
+
+/// `x` sliced to `start..end` along `axis` (the others whole).
+#[track_caller]
+fn along(x: &Array, axis: usize, start: usize, end: usize) -> Array {
+    let mut sl = vec![Slice::FULL; axis + 1];
+    sl[axis] = Slice::range(start as isize, end as isize);
+    x.slice(&sl).expect("in range")
+}
+
+// Helpers, not closures, throughout: every node records the caller's
+// location (`#[track_caller]` does not pass into closures).
+#[track_caller]
 fn record(p: Plan, primitive: Primitive, bias: Option<Array>) -> Array {
-    let dtype = p.a.dtype();
-    let device = p.a.device().clone();
     let (ar, br) = (p.a.ndim(), p.b.ndim());
     let k = p.a.shape()[ar - 1];
-    let node = |a: Array, b: Array, primitive: Primitive, bias: Option<Array>| {
-        let mut inputs = vec![a, b];
-        inputs.extend(bias);
-        Array::from_node(&device, primitive, inputs, vec![(p.out.clone(), dtype)])
-            .pop()
-            .expect("one output")
-    };
     let c = if k <= K_CHUNK {
-        node(p.a.clone(), p.b.clone(), primitive, bias)
+        matmul_node(p.a.clone(), p.b.clone(), primitive, bias, &p.out)
     } else {
         // Chunks go through the tiled GEMM (the reference kernel takes no bias).
         let Primitive::Matmul { alpha, beta, .. } = primitive else {
             unreachable!("record takes matmul primitives")
-        };
-        let along = |x: &Array, axis: usize, start: usize, end: usize| {
-            let mut sl = vec![Slice::FULL; axis + 1];
-            sl[axis] = Slice::range(start as isize, end as isize);
-            x.slice(&sl).expect("in range")
         };
         let mut acc: Option<Array> = None;
         for start in (0..k).step_by(K_CHUNK) {
@@ -137,8 +151,17 @@ fn record(p: Plan, primitive: Primitive, bias: Option<Array>) -> Array {
             );
             acc = Some(match acc {
                 // The first chunk carries the caller's bias and beta.
-                None => node(a, b, Primitive::Matmul { alpha, beta }, bias.clone()),
-                Some(prev) => node(a, b, Primitive::Matmul { alpha, beta: 1.0 }, Some(prev)),
+                None => matmul_node(
+                    a,
+                    b,
+                    Primitive::Matmul { alpha, beta },
+                    bias.clone(),
+                    &p.out,
+                ),
+                Some(prev) => {
+                    let primitive = Primitive::Matmul { alpha, beta: 1.0 };
+                    matmul_node(a, b, primitive, Some(prev), &p.out)
+                }
             });
         }
         acc.expect("k > 0")
@@ -170,6 +193,7 @@ impl Array {
     /// mixed dtypes or dtypes other than f32, f16, bf16;
     /// [`Error::MissingFeature`] for f16 without `SHADER_F16`;
     /// [`Error::DeviceMismatch`].
+    #[track_caller]
     pub fn matmul(&self, other: &Array) -> Result<Array> {
         let p = plan("matmul", self, other)?;
         Ok(record(
@@ -195,6 +219,7 @@ impl Array {
     /// # Errors
     /// As [`Array::matmul`]; [`Error::ShapeMismatch`] when `c` does not
     /// broadcast to the result, [`Error::DType`] when its dtype differs.
+    #[track_caller]
     pub fn addmm(&self, a: &Array, b: &Array, alpha: f32, beta: f32) -> Result<Array> {
         let p = plan("addmm", a, b)?;
         super::same_device(self, a)?;

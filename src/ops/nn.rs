@@ -6,39 +6,82 @@ use crate::ops::reduce::Axes;
 use crate::{Array, DType, Result};
 
 impl Array {
-    fn in_f32(&self, f: impl FnOnce(&Array) -> Result<Array>) -> Result<Array> {
+    // The ops compute between `widen` and `narrow_like` in straight-line
+    // code, not in closures, so that every op they record gets the
+    // caller's location (`#[track_caller]` does not pass into closures).
+
+    /// This array in f32 if it is f16 or bf16, else as it is.
+    #[track_caller]
+    fn widen(&self) -> Result<Array> {
         match self.dtype() {
-            DType::F16 | DType::BF16 => f(&self.astype(DType::F32)?)?.astype(self.dtype()),
-            _ => f(self),
+            DType::F16 | DType::BF16 => self.astype(DType::F32),
+            _ => Ok(self.clone()),
         }
     }
 
-    /// `exp(x - logsumexp(x))` along `axis`: softmax, with the maximum
-    /// subtracted inside the one-pass logsumexp so nothing overflows (MLX
-    /// `softmax`). Integer input gives f32.
+    /// `y`, computed from [`Array::widen`] of this array, rounded back to
+    /// this array's dtype if that is f16 or bf16.
+    #[track_caller]
+    fn narrow_like(&self, y: Array) -> Result<Array> {
+        match self.dtype() {
+            DType::F16 | DType::BF16 => y.astype(self.dtype()),
+            _ => Ok(y),
+        }
+    }
+
+    /// Softmax along `axis`: `e / sum(e)` with `e = exp(x - max(x))`
+    /// (PyTorch/MLX `softmax`). Subtracting the maximum keeps `exp` from
+    /// overflowing, and the row's largest element contributes exactly 1,
+    /// so `n` equal values give exactly `1 / n` however large they are
+    /// (`exp(x - logsumexp(x))` lost the low bits of `x`). Integer input
+    /// gives f32; f16 and bf16 compute in f32 and round once. A row with
+    /// NaN, or with `+inf`, is NaN; an empty array stays empty.
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
+    #[track_caller]
     pub fn softmax(&self, axis: isize) -> Result<Array> {
-        self.in_f32(|x| x.log_softmax_f(axis)?.exp())
+        let (shifted, _) = self.widen()?.shift_by_max(axis)?;
+        let e = shifted.exp()?;
+        let y = (&e / &e.sum(Axes::from(axis), true)?)?;
+        self.narrow_like(y)
     }
 
-    /// `x - logsumexp(x)` along `axis` (PyTorch/MLX `log_softmax`).
+    /// `(x - max) - log(sum(exp(x - max)))` along `axis` (PyTorch/MLX
+    /// `log_softmax`). The log is `log1p(sum - 1)` (the sum is at least 1,
+    /// and `sum - 1` is exact in f32), which is within 2 ulp where WGSL's
+    /// `log` may be 3 ulp off: `n` equal values give `-ln n` to 1 ulp.
+    /// Dtypes as [`Array::softmax`].
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
+    #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Result<Array> {
-        self.in_f32(|x| x.log_softmax_f(axis))
+        let (shifted, empty) = self.widen()?.shift_by_max(axis)?;
+        if empty {
+            return self.narrow_like(shifted);
+        }
+        let sum = shifted.exp()?.sum(Axes::from(axis), true)?;
+        let y = (&shifted - &(&sum - 1.0)?.log1p()?)?;
+        self.narrow_like(y)
     }
 
-    fn log_softmax_f(&self, axis: isize) -> Result<Array> {
+    /// `x - max(x)` along `axis` (keepdims), in a float dtype (integers as
+    /// f32), and whether `x` is empty (then `x` itself: there is no
+    /// maximum to subtract, and nothing to compute).
+    #[track_caller]
+    fn shift_by_max(&self, axis: isize) -> Result<(Array, bool)> {
+        crate::shape::normalize_axis(axis, self.ndim())?;
         let x = if self.dtype().is_float() {
             self.clone()
         } else {
             self.astype(DType::F32)?
         };
-        let lse = x.logsumexp(Axes::from(axis), true)?;
-        &x - &lse
+        if x.size() == 0 {
+            return Ok((x, true));
+        }
+        let max = x.max(Axes::from(axis), true)?;
+        Ok(((&x - &max)?, false))
     }
 
     /// Layer normalisation over the last axis (Ba, Kiros & Hinton 2016;
@@ -51,30 +94,30 @@ impl Array {
     /// [`crate::Error::InvalidAxis`] for a 0-d input,
     /// [`crate::Error::ShapeMismatch`] for a weight or bias that does not
     /// broadcast.
+    #[track_caller]
     pub fn layer_norm(
         &self,
         weight: Option<&Array>,
         bias: Option<&Array>,
         eps: f32,
     ) -> Result<Array> {
-        self.in_f32(|x| {
-            let mut mv = x.reduce(
-                crate::graph::primitive::ReduceOp::Moments,
-                Axes::from(-1isize),
-                true,
-                0,
-            )?;
-            let var = mv.pop().expect("two outputs");
-            let mean = mv.pop().expect("two outputs");
-            let mut y = (&(x - &mean)? * &(&var + eps as f64)?.rsqrt()?)?;
-            if let Some(w) = weight {
-                y = (&y * &w.astype(DType::F32)?)?;
-            }
-            if let Some(b) = bias {
-                y = (&y + &b.astype(DType::F32)?)?;
-            }
-            Ok(y)
-        })
+        let x = &self.widen()?;
+        let mut mv = x.reduce(
+            crate::graph::primitive::ReduceOp::Moments,
+            Axes::from(-1isize),
+            true,
+            0,
+        )?;
+        let var = mv.pop().expect("two outputs");
+        let mean = mv.pop().expect("two outputs");
+        let mut y = (&(x - &mean)? * &(&var + eps as f64)?.rsqrt()?)?;
+        if let Some(w) = weight {
+            y = (&y * &w.astype(DType::F32)?)?;
+        }
+        if let Some(b) = bias {
+            y = (&y + &b.astype(DType::F32)?)?;
+        }
+        self.narrow_like(y)
     }
 
     /// RMS normalisation over the last axis (Zhang & Sennrich 2019; MLX
@@ -82,14 +125,14 @@ impl Array {
     ///
     /// # Errors
     /// As [`Array::layer_norm`].
+    #[track_caller]
     pub fn rms_norm(&self, weight: Option<&Array>, eps: f32) -> Result<Array> {
-        self.in_f32(|x| {
-            let ms = x.square()?.mean(Axes::from(-1isize), true)?;
-            let y = (x * &(&ms + eps as f64)?.rsqrt()?)?;
-            match weight {
-                Some(w) => &y * &w.astype(DType::F32)?,
-                None => Ok(y),
-            }
-        })
+        let x = &self.widen()?;
+        let ms = x.square()?.mean(Axes::from(-1isize), true)?;
+        let mut y = (x * &(&ms + eps as f64)?.rsqrt()?)?;
+        if let Some(w) = weight {
+            y = (&y * &w.astype(DType::F32)?)?;
+        }
+        self.narrow_like(y)
     }
 }

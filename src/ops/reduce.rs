@@ -71,6 +71,7 @@ impl Axes {
 
 impl Array {
     /// Record a reduction node and shape its outputs (dtype, keepdims).
+    #[track_caller]
     pub(crate) fn reduce(
         &self,
         op: ReduceOp,
@@ -79,6 +80,15 @@ impl Array {
         ddof: u32,
     ) -> Result<Vec<Array>> {
         let axes = axes.resolve(self.ndim())?;
+        if let Some(name) = op.without_identity()
+            && axes.iter().any(|&a| self.shape()[a] == 0)
+        {
+            return Err(crate::Error::EmptyReduction {
+                op: name,
+                shape: self.shape().to_vec(),
+                axes,
+            });
+        }
         let input = match (op, self.dtype()) {
             (ReduceOp::Sum | ReduceOp::Prod, DType::Bool) => self.astype(DType::I32)?,
             _ => self.clone(),
@@ -109,25 +119,26 @@ impl Array {
                 }
             })
             .collect();
-        outs.into_iter()
-            .map(|o| {
-                // f16/bf16 accumulate in f32; round the result back.
-                let o = if o.dtype() == DType::F32
-                    && matches!(self.dtype(), DType::F16 | DType::BF16)
-                {
-                    o.astype(self.dtype())?
-                } else {
-                    o
-                };
-                Ok(if keepdims {
-                    o.reshape_to(&keep_shape)
-                } else {
-                    o
-                })
-            })
-            .collect()
+        // A loop, not a closure: the casts and reshapes record the caller's
+        // location.
+        let mut shaped = Vec::with_capacity(outs.len());
+        for o in outs {
+            // f16/bf16 accumulate in f32; round the result back.
+            let o = if o.dtype() == DType::F32 && matches!(self.dtype(), DType::F16 | DType::BF16) {
+                o.astype(self.dtype())?
+            } else {
+                o
+            };
+            shaped.push(if keepdims {
+                o.reshape_to(&keep_shape)
+            } else {
+                o
+            });
+        }
+        Ok(shaped)
     }
 
+    #[track_caller]
     fn reduce1(&self, op: ReduceOp, axes: Axes, keepdims: bool) -> Result<Array> {
         Ok(self.reduce(op, axes, keepdims, 0)?.remove(0))
     }
@@ -143,7 +154,10 @@ macro_rules! reductions {
                 /// from the end). `keepdims` keeps reduced axes with length 1.
                 ///
                 /// # Errors
-                /// [`crate::Error::InvalidAxis`].
+                /// [`crate::Error::InvalidAxis`]; for max and min,
+                /// [`crate::Error::EmptyReduction`] when a reduced axis has
+                /// length 0.
+                #[track_caller]
                 pub fn $name(&self, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
                     self.reduce1($op, axes.into(), keepdims)
                 }
@@ -157,9 +171,11 @@ reductions! {
     sum => ReduceOp::Sum;
     /// Product (NumPy `prod`); bool multiplies as i32.
     prod => ReduceOp::Prod;
-    /// Maximum (NumPy `max`/`amax`); NaN propagates. An empty reduction gives -inf (or the type's minimum).
+    /// Maximum (NumPy `max`/`amax`); NaN propagates. Over an empty axis:
+    /// an error (no identity), as NumPy, PyTorch and MLX.
     max => ReduceOp::Max;
-    /// Minimum (NumPy `min`/`amin`); NaN propagates.
+    /// Minimum (NumPy `min`/`amin`); NaN propagates. Over an empty axis:
+    /// an error, as `max`.
     min => ReduceOp::Min;
     /// Arithmetic mean, f32 for integer input (NumPy `mean`).
     mean => ReduceOp::Mean;
@@ -177,6 +193,7 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
+    #[track_caller]
     pub fn var(&self, axes: impl Into<Axes>, keepdims: bool, ddof: u32) -> Result<Array> {
         Ok(self
             .reduce(ReduceOp::Moments, axes.into(), keepdims, ddof)?
@@ -187,6 +204,7 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
+    #[track_caller]
     pub fn std(&self, axes: impl Into<Axes>, keepdims: bool, ddof: u32) -> Result<Array> {
         self.var(axes, keepdims, ddof)?.sqrt()
     }
@@ -195,7 +213,9 @@ impl Array {
     /// `None` (NumPy `argmax`), as u32. NaN counts as the maximum.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::EmptyReduction`] when
+    /// the axis (or, for `None`, the array) is empty.
+    #[track_caller]
     pub fn argmax(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
         self.arg(ReduceOp::ArgMax, axis, keepdims)
     }
@@ -203,20 +223,25 @@ impl Array {
     /// Index of the first minimum (NumPy `argmin`), as u32; see [`Array::argmax`].
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// As [`Array::argmax`].
+    #[track_caller]
     pub fn argmin(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
         self.arg(ReduceOp::ArgMin, axis, keepdims)
     }
 
+    #[track_caller]
     fn arg(&self, op: ReduceOp, axis: Option<isize>, keepdims: bool) -> Result<Array> {
-        let len = match axis {
-            Some(a) => self.shape()[normalize_axis(a, self.ndim())?],
-            None => self.size(),
+        let axes = match axis {
+            Some(a) => vec![normalize_axis(a, self.ndim())?],
+            None => (0..self.ndim()).collect(),
         };
-        if len == 0 {
-            return Err(crate::Error::InvalidArgument(
-                "argmax/argmin of an empty sequence".into(),
-            ));
+        if self.size() == 0 && (axis.is_none() || self.shape()[axes[0]] == 0) {
+            // Named with the caller's shape (the flattened one would hide it).
+            return Err(crate::Error::EmptyReduction {
+                op: op.without_identity().unwrap_or("argmax"),
+                shape: self.shape().to_vec(),
+                axes,
+            });
         }
         match axis {
             Some(a) => self.reduce1(op, Axes::from(a), keepdims),
@@ -246,6 +271,7 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
+    #[track_caller]
     pub fn moments(
         &self,
         axes: impl Into<Axes>,

@@ -95,6 +95,7 @@ impl From<std::ops::RangeTo<isize>> for Slice {
 }
 
 impl Array {
+    #[track_caller]
     fn view(&self, view: View, shape: Vec<usize>) -> Array {
         Array::from_node(
             self.device(),
@@ -113,6 +114,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] when the sizes differ, or for more than
     /// one -1 or another negative entry.
+    #[track_caller]
     pub fn reshape(&self, shape: &[isize]) -> Result<Array> {
         let size = self.size();
         let bad =
@@ -147,6 +149,7 @@ impl Array {
     }
 
     /// Reshape to a shape of the same size (checked by the caller).
+    #[track_caller]
     pub(crate) fn reshape_to(&self, shape: &[usize]) -> Array {
         if shape == self.shape() {
             return self.clone();
@@ -155,6 +158,7 @@ impl Array {
     }
 
     /// A 1-D view of all elements (NumPy `ravel`/`flatten`, without the copy).
+    #[track_caller]
     pub fn flatten(&self) -> Array {
         self.reshape_to(&[self.size()])
     }
@@ -164,6 +168,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] unless `axes` is a permutation of the
     /// array's axes (negative entries count from the end).
+    #[track_caller]
     pub fn permute(&self, axes: &[isize]) -> Result<Array> {
         let nd = self.ndim();
         let axes: Vec<usize> = axes
@@ -184,6 +189,7 @@ impl Array {
     }
 
     /// Axes reversed (NumPy `transpose` / `.T`), a view.
+    #[track_caller]
     pub fn transpose(&self) -> Array {
         let axes: Vec<isize> = (0..self.ndim() as isize).rev().collect();
         self.permute(&axes).expect("a reversal is a permutation")
@@ -193,6 +199,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`].
+    #[track_caller]
     pub fn swapaxes(&self, a: isize, b: isize) -> Result<Array> {
         let (a, b) = (
             normalize_axis(a, self.ndim())?,
@@ -208,6 +215,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] when the shapes do not broadcast to `shape`.
+    #[track_caller]
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Array> {
         let out = broadcast_shapes("broadcast_to", self.shape(), shape)?;
         if out != shape {
@@ -228,6 +236,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`].
+    #[track_caller]
     pub fn expand_dims(&self, axis: isize) -> Result<Array> {
         let a = normalize_axis(axis, self.ndim() + 1)?;
         let mut shape = self.shape().to_vec();
@@ -241,6 +250,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for an axis whose
     /// length is not 1.
+    #[track_caller]
     pub fn squeeze(&self, axes: Option<&[isize]>) -> Result<Array> {
         let drop: Vec<usize> = match axes {
             None => (0..self.ndim()).filter(|&a| self.shape()[a] == 1).collect(),
@@ -276,6 +286,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for more slices than axes or a step of 0.
+    #[track_caller]
     pub fn slice(&self, slices: &[Slice]) -> Result<Array> {
         if slices.len() > self.ndim() {
             return Err(Error::InvalidArgument(format!(
@@ -309,6 +320,7 @@ impl Array {
     /// # Errors
     /// [`Error::DType`] for non-integer indices, [`Error::InvalidAxis`],
     /// [`Error::InvalidArgument`] for an empty axis, [`Error::DeviceMismatch`].
+    #[track_caller]
     pub fn take(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
         super::same_device(self, indices)?;
         if !matches!(indices.dtype(), DType::I32 | DType::U32) {
@@ -394,6 +406,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for zero sections
     /// or sections that do not divide the axis.
+    #[track_caller]
     pub fn split(&self, spec: impl Into<SplitSpec>, axis: isize) -> Result<Vec<Array>> {
         let axis = normalize_axis(axis, self.ndim())?;
         let len = self.shape()[axis];

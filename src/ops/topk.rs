@@ -47,6 +47,7 @@ impl Array {
     /// [`Error::InvalidAxis`] (so a 0-dimensional array has no top-k);
     /// [`Error::InvalidArgument`] when `k` exceeds the axis length or 64 (the
     /// kernel keeps `k` candidates per thread in registers).
+    #[track_caller]
     pub fn topk(&self, k: usize, axis: isize) -> Result<(Array, Array)> {
         let axis = normalize_axis(axis, self.ndim())?;
         let len = self.shape()[axis];
@@ -76,6 +77,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for an empty axis.
+    #[track_caller]
     pub fn max_with_index(&self, axis: isize, keepdims: bool) -> Result<(Array, Array)> {
         let (v, i) = self.topk(1, axis)?;
         if keepdims {
@@ -91,6 +93,7 @@ impl Array {
 ///
 /// # Errors
 /// As [`Array::topk`].
+#[track_caller]
 pub fn topk(x: &Array, k: usize, axis: isize) -> Result<(Array, Array)> {
     x.topk(k, axis)
 }

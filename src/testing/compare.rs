@@ -147,23 +147,81 @@ pub struct Mismatches {
     pub first: Vec<Mismatch>,
     /// The tolerance applied.
     pub tolerance: Tolerance,
-    /// Set when the lengths differ: `(got, want)`.
-    pub lengths: Option<(usize, usize)>,
+    /// Set when the two sides could not be compared element by element.
+    pub incomparable: Option<Incomparable>,
+}
+
+/// Why a comparison could not be made element by element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Incomparable {
+    /// The lengths differ.
+    Lengths {
+        /// Elements read back (or on the first side).
+        got: usize,
+        /// Elements in the reference (or on the second side).
+        want: usize,
+    },
+    /// The output holds `got` elements; the reference is of `want`.
+    DType {
+        /// The output's declared dtype.
+        got: DType,
+        /// The reference's dtype (the host type asked for).
+        want: DType,
+    },
+    /// There is no output `index`: the test declared `outputs`.
+    NoOutput {
+        /// The output asked for.
+        index: usize,
+        /// How many outputs there are.
+        outputs: usize,
+    },
 }
 
 impl Mismatches {
     /// How many mismatches are kept in [`Mismatches::first`].
     pub const MAX_REPORTED: usize = 10;
-}
 
-impl fmt::Display for Mismatches {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some((got, want)) = self.lengths {
-            return write!(
-                f,
-                "{}: got {got} elements, the reference has {want}",
-                self.dtype
-            );
+    /// A report of two sides that cannot be compared element by element.
+    pub(super) fn not_comparable(
+        dtype: DType,
+        total: usize,
+        why: Incomparable,
+        tol: Tolerance,
+    ) -> Self {
+        Mismatches {
+            dtype,
+            total,
+            count: total,
+            unwritten: 0,
+            first: Vec::new(),
+            tolerance: tol,
+            incomparable: Some(why),
+        }
+    }
+
+    /// The report with the two sides named `got` and `want` (the
+    /// `Display` form names them "got" and "want"; differential runs name
+    /// adapters).
+    pub(super) fn write_labeled(
+        &self,
+        f: &mut dyn fmt::Write,
+        got: &str,
+        want: &str,
+    ) -> fmt::Result {
+        match self.incomparable {
+            Some(Incomparable::Lengths { got: g, want: w }) => {
+                return write!(f, "{}: {got} has {g} elements, {want} has {w}", self.dtype);
+            }
+            Some(Incomparable::DType { got: g, want: w }) => {
+                return write!(
+                    f,
+                    "the output is {g}, {want} is {w}: read it as its own element type"
+                );
+            }
+            Some(Incomparable::NoOutput { index, outputs }) => {
+                return write!(f, "there is no output {index}: the test declared {outputs}");
+            }
+            None => {}
         }
         write!(
             f,
@@ -186,9 +244,14 @@ impl fmt::Display for Mismatches {
                 None => format!("[{}]", m.index),
             };
             if m.unwritten {
+                let by = if got == "got" {
+                    String::new()
+                } else {
+                    format!(" on {got}")
+                };
                 write!(
                     f,
-                    "\n  {at}: never written (still poison 0x{:0width$x}), want {}",
+                    "\n  {at}: never written{by} (still poison 0x{:0width$x}), {want} {}",
                     m.got_bits, m.want
                 )?;
             } else {
@@ -201,12 +264,18 @@ impl fmt::Display for Mismatches {
                 };
                 write!(
                     f,
-                    "\n  {at}: got {}, want {} (abs err {abs:.3e}, rel err {rel:.3e}, {ulps} ulps)",
+                    "\n  {at}: {got} {}, {want} {} (abs err {abs:.3e}, rel err {rel:.3e}, {ulps} ulps)",
                     m.got, m.want
                 )?;
             }
         }
         Ok(())
+    }
+}
+
+impl fmt::Display for Mismatches {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_labeled(f, "got", "want")
     }
 }
 
@@ -227,6 +296,32 @@ pub(super) fn elems_of<T: Element>(values: &[T]) -> Vec<Elem> {
         .zip(bytes.chunks_exact(size))
         .map(|(v, b)| Elem {
             value: v.to_f64(),
+            bits: bits_of(b),
+        })
+        .collect()
+}
+
+/// The elements of `dtype` in device bytes, as the comparison sees them.
+pub(super) fn elems_from_bytes(dtype: DType, bytes: &[u8]) -> Vec<Elem> {
+    fn values<T: Element>(bytes: &[u8]) -> Vec<f64> {
+        T::from_device_bytes(bytes)
+            .into_iter()
+            .map(T::to_f64)
+            .collect()
+    }
+    let values = match dtype {
+        DType::F32 => values::<f32>(bytes),
+        DType::F16 => values::<half::f16>(bytes),
+        DType::BF16 => values::<half::bf16>(bytes),
+        DType::I32 => values::<i32>(bytes),
+        DType::U32 => values::<u32>(bytes),
+        DType::Bool => values::<bool>(bytes),
+    };
+    values
+        .into_iter()
+        .zip(bytes.chunks_exact(dtype.size_in_bytes()))
+        .map(|(value, b)| Elem {
+            value,
             bits: bits_of(b),
         })
         .collect()
@@ -285,10 +380,13 @@ pub(super) fn compare_elems(
         unwritten: 0,
         first: Vec::new(),
         tolerance: tol,
-        lengths: None,
+        incomparable: None,
     };
     if got.len() != want.len() {
-        report.lengths = Some((got.len(), want.len()));
+        report.incomparable = Some(Incomparable::Lengths {
+            got: got.len(),
+            want: want.len(),
+        });
         report.count = got.len().max(want.len());
         return Err(report);
     }
@@ -386,7 +484,10 @@ mod tests {
         assert!(compare(&[h_next], &[h], Tolerance::ulps(3)).is_ok());
         assert!(compare(&[h_next], &[h], Tolerance::ulps(2)).is_err());
         let m = compare(&[1.0f32, 2.0], &[1.0], Tolerance::EXACT).unwrap_err();
-        assert_eq!(m.lengths, Some((2, 1)));
+        assert_eq!(
+            m.incomparable,
+            Some(Incomparable::Lengths { got: 2, want: 1 })
+        );
     }
 
     #[test]
@@ -421,6 +522,13 @@ mod tests {
             "{report}"
         );
         assert!(report.contains("[3]: got 3, want 3.5"), "{report}");
+        let mut labeled = String::new();
+        m.write_labeled(&mut labeled, "llvmpipe on Gl", "lavapipe on Vulkan")
+            .unwrap();
+        assert!(
+            labeled.contains("[3]: llvmpipe on Gl 3, lavapipe on Vulkan 3.5"),
+            "{labeled}"
+        );
     }
 
     #[test]

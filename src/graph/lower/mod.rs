@@ -19,16 +19,19 @@ use std::sync::Arc;
 use super::{Node, Primitive};
 use crate::array::{ArrayInner, Storage};
 use crate::kernels::{Context, Dispatch, Operand};
-use crate::memory::{BufferKind, QueueGuard};
+use crate::memory::{BufferKind, Origin, QueueGuard};
 use crate::shape::{contiguous_strides, numel};
 use crate::{DType, Device, Error, Result};
 
 /// Where lowering puts its work: the device, the queue lock every
-/// allocation needs (see `memory::pool`), and the eval's dispatches.
+/// allocation needs (see `memory::pool`), the eval's dispatches, and the
+/// origin of the node being lowered (`None` unless memory history is on),
+/// which labels the buffers it allocates.
 pub(crate) struct Lowering<'a> {
     pub device: &'a Device,
     pub guard: &'a QueueGuard<'a>,
     pub dispatches: Vec<Dispatch>,
+    pub origin: Option<Origin>,
 }
 
 impl Lowering<'_> {
@@ -41,11 +44,11 @@ impl Lowering<'_> {
     fn alloc(&self, shape: &[usize], dtype: DType) -> Result<Storage> {
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         self.device.check_binding("eval", bytes)?;
-        let buffer = self
-            .device
-            .inner
-            .pool
-            .acquire(self.guard, bytes, BufferKind::Storage)?;
+        let buffer =
+            self.device
+                .inner
+                .pool
+                .acquire(self.guard, bytes, BufferKind::Storage, self.origin)?;
         Ok(Storage {
             buffer: Arc::new(buffer),
             strides: contiguous_strides(shape),

@@ -1,0 +1,150 @@
+//! Memory bandwidth in GB/s on f32 arrays: a raw wgpu vec4 copy (the
+//! ceiling), wgarray's `a + b`, and a 20-op elementwise chain through
+//! wgarray's public API.
+//!
+//! The chain's bytes are those one fused kernel would move (x and b read
+//! once, y written once): without fusion it runs 20 kernels and its GB/s is
+//! low; when wgarray fuses it, the same figure rises with no change here.
+
+use wgarray::{Array, Device};
+
+use super::{Case, Cell, Ctx, figure, seed, settle};
+use crate::measure::{self, CaseResult, Rng};
+use crate::raw;
+use crate::report::{Check, Group, Work};
+
+pub const COPY: &str = "copy";
+pub const ADD: &str = "a + b";
+pub const CHAIN: &str = "20-op chain";
+pub const RAW: &str = "raw wgpu";
+pub const WGARRAY: &str = "wgarray";
+
+pub fn cases(ctx: &Ctx) -> Vec<Case> {
+    let n = ctx.suite.stream_elements();
+    let word = 4.0;
+    vec![
+        Case::new(
+            Group::Bandwidth,
+            format!("copy f32[{n}], raw wgpu"),
+            move |ctx| {
+                let r = copy(ctx, n);
+                vec![figure(
+                    Cell::new(Group::Bandwidth, COPY, RAW),
+                    Work::Bytes(2.0 * word * n as f64),
+                    r,
+                )]
+            },
+        ),
+        Case::new(Group::Bandwidth, format!("a + b on f32[{n}]"), move |ctx| {
+            let r = add(ctx, n);
+            vec![figure(
+                Cell::new(Group::Bandwidth, ADD, WGARRAY),
+                Work::Bytes(3.0 * word * n as f64),
+                r,
+            )]
+        }),
+        Case::new(
+            Group::Bandwidth,
+            format!("20-op chain on f32[{n}]"),
+            move |ctx| {
+                let r = chain_case(ctx, n);
+                let mut f = figure(
+                    Cell::new(Group::Bandwidth, CHAIN, WGARRAY),
+                    Work::Bytes(3.0 * word * n as f64),
+                    r,
+                );
+                if f.message.is_none() {
+                    f.message = Some(
+                        "bytes of one fused kernel (x, b read once, y written once), \
+                     whether or not wgarray fuses the chain"
+                            .into(),
+                    );
+                }
+                vec![f]
+            },
+        ),
+    ]
+}
+
+fn copy(ctx: &Ctx, n: usize) -> CaseResult<(Check, measure::Timing)> {
+    ctx.fits(4 * n as u64)?;
+    let data = Rng::new(seed("copy")).vec_f32(n);
+    let k = raw::Copy::new(&ctx.device, &data)?;
+    k.run()?;
+    let mut got: Vec<f64> = k.output()?.into_iter().map(f64::from).collect();
+    let want: Vec<f64> = data.iter().map(|&x| x as f64).collect();
+    let check = ctx.check(Group::Bandwidth, "the source", &mut got, &want, |_| 0.0)?;
+    Ok((check, measure::time(&ctx.protocol, || k.run())?))
+}
+
+fn inputs(ctx: &Ctx, n: usize, name: &str) -> CaseResult<(Vec<f32>, Vec<f32>, Array, Array)> {
+    ctx.fits(4 * n as u64)?;
+    let mut rng = Rng::new(seed(name));
+    let (x, y) = (rng.vec_f32(n), rng.vec_f32(n));
+    let d: &Device = &ctx.device;
+    let (a, b) = (
+        Array::from_slice(&x, &[n], d)?,
+        Array::from_slice(&y, &[n], d)?,
+    );
+    Ok((x, y, a, b))
+}
+
+fn time_wgarray(ctx: &Ctx, f: impl Fn() -> wgarray::Result<Array>) -> CaseResult<measure::Timing> {
+    measure::time(&ctx.protocol, || {
+        measure::host(|| settle(&f()?)).map(|(s, ())| s)
+    })
+}
+
+fn add(ctx: &Ctx, n: usize) -> CaseResult<(Check, measure::Timing)> {
+    let (x, y, a, b) = inputs(ctx, n, "a + b")?;
+    let mut got = (&a + &b)?.to_f64_vec()?;
+    let want: Vec<f64> = x.iter().zip(&y).map(|(&p, &q)| (p + q) as f64).collect();
+    // f32 addition is correctly rounded in WGSL: exact against the host's.
+    let check = ctx.check(Group::Bandwidth, "f32 host sum", &mut got, &want, |_| 0.0)?;
+    Ok((check, time_wgarray(ctx, || &a + &b)?))
+}
+
+/// The chain, through wgarray: 20 elementwise ops on `x` and `b`, each
+/// well conditioned on [-1, 1) inputs; `floor` is the scalar 0.1.
+fn chain(x: &Array, b: &Array, floor: &Array) -> wgarray::Result<Array> {
+    let y = (x * 0.75)?;
+    let y = (&y + b)?.tanh()?;
+    let y = (&(&y * 1.5)? - 0.25)?.abs()?;
+    let y = (&y + 1.0)?.sqrt()?.log()?;
+    let y = (&y * b)?.exp()?;
+    let y = (&y * 0.5)?.sigmoid()?;
+    let y = (&y - b)?.maximum(floor)?;
+    let y = (&y.square()? + 0.5)?.reciprocal()?.sin()?;
+    &y + x
+}
+
+/// The same 20 ops on the host, in f64.
+fn chain_host(x: f64, b: f64) -> f64 {
+    let y = (x * 0.75 + b).tanh();
+    let y = (y * 1.5 - 0.25).abs();
+    let y = (y + 1.0).sqrt().ln();
+    let y = (y * b).exp();
+    let y = 1.0 / (1.0 + (-(y * 0.5)).exp());
+    let y = (y - b).max(0.1);
+    let y = (1.0 / (y * y + 0.5)).sin();
+    y + x
+}
+
+fn chain_case(ctx: &Ctx, n: usize) -> CaseResult<(Check, measure::Timing)> {
+    let (x, y, a, b) = inputs(ctx, n, "chain")?;
+    let floor = Array::scalar(0.1, wgarray::DType::F32, &ctx.device)?;
+    let mut got = chain(&a, &b, &floor)?.to_f64_vec()?;
+    let want: Vec<f64> = x
+        .iter()
+        .zip(&y)
+        .map(|(&p, &q)| chain_host(p as f64, q as f64))
+        .collect();
+    let check = ctx.check(
+        Group::Bandwidth,
+        "f64 host reference",
+        &mut got,
+        &want,
+        |i| 1e-5 + 1e-4 * want[i].abs(),
+    )?;
+    Ok((check, time_wgarray(ctx, || chain(&a, &b, &floor))?))
+}

@@ -1,0 +1,122 @@
+//! Uploads from host memory in one copy.
+//!
+//! `Queue::write_buffer` copies its `&[u8]` into wgpu's staging memory, so a
+//! caller that first converts its data into a `Vec<u8>` copies twice.
+//! [`upload`] instead hands the staging memory itself
+//! (`Queue::write_buffer_with`) to a closure, which writes the elements
+//! there in the device layout: one host copy from the caller's memory (a
+//! slice, a memory-mapped file, a strided ndarray) to the memory wgpu
+//! copies to the GPU from. Read-back, the other direction, is
+//! `Array::read_into` (`src/array.rs`), which copies out of the mapped
+//! read-back buffer straight into the caller's slice.
+
+use std::num::NonZeroU64;
+
+use wgpu::WriteOnly;
+
+use crate::memory::{BufferKind, Origin, PooledBuffer};
+use crate::{DType, Device, Error, Result};
+
+/// Bytes `numel` elements of `dtype` take in a device buffer (before the
+/// padding to [`wgpu::COPY_BUFFER_ALIGNMENT`]).
+pub(crate) fn device_bytes(numel: usize, dtype: DType) -> u64 {
+    numel.saturating_mul(dtype.size_in_bytes()) as u64
+}
+
+/// A pooled storage buffer holding `bytes` bytes that `fill` writes.
+///
+/// `fill` gets wgpu's staging memory for the buffer's first
+/// `bytes.next_multiple_of(4)` bytes (writes must be whole words,
+/// `COPY_BUFFER_ALIGNMENT`) and must write all of it: what it leaves
+/// unwritten is unspecified. It is not called when `bytes` is 0. The copy
+/// to the GPU happens before the next submission on the device's queue.
+///
+/// # Errors
+/// [`Error::TooLarge`] (named `op`) when `bytes` exceed the adapter's
+/// largest storage binding; [`Error::OutOfMemory`]; [`Error::Validation`]
+/// or [`Error::Internal`] when wgpu refuses the staging write. On every
+/// error the buffer is back in the pool.
+pub(crate) fn upload(
+    device: &Device,
+    op: &'static str,
+    bytes: u64,
+    origin: Option<Origin>,
+    fill: impl FnOnce(WriteOnly<'_, [u8]>),
+) -> Result<PooledBuffer> {
+    device.check_binding(op, bytes)?;
+    let size = bytes.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+    let dev = &device.inner;
+    // Acquire and write under the queue lock: see "Why reuse while in
+    // flight is safe" in src/memory/pool.rs.
+    let guard = dev.pool.lock_queue();
+    let buffer = dev
+        .pool
+        .acquire(&guard, size, BufferKind::Storage, origin)?;
+    if let Some(size) = NonZeroU64::new(size) {
+        device.scoped(|| {
+            let mut view = dev
+                .queue
+                .write_buffer_with(buffer.buffer(), 0, size)
+                .ok_or_else(|| {
+                    Error::Internal(format!("{op}: wgpu refused a {size}-byte staging write"))
+                })?;
+            fill(view.slice(..));
+            Ok(())
+        })?;
+    }
+    drop(guard);
+    Ok(buffer)
+}
+
+/// Copy `src`, bytes already in the device layout, to the start of `dst`
+/// and zero the rest of `dst` (the padding to a whole word).
+///
+/// # Panics
+/// When `src` is longer than `dst` (a bug in the caller).
+pub(crate) fn write_device_bytes(dst: WriteOnly<'_, [u8]>, src: &[u8]) {
+    let (mut head, mut tail) = dst.split_at(src.len());
+    head.copy_from_slice(src);
+    tail.fill(0);
+}
+
+/// Write `src`, elements of `dtype` in the host layout of
+/// [`crate::Element::as_host_bytes`] (every dtype as on the device but
+/// `bool`, one byte per element, any non-zero byte true), into `dst` in the
+/// device layout (a bool becomes a `u32` 0 or 1), and zero the rest of
+/// `dst`.
+///
+/// # Panics
+/// When the converted `src` is longer than `dst` (a bug in the caller).
+pub(crate) fn write_host_bytes(dst: WriteOnly<'_, [u8]>, src: &[u8], dtype: DType) {
+    if dtype != DType::Bool {
+        return write_device_bytes(dst, src);
+    }
+    let (head, mut tail) = dst.split_at(src.len() * 4);
+    let (words, _) = head.into_chunks::<4>();
+    words.write_iter(src.iter().map(|&b| u32::from(b != 0).to_ne_bytes()));
+    tail.fill(0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_bytes_become_device_bytes_with_zero_padding() {
+        let mut out = [0xAAu8; 16];
+        write_host_bytes(WriteOnly::from_mut(&mut out[..]), &[1, 0, 7], DType::Bool);
+        let words: Vec<u32> = out
+            .chunks_exact(4)
+            .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(words, [1, 0, 1, 0]);
+
+        let mut out = [0xAAu8; 8];
+        write_host_bytes(
+            WriteOnly::from_mut(&mut out[..]),
+            &[1, 2, 3, 4, 5, 6],
+            DType::F16,
+        );
+        assert_eq!(out, [1, 2, 3, 4, 5, 6, 0, 0]);
+    }
+}
