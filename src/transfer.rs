@@ -33,8 +33,8 @@ pub(crate) fn device_bytes(numel: usize, dtype: DType) -> u64 {
 ///
 /// # Errors
 /// [`Error::TooLarge`] (named `op`) when `bytes` exceed the adapter's
-/// largest storage binding; [`Error::OutOfMemory`]; [`Error::Validation`]
-/// or [`Error::Internal`] when wgpu refuses the staging write. On every
+/// largest storage binding; [`Error::OutOfMemory`]; [`Error::DeviceLost`]
+/// when the device is lost (wgpu refuses the staging write). On every
 /// error the buffer is back in the pool.
 pub(crate) fn upload(
     device: &Device,
@@ -49,17 +49,19 @@ pub(crate) fn upload(
     // Acquire and write under the queue lock: see "Why reuse while in
     // flight is safe" in src/memory/pool.rs.
     let guard = dev.pool.lock_queue();
+    device.check_lost()?;
     let buffer = dev
         .pool
         .acquire(&guard, size, BufferKind::Storage, origin)?;
     if let Some(size) = NonZeroU64::new(size) {
         device.scoped(|| {
+            // `write_buffer_with`, not `write_buffer`: wgpu drops a write to
+            // a lost device silently, while this says so (`None`, and no
+            // validation error: `scoped` records the loss).
             let mut view = dev
                 .queue
                 .write_buffer_with(buffer.buffer(), 0, size)
-                .ok_or_else(|| {
-                    Error::Internal(format!("{op}: wgpu refused a {size}-byte staging write"))
-                })?;
+                .ok_or_else(|| Error::DeviceLost(crate::memory::REFUSED.into()))?;
             fill(view.slice(..));
             Ok(())
         })?;

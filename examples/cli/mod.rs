@@ -256,11 +256,20 @@ pub fn check_model_dir(dir: &Path, fetch: &str) -> Result<(), Failure> {
     )))
 }
 
-/// Loading the model failed: a wgarray error is the device's doing (out of
-/// memory, say); anything else means the folder's files are damaged or are
-/// not this model's.
+/// Loading the model failed: a wgarray error about the files (reading or
+/// parsing them) means the folder is damaged or holds another model, any
+/// other wgarray error is the device's doing (out of memory, say), and
+/// anything else is about the files too.
 pub fn load_failure(dir: &Path, e: AnyError, fetch: &str) -> Failure {
-    if e.downcast_ref::<wgarray::Error>().is_some() {
+    let file_error = matches!(
+        e.downcast_ref::<wgarray::Error>(),
+        None | Some(
+            wgarray::Error::Io { .. }
+                | wgarray::Error::Format { .. }
+                | wgarray::Error::UnsupportedDType { .. }
+        )
+    );
+    if !file_error {
         return gpu_failure("uploading the model's weights to the device failed", e);
     }
     Failure::new(format!("cannot load the model from {}", dir.display()))
