@@ -209,6 +209,7 @@ fn dispatches(d: &Device, build: impl Fn() -> Array) -> u64 {
 #[test]
 fn a_chain_of_elementwise_ops_is_one_dispatch() {
     let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
     let mut rng = Rng::new(3);
     let n = 1025;
     let x = Array::from_slice(&rng.vec_f32(n), &[n], &d).unwrap();
@@ -231,6 +232,7 @@ fn a_chain_of_elementwise_ops_is_one_dispatch() {
 #[test]
 fn a_held_intermediate_is_written_by_the_same_kernel() {
     let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
     let mut rng = Rng::new(5);
     let n = 33;
     let xv = rng.vec_f32(n);
@@ -255,6 +257,7 @@ fn a_held_intermediate_is_written_by_the_same_kernel() {
 #[test]
 fn views_of_pending_values_fuse_through_their_strides() {
     let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
     let mut rng = Rng::new(9);
     let (r, c) = (7, 33);
     let av = rng.vec_f32(r * c);
@@ -278,6 +281,7 @@ fn views_of_pending_values_fuse_through_their_strides() {
 #[test]
 fn a_long_chain_splits_at_the_kernel_size_limit_and_stays_in_two_buffers() {
     let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
     let n = 4096;
     let x = Array::full(&[n], 0.5, DType::F32, &d);
     x.eval().unwrap();
