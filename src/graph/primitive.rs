@@ -10,7 +10,7 @@ use crate::DType;
 
 /// One operation of the graph; each lowers to a few kernel launches, or to
 /// none (views).
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Primitive {
     /// Every 32-bit word of the output is `word`.
     Full { word: u32 },
@@ -42,10 +42,13 @@ pub(crate) enum Primitive {
     /// The `k` largest elements along `axis` (`k <= MAX_TOPK`), sorted:
     /// values and u32 indices.
     TopK { axis: usize, k: usize },
+    /// Input `index` of a function being traced by `compile`: it has no
+    /// value, so evaluating anything that depends on it is an error.
+    Placeholder { index: usize },
 }
 
 /// How a view maps its input's layout to its output's.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum View {
     /// Same elements in row-major order under a new shape; copies when the
     /// input's strides cannot express it.
@@ -373,6 +376,7 @@ impl Primitive {
             },
             Primitive::Concatenate { .. } => "concatenate",
             Primitive::TopK { .. } => "topk",
+            Primitive::Placeholder { .. } => "compile input",
         }
     }
 }
