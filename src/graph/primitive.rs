@@ -274,6 +274,13 @@ pub(crate) enum ReduceOp {
     Moments,
     /// `log(sum(exp(x)))` in one pass with a running maximum.
     LogSumExp,
+    /// The maximum `m` and `sum(exp(x - m))` in one pass with a running
+    /// maximum (Milakov & Gimelshein 2018, "Online normalizer calculation
+    /// for softmax"): softmax's two statistics. `m` is NaN if an element is;
+    /// the sum is NaN where `m` is not finite (as `exp(x - max)` is then).
+    MaxSumExp,
+    /// `mean(x * x)` (rms_norm's statistic), accumulated in f32.
+    MeanSquare,
     All,
     Any,
 }
@@ -281,7 +288,7 @@ pub(crate) enum ReduceOp {
 impl ReduceOp {
     /// Every reduction, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [ReduceOp; 11] = [
+    pub(crate) const ALL: [ReduceOp; 13] = [
         ReduceOp::Sum,
         ReduceOp::Prod,
         ReduceOp::Max,
@@ -291,6 +298,8 @@ impl ReduceOp {
         ReduceOp::Mean,
         ReduceOp::Moments,
         ReduceOp::LogSumExp,
+        ReduceOp::MaxSumExp,
+        ReduceOp::MeanSquare,
         ReduceOp::All,
         ReduceOp::Any,
     ];
@@ -300,7 +309,14 @@ impl ReduceOp {
     /// logsumexp), else the input's own integer type (bool as u32).
     pub(crate) fn accumulator(self, input: DType) -> DType {
         match (self, input) {
-            (ReduceOp::Mean | ReduceOp::Moments | ReduceOp::LogSumExp, _) => DType::F32,
+            (
+                ReduceOp::Mean
+                | ReduceOp::Moments
+                | ReduceOp::LogSumExp
+                | ReduceOp::MaxSumExp
+                | ReduceOp::MeanSquare,
+                _,
+            ) => DType::F32,
             (_, d) if d.is_float() => DType::F32,
             (_, DType::I32) => DType::I32,
             _ => DType::U32,
@@ -325,7 +341,7 @@ impl ReduceOp {
         match self {
             ReduceOp::ArgMax | ReduceOp::ArgMin => vec![DType::U32],
             ReduceOp::All | ReduceOp::Any => vec![DType::Bool],
-            ReduceOp::Moments => vec![DType::F32, DType::F32],
+            ReduceOp::Moments | ReduceOp::MaxSumExp => vec![DType::F32, DType::F32],
             _ => vec![self.accumulator(input)],
         }
     }
@@ -426,6 +442,8 @@ impl ReduceOp {
             ReduceOp::Mean => "mean",
             ReduceOp::Moments => "moments",
             ReduceOp::LogSumExp => "logsumexp",
+            ReduceOp::MaxSumExp => "max_sumexp",
+            ReduceOp::MeanSquare => "mean_square",
             ReduceOp::All => "all",
             ReduceOp::Any => "any",
         }
