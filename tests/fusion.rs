@@ -318,7 +318,8 @@ fn normalisations_take_two_dispatches_each() {
         x.eval().unwrap();
         let w = Array::from_slice(&rng.vec_f32(cols), &[cols], &d).unwrap();
         let b = Array::from_slice(&rng.vec_f32(cols), &[cols], &d).unwrap();
-        let cases: [(&str, Box<dyn Fn() -> Array>); 4] = [
+        type Build<'a> = Box<dyn Fn() -> Array + 'a>;
+        let cases: [(&str, Build); 4] = [
             ("softmax", Box::new(|| x.softmax(-1).unwrap())),
             ("log_softmax", Box::new(|| x.log_softmax(-1).unwrap())),
             (
