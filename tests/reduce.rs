@@ -645,3 +645,52 @@ fn softmax_layer_norm_empty_and_f16() -> R {
     assert!(all_close(&ln, &[-1.0, 1.0, -1.0, 1.0], 1e-3), "{ln:?}");
     Ok(())
 }
+
+/// Many outputs of a few hundred or thousand elements each: on a software
+/// adapter each output is folded by one thread (in blocks), elsewhere by a
+/// workgroup; both against the host, on a transposed (strided) view too.
+#[test]
+fn many_outputs_fold_per_thread_on_software_adapters() -> R {
+    let d = device();
+    let mut rng = Rng::new(21);
+    for (rows, cols) in [(2049usize, 33usize), (2100, 1025)] {
+        let v = rng.vec_f32(rows * cols);
+        let host: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+        poison_pool(&d, rows * cols);
+        let x = f(&d, &v, &[rows, cols]);
+        let xt = f(&d, &v, &[cols, rows]).transpose(); // [rows, cols], strided
+        let host_t: Vec<f64> = (0..rows * cols)
+            .map(|k| host[(k % cols) * rows + k / cols])
+            .collect();
+        for (input, h) in [(&x, &host), (&xt, &host_t)] {
+            let sum = input.sum(-1isize, false)?.to_vec::<f32>()?;
+            let want = host_reduce(h, &[rows, cols], &[1], &|g| g.iter().sum());
+            // f32 rounding of up to 1025 terms of magnitude 1.
+            assert_close(
+                "sum",
+                &sum.iter().map(|&s| s as f64).collect::<Vec<_>>(),
+                &want,
+                1e-4,
+            );
+            let max = input.max(-1isize, false)?.to_vec::<f32>()?;
+            let want = host_reduce(h, &[rows, cols], &[1], &|g| {
+                g.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            });
+            assert_close(
+                "max",
+                &max.iter().map(|&s| s as f64).collect::<Vec<_>>(),
+                &want,
+                0.0,
+            );
+            let var = input.var(-1isize, false, 1)?.to_vec::<f32>()?;
+            let want = host_reduce(h, &[rows, cols], &[1], &|g| variance(g, 1.0));
+            assert_close(
+                "var",
+                &var.iter().map(|&s| s as f64).collect::<Vec<_>>(),
+                &want,
+                1e-4,
+            );
+        }
+    }
+    Ok(())
+}
