@@ -79,7 +79,7 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
     };
     let device = first.device().clone();
     if arrays.iter().any(|a| *a.device() != device) {
-        return Err(Error::DeviceMismatch);
+        return Err(Error::DeviceMismatch { op: "eval" });
     }
     let dev = &device.inner;
     let guard = dev.pool.lock_queue();

@@ -3,7 +3,7 @@
 //! and rounds the result back.
 
 use crate::ops::reduce::Axes;
-use crate::{Array, DType, Result};
+use crate::{Array, DType, Result, Scalar};
 
 impl Array {
     // The ops compute between `widen` and `narrow_like` in straight-line
@@ -41,7 +41,7 @@ impl Array {
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
     pub fn softmax(&self, axis: isize) -> Result<Array> {
-        let (shifted, _) = self.widen()?.shift_by_max(axis)?;
+        let (shifted, _) = self.widen()?.shift_by_max("softmax", axis)?;
         let e = shifted.exp()?;
         let y = (&e / &e.sum(Axes::from(axis), true)?)?;
         self.narrow_like(y)
@@ -57,7 +57,7 @@ impl Array {
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Result<Array> {
-        let (shifted, empty) = self.widen()?.shift_by_max(axis)?;
+        let (shifted, empty) = self.widen()?.shift_by_max("log_softmax", axis)?;
         if empty {
             return self.narrow_like(shifted);
         }
@@ -70,8 +70,8 @@ impl Array {
     /// f32), and whether `x` is empty (then `x` itself: there is no
     /// maximum to subtract, and nothing to compute).
     #[track_caller]
-    fn shift_by_max(&self, axis: isize) -> Result<(Array, bool)> {
-        crate::shape::normalize_axis(axis, self.ndim())?;
+    fn shift_by_max(&self, op: &'static str, axis: isize) -> Result<(Array, bool)> {
+        crate::shape::normalize_axis(op, axis, self.ndim())?;
         let x = if self.dtype().is_float() {
             self.clone()
         } else {
@@ -88,21 +88,25 @@ impl Array {
     /// PyTorch `layer_norm` with `normalized_shape = x.shape[-1:]`):
     /// `(x - mean) / sqrt(var + eps) * weight + bias`, with the biased
     /// variance. `weight` and `bias` have shape `[x.shape[-1]]` (or
-    /// broadcast to it); either may be absent.
+    /// broadcast to it: `[1]`, `[]`); either may be absent. `eps` is any
+    /// scalar ([`crate::Scalar`]: `1e-5`, `1e-5f32`). Integer input gives
+    /// f32; f16 and bf16 compute in f32 and round once.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`] for a 0-d input,
-    /// [`crate::Error::ShapeMismatch`] for a weight or bias that does not
-    /// broadcast.
+    /// [`crate::Error::DeviceMismatch`]; [`crate::Error::InvalidAxis`] for a
+    /// 0-d input; [`crate::Error::ShapeMismatch`] naming `layer_norm` for a
+    /// weight or bias that does not broadcast to `[x.shape[-1]]`.
     #[track_caller]
     pub fn layer_norm(
         &self,
         weight: Option<&Array>,
         bias: Option<&Array>,
-        eps: f32,
+        eps: impl Scalar,
     ) -> Result<Array> {
+        self.check_norm("layer_norm", &[weight, bias])?;
         let x = &self.widen()?;
         let mut mv = x.reduce(
+            "layer_norm",
             crate::graph::primitive::ReduceOp::Moments,
             Axes::from(-1isize),
             true,
@@ -110,7 +114,7 @@ impl Array {
         )?;
         let var = mv.pop().expect("two outputs");
         let mean = mv.pop().expect("two outputs");
-        let mut y = (&(x - &mean)? * &(&var + eps as f64)?.rsqrt()?)?;
+        let mut y = (&(x - &mean)? * &(&var + eps)?.rsqrt()?)?;
         if let Some(w) = weight {
             y = (&y * &w.astype(DType::F32)?)?;
         }
@@ -121,18 +125,45 @@ impl Array {
     }
 
     /// RMS normalisation over the last axis (Zhang & Sennrich 2019; MLX
-    /// `rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`.
+    /// `rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`. Shapes, dtypes
+    /// and `eps` as [`Array::layer_norm`].
     ///
     /// # Errors
-    /// As [`Array::layer_norm`].
+    /// As [`Array::layer_norm`], naming `rms_norm`.
     #[track_caller]
-    pub fn rms_norm(&self, weight: Option<&Array>, eps: f32) -> Result<Array> {
+    pub fn rms_norm(&self, weight: Option<&Array>, eps: impl Scalar) -> Result<Array> {
+        self.check_norm("rms_norm", &[weight])?;
         let x = &self.widen()?;
         let ms = x.square()?.mean(Axes::from(-1isize), true)?;
-        let mut y = (x * &(&ms + eps as f64)?.rsqrt()?)?;
+        let mut y = (x * &(&ms + eps)?.rsqrt()?)?;
         if let Some(w) = weight {
             y = (&y * &w.astype(DType::F32)?)?;
         }
         self.narrow_like(y)
+    }
+
+    /// The checks of a normalisation over the last axis, in the house
+    /// order (devices, then shapes), so that a bad parameter is reported
+    /// under the op's own name, not the name of a step inside it.
+    fn check_norm(&self, op: &'static str, params: &[Option<&Array>]) -> Result<()> {
+        for p in params.iter().flatten() {
+            super::same_device(op, self, p)?;
+        }
+        let last = crate::shape::normalize_axis(op, -1, self.ndim())?;
+        let want = [self.shape()[last]];
+        for p in params.iter().flatten() {
+            if crate::shape::broadcast_shapes(op, p.shape(), &want)
+                .ok()
+                .as_deref()
+                != Some(&want)
+            {
+                return Err(crate::Error::ShapeMismatch {
+                    op,
+                    lhs: self.shape().to_vec(),
+                    rhs: p.shape().to_vec(),
+                });
+            }
+        }
+        Ok(())
     }
 }
