@@ -376,40 +376,6 @@ fn pair(op: &'static str, a: Arg, b: Arg, device: &crate::Device) -> Result<(Arr
 }
 
 impl Array {
-    /// `self` limited to `[min, max]` (NumPy and MLX `clip(a, a_min,
-    /// a_max)`): `minimum(maximum(self, min), max)`, so NaN stays NaN and a
-    /// `min` above `max` gives `max`, as in NumPy. `min` and `max` are
-    /// arrays or scalars ([`crate::Operand`]): `x.clip(0.0, 6.0)`,
-    /// `x.clip(&lo, &hi)`; they broadcast with `self`, and dtypes promote as
-    /// [`Array::maximum`] (a scalar is weak: `i32_array.clip(0, 9)` stays
-    /// i32). For one bound only, use [`Array::maximum`] or
-    /// [`Array::minimum`]. One node per bound, fused into one kernel where
-    /// the eval fuses elementwise ops.
-    ///
-    /// # Errors
-    /// Naming `clip`: [`crate::Error::DeviceMismatch`];
-    /// [`crate::Error::ShapeMismatch`] when the three do not broadcast;
-    /// [`crate::Error::InvalidArgument`] for an integer scalar the array's
-    /// integer dtype cannot hold.
-    #[track_caller]
-    pub fn clip(&self, min: impl Operand, max: impl Operand) -> Result<Array> {
-        let (x, lo) = pair(
-            "clip",
-            Arg::Array(self.clone()),
-            min.into_arg(),
-            self.device(),
-        )?;
-        let (_, hi) = pair(
-            "clip",
-            Arg::Array(self.clone()),
-            max.into_arg(),
-            self.device(),
-        )?;
-        broadcast_all("clip", &[&x, &lo, &hi])?;
-        x.binary_arrays(&lo, BinaryOp::Maximum)?
-            .binary_arrays(&hi, BinaryOp::Minimum)
-    }
-
     /// `lhs op self` for a scalar `lhs` (`2.0 - &a`): the scalar is weak.
     #[track_caller]
     fn binary_scalar_lhs<S: Scalar>(&self, lhs: S, op: BinaryOp) -> Result<Array> {
