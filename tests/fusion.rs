@@ -98,8 +98,8 @@ fn run(d: &Device, inputs: &[Vec<f32>], ops: &[Op], hold: u64) -> Vec<Vec<f64>> 
                 })
             }
             Op::Where(c, a, b) => {
-                let cond = pick(c).greater(&pick(a));
-                Some(cond.and_then(|c| wgarray::where_(&c, &pick(a), &pick(b))))
+                let cond = pick(c).greater(pick(a));
+                Some(cond.and_then(|c| wgarray::where_(&c, pick(a), pick(b))))
             }
             Op::Cast(k, a) => {
                 let to = [DType::F16, DType::BF16, DType::I32][k as usize];
@@ -116,7 +116,7 @@ fn run(d: &Device, inputs: &[Vec<f32>], ops: &[Op], hold: u64) -> Vec<Vec<f64>> 
             }
             Op::DivMod(a, b) => {
                 let (q, r) = pick(a)
-                    .divmod(&(pick(b).abs().unwrap() + 0.5).unwrap())
+                    .divmod((pick(b).abs().unwrap() + 0.5).unwrap())
                     .unwrap();
                 vals.push(q);
                 Some(Ok(r))
