@@ -131,6 +131,17 @@ impl Array {
                 axes,
             });
         }
+        // The kernel's limit on the elements folded into one output,
+        // checked at the call so that the error names the caller's op.
+        let reduced: usize = axes.iter().map(|&a| self.shape()[a]).product();
+        if self.size() > 0 && reduced > crate::kernels::reduce::MAX_REDUCED {
+            return Err(crate::Error::TooLarge {
+                op: name,
+                limit: crate::Limit::ReducedElements,
+                value: reduced as u64,
+                max: crate::kernels::reduce::MAX_REDUCED as u64,
+            });
+        }
         let input = match (op, self.dtype()) {
             (ReduceOp::Sum | ReduceOp::Prod, DType::Bool) => self.astype(DType::I32)?,
             _ => self.clone(),
@@ -204,7 +215,9 @@ macro_rules! reductions {
                 /// # Errors
                 /// [`crate::Error::InvalidAxis`]; for max and min,
                 /// [`crate::Error::EmptyReduction`] when a reduced axis has
-                /// length 0.
+                /// length 0; [`crate::Error::TooLarge`]
+                /// ([`crate::Limit::ReducedElements`]) when more than 2^26
+                /// elements fold into one output (a broadcast view).
                 #[track_caller]
                 pub fn $name(&self, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
                     self.reduce1(stringify!($name), $op, axes.into(), keepdims)
@@ -240,7 +253,9 @@ impl Array {
     /// (Welford, combined pairwise as Chan, Golub & LeVeque 1979).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::TooLarge`]
+    /// ([`crate::Limit::ReducedElements`]) when more than 2^26 elements
+    /// fold into one output (a broadcast view).
     #[track_caller]
     pub fn var(&self, axes: impl Into<Axes>, keepdims: bool, ddof: usize) -> Result<Array> {
         Ok(self
@@ -257,7 +272,9 @@ impl Array {
     /// Standard deviation: `sqrt(var)` (NumPy `std`).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::TooLarge`]
+    /// ([`crate::Limit::ReducedElements`]) when more than 2^26 elements
+    /// fold into one output (a broadcast view).
     #[track_caller]
     pub fn std(&self, axes: impl Into<Axes>, keepdims: bool, ddof: usize) -> Result<Array> {
         self.reduce(
@@ -276,7 +293,9 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`]; [`crate::Error::EmptyReduction`] when
-    /// the axis (or, for `None`, the array) is empty.
+    /// the axis (or, for `None`, the array) is empty;
+    /// [`crate::Error::TooLarge`] ([`crate::Limit::ReducedElements`]) past
+    /// 2^26 elements per output.
     #[track_caller]
     pub fn argmax(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
         self.arg(ReduceOp::ArgMax, axis, keepdims)
@@ -333,7 +352,9 @@ impl Array {
     /// the dispatch is encoded; the input's buffer goes when the node does.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::TooLarge`]
+    /// ([`crate::Limit::ReducedElements`]) when more than 2^26 elements
+    /// fold into one output (a broadcast view).
     #[track_caller]
     pub fn moments(
         &self,
