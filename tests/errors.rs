@@ -204,14 +204,6 @@ fn the_reduction_limit_is_reported_at_the_call_in_elements() {
                 r => panic!("{op}: expected TooLarge (reduced elements), got {r:?}"),
             }
         }
-        // Just under the limit: accepted, and the answer is exact.
-        let ok = Array::scalar(1.0f32, DType::F32, &d)
-            .unwrap()
-            .broadcast_to(&[1 << 26])
-            .unwrap()
-            .sum(0, false)
-            .unwrap();
-        assert_eq!(ok.item::<f32>().unwrap(), (1u32 << 26) as f32);
         // Reducing the short axis of the same view is fine at the call.
         assert_eq!(b.sum(0, false).unwrap().shape(), &[n]);
         drop(b);
