@@ -29,11 +29,11 @@
 //!
 //! # Operators
 //!
-//! `+ - * / %` take every mix of owned and borrowed arrays (`a + b`, `&a +
-//! &b`, `a + &b`, `&a + b`), any [`Scalar`] on the right (`&a * 0.5f32`,
-//! `&a + 1u32`, `a - true`), and `f64`, `i32` or `bool` on the left (`2.0
-//! * &a`, `1 - &a`); unary `-` takes `a` and `&a`. Each gives
-//! `Result<Array>`. The left side has one float and one integer type, as
+//! `+ - * / %` take every mix of owned and borrowed arrays (`a + b`,
+//! `&a + &b`, `a + &b`, `&a + b`), any [`Scalar`] on the right
+//! (`&a * 0.5f32`, `&a + 1u32`, `a - true`), and `f64`, `i32` or `bool`
+//! on the left (`2.0 * &a`, `1 - &a`); unary `-` takes `a` and `&a`. Each
+//! gives `Result<Array>`. The left side has one float and one integer type, as
 //! candle's `f64`, so that an unsuffixed literal there is unambiguous:
 //! with a second one, `(2.0 * &a)?` would not compile (Rust cannot pick
 //! the literal's type before `?` needs the result's). The methods take
