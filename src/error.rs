@@ -239,7 +239,7 @@ pub enum Error {
         op: &'static str,
     },
 
-    /// A function traced by [`crate::compile`] needed the value of an array
+    /// A function traced by [`crate::compile()`] needed the value of an array
     /// that depends on its inputs (it evaluated or read one back while being
     /// traced): a traced input has no value until the compiled function is
     /// called. Evaluate outside the function, or return the array instead.
