@@ -399,7 +399,6 @@ impl Encoder {
         let (b, l) = (bias.shape()[0], bias.shape()[3]);
         let (h, nh, eps) = (self.hidden, self.heads, self.eps);
         let dh = h / nh;
-        let dev = ids.device();
 
         // Embeddings, [n, h].
         let words = self.word.take(ids, Some(0))?;
@@ -411,12 +410,11 @@ impl Encoder {
             eps,
         )?;
 
-        let (bi, li, nhi, dhi, hi) = (b as isize, l as isize, nh as isize, dh as isize, h as isize);
         // A packed [n, h] part to padded heads, [b, nh, l, dh] (or, with
         // `perm` [0, 2, 3, 1], K's [b, nh, dh, l]).
         let heads = |t: &Array, perm: &[isize]| -> wgarray::Result<Array> {
             t.take(to_padded, Some(0))?
-                .reshape(&[bi, li, nhi, dhi])?
+                .reshape(&[b, l, nh, dh])?
                 .permute(perm)
         };
         for layer in &self.layers {
@@ -432,7 +430,7 @@ impl Encoder {
             let ctx = probs
                 .matmul(&v)? // [b, nh, l, dh]
                 .permute(&[0, 2, 1, 3])?
-                .reshape(&[bi * li, hi])? // a copy: heads back side by side
+                .reshape(&[b * l, h])? // a copy: heads back side by side
                 .take(to_packed, Some(0))?; // [n, h]
             let attn = linear(&ctx, &layer.out_w, &layer.out_b)?;
             x = (&attn + &x)?.layer_norm(Some(&layer.ln1_w), Some(&layer.ln1_b), eps)?;
@@ -443,11 +441,7 @@ impl Encoder {
 
         // Mean pooling (one matmul), then L2 normalisation.
         let mean = pool.matmul(&x)?; // [b, h]
-        let norm = mean
-            .square()?
-            .sum(-1isize, true)?
-            .sqrt()?
-            .maximum(&Array::scalar(1e-12, DType::F32, dev)?)?;
+        let norm = mean.square()?.sum(-1, true)?.sqrt()?.maximum(1e-12)?;
         &mean / &norm
     }
 }

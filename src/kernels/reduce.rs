@@ -249,8 +249,9 @@ pub(crate) fn reduce(
         return Ok(None);
     }
     if outer_shape.len() > 8 || inner_shape.len() > 8 {
-        return Err(Error::InvalidArgument(
-            "reductions take at most 8 dimensions".into(),
+        // Every array has at most MAX_DIMS dimensions (checked when it is made).
+        return Err(Error::Internal(
+            "a reduction over more than 8 dimensions".into(),
         ));
     }
     // A reduction over nothing (R = 0) still has one (empty) inner dim.
@@ -275,8 +276,9 @@ pub(crate) fn reduce(
     if r > MAX_REDUCED {
         // Only broadcast views get here: no buffer holds this many elements.
         return Err(Error::TooLarge {
-            op: "reduce (elements per output)",
-            bytes: r as u64,
+            op: "reduce",
+            limit: crate::Limit::ReducedElements,
+            value: r as u64,
             max: MAX_REDUCED as u64,
         });
     }
