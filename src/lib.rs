@@ -40,11 +40,12 @@ pub mod shape;
 mod snapshot;
 pub mod testing;
 mod transfer;
+pub mod tuning;
 
 pub use array::Array;
 pub use device::{
-    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, DEFAULT_WAIT_TIMEOUT, Device, DeviceOptions,
-    OPTIONAL_FEATURES, parse_backend,
+    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, COOPERATIVE_MATRIX_ENV, DEFAULT_WAIT_TIMEOUT,
+    Device, DeviceOptions, OPTIONAL_FEATURES, parse_backend,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
