@@ -20,7 +20,10 @@
 //! process's first call of a shape does not compile from scratch either. A
 //! corrupt or foreign file is ignored with a warning in the log (the `log`
 //! crate), never an error. [`TUNE_ENV`]`=0` turns timing off: each class
-//! then takes its default kernel.
+//! then takes its default kernel. [`KERNEL_ENV`] forces one kernel on every
+//! device (e.g. `WGARRAY_GEMM_KERNEL="shared 16 16 8 2 8"` runs the GPU
+//! family on a software adapter, which is how the test suite checks it
+//! without a GPU), as [`Device::set_gemm_kernel`] does.
 //!
 //! ```
 //! use wgarray::tuning::{GemmKernel, ShapeClass};
@@ -38,7 +41,7 @@
 
 pub use crate::kernels::disk::{CACHE_DIR_ENV, CacheDir};
 pub use crate::kernels::matmul::{GemmKernel, ShapeClass};
-pub use crate::kernels::tuning::{BUDGET_GPU, BUDGET_SOFTWARE, TUNE_ENV};
+pub use crate::kernels::tuning::{BUDGET_GPU, BUDGET_SOFTWARE, KERNEL_ENV, TUNE_ENV};
 
 use crate::kernels::matmul::usable;
 use crate::{DType, Device, Error, Result};

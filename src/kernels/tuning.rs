@@ -32,6 +32,29 @@ use crate::{DType, Error, Result};
 /// The environment variable that turns tuning off (`0`, `off`, `false`).
 pub const TUNE_ENV: &str = "WGARRAY_GEMM_TUNE";
 
+/// The environment variable that forces one GEMM kernel on every device
+/// of the process, in the form [`GemmKernel`]'s `Display` writes (e.g.
+/// `shared 16 16 8 2 8`), as `Device::set_gemm_kernel` does: to run the
+/// whole suite through the GPU family on a software adapter. A value that
+/// does not parse is ignored with a warning; a kernel the device cannot run
+/// for a dtype leaves that dtype to the tuned choice.
+pub const KERNEL_ENV: &str = "WGARRAY_GEMM_KERNEL";
+
+/// The kernel [`KERNEL_ENV`] forces, if any.
+fn forced_by_env() -> Option<GemmKernel> {
+    let value = std::env::var(KERNEL_ENV).ok()?;
+    if value.trim().is_empty() {
+        return None;
+    }
+    match value.parse() {
+        Ok(k) => Some(k),
+        Err(e) => {
+            log::warn!("wgarray: ignoring {KERNEL_ENV}={value:?}: {e}");
+            None
+        }
+    }
+}
+
 /// Wall time one tuning may take on a software adapter, once one candidate
 /// is timed.
 pub const BUDGET_SOFTWARE: Duration = Duration::from_millis(2500);
@@ -78,7 +101,7 @@ impl Tuning {
             owner,
             file,
             table: Mutex::new(table),
-            forced: Mutex::new(None),
+            forced: Mutex::new(forced_by_env()),
             timing,
         }
     }
