@@ -142,7 +142,7 @@ fn gemv(c: &mut Criterion) {
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(2));
     let previous: GemmKernel = "register 16 1 1 4".parse().unwrap();
-    for (k, n) in [(384, 1152), (1024, 3072), (4096, 4096), (4096, 11008)] {
+    for (k, n) in [(384, 1152), (1024, 3072), (4096, 4096), (3072, 8192)] {
         group.throughput(Throughput::Elements(2 * (k * n) as u64));
         let id = format!("1x{k}x{n}");
         let x = data(k);

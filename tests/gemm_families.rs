@@ -186,7 +186,7 @@ fn slow_to_compile(d: &Device, kernel: GemmKernel) -> bool {
 
 /// The operand layouts and bias choices `kernel` is checked in.
 fn layouts(d: &Device, kernel: GemmKernel) -> Vec<(Layout, Layout, bool)> {
-    let all = vec![
+    let all = [
         (Layout::Transposed, Layout::Transposed, true),
         (Layout::RowMajor, Layout::RowMajor, false),
         (Layout::Strided, Layout::Strided, false),

@@ -218,11 +218,11 @@ impl GemmKernel {
                 (1..=256).contains(&threads)
                     && (1..=128).contains(&(tm as u64 * nv as u64))
                     && tm % 4 == 0
-                    && bk % 4 == 0
+                    && bk.is_multiple_of(4)
                     && bk > 0
                     && threads > 0
-                    && (bm * bk / 4) % threads == 0
-                    && (bn * bk / 4) % threads == 0
+                    && (bm * bk / 4).is_multiple_of(threads)
+                    && (bn * bk / 4).is_multiple_of(threads)
                     && 2 * bk * (bm + bn) * 4 <= 16384
             }
             GemmKernel::SplitK { ks, cq, .. } => {
