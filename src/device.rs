@@ -251,6 +251,9 @@ fn first_accepted<A, T>(
 }
 
 pub(crate) struct DeviceInner {
+    /// This device's number in the process (from 0, never reused): what a
+    /// compiled function's cache keys on, instead of an address.
+    pub(crate) id: u64,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: AdapterDescription,
@@ -441,6 +444,10 @@ impl Device {
         ));
         Ok(Device {
             inner: Arc::new(DeviceInner {
+                id: {
+                    static NEXT: AtomicU64 = AtomicU64::new(0);
+                    NEXT.fetch_add(1, Ordering::Relaxed)
+                },
                 kernels: kernels::Context::new(
                     &device, &queue, adapter, &info, limits, features, cache_dir,
                 ),
@@ -489,7 +496,12 @@ impl Device {
     pub(crate) fn check_binding(&self, op: &'static str, bytes: u64) -> Result<()> {
         let max = self.limits().max_storage_buffer_binding_size;
         if bytes > max {
-            return Err(Error::TooLarge { op, bytes, max });
+            return Err(Error::TooLarge {
+                op,
+                limit: crate::Limit::StorageBinding,
+                value: bytes,
+                max,
+            });
         }
         Ok(())
     }
@@ -519,6 +531,11 @@ impl Device {
     }
 
     /// Set the peak to the current active memory (MLX `reset_peak_memory`).
+    ///
+    /// Differs from MLX on purpose: MLX sets the peak to 0, which makes
+    /// `peak_memory() < active_memory()` until the next allocation; here
+    /// the peak is never below what is active, so a peak measured over a
+    /// region of code starts from what the region inherited.
     pub fn reset_peak_memory(&self) {
         self.inner.pool.reset_peak()
     }
@@ -607,7 +624,7 @@ impl Device {
     /// ```
     /// # let device = wgarray::Device::new_default()?;
     /// device.record_memory_history(true);
-    /// let a = wgarray::Array::zeros(&[256, 256], wgarray::DType::F32, &device);
+    /// let a = wgarray::Array::zeros(&[256, 256], wgarray::DType::F32, &device)?;
     /// a.eval()?;
     /// let snap = device.memory_snapshot();
     /// let b = &snap.buffers[0];
@@ -681,9 +698,18 @@ impl Device {
         self.inner.fusion.load(Ordering::SeqCst)
     }
 
-    /// Compute pipelines created so far (each kernel specialisation once).
+    /// Compute pipelines created so far (each kernel specialisation once,
+    /// and again after a [`crate::Compiled`] handle that made it was
+    /// dropped and it was asked for again).
     pub fn pipelines_created(&self) -> u64 {
         self.inner.kernels.cache.created()
+    }
+
+    /// Compute pipelines the device's kernel cache holds now. Pipelines made
+    /// by a [`crate::Compiled`] handle's calls leave the cache when the
+    /// handle is dropped or cleared; the others stay for the device's life.
+    pub fn live_pipelines(&self) -> usize {
+        self.inner.kernels.cache.live()
     }
 
     /// Submit pending uploads and wait until all work has finished, so that

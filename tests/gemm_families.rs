@@ -116,7 +116,7 @@ fn check(
     let c = round_to(dtype, &rng.vec_f32(n));
     let a = operand(d, &x, [batch, m, k], la, dtype);
     let b = operand(d, &y, [1, k, n], lb, dtype)
-        .reshape(&[k as isize, n as isize])
+        .reshape(&[k, n])
         .unwrap();
     let (alpha, beta) = (0.5f32, 2.0f32);
     let got = if bias {

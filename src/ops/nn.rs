@@ -3,7 +3,7 @@
 //! and rounds the result back.
 
 use crate::ops::reduce::Axes;
-use crate::{Array, DType, Result};
+use crate::{Array, DType, Result, Scalar};
 
 impl Array {
     // The ops compute between `widen` and `narrow_like` in straight-line
@@ -29,80 +29,102 @@ impl Array {
         }
     }
 
-    /// Softmax along `axis`: `e / sum(e)` with `e = exp(x - max(x))`
-    /// (PyTorch/MLX `softmax`). Subtracting the maximum keeps `exp` from
-    /// overflowing, and the row's largest element contributes exactly 1,
-    /// so `n` equal values give exactly `1 / n` however large they are
-    /// (`exp(x - logsumexp(x))` lost the low bits of `x`). Integer input
-    /// gives f32; f16 and bf16 compute in f32 and round once. A row with
-    /// NaN, or with `+inf`, is NaN; an empty array stays empty.
+    /// Softmax along `axis`: `exp(x - m) / s` with `m = max(x)` and
+    /// `s = sum(exp(x - m))` (PyTorch/MLX `softmax`), in two dispatches:
+    /// one pass computes `m` and `s` together with a running maximum
+    /// (Milakov & Gimelshein 2018, "Online normalizer calculation for
+    /// softmax"), and one fused elementwise kernel writes the result.
+    /// Subtracting the maximum keeps `exp` from overflowing, and the row's
+    /// largest element contributes exactly 1, so `n` equal values give
+    /// exactly `1 / n` however large they are. Integer input gives f32; f16
+    /// and bf16 compute in f32 and round once. A row with NaN, or with an
+    /// infinity, is NaN; an empty array stays empty.
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
     pub fn softmax(&self, axis: isize) -> Result<Array> {
-        let (shifted, _) = self.widen()?.shift_by_max(axis)?;
-        let e = shifted.exp()?;
-        let y = (&e / &e.sum(Axes::from(axis), true)?)?;
+        let Some((shifted, sum)) = self.max_sum_exp("softmax", axis)? else {
+            return self.narrow_like(self.as_float()?);
+        };
+        let y = (&shifted.exp()? / &sum)?;
         self.narrow_like(y)
     }
 
-    /// `(x - max) - log(sum(exp(x - max)))` along `axis` (PyTorch/MLX
-    /// `log_softmax`). The log is `log1p(sum - 1)` (the sum is at least 1,
-    /// and `sum - 1` is exact in f32), which is within 2 ulp where WGSL's
-    /// `log` may be 3 ulp off: `n` equal values give `-ln n` to 1 ulp.
-    /// Dtypes as [`Array::softmax`].
+    /// `(x - m) - log(s)` along `axis`, `m` and `s` as in
+    /// [`Array::softmax`] (PyTorch/MLX `log_softmax`), in two dispatches.
+    /// The log is `log1p(s - 1)` (`s` is at least 1, and `s - 1` is exact
+    /// in f32), which is within 2 ulp where WGSL's `log` may be 3 ulp off:
+    /// `n` equal values give `-ln n` to 1 ulp. Dtypes as [`Array::softmax`].
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Result<Array> {
-        let (shifted, empty) = self.widen()?.shift_by_max(axis)?;
-        if empty {
-            return self.narrow_like(shifted);
-        }
-        let sum = shifted.exp()?.sum(Axes::from(axis), true)?;
+        let Some((shifted, sum)) = self.max_sum_exp("log_softmax", axis)? else {
+            return self.narrow_like(self.as_float()?);
+        };
         let y = (&shifted - &(&sum - 1.0)?.log1p()?)?;
         self.narrow_like(y)
     }
 
-    /// `x - max(x)` along `axis` (keepdims), in a float dtype (integers as
-    /// f32), and whether `x` is empty (then `x` itself: there is no
-    /// maximum to subtract, and nothing to compute).
+    /// This array in a float dtype (integers as f32; f16 and bf16 widened
+    /// to f32).
     #[track_caller]
-    fn shift_by_max(&self, axis: isize) -> Result<(Array, bool)> {
-        crate::shape::normalize_axis(axis, self.ndim())?;
-        let x = if self.dtype().is_float() {
-            self.clone()
+    fn as_float(&self) -> Result<Array> {
+        if self.dtype().is_float() {
+            self.widen()
         } else {
-            self.astype(DType::F32)?
-        };
-        if x.size() == 0 {
-            return Ok((x, true));
+            self.astype(DType::F32)
         }
-        let max = x.max(Axes::from(axis), true)?;
-        Ok(((&x - &max)?, false))
+    }
+
+    /// `(x - m, s)` along `axis` (keepdims; `m` the maximum, `s` the sum of
+    /// `exp(x - m)`), from one reduction that reads `x` as it is (f16 and
+    /// integers are widened in its loads, not in a kernel of their own);
+    /// `None` for an empty array (nothing to compute).
+    #[track_caller]
+    fn max_sum_exp(&self, op: &'static str, axis: isize) -> Result<Option<(Array, Array)>> {
+        crate::shape::normalize_axis(op, axis, self.ndim())?;
+        if self.size() == 0 {
+            return Ok(None);
+        }
+        let mut ms = self.reduce(
+            op,
+            crate::graph::primitive::ReduceOp::MaxSumExp,
+            Axes::from(axis),
+            true,
+            0,
+        )?;
+        let sum = ms.pop().expect("two outputs");
+        let max = ms.pop().expect("two outputs");
+        Ok(Some(((&self.as_float()? - &max)?, sum)))
     }
 
     /// Layer normalisation over the last axis (Ba, Kiros & Hinton 2016;
     /// PyTorch `layer_norm` with `normalized_shape = x.shape[-1:]`):
     /// `(x - mean) / sqrt(var + eps) * weight + bias`, with the biased
     /// variance. `weight` and `bias` have shape `[x.shape[-1]]` (or
-    /// broadcast to it); either may be absent.
+    /// broadcast to it: `[1]`, `[]`); either may be absent. `eps` is any
+    /// scalar ([`crate::Scalar`]: `1e-5`, `1e-5f32`). Integer input gives
+    /// f32; f16 and bf16 compute in f32 and round once.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`] for a 0-d input,
-    /// [`crate::Error::ShapeMismatch`] for a weight or bias that does not
-    /// broadcast.
+    /// [`crate::Error::DeviceMismatch`]; [`crate::Error::InvalidAxis`] for a
+    /// 0-d input; [`crate::Error::ShapeMismatch`] naming `layer_norm` for a
+    /// weight or bias that does not broadcast to `[x.shape[-1]]`.
     #[track_caller]
     pub fn layer_norm(
         &self,
         weight: Option<&Array>,
         bias: Option<&Array>,
-        eps: f32,
+        eps: impl Scalar,
     ) -> Result<Array> {
+        self.check_norm("layer_norm", &[weight, bias])?;
+        // The statistics read the input as it is (f16 widens in the loads).
         let x = &self.widen()?;
-        let mut mv = x.reduce(
+        let mut mv = self.reduce(
+            "layer_norm",
             crate::graph::primitive::ReduceOp::Moments,
             Axes::from(-1isize),
             true,
@@ -110,7 +132,7 @@ impl Array {
         )?;
         let var = mv.pop().expect("two outputs");
         let mean = mv.pop().expect("two outputs");
-        let mut y = (&(x - &mean)? * &(&var + eps as f64)?.rsqrt()?)?;
+        let mut y = (&(x - &mean)? * &(&var + eps)?.rsqrt()?)?;
         if let Some(w) = weight {
             y = (&y * &w.astype(DType::F32)?)?;
         }
@@ -121,18 +143,54 @@ impl Array {
     }
 
     /// RMS normalisation over the last axis (Zhang & Sennrich 2019; MLX
-    /// `rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`.
+    /// `rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`, in two
+    /// dispatches (the mean of squares in one reduction, the rest fused).
+    /// Shapes, dtypes and `eps` as [`Array::layer_norm`].
     ///
     /// # Errors
-    /// As [`Array::layer_norm`].
+    /// As [`Array::layer_norm`], naming `rms_norm`.
     #[track_caller]
-    pub fn rms_norm(&self, weight: Option<&Array>, eps: f32) -> Result<Array> {
+    pub fn rms_norm(&self, weight: Option<&Array>, eps: impl Scalar) -> Result<Array> {
+        self.check_norm("rms_norm", &[weight])?;
         let x = &self.widen()?;
-        let ms = x.square()?.mean(Axes::from(-1isize), true)?;
-        let mut y = (x * &(&ms + eps as f64)?.rsqrt()?)?;
+        let ms = self
+            .reduce(
+                "rms_norm",
+                crate::graph::primitive::ReduceOp::MeanSquare,
+                Axes::from(-1isize),
+                true,
+                0,
+            )?
+            .remove(0);
+        let mut y = (x * &(&ms + eps)?.rsqrt()?)?;
         if let Some(w) = weight {
             y = (&y * &w.astype(DType::F32)?)?;
         }
         self.narrow_like(y)
+    }
+
+    /// The checks of a normalisation over the last axis, in the house
+    /// order (devices, then shapes), so that a bad parameter is reported
+    /// under the op's own name, not the name of a step inside it.
+    fn check_norm(&self, op: &'static str, params: &[Option<&Array>]) -> Result<()> {
+        for p in params.iter().flatten() {
+            super::same_device(op, self, p)?;
+        }
+        let last = crate::shape::normalize_axis(op, -1, self.ndim())?;
+        let want = [self.shape()[last]];
+        for p in params.iter().flatten() {
+            if crate::shape::broadcast_shapes(op, p.shape(), &want)
+                .ok()
+                .as_deref()
+                != Some(&want)
+            {
+                return Err(crate::Error::ShapeMismatch {
+                    op,
+                    lhs: self.shape().to_vec(),
+                    rhs: p.shape().to_vec(),
+                });
+            }
+        }
+        Ok(())
     }
 }
