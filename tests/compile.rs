@@ -339,3 +339,9 @@ fn a_compiled_chain_fuses_like_the_eager_one() -> R {
     assert_eq!(eager, 1);
     Ok(())
 }
+
+#[test]
+fn a_handle_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<wgarray::Compiled>();
+}
