@@ -170,22 +170,16 @@ pub struct Array {
     pub(crate) inner: Arc<ArrayInner>,
 }
 
-/// The 32-bit word that holds `value` as `dtype` (twice over for 2-byte dtypes).
-pub(crate) fn dtype_word(value: f64, dtype: DType) -> u32 {
-    match dtype {
-        DType::F32 => (value as f32).to_bits(),
-        DType::F16 => {
-            let h = half::f16::from_f64(value).to_bits() as u32;
-            h | (h << 16)
-        }
-        DType::BF16 => {
-            let h = half::bf16::from_f64(value).to_bits() as u32;
-            h | (h << 16)
-        }
-        DType::I32 => (value as i32) as u32,
-        DType::U32 => value as u32,
-        DType::Bool => (value != 0.0) as u32,
-    }
+/// Device bytes of `values` as `dtype` (each as [`DType::bits_of`] gives
+/// it, little-endian), not yet padded to a whole word.
+pub(crate) fn device_bytes_of(values: impl Iterator<Item = f64>, dtype: DType) -> Vec<u8> {
+    let size = dtype.size_in_bytes();
+    values
+        .flat_map(|v| {
+            let b = dtype.bits_of(v).to_le_bytes();
+            b.into_iter().take(size)
+        })
+        .collect()
 }
 
 impl Array {
@@ -223,10 +217,14 @@ impl Array {
     /// An evaluated array holding a copy of `data`, shape `shape`: one
     /// host copy, from `data` straight into wgpu's staging memory
     /// (`Queue::write_buffer_with`), which goes to the GPU with the next
-    /// submission.
+    /// submission. `i64` and `u64` data become `I32` and `U32` arrays (see
+    /// [`Element`]).
     ///
     /// # Errors
     /// [`Error::DataLength`] when `data.len()` is not the product of `shape`;
+    /// [`Error::OutOfRange`] for the first `i64`/`u64` value that does not
+    /// fit 32 bits (nothing is uploaded then); [`Error::MissingFeature`]
+    /// for f64 on an adapter without `SHADER_F64` and `SHADER_INT64`;
     /// [`Error::OutOfMemory`], [`Error::TooLarge`].
     #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: &Device) -> Result<Array> {
@@ -238,11 +236,21 @@ impl Array {
                 expected,
             });
         }
+        device.check_dtype("from_slice", T::DTYPE)?;
+        if let Some((index, value)) = T::first_out_of_range(data) {
+            return Err(Error::OutOfRange {
+                op: "from_slice",
+                tensor: None,
+                index,
+                value,
+                dtype: T::DTYPE,
+            });
+        }
         // One copy: from `data` straight into wgpu's staging memory.
         let origin = device.origin(|| "from_slice");
         let bytes = crate::transfer::device_bytes(data.len(), T::DTYPE);
         let buffer = crate::transfer::upload(device, "from_slice", bytes, origin, |dst| {
-            crate::transfer::write_host_bytes(dst, T::as_host_bytes(data), T::DTYPE)
+            T::write_device(data, dst)
         })?;
         Ok(Array::ready(shape, T::DTYPE, device, buffer, origin))
     }
@@ -270,9 +278,11 @@ impl Array {
     /// outputs that a kernel will overwrite, and for measuring the pool.
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`], [`Error::TooLarge`], [`Error::DeviceLost`].
+    /// [`Error::OutOfMemory`], [`Error::TooLarge`], [`Error::DeviceLost`];
+    /// [`Error::MissingFeature`] for f64 without `SHADER_F64`.
     #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
+        device.check_dtype("empty", dtype)?;
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         device.check_binding("empty", bytes)?;
         device.probe_lost()?;
@@ -333,21 +343,25 @@ impl Array {
     /// A 0-dimensional array holding `value` as `dtype`, evaluated at once.
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`].
+    /// [`Error::OutOfMemory`]; [`Error::MissingFeature`] for f64 without
+    /// `SHADER_F64`.
     #[track_caller]
     pub fn scalar(value: f64, dtype: DType, device: &Device) -> Result<Array> {
-        let word = dtype_word(value, dtype);
-        Array::upload(&word.to_ne_bytes(), &[], dtype, device, "scalar")
+        device.check_dtype("scalar", dtype)?;
+        let bytes = device_bytes_of(std::iter::once(value), dtype);
+        Array::upload(&bytes, &[], dtype, device, "scalar")
     }
 
     /// An array of `shape` with every element `value` (converted to `dtype`
-    /// as [`Element::from_f64`] does). Lazy: filled by a kernel on eval.
+    /// as [`Element::from_f64`] does). Lazy: filled by a kernel on eval (an
+    /// f64 array on an adapter without `SHADER_F64` fails there, with
+    /// [`Error::MissingFeature`]).
     #[track_caller]
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Array {
-        let word = dtype_word(value, dtype);
+        let bits = dtype.bits_of(value);
         Array::from_node(
             device,
-            Primitive::Full { word },
+            Primitive::Full { bits },
             vec![],
             vec![(shape.to_vec(), dtype)],
         )
@@ -371,7 +385,8 @@ impl Array {
     /// values `start + i * step`, computed in f64 and converted to `dtype`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when `step` is 0 or not finite.
+    /// [`Error::InvalidArgument`] when `step` is 0 or not finite;
+    /// [`Error::MissingFeature`] for f64 without `SHADER_F64`.
     #[track_caller]
     pub fn arange(
         start: f64,
@@ -386,21 +401,11 @@ impl Array {
             )));
         }
         let n = ((stop - start) / step).ceil().max(0.0) as usize;
+        device.check_dtype("arange", dtype)?;
         // Refuse before building the host vector.
         device.check_binding("arange", n.saturating_mul(dtype.size_in_bytes()) as u64)?;
-        let values = (0..n).map(|i| start + i as f64 * step);
-        let bytes: Vec<u8> = match dtype {
-            DType::F16 | DType::BF16 => {
-                let mut v: Vec<u8> = values
-                    .flat_map(|x| (dtype_word(x, dtype) as u16).to_ne_bytes())
-                    .collect();
-                v.resize(v.len().next_multiple_of(4), 0);
-                v
-            }
-            _ => values
-                .flat_map(|x| dtype_word(x, dtype).to_ne_bytes())
-                .collect(),
-        };
+        let mut bytes = device_bytes_of((0..n).map(|i| start + i as f64 * step), dtype);
+        bytes.resize(bytes.len().next_multiple_of(4), 0);
         Array::upload(&bytes, &[n], dtype, device, "arange")
     }
 
@@ -587,8 +592,13 @@ impl Array {
                 .into_iter()
                 .map(|x| x.to_f64())
                 .collect(),
+            DType::F64 => self.to_vec::<f64>()?,
             DType::I32 => self.to_vec::<i32>()?.into_iter().map(f64::from).collect(),
             DType::U32 => self.to_vec::<u32>()?.into_iter().map(f64::from).collect(),
+            DType::I16 => self.to_vec::<i16>()?.into_iter().map(f64::from).collect(),
+            DType::U16 => self.to_vec::<u16>()?.into_iter().map(f64::from).collect(),
+            DType::I8 => self.to_vec::<i8>()?.into_iter().map(f64::from).collect(),
+            DType::U8 => self.to_vec::<u8>()?.into_iter().map(f64::from).collect(),
             DType::Bool => self
                 .to_vec::<bool>()?
                 .into_iter()
@@ -606,7 +616,7 @@ const EDGE_ITEMS: usize = 3;
 fn format_value(v: f64, dtype: DType) -> String {
     match dtype {
         DType::Bool => (if v != 0.0 { "True" } else { "False" }).to_string(),
-        DType::I32 | DType::U32 => format!("{v}"),
+        d if d.is_integer() => format!("{v}"),
         _ if v.is_nan() => "nan".to_string(),
         _ if v.is_infinite() => (if v > 0.0 { "inf" } else { "-inf" }).to_string(),
         // NumPy prints integral floats as `1.`.

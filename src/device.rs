@@ -23,10 +23,13 @@ pub const ADAPTER_ENV: &str = "WGARRAY_ADAPTER";
 /// seconds), so that a hung device becomes an error instead of a hang.
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The wgpu features wgarray uses when the adapter has them.
+/// The wgpu features wgarray uses when the adapter has them (`SHADER_F64`
+/// and `SHADER_INT64`: [`crate::DType::F64`] arrays).
 pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY)
-    .union(wgpu::Features::SUBGROUP);
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::SHADER_F64)
+    .union(wgpu::Features::SHADER_INT64);
 
 /// How to choose an adapter. `Default` names nothing: the best adapter of any
 /// backend (see [`Device::new`]).
@@ -444,6 +447,15 @@ impl Device {
     /// `max_compute_invocations_per_workgroup`.
     pub fn limits(&self) -> &wgpu::Limits {
         &self.inner.kernels.limits
+    }
+
+    /// [`Error::MissingFeature`] (named `op`) when this device cannot hold
+    /// arrays of `dtype` (f64 without `SHADER_F64` or `SHADER_INT64`).
+    pub(crate) fn check_dtype(&self, op: &'static str, dtype: crate::DType) -> Result<()> {
+        match dtype.missing_feature(self.features()) {
+            Some(feature) => Err(Error::MissingFeature { op, feature }),
+            None => Ok(()),
+        }
     }
 
     /// [`Error::TooLarge`] when one binding of `bytes` would pass the

@@ -1027,7 +1027,7 @@ fn take_indices_u32_large_and_negative() -> R {
     );
     assert!(matches!(
         x.take(&f(&d, &[0.0], &[1]), Some(0)),
-        Err(Error::DType { .. })
+        Err(Error::OpDType { op: "take", .. })
     ));
     assert!(matches!(
         x.take(&Array::from_slice(&[true], &[1], &d)?, Some(0)),

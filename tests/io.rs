@@ -84,6 +84,7 @@ fn random_tensor(rng: &mut Rng, name: &str, dtype: FileDType, shape: &[usize]) -
         FileDType::F64 => (0..n)
             .flat_map(|_| (rng.f32() as f64).to_le_bytes())
             .collect(),
+        FileDType::F8_E4M3 => (0..n).map(|_| rng.next_u64() as u8).collect(),
         other => panic!("no generator for {other:?}"),
     };
     HostTensor {
@@ -103,37 +104,26 @@ fn write_with_crate(path: &Path, tensors: &[HostTensor], meta: Option<HashMap<St
 /// read back through the typed API (an independent path from the file
 /// writer's raw copy).
 fn file_bytes_of(a: &Array) -> Vec<u8> {
+    macro_rules! le {
+        ($t:ty) => {
+            a.to_vec::<$t>()
+                .unwrap()
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect()
+        };
+    }
     match a.dtype() {
-        DType::F32 => a
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
-        DType::F16 => a
-            .to_vec::<f16>()
-            .unwrap()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
-        DType::BF16 => a
-            .to_vec::<bf16>()
-            .unwrap()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
-        DType::I32 => a
-            .to_vec::<i32>()
-            .unwrap()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
-        DType::U32 => a
-            .to_vec::<u32>()
-            .unwrap()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
+        DType::F32 => le!(f32),
+        DType::F16 => le!(f16),
+        DType::BF16 => le!(bf16),
+        DType::F64 => le!(f64),
+        DType::I32 => le!(i32),
+        DType::U32 => le!(u32),
+        DType::I16 => le!(i16),
+        DType::U16 => le!(u16),
+        DType::I8 => le!(i8),
+        DType::U8 => le!(u8),
         DType::Bool => a
             .to_vec::<bool>()
             .unwrap()
@@ -486,19 +476,19 @@ fn bad_files_are_typed_errors_and_leave_nothing_on_the_device() {
         &mixed,
         &[
             random_tensor(&mut rng, "ok", FileDType::F32, &[7]),
-            random_tensor(&mut rng, "doubles", FileDType::F64, &[3]),
+            random_tensor(&mut rng, "fp8", FileDType::F8_E4M3, &[3]),
         ],
         None,
     );
     match load_safetensors(&mixed, &device).unwrap_err() {
         Error::UnsupportedDType { tensor, dtype, .. } => {
-            assert_eq!((tensor.as_str(), dtype.as_str()), ("doubles", "F64"));
+            assert_eq!((tensor.as_str(), dtype.as_str()), ("fp8", "F8_E4M3"));
         }
         e => panic!("{e}"),
     }
     let file = SafetensorsFile::open(&mixed).unwrap();
     assert!(matches!(
-        file.load("doubles", &device),
+        file.load("fp8", &device),
         Err(Error::UnsupportedDType { .. })
     ));
     assert!(matches!(
