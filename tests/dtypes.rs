@@ -172,7 +172,7 @@ fn bitwise_ops_and_shifts_match_numpy_on_every_integer_dtype_and_bool() -> R {
                         "shl" if (0..bits(t)).contains(&y) => wrap(t, x << y),
                         "shr" if (0..bits(t)).contains(&y) => x >> y,
                         "shl" => 0,
-                        _ => (x < 0) as i64 * -1,
+                        _ => -((x < 0) as i64),
                     })
                     .collect();
                 assert_eq!(read(&got), want, "{name} {ta} {tb} {rows}x{cols}");
