@@ -682,3 +682,77 @@ fn f64_computes_in_f64_where_the_adapter_has_it_and_is_a_typed_error_elsewhere()
     assert_eq!(F16.size_in_bytes() * 4, F64.size_in_bytes());
     Ok(())
 }
+
+#[test]
+fn take_where_and_concatenate_on_packed_dtypes() -> R {
+    let d = device();
+    poison_pool(&d, 4096);
+    let mut rng = Rng::new(13);
+    // A u8 and an i16 table of 33 rows x 3; i8 (negative counts from the
+    // end) and u16 indices, 7 of them.
+    for (tt, ti) in [(U8, I8), (I16, U16), (I8, U8), (U16, I16)] {
+        let table = random_ints(&mut rng, tt, 33 * 3);
+        let idx: Vec<i64> = (0..7)
+            .map(|_| {
+                let k = (rng.next_u64() % 33) as i64;
+                if ti.is_signed_integer() && rng.next_u64() & 1 == 1 {
+                    k - 33
+                } else {
+                    k
+                }
+            })
+            .collect();
+        let t = upload(tt, &table, &[33, 3], &d);
+        let i = upload(ti, &idx, &[7], &d);
+        let got = t.take(&i, Some(0))?;
+        assert_eq!((got.dtype(), got.shape()), (tt, &[7usize, 3][..]));
+        let want: Vec<i64> = idx
+            .iter()
+            .flat_map(|&k| {
+                let r = k.rem_euclid(33) as usize;
+                table[3 * r..3 * r + 3].to_vec()
+            })
+            .collect();
+        assert_eq!(read(&got), want, "take {tt}[{ti}]");
+        // Along axis 1 of the transposed table (a strided gather).
+        let i1 = upload(ti, &[2, 0, 1, 1, 0], &[5], &d);
+        let got = t.transpose().take(&i1, Some(1))?;
+        let want: Vec<i64> = (0..3)
+            .flat_map(|c| [2usize, 0, 1, 1, 0].map(|r| table[3 * r + c]))
+            .collect();
+        assert_eq!(read(&got), want, "take axis 1 {tt}");
+    }
+    // where_ promotes its branches: i8 and u8 give i16.
+    let n = 33;
+    let hc: Vec<i64> = (0..n).map(|_| (rng.next_u64() & 1) as i64).collect();
+    let ha = random_ints(&mut rng, I8, n);
+    let hb = random_ints(&mut rng, U8, n);
+    let got = wgarray::where_(
+        &upload(Bool, &hc, &[n], &d),
+        &upload(I8, &ha, &[n], &d),
+        &upload(U8, &hb, &[n], &d),
+    )?;
+    assert_eq!(got.dtype(), I16);
+    let want: Vec<i64> = (0..n)
+        .map(|k| if hc[k] != 0 { ha[k] } else { hb[k] })
+        .collect();
+    assert_eq!(read(&got), want);
+    // concatenate of odd-length u8 pieces (a thread owns a whole word,
+    // pieces start mid-word) and of i8 with u8 (promoted to i16).
+    let parts: Vec<Vec<i64>> = [1usize, 7, 3, 33]
+        .iter()
+        .map(|&len| random_ints(&mut rng, U8, len))
+        .collect();
+    let arrays: Vec<Array> = parts
+        .iter()
+        .map(|p| upload(U8, p, &[p.len()], &d))
+        .collect();
+    let refs: Vec<&Array> = arrays.iter().collect();
+    let got = wgarray::concatenate(&refs, 0)?;
+    assert_eq!(read(&got), parts.concat());
+    let a = upload(I8, &ha, &[n], &d);
+    let got = wgarray::concatenate(&[&a, &refs[1].clone()], 0)?;
+    assert_eq!(got.dtype(), I16);
+    assert_eq!(read(&got), [ha.clone(), parts[1].clone()].concat());
+    Ok(())
+}
