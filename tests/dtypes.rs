@@ -756,3 +756,87 @@ fn take_where_and_concatenate_on_packed_dtypes() -> R {
     assert_eq!(read(&got), [ha.clone(), parts[1].clone()].concat());
     Ok(())
 }
+
+/// `a @ b` with the host's triple loop, wrapped to `t` (i32 or u32).
+fn int_matmul_ref(a: &[i64], b: &[i64], m: usize, k: usize, n: usize, t: DType) -> Vec<i64> {
+    let mut c = vec![0i64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let s = (0..k).fold(0i64, |s, q| {
+                s.wrapping_add(a[i * k + q].wrapping_mul(b[q * n + j]))
+            });
+            c[i * n + j] = wrap(t, s);
+        }
+    }
+    c
+}
+
+#[test]
+fn int8_matmul_accumulates_exactly_in_i32() -> R {
+    let d = device();
+    let mut rng = Rng::new(88);
+    for (ta, tb, (m, k, n)) in [
+        (I8, I8, (7, 33, 5)),
+        (I8, I8, (1, 1025, 3)),
+        (U8, U8, (3, 7, 1)),
+        (U8, I8, (5, 65, 9)),
+        (I32, I32, (4, 9, 6)),
+        // Two chunks of k (32 MiB of products each).
+        (I8, U8, (64, 2100, 64)),
+    ] {
+        let ha = random_ints(&mut rng, ta, m * k);
+        let hb = random_ints(&mut rng, tb, k * n);
+        let a = upload(ta, &ha, &[m, k], &d);
+        // b as a transposed view.
+        let mut hbt = vec![0; k * n];
+        for q in 0..k {
+            for j in 0..n {
+                hbt[j * k + q] = hb[q * n + j];
+            }
+        }
+        let b = upload(tb, &hbt, &[n, k], &d).transpose();
+        let got = a.matmul(&b)?;
+        let t = if ta.is_signed_integer() || tb.is_signed_integer() {
+            I32
+        } else {
+            U32
+        };
+        assert_eq!((got.dtype(), got.shape()), (t, &[m, n][..]));
+        assert_eq!(
+            read(&got),
+            int_matmul_ref(&ha, &hb, m, k, n, t),
+            "{ta}@{tb} {m}x{k}x{n}"
+        );
+    }
+    // Batched and 1-D operands, as NumPy: [2, 3, 4] @ [4] -> [2, 3].
+    let ha = random_ints(&mut rng, I8, 24);
+    let hv = random_ints(&mut rng, I8, 4);
+    let got = upload(I8, &ha, &[2, 3, 4], &d).matmul(&upload(I8, &hv, &[4], &d))?;
+    assert_eq!(got.shape(), &[2, 3]);
+    assert_eq!(read(&got), int_matmul_ref(&ha, &hv, 6, 4, 1, I32));
+    // Dequantise: i8 weights times a per-row f32 scale.
+    let w = upload(I8, &[-128, -1, 0, 127], &[2, 2], &d);
+    let scale = Array::from_slice(&[0.5f32, 0.25], &[2, 1], &d)?;
+    assert_eq!(
+        w.multiply(&scale)?.to_vec::<f32>()?,
+        vec![-64.0, -0.5, 0.0, 31.75]
+    );
+    if has_f64(&d) {
+        let (m, k, n) = (7usize, 33usize, 5usize);
+        let ha: Vec<f64> = (0..m * k).map(|_| rng.f32() as f64 / 3.0).collect();
+        let hb: Vec<f64> = (0..k * n).map(|_| rng.f32() as f64 / 7.0).collect();
+        let a = Array::from_slice(&ha, &[m, k], &d)?;
+        let b = Array::from_slice(&hb, &[k, n], &d)?;
+        let got = a.matmul(&b)?;
+        assert_eq!(got.dtype(), F64);
+        let got = got.to_vec::<f64>()?;
+        for i in 0..m {
+            for j in 0..n {
+                let want: f64 = (0..k).map(|q| ha[i * k + q] * hb[q * n + j]).sum();
+                // f64 rounding only: far below f32's 1e-7.
+                assert!((got[i * n + j] - want).abs() < 1e-14, "f64 matmul");
+            }
+        }
+    }
+    Ok(())
+}
