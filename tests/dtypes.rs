@@ -675,6 +675,18 @@ fn f64_computes_in_f64_where_the_adapter_has_it_and_is_a_typed_error_elsewhere()
         other => panic!("{other:?}"),
     }
     assert!(matches!(a.power(&a), Err(Error::OpDType { .. })));
+    assert!(matches!(
+        a.logsumexp(0, false),
+        Err(Error::OpDType {
+            op: "logsumexp",
+            dtype: F64,
+            ..
+        })
+    ));
+    assert!(matches!(
+        a.topk(1, 0),
+        Err(Error::OpDType { op: "topk", .. })
+    ));
     assert!(matches!(a.bitwise_and(&a), Err(Error::OpDType { .. })));
     // f16 and f64 promote to f64.
     let h = Array::from_slice(&[half::f16::from_f32(1.5)], &[1], &d)?;
