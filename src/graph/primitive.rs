@@ -10,7 +10,7 @@ use crate::DType;
 
 /// One operation of the graph; each lowers to a few kernel launches, or to
 /// none (views).
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Primitive {
     /// Every element of the output has the bits `bits` (the low
     /// `size_in_bytes` bytes, as `DType::bits_of` gives them).
@@ -48,10 +48,13 @@ pub(crate) enum Primitive {
     /// and offset. Not a [`View`]: fusion does not look through it, so the
     /// elements it reads are always in memory.
     Bitcast,
+    /// Input `index` of a function being traced by `compile`: it has no
+    /// value, so evaluating anything that depends on it is an error.
+    Placeholder { index: usize },
 }
 
 /// How a view maps its input's layout to its output's.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum View {
     /// Same elements in row-major order under a new shape; copies when the
     /// input's strides cannot express it.
@@ -360,6 +363,13 @@ pub(crate) enum ReduceOp {
     Moments,
     /// `log(sum(exp(x)))` in one pass with a running maximum.
     LogSumExp,
+    /// The maximum `m` and `sum(exp(x - m))` in one pass with a running
+    /// maximum (Milakov & Gimelshein 2018, "Online normalizer calculation
+    /// for softmax"): softmax's two statistics. `m` is NaN if an element is;
+    /// the sum is NaN where `m` is not finite (as `exp(x - max)` is then).
+    MaxSumExp,
+    /// `mean(x * x)` (rms_norm's statistic), accumulated in f32.
+    MeanSquare,
     All,
     Any,
 }
@@ -367,7 +377,7 @@ pub(crate) enum ReduceOp {
 impl ReduceOp {
     /// Every reduction, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [ReduceOp; 11] = [
+    pub(crate) const ALL: [ReduceOp; 13] = [
         ReduceOp::Sum,
         ReduceOp::Prod,
         ReduceOp::Max,
@@ -377,6 +387,8 @@ impl ReduceOp {
         ReduceOp::Mean,
         ReduceOp::Moments,
         ReduceOp::LogSumExp,
+        ReduceOp::MaxSumExp,
+        ReduceOp::MeanSquare,
         ReduceOp::All,
         ReduceOp::Any,
     ];
@@ -388,17 +400,25 @@ impl ReduceOp {
     pub(crate) fn accumulator(self, input: DType) -> DType {
         match (self, input) {
             (_, DType::F64) => DType::F64,
-            (ReduceOp::Mean | ReduceOp::Moments | ReduceOp::LogSumExp, _) => DType::F32,
+            (
+                ReduceOp::Mean
+                | ReduceOp::Moments
+                | ReduceOp::LogSumExp
+                | ReduceOp::MaxSumExp
+                | ReduceOp::MeanSquare,
+                _,
+            ) => DType::F32,
             (_, d) if d.is_float() => DType::F32,
             (_, d) if d.is_signed_integer() => DType::I32,
             _ => DType::U32,
         }
     }
 
-    /// Whether the reduction takes `input` (logsumexp has no f64: WGSL's
-    /// `exp` and `log` are 32-bit on Vulkan).
+    /// Whether the reduction takes `input` (logsumexp and the softmax
+    /// statistics have no f64: WGSL's `exp` and `log` are 32-bit on
+    /// Vulkan).
     pub(crate) fn takes(self, input: DType) -> bool {
-        !(self == ReduceOp::LogSumExp && input == DType::F64)
+        !(matches!(self, ReduceOp::LogSumExp | ReduceOp::MaxSumExp) && input == DType::F64)
     }
 
     /// The op's name if it has no identity (nothing to return for an
@@ -419,7 +439,7 @@ impl ReduceOp {
         match self {
             ReduceOp::ArgMax | ReduceOp::ArgMin => vec![DType::U32],
             ReduceOp::All | ReduceOp::Any => vec![DType::Bool],
-            ReduceOp::Moments => vec![self.accumulator(input); 2],
+            ReduceOp::Moments | ReduceOp::MaxSumExp => vec![self.accumulator(input); 2],
             _ => vec![self.accumulator(input)],
         }
     }
@@ -471,6 +491,7 @@ impl Primitive {
             Primitive::Concatenate { .. } => "concatenate",
             Primitive::TopK { .. } => "topk",
             Primitive::Bitcast => "view",
+            Primitive::Placeholder { .. } => "compile input",
         }
     }
 }
@@ -521,6 +542,8 @@ impl ReduceOp {
             ReduceOp::Mean => "mean",
             ReduceOp::Moments => "moments",
             ReduceOp::LogSumExp => "logsumexp",
+            ReduceOp::MaxSumExp => "max_sumexp",
+            ReduceOp::MeanSquare => "mean_square",
             ReduceOp::All => "all",
             ReduceOp::Any => "any",
         }

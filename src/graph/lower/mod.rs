@@ -139,5 +139,8 @@ pub(crate) fn lower(
         Primitive::Concatenate { axis } => concat::concatenate(lw, &io, *axis),
         Primitive::TopK { axis, k } => topk::topk(lw, &io, *axis, *k),
         Primitive::Bitcast => view::bitcast(&io),
+        Primitive::Placeholder { .. } => Err(Error::Traced {
+            op: node.primitive.name(),
+        }),
     }
 }
