@@ -687,6 +687,19 @@ fn f64_computes_in_f64_where_the_adapter_has_it_and_is_a_typed_error_elsewhere()
         a.topk(1, 0),
         Err(Error::OpDType { op: "topk", .. })
     ));
+    assert!(matches!(
+        a.softmax(0),
+        Err(Error::OpDType { op: "softmax", .. })
+    ));
+    // rms_norm computes its mean of squares and rsqrt in f64.
+    let hv = [1.5f64, -2.25, 3.0, 0.125, 7.0];
+    let v = Array::from_slice(&hv, &[5], &d)?;
+    let got = v.rms_norm(None, 0.0)?;
+    assert_eq!(got.dtype(), F64);
+    let ms = hv.iter().map(|x| x * x).sum::<f64>() / 5.0;
+    for (g, x) in got.to_vec::<f64>()?.iter().zip(hv) {
+        assert!((g - x / ms.sqrt()).abs() < 1e-14, "rms_norm f64: {g}");
+    }
     assert!(matches!(a.bitwise_and(&a), Err(Error::OpDType { .. })));
     // f16 and f64 promote to f64.
     let h = Array::from_slice(&[half::f16::from_f32(1.5)], &[1], &d)?;
