@@ -196,6 +196,13 @@ fn bitwise_ops_and_shifts_match_numpy_on_every_integer_dtype_and_bool() -> R {
     let got = ((&a & &m)? << s)?.add(&a)?;
     let want: Vec<i64> = h.iter().map(|&x| wrap(U8, ((x & 15) << 2) + x)).collect();
     assert_eq!(read(&got), want);
+    // Weak scalars take the array's dtype: (a & 15) << 2, a + 1 wraps.
+    let got = ((&a & 15.0)? << 2.0)?;
+    let want: Vec<i64> = h.iter().map(|&x| wrap(U8, (x & 15) << 2)).collect();
+    assert_eq!((got.dtype(), read(&got)), (U8, want));
+    let got = (&a + 1.0)?;
+    let want: Vec<i64> = h.iter().map(|&x| wrap(U8, x + 1)).collect();
+    assert_eq!((got.dtype(), read(&got)), (U8, want));
     Ok(())
 }
 
