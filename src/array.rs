@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::graph::primitive::ElementwiseOp;
 use crate::graph::{Node, Primitive};
 use crate::memory::{BufferKind, Origin, PooledBuffer};
-use crate::shape::{contiguous_strides, numel};
-use crate::{DType, Device, Element, Error, Result};
+use crate::shape::{check_shape, contiguous_strides, numel};
+use crate::{DType, Device, Element, Error, Result, Scalar};
 
 /// Where an evaluated array's elements live: a pooled buffer read through
 /// element strides from an element offset.
@@ -221,13 +221,16 @@ impl Array {
     /// [`Element`]).
     ///
     /// # Errors
-    /// [`Error::DataLength`] when `data.len()` is not the product of `shape`;
-    /// [`Error::OutOfRange`] for the first `i64`/`u64` value that does not
-    /// fit 32 bits (nothing is uploaded then); [`Error::MissingFeature`]
-    /// for f64 on an adapter without `SHADER_F64` and `SHADER_INT64`;
-    /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
+    /// dimensions; [`Error::DataLength`] when `data.len()` is not the
+    /// product of `shape`; [`Error::MissingFeature`] for f64 on an adapter
+    /// without `SHADER_F64` and `SHADER_INT64`; [`Error::OutOfRange`] for
+    /// the first `i64`/`u64` value that does not fit 32 bits (nothing is
+    /// uploaded then); [`Error::TooLarge`] past the adapter's largest
+    /// storage binding; [`Error::OutOfMemory`].
     #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: &Device) -> Result<Array> {
+        check_shape("from_slice", shape)?;
         let expected = numel(shape);
         if data.len() != expected {
             return Err(Error::DataLength {
@@ -278,10 +281,13 @@ impl Array {
     /// outputs that a kernel will overwrite, and for measuring the pool.
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`], [`Error::TooLarge`], [`Error::DeviceLost`];
-    /// [`Error::MissingFeature`] for f64 without `SHADER_F64`.
+    /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
+    /// dimensions or past the adapter's largest storage binding;
+    /// [`Error::MissingFeature`] for f64 without `SHADER_F64`;
+    /// [`Error::OutOfMemory`], [`Error::DeviceLost`].
     #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
+        check_shape("empty", shape)?;
         device.check_dtype("empty", dtype)?;
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         device.check_binding("empty", bytes)?;
@@ -340,25 +346,56 @@ impl Array {
         }
     }
 
-    /// A 0-dimensional array holding `value` as `dtype`, evaluated at once.
+    /// A 0-dimensional array holding `value` as `dtype`, evaluated at once
+    /// (uploaded now; [`Array::full`] with shape `[]` is the lazy one).
+    /// `value` converts as in [`Array::full`].
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`]; [`Error::MissingFeature`] for f64 without
-    /// `SHADER_F64`.
+    /// [`Error::InvalidArgument`] for an integer `value` outside an integer
+    /// `dtype`'s range; [`Error::MissingFeature`] for f64 without
+    /// `SHADER_F64`; [`Error::OutOfMemory`].
     #[track_caller]
-    pub fn scalar(value: f64, dtype: DType, device: &Device) -> Result<Array> {
+    pub fn scalar(value: impl Scalar, dtype: DType, device: &Device) -> Result<Array> {
+        let bits = value.value().bits("scalar", dtype)?;
         device.check_dtype("scalar", dtype)?;
-        let bytes = device_bytes_of(std::iter::once(value), dtype);
+        let mut bytes = bits.to_le_bytes()[..dtype.size_in_bytes()].to_vec();
+        bytes.resize(bytes.len().next_multiple_of(4), 0);
         Array::upload(&bytes, &[], dtype, device, "scalar")
     }
 
-    /// An array of `shape` with every element `value` (converted to `dtype`
-    /// as [`Element::from_f64`] does). Lazy: filled by a kernel on eval (an
-    /// f64 array on an adapter without `SHADER_F64` fails there, with
-    /// [`Error::MissingFeature`]).
+    /// An array of `shape` with every element `value` (NumPy `full`), of
+    /// `dtype`. Lazy: no buffer until eval, where it is filled by a kernel
+    /// (or, read by an elementwise kernel, passed to it as a parameter).
+    ///
+    /// `value` is any [`Scalar`]: `Array::full(&[2, 3], 0.5, DType::F16,
+    /// &device)`, `Array::full(&[4], -1, DType::I8, &device)`. Floats
+    /// round to nearest even into f16, bf16 and f32 (f64 keeps them);
+    /// floats into integers truncate toward zero and saturate, as
+    /// [`Array::astype`]; anything into bool is `value != 0`.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
+    /// dimensions or an element count past `usize`;
+    /// [`Error::InvalidArgument`] for an integer `value` outside an integer
+    /// `dtype`'s range (`-1` as u8: NumPy 2 refuses it too);
+    /// [`Error::MissingFeature`] for f64 without `SHADER_F64`.
     #[track_caller]
-    pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Array {
-        let bits = dtype.bits_of(value);
+    pub fn full(
+        shape: &[usize],
+        value: impl Scalar,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Array> {
+        check_shape("full", shape)?;
+        let bits = value.value().bits("full", dtype)?;
+        device.check_dtype("full", dtype)?;
+        Ok(Array::full_bits(shape, bits, dtype, device))
+    }
+
+    /// A lazy constant of a checked shape and a dtype the device has whose
+    /// every element has the bits `bits` (as [`DType::bits_of`] gives them).
+    #[track_caller]
+    pub(crate) fn full_bits(shape: &[usize], bits: u64, dtype: DType, device: &Device) -> Array {
         Array::from_node(
             device,
             Primitive::Full { bits },
@@ -369,24 +406,49 @@ impl Array {
         .expect("one output")
     }
 
-    /// `full(shape, 0, dtype)`.
+    /// `full(shape, 0, dtype)` (NumPy `zeros`).
+    ///
+    /// # Errors
+    /// As [`Array::full`].
     #[track_caller]
-    pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Array {
-        Array::full(shape, 0.0, dtype, device)
+    pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
+        check_shape("zeros", shape)?;
+        device.check_dtype("zeros", dtype)?;
+        Ok(Array::full_bits(shape, 0, dtype, device))
     }
 
-    /// `full(shape, 1, dtype)`.
+    /// `full(shape, 1, dtype)` (NumPy `ones`).
+    ///
+    /// # Errors
+    /// As [`Array::full`].
     #[track_caller]
-    pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Array {
-        Array::full(shape, 1.0, dtype, device)
+    pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
+        check_shape("ones", shape)?;
+        let bits = true.value().bits("ones", dtype)?;
+        device.check_dtype("ones", dtype)?;
+        Ok(Array::full_bits(shape, bits, dtype, device))
     }
 
     /// NumPy's `arange(start, stop, step)`: `ceil((stop - start) / step)`
-    /// values `start + i * step`, computed in f64 and converted to `dtype`.
+    /// values `start + i * step`, computed in f64 and converted to `dtype`
+    /// as [`Array::full`] converts (floats round to nearest even, integers
+    /// truncate toward zero). Computed on the host and uploaded at the call.
+    ///
+    /// An infinite `step` gives `[start]` when it points from `start`
+    /// towards `stop`, else an empty array, as NumPy (since 1.15).
+    ///
+    /// Differs from NumPy and MLX on purpose: with an integer `dtype` and a
+    /// fractional `start` or `step`, each value is `start + i * step`
+    /// truncated (`arange(0.0, 3.0, 0.5, DType::I32)` is `[0, 0, 1, 1, 2,
+    /// 2]`), where NumPy and MLX convert `start` and `start + step` first
+    /// and step by their difference (six zeros): the values you asked for,
+    /// not an artefact of the conversion order.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when `step` is 0 or not finite;
-    /// [`Error::MissingFeature`] for f64 without `SHADER_F64`.
+    /// [`Error::InvalidArgument`] naming the argument when `step` is 0 or
+    /// NaN, or `start` or `stop` is not finite; [`Error::MissingFeature`]
+    /// for f64 without `SHADER_F64`; [`Error::TooLarge`] past the adapter's
+    /// largest storage binding.
     #[track_caller]
     pub fn arange(
         start: f64,
@@ -395,18 +457,54 @@ impl Array {
         dtype: DType,
         device: &Device,
     ) -> Result<Array> {
-        if step == 0.0 || !step.is_finite() || !start.is_finite() || !stop.is_finite() {
-            return Err(Error::InvalidArgument(format!(
-                "arange({start}, {stop}, {step}): step must be finite and non-zero"
-            )));
+        let bad = |arg: &str, why: &str| {
+            Err(Error::InvalidArgument(format!(
+                "arange({start}, {stop}, {step}): `{arg}` {why}"
+            )))
+        };
+        if !start.is_finite() {
+            return bad("start", "must be finite");
         }
-        let n = ((stop - start) / step).ceil().max(0.0) as usize;
+        if !stop.is_finite() {
+            return bad("stop", "must be finite");
+        }
+        if step == 0.0 || step.is_nan() {
+            return bad("step", "must be non-zero and not NaN");
+        }
+        let n = if step.is_infinite() {
+            usize::from((stop - start) * step.signum() > 0.0)
+        } else {
+            ((stop - start) / step).ceil().max(0.0) as usize
+        };
         device.check_dtype("arange", dtype)?;
         // Refuse before building the host vector.
         device.check_binding("arange", n.saturating_mul(dtype.size_in_bytes()) as u64)?;
-        let mut bytes = device_bytes_of((0..n).map(|i| start + i as f64 * step), dtype);
+        let values: Vec<f64> = (0..n)
+            .map(|i| {
+                if i == 0 {
+                    start
+                } else {
+                    start + i as f64 * step
+                }
+            })
+            .collect();
+        Array::from_f64_values(&values, dtype, device, "arange")
+    }
+
+    /// An evaluated 1-D array of `values` converted to `dtype` as
+    /// [`DType::bits_of`] converts, made by the constructor `op` (which
+    /// checked the size against the adapter's limit and the dtype against
+    /// its features before building `values`).
+    #[track_caller]
+    pub(crate) fn from_f64_values(
+        values: &[f64],
+        dtype: DType,
+        device: &Device,
+        op: &'static str,
+    ) -> Result<Array> {
+        let mut bytes = device_bytes_of(values.iter().copied(), dtype);
         bytes.resize(bytes.len().next_multiple_of(4), 0);
-        Array::upload(&bytes, &[n], dtype, device, "arange")
+        Array::upload(&bytes, &[values.len()], dtype, device, op)
     }
 
     /// The shape: one length per dimension (`[]` for a scalar).

@@ -54,8 +54,9 @@ impl Array {
     /// `i64` and `u64` elements become `I32` and `U32` (see [`Element`]).
     ///
     /// # Errors
-    /// [`Error::TooLarge`] when the uploaded bytes exceed the adapter's
-    /// largest storage binding; [`Error::OutOfMemory`];
+    /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
+    /// dimensions (an `IxDyn` array), or when the uploaded bytes exceed the
+    /// adapter's largest storage binding; [`Error::OutOfMemory`];
     /// [`Error::OutOfRange`] for the first `i64`/`u64` element (row-major)
     /// that does not fit 32 bits; [`Error::MissingFeature`] for f64 without
     /// `SHADER_F64`.
@@ -67,6 +68,7 @@ impl Array {
         D: Dimension,
     {
         let shape = array.shape();
+        crate::shape::check_shape("from_ndarray", shape)?;
         let dtype = T::DTYPE;
         let origin = device.origin(|| "from_ndarray");
         if let Some(slice) = array.as_slice() {
