@@ -42,12 +42,13 @@ pub mod shape;
 mod snapshot;
 pub mod testing;
 mod transfer;
+pub mod tuning;
 
 pub use array::Array;
 pub use compile::{Compiled, compile, compile_with_capacity};
 pub use device::{
-    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, DEFAULT_WAIT_TIMEOUT, Device, DeviceOptions,
-    OPTIONAL_FEATURES, parse_backend,
+    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, COOPERATIVE_MATRIX_ENV, DEFAULT_WAIT_TIMEOUT,
+    Device, DeviceOptions, OPTIONAL_FEATURES, parse_backend,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Limit, Result};

@@ -156,11 +156,11 @@ pub(crate) fn uses_64_bit(module: &Module) -> bool {
 }
 
 /// Parse and validate `source` as WebGPU would: default capabilities, plus
-/// 16-bit floats where the source enables them and 64-bit types where it
-/// uses them.
-fn parse_and_validate(source: &str) -> Result<(Module, ModuleInfo), String> {
+/// 16-bit floats where the source enables them, 64-bit types where it
+/// uses them, and `extra`.
+fn parse_and_validate(source: &str, extra: Capabilities) -> Result<(Module, ModuleInfo), String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
-    let mut caps = Capabilities::default();
+    let mut caps = Capabilities::default() | extra;
     if enables(source, "f16") {
         caps |= Capabilities::SHADER_FLOAT16;
     }
@@ -433,8 +433,21 @@ pub(crate) fn check(
     entry_point: Option<&str>,
     constants: &naga::back::PipelineConstants,
 ) -> Vec<Issue> {
+    check_with(source, entry_point, constants, Capabilities::empty(), &[])
+}
+
+/// [`check`] for a kernel that needs `extra` capabilities beyond WebGPU's
+/// (subgroups, cooperative matrices), skipping the back ends in `skip`
+/// (those that cannot express it).
+pub(crate) fn check_with(
+    source: &str,
+    entry_point: Option<&str>,
+    constants: &naga::back::PipelineConstants,
+    extra: Capabilities,
+    skip: &[Stage],
+) -> Vec<Issue> {
     let issue = |stage, message: String| Issue { stage, message };
-    let (module, info) = match parse_and_validate(source) {
+    let (module, info) = match parse_and_validate(source, extra) {
         Ok(m) => m,
         Err(e) => return vec![issue(Stage::Parse, e)],
     };
@@ -480,21 +493,31 @@ pub(crate) fn check(
         );
         let f16 = enables(source, "f16");
         let at = |e: String| format!("entry point `{ep}`: {e}");
-        if let Err(e) = to_spirv(&module, &info, ep) {
+        let run = |s: Stage| !skip.contains(&s);
+        if run(Stage::Spirv)
+            && let Err(e) = to_spirv(&module, &info, ep)
+        {
             issues.push(issue(Stage::Spirv, at(e)));
         }
         // 64-bit kernels: Vulkan only (see the module docs).
         if uses_64_bit(&module) {
             continue;
         }
-        if let Err(e) = to_msl(&module, &info, ep) {
+        if run(Stage::Msl)
+            && let Err(e) = to_msl(&module, &info, ep)
+        {
             issues.push(issue(Stage::Msl, at(e)));
         }
-        if let Err(e) = to_hlsl(&module, &info, ep, f16) {
+        if run(Stage::Hlsl)
+            && let Err(e) = to_hlsl(&module, &info, ep, f16)
+        {
             issues.push(issue(Stage::Hlsl, at(e)));
         }
         // GLSL ES has no f16 (see the module docs).
-        if !f16 && let Err(e) = to_glsl(&module, &info, ep) {
+        if !f16
+            && run(Stage::Glsl)
+            && let Err(e) = to_glsl(&module, &info, ep)
+        {
             issues.push(issue(Stage::Glsl, at(e)));
         }
     }
