@@ -25,14 +25,17 @@ pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The wgpu features wgarray uses when the adapter has them: f16 shaders,
 /// timestamps, subgroups, the driver's pipeline cache (kept on disk, see
-/// [`crate::tuning`]) and cooperative matrices (the GEMM's tensor-core
+/// [`crate::tuning`]), cooperative matrices (the GEMM's tensor-core
 /// family; an experimental wgpu feature, not requested when
-/// [`COOPERATIVE_MATRIX_ENV`] is `0`).
+/// [`COOPERATIVE_MATRIX_ENV`] is `0`), and `SHADER_F64` and `SHADER_INT64`
+/// ([`crate::DType::F64`] arrays).
 pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::PIPELINE_CACHE)
-    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+    .union(wgpu::Features::SHADER_F64)
+    .union(wgpu::Features::SHADER_INT64);
 
 /// Environment variable: `0` (or `off`) keeps wgpu's experimental
 /// `EXPERIMENTAL_COOPERATIVE_MATRIX` off even where the adapter offers it.
@@ -489,6 +492,15 @@ impl Device {
     /// `max_compute_invocations_per_workgroup`.
     pub fn limits(&self) -> &wgpu::Limits {
         &self.inner.kernels.limits
+    }
+
+    /// [`Error::MissingFeature`] (named `op`) when this device cannot hold
+    /// arrays of `dtype` (f64 without `SHADER_F64` or `SHADER_INT64`).
+    pub(crate) fn check_dtype(&self, op: &'static str, dtype: crate::DType) -> Result<()> {
+        match dtype.missing_feature(self.features()) {
+            Some(feature) => Err(Error::MissingFeature { op, feature }),
+            None => Ok(()),
+        }
     }
 
     /// [`Error::TooLarge`] when one binding of `bytes` would pass the

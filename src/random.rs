@@ -129,6 +129,14 @@ pub fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
 }
 
 fn check_float(op: &'static str, dtype: DType) -> Result<()> {
+    if dtype == DType::F64 {
+        return Err(Error::OpDType {
+            op,
+            dtype,
+            takes: "float32, float16 and bfloat16 (the sampler makes 24-bit uniforms; \
+                    cast with astype for float64)",
+        });
+    }
     if !dtype.is_float() {
         return Err(Error::DType {
             op,

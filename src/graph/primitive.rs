@@ -12,8 +12,9 @@ use crate::DType;
 /// none (views).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Primitive {
-    /// Every 32-bit word of the output is `word`.
-    Full { word: u32 },
+    /// Every element of the output has the bits `bits` (the low
+    /// `size_in_bytes` bytes, as `DType::bits_of` gives them).
+    Full { bits: u64 },
     /// An elementwise op; inputs broadcast to the output's shape.
     Elementwise(ElementwiseOp),
     /// NumPy matmul (shapes already checked by the op): inputs `a`, `b`
@@ -42,6 +43,11 @@ pub(crate) enum Primitive {
     /// The `k` largest elements along `axis` (`k <= MAX_TOPK`), sorted:
     /// values and u32 indices.
     TopK { axis: usize, k: usize },
+    /// The input's bits read as the output's dtype, of the same size
+    /// (NumPy `view(dtype)`): the output shares the input's buffer, strides
+    /// and offset. Not a [`View`]: fusion does not look through it, so the
+    /// elements it reads are always in memory.
+    Bitcast,
     /// Input `index` of a function being traced by `compile`: it has no
     /// value, so evaluating anything that depends on it is an error.
     Placeholder { index: usize },
@@ -121,12 +127,14 @@ pub(crate) enum UnaryOp {
     Round,
     /// Logical not: 1 where the input is 0.
     LogicalNot,
+    /// `~x` on integers (NumPy `bitwise_invert`; bool uses LogicalNot).
+    BitwiseInvert,
 }
 
 impl UnaryOp {
     /// Every unary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [UnaryOp; 24] = [
+    pub(crate) const ALL: [UnaryOp; 25] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
@@ -151,7 +159,42 @@ impl UnaryOp {
         UnaryOp::Ceil,
         UnaryOp::Round,
         UnaryOp::LogicalNot,
+        UnaryOp::BitwiseInvert,
     ];
+
+    /// The output dtype on an input of dtype `d`, or `None` when the op
+    /// does not take `d`: bitwise_invert takes integers and bool (which
+    /// `ops` records as logical_not), and f64 takes only the ops WGSL's
+    /// f64 builtins compute exactly (Vulkan's GLSL.std.450 has no 64-bit
+    /// exp, log, sin, tanh, ...).
+    pub(crate) fn out_dtype(self, d: DType) -> Option<DType> {
+        Some(match self {
+            UnaryOp::LogicalNot => DType::Bool,
+            UnaryOp::BitwiseInvert if d.is_float() => return None,
+            _ if d == DType::F64 && !self.takes_f64() => return None,
+            _ if self.takes_integers() || d.is_float() => d,
+            _ => DType::F32,
+        })
+    }
+
+    /// Whether the op computes on f64.
+    pub(crate) fn takes_f64(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Neg
+                | UnaryOp::Abs
+                | UnaryOp::Sign
+                | UnaryOp::Sqrt
+                | UnaryOp::Rsqrt
+                | UnaryOp::Square
+                | UnaryOp::Reciprocal
+                | UnaryOp::Relu
+                | UnaryOp::Floor
+                | UnaryOp::Ceil
+                | UnaryOp::Round
+                | UnaryOp::LogicalNot
+        )
+    }
 
     /// Whether the op is defined on integers (else integers compute in f32).
     pub(crate) fn takes_integers(self) -> bool {
@@ -166,6 +209,7 @@ impl UnaryOp {
                 | UnaryOp::Round
                 | UnaryOp::Relu
                 | UnaryOp::LogicalNot
+                | UnaryOp::BitwiseInvert
         )
     }
 }
@@ -193,12 +237,21 @@ pub(crate) enum BinaryOp {
     GreaterEqual,
     LogicalAnd,
     LogicalOr,
+    /// `&`, `|`, `^` on integers and bool.
+    BitwiseAnd,
+    BitwiseOr,
+    BitwiseXor,
+    /// NumPy `left_shift`: 0 for counts at or past the dtype's width.
+    LeftShift,
+    /// NumPy `right_shift` (arithmetic for signed integers): 0, or -1 for a
+    /// negative value, for counts at or past the dtype's width.
+    RightShift,
 }
 
 impl BinaryOp {
     /// Every binary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [BinaryOp; 17] = [
+    pub(crate) const ALL: [BinaryOp; 22] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -216,6 +269,11 @@ impl BinaryOp {
         BinaryOp::GreaterEqual,
         BinaryOp::LogicalAnd,
         BinaryOp::LogicalOr,
+        BinaryOp::BitwiseAnd,
+        BinaryOp::BitwiseOr,
+        BinaryOp::BitwiseXor,
+        BinaryOp::LeftShift,
+        BinaryOp::RightShift,
     ];
 
     /// NumPy's name for the op.
@@ -238,7 +296,38 @@ impl BinaryOp {
             BinaryOp::GreaterEqual => "greater_equal",
             BinaryOp::LogicalAnd => "logical_and",
             BinaryOp::LogicalOr => "logical_or",
+            BinaryOp::BitwiseAnd => "bitwise_and",
+            BinaryOp::BitwiseOr => "bitwise_or",
+            BinaryOp::BitwiseXor => "bitwise_xor",
+            BinaryOp::LeftShift => "left_shift",
+            BinaryOp::RightShift => "right_shift",
         }
+    }
+
+    /// The output dtype for operands promoted to `t`, or `None` when the op
+    /// does not take `t`: bitwise ops take integers and bool (shifts of
+    /// bool give int8, as NumPy's), power has no f64 (no 64-bit `pow`).
+    pub(crate) fn out_dtype(self, t: DType) -> Option<DType> {
+        Some(match self {
+            _ if self.is_bitwise() && t.is_float() => return None,
+            BinaryOp::LeftShift | BinaryOp::RightShift if t == DType::Bool => DType::I8,
+            BinaryOp::Pow if t == DType::F64 => return None,
+            _ if self.is_predicate() => DType::Bool,
+            BinaryOp::Div if !t.is_float() => DType::F32,
+            _ => t,
+        })
+    }
+
+    /// Whether the op takes integers and bool only (bitwise ops, shifts).
+    pub(crate) fn is_bitwise(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::BitwiseAnd
+                | BinaryOp::BitwiseOr
+                | BinaryOp::BitwiseXor
+                | BinaryOp::LeftShift
+                | BinaryOp::RightShift
+        )
     }
 
     /// Whether the result is bool.
@@ -304,11 +393,13 @@ impl ReduceOp {
         ReduceOp::Any,
     ];
 
-    /// The dtype the accumulator works in for an `input` dtype: f32 for
-    /// every float dtype and for the ops that average (mean, moments,
-    /// logsumexp), else the input's own integer type (bool as u32).
+    /// The dtype the accumulator works in for an `input` dtype: f64 for
+    /// f64, f32 for every other float dtype and for the ops that average
+    /// (mean, moments, logsumexp), else a 32-bit integer of the input's
+    /// signedness (bool as u32).
     pub(crate) fn accumulator(self, input: DType) -> DType {
         match (self, input) {
+            (_, DType::F64) => DType::F64,
             (
                 ReduceOp::Mean
                 | ReduceOp::Moments
@@ -318,9 +409,16 @@ impl ReduceOp {
                 _,
             ) => DType::F32,
             (_, d) if d.is_float() => DType::F32,
-            (_, DType::I32) => DType::I32,
+            (_, d) if d.is_signed_integer() => DType::I32,
             _ => DType::U32,
         }
+    }
+
+    /// Whether the reduction takes `input` (logsumexp and the softmax
+    /// statistics have no f64: WGSL's `exp` and `log` are 32-bit on
+    /// Vulkan).
+    pub(crate) fn takes(self, input: DType) -> bool {
+        !(matches!(self, ReduceOp::LogSumExp | ReduceOp::MaxSumExp) && input == DType::F64)
     }
 
     /// The op's name if it has no identity (nothing to return for an
@@ -341,7 +439,7 @@ impl ReduceOp {
         match self {
             ReduceOp::ArgMax | ReduceOp::ArgMin => vec![DType::U32],
             ReduceOp::All | ReduceOp::Any => vec![DType::Bool],
-            ReduceOp::Moments | ReduceOp::MaxSumExp => vec![DType::F32, DType::F32],
+            ReduceOp::Moments | ReduceOp::MaxSumExp => vec![self.accumulator(input); 2],
             _ => vec![self.accumulator(input)],
         }
     }
@@ -392,6 +490,7 @@ impl Primitive {
             },
             Primitive::Concatenate { .. } => "concatenate",
             Primitive::TopK { .. } => "topk",
+            Primitive::Bitcast => "view",
             Primitive::Placeholder { .. } => "compile input",
         }
     }
@@ -425,6 +524,7 @@ impl UnaryOp {
             UnaryOp::Ceil => "ceil",
             UnaryOp::Round => "round",
             UnaryOp::LogicalNot => "logical_not",
+            UnaryOp::BitwiseInvert => "bitwise_invert",
         }
     }
 }

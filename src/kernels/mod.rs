@@ -202,6 +202,9 @@ pub(crate) struct Kernel {
 
 const CONVERT: &str = include_str!("../../wgsl/convert.wgsl");
 const MATH: &str = include_str!("../../wgsl/math.wgsl");
+/// f64 helpers (word pairs, NaN tests, conversions): only for kernels that
+/// use f64, since the types need `SHADER_F64` and `SHADER_INT64`.
+const MATH_F64: &str = include_str!("../../wgsl/math_f64.wgsl");
 /// Straight-line index unravelling (reduce, topk).
 pub(crate) const UNRAVEL: &str = include_str!("../../wgsl/unravel.wgsl");
 
@@ -209,6 +212,15 @@ pub(crate) const UNRAVEL: &str = include_str!("../../wgsl/unravel.wgsl");
 pub(crate) static REDUCE: Kernel = Kernel {
     name: "reduce",
     prelude: &[CONVERT, UNRAVEL],
+    source: include_str!("../../wgsl/reduce.wgsl"),
+    reads: 1,
+    writes: 1,
+};
+
+/// Reductions over f64: the f64 helpers too.
+pub(crate) static REDUCE_F64: Kernel = Kernel {
+    name: "reduce_f64",
+    prelude: &[CONVERT, UNRAVEL, MATH_F64],
     source: include_str!("../../wgsl/reduce.wgsl"),
     reads: 1,
     writes: 1,

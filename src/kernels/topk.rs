@@ -9,7 +9,7 @@ use crate::{DType, Error, Result};
 /// Top-k along an axis; two outputs (values, u32 indices).
 pub(crate) static TOPK: Kernel = Kernel {
     name: "topk",
-    prelude: &[super::UNRAVEL],
+    prelude: &[super::CONVERT, super::UNRAVEL],
     source: include_str!("../../wgsl/topk.wgsl"),
     reads: 1,
     writes: 2,
@@ -28,25 +28,38 @@ fn row_mode(len: usize) -> bool {
 
 /// The specialisation for rows of `dtype`, lists of `kmax` and `row` mode.
 pub(crate) fn spec(dtype: DType, kmax: usize, row: bool) -> (Spec, &'static Kernel) {
-    let two = dtype.size_in_bytes() == 2;
-    let raw = element_bits(dtype, "x");
+    let raw = element_bits(dtype, "x", "i");
     let key = match dtype {
         DType::F32 => "float_key(b, 0x80000000u, 0x7f800000u)",
         DType::F16 => "float_key(b, 0x8000u, 0x7c00u)",
         DType::BF16 => "float_key(b, 0x8000u, 0x7f80u)",
         DType::I32 => "b ^ 0x80000000u",
-        DType::U32 | DType::Bool => "b",
+        DType::I16 => "b ^ 0x8000u",
+        DType::I8 => "b ^ 0x80u",
+        DType::U32 | DType::U16 | DType::U8 | DType::Bool => "b",
+        DType::F64 => unreachable!("ops::topk refuses f64"),
     };
     let key = format!("    let b = {raw};\n    return {key};");
     let bits = format!("    return {raw};");
-    let (vals_type, store) = if two {
-        (
-            "atomic<u32>",
-            "    let w = q >> 1u;\n    let sh = (q & 1u) * 16u;\n    \
-             atomicAnd(&vals[w], ~(0xffffu << sh));\n    atomicOr(&vals[w], v << sh);",
-        )
-    } else {
-        ("u32", "    vals[q] = v;")
+    // Packed values: two rows may share a word, so a value goes in with
+    // atomics on its half or byte.
+    let (vals_type, store) = match dtype.size_in_bytes() {
+        4 => ("u32", "    vals[q] = v;".to_string()),
+        size => {
+            let (per, mask) = if size == 2 {
+                (2, "0xffffu")
+            } else {
+                (4, "0xffu")
+            };
+            (
+                "atomic<u32>",
+                format!(
+                    "    let w = q / {per}u;\n    let sh = (q % {per}u) * {}u;\n    \
+                     atomicAnd(&vals[w], ~({mask} << sh));\n    atomicOr(&vals[w], v << sh);",
+                    8 * size
+                ),
+            )
+        }
     };
     let mut insert = String::new();
     for j in 0..kmax {
@@ -62,7 +75,7 @@ pub(crate) fn spec(dtype: DType, kmax: usize, row: bool) -> (Spec, &'static Kern
         ("KEY", &key),
         ("BITS", &bits),
         ("VALS_TYPE", vals_type),
-        ("STORE", store),
+        ("STORE", &store),
         ("INSERT", &insert),
     ])
 }
@@ -72,6 +85,9 @@ pub(crate) fn spec(dtype: DType, kmax: usize, row: bool) -> (Spec, &'static Kern
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for d in DType::ALL {
+        if d == DType::F64 {
+            continue;
+        }
         let mut k = 1;
         while k <= MAX_TOPK {
             for row in [false, true] {

@@ -1,6 +1,7 @@
 //! Graph-building operations, one file per family. Each checks its inputs
 //! (shapes, dtypes, devices) and records a node; nothing runs until eval.
 
+pub mod bits;
 pub mod concat;
 pub mod elementwise;
 pub mod matmul;

@@ -41,7 +41,7 @@ impl Array {
     /// infinity, is NaN; an empty array stays empty.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::OpDType`] for f64.
     #[track_caller]
     pub fn softmax(&self, axis: isize) -> Result<Array> {
         let Some((shifted, sum)) = self.max_sum_exp("softmax", axis)? else {
@@ -58,7 +58,7 @@ impl Array {
     /// `n` equal values give `-ln n` to 1 ulp. Dtypes as [`Array::softmax`].
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::OpDType`] for f64.
     #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Result<Array> {
         let Some((shifted, sum)) = self.max_sum_exp("log_softmax", axis)? else {
@@ -86,6 +86,14 @@ impl Array {
     #[track_caller]
     fn max_sum_exp(&self, op: &'static str, axis: isize) -> Result<Option<(Array, Array)>> {
         crate::shape::normalize_axis(op, axis, self.ndim())?;
+        if self.dtype() == DType::F64 {
+            return Err(crate::Error::OpDType {
+                op,
+                dtype: DType::F64,
+                takes: "float32, float16, bfloat16 and integer arrays (no 64-bit exp \
+                        on the GPU; cast with astype(DType::F32))",
+            });
+        }
         if self.size() == 0 {
             return Ok(None);
         }

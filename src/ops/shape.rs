@@ -5,7 +5,7 @@
 use crate::graph::{Primitive, View};
 use crate::ops::reduce::Axes;
 use crate::shape::{INFER, broadcast_shapes, check_shape, normalize_axis, numel};
-use crate::{Array, DType, Error, Result};
+use crate::{Array, Error, Result};
 
 /// One axis of [`Array::slice`]: NumPy's `start:stop:step`. `None` bounds
 /// mean the whole axis in the step's direction; negative bounds count from
@@ -122,7 +122,7 @@ impl From<std::ops::RangeFull> for Slice {
 
 impl Array {
     #[track_caller]
-    fn view(&self, view: View, shape: Vec<usize>) -> Array {
+    fn view_node(&self, view: View, shape: Vec<usize>) -> Array {
         Array::from_node(
             self.device(),
             Primitive::View(view),
@@ -193,7 +193,7 @@ impl Array {
         if shape == self.shape() {
             return self.clone();
         }
-        self.view(View::Reshape, shape.to_vec())
+        self.view_node(View::Reshape, shape.to_vec())
     }
 
     /// A 1-D view of all elements (NumPy `ravel`/`flatten`, without the copy).
@@ -224,7 +224,7 @@ impl Array {
             )));
         }
         let shape = axes.iter().map(|&a| self.shape()[a]).collect();
-        Ok(self.view(View::Permute(axes), shape))
+        Ok(self.view_node(View::Permute(axes), shape))
     }
 
     /// Axes reversed (NumPy `transpose` / `.T`), a view.
@@ -270,7 +270,7 @@ impl Array {
         if shape == self.shape() {
             return Ok(self.clone());
         }
-        Ok(self.view(View::Broadcast, shape.to_vec()))
+        Ok(self.view_node(View::Broadcast, shape.to_vec()))
     }
 
     /// A new axis of length 1 at `axis` (NumPy `expand_dims`; negative
@@ -350,7 +350,7 @@ impl Array {
             steps.push(step);
             shape.push(count);
         }
-        Ok(self.view(View::Slice { starts, steps }, shape))
+        Ok(self.view_node(View::Slice { starts, steps }, shape))
     }
 }
 
@@ -358,7 +358,8 @@ impl Array {
     /// Elements at `indices` along `axis` (NumPy `take`; an embedding
     /// lookup is `weights.take(&token_ids, Some(0))`). The result's shape is
     /// `x.shape[..axis] + indices.shape + x.shape[axis + 1..]`; `None`
-    /// flattens `x` first. `indices` are i32 or u32; a negative index counts
+    /// flattens `x` first. `indices` are any integer dtype (PyTorch's int64
+    /// indices arrive as i32: see [`crate::Element`]); a negative index counts
     /// from the end, and out-of-range ones are clamped (NumPy `mode="clip"`:
     /// a kernel cannot raise).
     ///
@@ -366,8 +367,8 @@ impl Array {
     /// [`Error::DeviceMismatch`]; [`Error::InvalidAxis`];
     /// [`Error::InvalidArgument`] for indices into an empty axis;
     /// [`Error::TooLarge`] for a result of more than
-    /// [`crate::shape::MAX_DIMS`] dimensions; [`Error::DType`] for indices
-    /// that are not i32 or u32.
+    /// [`crate::shape::MAX_DIMS`] dimensions; [`Error::OpDType`] for
+    /// indices that are not integers.
     #[track_caller]
     pub fn take(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
         super::same_device("take", self, indices)?;
@@ -387,11 +388,11 @@ impl Array {
         };
         let shape: Vec<usize> = [outer, indices.shape(), inner].concat();
         check_shape("take", &shape)?;
-        if !matches!(indices.dtype(), DType::I32 | DType::U32) {
-            return Err(Error::DType {
+        if !indices.dtype().is_integer() {
+            return Err(Error::OpDType {
                 op: "take",
                 dtype: indices.dtype(),
-                other: None,
+                takes: "integer indices (int8 to int32, uint8 to uint32)",
             });
         }
         let (x, axis) = match axis {

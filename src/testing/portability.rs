@@ -13,6 +13,10 @@
 //!
 //! GLSL ES has no 16-bit floats, so kernels that enable f16 are not
 //! translated to GLSL: wgpu's GL back end never offers `SHADER_F16`.
+//! Kernels that use 64-bit types (`f64`, `u64`, `i64`) are validated with
+//! naga's `FLOAT64` and `SHADER_INT64` capabilities and translated to
+//! SPIR-V only: wgpu 30 offers `SHADER_F64` on Vulkan alone (naga's MSL
+//! back end has no f64, and GLSL ES none either).
 //!
 //! wgarray's own kernels go through the same check as [`check_portability`] (a unit test in
 //! `src/kernels/portability.rs` runs it on every specialisation they can
@@ -141,13 +145,27 @@ pub(crate) fn enables(source: &str, extension: &str) -> bool {
     })
 }
 
+/// Whether `module` uses a 64-bit scalar type (f64, u64, i64).
+pub(crate) fn uses_64_bit(module: &Module) -> bool {
+    module.types.iter().any(|(_, t)| match t.inner {
+        naga::TypeInner::Scalar(s)
+        | naga::TypeInner::Vector { scalar: s, .. }
+        | naga::TypeInner::Atomic(s) => s.width == 8,
+        _ => false,
+    })
+}
+
 /// Parse and validate `source` as WebGPU would: default capabilities, plus
-/// 16-bit floats where the source enables them.
+/// 16-bit floats where the source enables them, 64-bit types where it
+/// uses them, and `extra`.
 fn parse_and_validate(source: &str, extra: Capabilities) -> Result<(Module, ModuleInfo), String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
     let mut caps = Capabilities::default() | extra;
     if enables(source, "f16") {
         caps |= Capabilities::SHADER_FLOAT16;
+    }
+    if uses_64_bit(&module) {
+        caps |= Capabilities::FLOAT64 | Capabilities::SHADER_INT64;
     }
     let info = Validator::new(ValidationFlags::all(), caps)
         .validate(&module)
@@ -480,6 +498,10 @@ pub(crate) fn check_with(
             && let Err(e) = to_spirv(&module, &info, ep)
         {
             issues.push(issue(Stage::Spirv, at(e)));
+        }
+        // 64-bit kernels: Vulkan only (see the module docs).
+        if uses_64_bit(&module) {
+            continue;
         }
         if run(Stage::Msl)
             && let Err(e) = to_msl(&module, &info, ep)

@@ -41,7 +41,13 @@ impl Lowering<'_> {
     }
 
     /// A dense buffer for `shape` and `dtype`, from the pool.
+    ///
+    /// # Errors
+    /// [`Error::MissingFeature`] for an f64 result on a device without
+    /// f64 (a lazy `full` or a graph built before the check could run);
+    /// [`Error::TooLarge`], [`Error::OutOfMemory`].
     fn alloc(&self, shape: &[usize], dtype: DType) -> Result<Storage> {
+        self.device.check_dtype("float64", dtype)?;
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         self.device.check_binding("eval", bytes)?;
         let buffer =
@@ -132,6 +138,7 @@ pub(crate) fn lower(
         Primitive::Random { dist, stream } => random::random(lw, &io, *dist, *stream),
         Primitive::Concatenate { axis } => concat::concatenate(lw, &io, *axis),
         Primitive::TopK { axis, k } => topk::topk(lw, &io, *axis, *k),
+        Primitive::Bitcast => view::bitcast(&io),
         Primitive::Placeholder { .. } => Err(Error::Traced {
             op: node.primitive.name(),
         }),
