@@ -36,6 +36,7 @@ mod kernels;
 mod memory;
 pub mod ops;
 pub mod random;
+mod read_async;
 pub mod shape;
 mod snapshot;
 pub mod testing;
@@ -51,11 +52,14 @@ pub use error::{Error, Result};
 pub use graph::eval::eval;
 pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeline, Origin};
 pub use ops::concat::{concatenate, stack};
+pub use ops::creation::{Indexing, PadMode, broadcast_arrays, meshgrid};
 pub use ops::elementwise::{promote_types, where_};
+pub use ops::linalg::TensordotAxes;
 pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
 pub use ops::shape::SplitSpec;
 pub use ops::topk::topk;
+pub use read_async::{EvalFuture, ReadFuture, eval_async};
 pub use snapshot::{ArrayView, BufferSnapshot, MemorySnapshot};
 
 // README's example is compiled and run as a doctest, so it stays true.

@@ -71,6 +71,10 @@ pub(crate) const MAX_TOPK: usize = 64;
 /// Batch dimensions [`Primitive::Matmul`] takes (beyond the two matrix ones).
 pub(crate) const MAX_MATMUL_BATCH_DIMS: usize = 4;
 
+/// The most dimensions a kernel reads a strided operand through: ops that
+/// compose views with extra axes (tile, repeat) stay within it.
+pub(crate) const MAX_NDIM: usize = 8;
+
 /// What one elementwise node computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum ElementwiseOp {
@@ -129,12 +133,35 @@ pub(crate) enum UnaryOp {
     Round,
     /// Logical not: 1 where the input is 0.
     LogicalNot,
+    Log2,
+    Log10,
+    Tan,
+    Sinh,
+    Cosh,
+    Arcsin,
+    Arccos,
+    Arctan,
+    Arcsinh,
+    Arccosh,
+    Arctanh,
+    /// Inverse error function (Giles 2010).
+    Erfinv,
+    /// Radians to degrees: `x * (180 / pi)`.
+    Degrees,
+    /// Degrees to radians: `x * (pi / 180)`.
+    Radians,
+    /// Predicates on float bits, bool results.
+    IsNan,
+    IsInf,
+    IsFinite,
+    IsPosInf,
+    IsNegInf,
 }
 
 impl UnaryOp {
     /// Every unary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [UnaryOp; 24] = [
+    pub(crate) const ALL: [UnaryOp; 43] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
@@ -159,6 +186,25 @@ impl UnaryOp {
         UnaryOp::Ceil,
         UnaryOp::Round,
         UnaryOp::LogicalNot,
+        UnaryOp::Log2,
+        UnaryOp::Log10,
+        UnaryOp::Tan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Arcsin,
+        UnaryOp::Arccos,
+        UnaryOp::Arctan,
+        UnaryOp::Arcsinh,
+        UnaryOp::Arccosh,
+        UnaryOp::Arctanh,
+        UnaryOp::Erfinv,
+        UnaryOp::Degrees,
+        UnaryOp::Radians,
+        UnaryOp::IsNan,
+        UnaryOp::IsInf,
+        UnaryOp::IsFinite,
+        UnaryOp::IsPosInf,
+        UnaryOp::IsNegInf,
     ];
 
     /// Whether the op is defined on integers (else integers compute in f32).
@@ -201,12 +247,16 @@ pub(crate) enum BinaryOp {
     GreaterEqual,
     LogicalAnd,
     LogicalOr,
+    /// `log(e^a + e^b)`; float only (the ops layer casts integers to f32).
+    LogAddExp,
+    /// `atan2(a, b)`, the angle of the point `(b, a)`; float only.
+    Arctan2,
 }
 
 impl BinaryOp {
     /// Every binary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [BinaryOp; 17] = [
+    pub(crate) const ALL: [BinaryOp; 19] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -224,6 +274,8 @@ impl BinaryOp {
         BinaryOp::GreaterEqual,
         BinaryOp::LogicalAnd,
         BinaryOp::LogicalOr,
+        BinaryOp::LogAddExp,
+        BinaryOp::Arctan2,
     ];
 
     /// NumPy's name for the op.
@@ -246,6 +298,8 @@ impl BinaryOp {
             BinaryOp::GreaterEqual => "greater_equal",
             BinaryOp::LogicalAnd => "logical_and",
             BinaryOp::LogicalOr => "logical_or",
+            BinaryOp::LogAddExp => "logaddexp",
+            BinaryOp::Arctan2 => "arctan2",
         }
     }
 
@@ -350,6 +404,23 @@ pub(crate) enum Distribution {
     Uniform { low: f32, scale: f32, max: f32 },
     /// `mean + std * z`, `z` standard normal by Box-Muller.
     Normal { mean: f32, std: f32 },
+    /// `low + floor(w * range / 2^64)` (wrapping u32 arithmetic) from 64
+    /// random bits `w` per element; `range` 0 stands for 2^32.
+    Integer { low: u32, range: u32 },
+    /// `loc - scale * sign(w) * log(1 - |w|)`, `w` uniform in (-1, 1).
+    Laplace { loc: f32, scale: f32 },
+    /// Standard Gumbel: `-log(-log(u))`, `u` uniform in (0, 1).
+    Gumbel,
+    /// The normal CDF inverted over `[u0, u0 + du]` of `u` (`tail` 0:
+    /// `u` is `erf(x / sqrt 2)`; 1: `u` is `erfc(x / sqrt 2)`, the upper
+    /// tail; 2: the upper tail negated), clamped to `[lo, hi]`.
+    TruncatedNormal {
+        u0: f32,
+        du: f32,
+        lo: f32,
+        hi: f32,
+        tail: u32,
+    },
 }
 
 impl Primitive {
@@ -382,6 +453,10 @@ impl Primitive {
                 Distribution::Bits => "random::bits",
                 Distribution::Uniform { .. } => "random::uniform",
                 Distribution::Normal { .. } => "random::normal",
+                Distribution::Integer { .. } => "random::randint",
+                Distribution::Laplace { .. } => "random::laplace",
+                Distribution::Gumbel => "random::gumbel",
+                Distribution::TruncatedNormal { .. } => "random::truncated_normal",
             },
             Primitive::Concatenate { .. } => "concatenate",
             Primitive::TopK { .. } => "topk",
@@ -417,6 +492,25 @@ impl UnaryOp {
             UnaryOp::Ceil => "ceil",
             UnaryOp::Round => "round",
             UnaryOp::LogicalNot => "logical_not",
+            UnaryOp::Log2 => "log2",
+            UnaryOp::Log10 => "log10",
+            UnaryOp::Tan => "tan",
+            UnaryOp::Sinh => "sinh",
+            UnaryOp::Cosh => "cosh",
+            UnaryOp::Arcsin => "arcsin",
+            UnaryOp::Arccos => "arccos",
+            UnaryOp::Arctan => "arctan",
+            UnaryOp::Arcsinh => "arcsinh",
+            UnaryOp::Arccosh => "arccosh",
+            UnaryOp::Arctanh => "arctanh",
+            UnaryOp::Erfinv => "erfinv",
+            UnaryOp::Degrees => "degrees",
+            UnaryOp::Radians => "radians",
+            UnaryOp::IsNan => "isnan",
+            UnaryOp::IsInf => "isinf",
+            UnaryOp::IsFinite => "isfinite",
+            UnaryOp::IsPosInf => "isposinf",
+            UnaryOp::IsNegInf => "isneginf",
         }
     }
 }

@@ -49,6 +49,43 @@ impl UnaryOp {
             UnaryOp::LogicalNot => {
                 return (format!("select(1u, 0u, {})", truthy("x0", ct)), "u32");
             }
+            UnaryOp::Log2 => "log2_f(x0)",
+            UnaryOp::Log10 => "log10_f(x0)",
+            UnaryOp::Tan => "tan_f(x0)",
+            UnaryOp::Sinh => "sinh_f(x0)",
+            UnaryOp::Cosh => "cosh_f(x0)",
+            UnaryOp::Arcsin => "asin_f(x0)",
+            UnaryOp::Arccos => "acos_f(x0)",
+            UnaryOp::Arctan => "atan_f(x0)",
+            UnaryOp::Arcsinh => "asinh_f(x0)",
+            UnaryOp::Arccosh => "acosh_f(x0)",
+            UnaryOp::Arctanh => "atanh_f(x0)",
+            UnaryOp::Erfinv => "erfinv_f(x0)",
+            // 180 / pi and pi / 180, correctly rounded to f32.
+            UnaryOp::Degrees => "x0 * 57.295779513082321",
+            UnaryOp::Radians => "x0 * 0.017453292519943295",
+            // Tests on the bits (f32 compute type: every float dtype).
+            UnaryOp::IsNan => return ("select(0u, 1u, is_nan(x0))".into(), "u32"),
+            UnaryOp::IsInf => {
+                let e = "select(0u, 1u, (bitcast<u32>(x0) & 0x7fffffffu) == 0x7f800000u)";
+                return (e.into(), "u32");
+            }
+            UnaryOp::IsFinite => {
+                let e = "select(0u, 1u, (bitcast<u32>(x0) & 0x7f800000u) != 0x7f800000u)";
+                return (e.into(), "u32");
+            }
+            UnaryOp::IsPosInf => {
+                return (
+                    "select(0u, 1u, bitcast<u32>(x0) == 0x7f800000u)".into(),
+                    "u32",
+                );
+            }
+            UnaryOp::IsNegInf => {
+                return (
+                    "select(0u, 1u, bitcast<u32>(x0) == 0xff800000u)".into(),
+                    "u32",
+                );
+            }
         };
         (f.to_string(), ct)
     }
@@ -106,6 +143,12 @@ impl BinaryOp {
                 ),
                 "u32",
             ),
+            // Float only: the ops layer casts integers to f32 first, and
+            // any other compute type converts here.
+            BinaryOp::LogAddExp if ct == "f32" => ("logaddexp_f(x0, x1)".into(), ct),
+            BinaryOp::LogAddExp => ("logaddexp_f(f32(x0), f32(x1))".into(), "f32"),
+            BinaryOp::Arctan2 if ct == "f32" => ("atan2_f(x0, x1)".into(), ct),
+            BinaryOp::Arctan2 => ("atan2_f(f32(x0), f32(x1))".into(), "f32"),
         }
     }
 }

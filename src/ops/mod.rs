@@ -1,8 +1,11 @@
 //! Graph-building operations, one file per family. Each checks its inputs
 //! (shapes, dtypes, devices) and records a node; nothing runs until eval.
 
+pub mod checks;
 pub mod concat;
+pub mod creation;
 pub mod elementwise;
+pub mod linalg;
 pub mod matmul;
 pub mod nn;
 pub mod reduce;

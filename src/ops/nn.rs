@@ -12,7 +12,7 @@ impl Array {
 
     /// This array in f32 if it is f16 or bf16, else as it is.
     #[track_caller]
-    fn widen(&self) -> Result<Array> {
+    pub(crate) fn widen(&self) -> Result<Array> {
         match self.dtype() {
             DType::F16 | DType::BF16 => self.astype(DType::F32),
             _ => Ok(self.clone()),
@@ -22,56 +22,59 @@ impl Array {
     /// `y`, computed from [`Array::widen`] of this array, rounded back to
     /// this array's dtype if that is f16 or bf16.
     #[track_caller]
-    fn narrow_like(&self, y: Array) -> Result<Array> {
+    pub(crate) fn narrow_like(&self, y: Array) -> Result<Array> {
         match self.dtype() {
             DType::F16 | DType::BF16 => y.astype(self.dtype()),
             _ => Ok(y),
         }
     }
 
-    /// Softmax along `axis`: `e / sum(e)` with `e = exp(x - max(x))`
-    /// (PyTorch/MLX `softmax`). Subtracting the maximum keeps `exp` from
-    /// overflowing, and the row's largest element contributes exactly 1,
-    /// so `n` equal values give exactly `1 / n` however large they are
+    /// Softmax over `axes` (one axis, several, or [`Axes::All`]):
+    /// `e / sum(e)` with `e = exp(x - max(x))` (PyTorch/MLX `softmax`;
+    /// `x.softmax(-1)`, `x.softmax([0, 2])`). Subtracting the maximum keeps
+    /// `exp` from overflowing, and the largest element contributes exactly
+    /// 1, so `n` equal values give exactly `1 / n` however large they are
     /// (`exp(x - logsumexp(x))` lost the low bits of `x`). Integer input
-    /// gives f32; f16 and bf16 compute in f32 and round once. A row with
+    /// gives f32; f16 and bf16 compute in f32 and round once. A group with
     /// NaN, or with `+inf`, is NaN; an empty array stays empty.
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
-    pub fn softmax(&self, axis: isize) -> Result<Array> {
-        let (shifted, _) = self.widen()?.shift_by_max(axis)?;
+    pub fn softmax(&self, axes: impl Into<Axes>) -> Result<Array> {
+        let axes = axes.into();
+        let (shifted, _) = self.widen()?.shift_by_max(&axes)?;
         let e = shifted.exp()?;
-        let y = (&e / &e.sum(Axes::from(axis), true)?)?;
+        let y = (&e / &e.sum(axes, true)?)?;
         self.narrow_like(y)
     }
 
-    /// `(x - max) - log(sum(exp(x - max)))` along `axis` (PyTorch/MLX
-    /// `log_softmax`). The log is `log1p(sum - 1)` (the sum is at least 1,
-    /// and `sum - 1` is exact in f32), which is within 2 ulp where WGSL's
-    /// `log` may be 3 ulp off: `n` equal values give `-ln n` to 1 ulp.
-    /// Dtypes as [`Array::softmax`].
+    /// `(x - max) - log(sum(exp(x - max)))` over `axes` (PyTorch/MLX
+    /// `log_softmax`; one axis, several, or [`Axes::All`]). The log is
+    /// `log1p(sum - 1)` (the sum is at least 1, and `sum - 1` is exact in
+    /// f32), which is within 2 ulp where WGSL's `log` may be 3 ulp off: `n`
+    /// equal values give `-ln n` to 1 ulp. Dtypes as [`Array::softmax`].
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
-    pub fn log_softmax(&self, axis: isize) -> Result<Array> {
-        let (shifted, empty) = self.widen()?.shift_by_max(axis)?;
+    pub fn log_softmax(&self, axes: impl Into<Axes>) -> Result<Array> {
+        let axes = axes.into();
+        let (shifted, empty) = self.widen()?.shift_by_max(&axes)?;
         if empty {
             return self.narrow_like(shifted);
         }
-        let sum = shifted.exp()?.sum(Axes::from(axis), true)?;
+        let sum = shifted.exp()?.sum(axes, true)?;
         let y = (&shifted - &(&sum - 1.0)?.log1p()?)?;
         self.narrow_like(y)
     }
 
-    /// `x - max(x)` along `axis` (keepdims), in a float dtype (integers as
+    /// `x - max(x)` over `axes` (keepdims), in a float dtype (integers as
     /// f32), and whether `x` is empty (then `x` itself: there is no
     /// maximum to subtract, and nothing to compute).
     #[track_caller]
-    fn shift_by_max(&self, axis: isize) -> Result<(Array, bool)> {
-        crate::shape::normalize_axis(axis, self.ndim())?;
+    fn shift_by_max(&self, axes: &Axes) -> Result<(Array, bool)> {
+        axes.resolve(self.ndim())?;
         let x = if self.dtype().is_float() {
             self.clone()
         } else {
@@ -80,7 +83,7 @@ impl Array {
         if x.size() == 0 {
             return Ok((x, true));
         }
-        let max = x.max(Axes::from(axis), true)?;
+        let max = x.max(axes.clone(), true)?;
         Ok(((&x - &max)?, false))
     }
 
