@@ -369,7 +369,7 @@ pub fn truncated_normal(
             "random::truncated_normal over ({lower}, {upper}) as {dtype}: {why}"
         ))
     };
-    if !(lower < upper) {
+    if lower.is_nan() || upper.is_nan() || lower >= upper {
         return Err(bad("needs lower < upper"));
     }
     // The dtype's values strictly inside (lower, upper).
@@ -386,7 +386,7 @@ pub fn truncated_normal(
         from_bits(b, dtype)
     };
     let (lo, hi) = (inside(lower, true), inside(upper, false));
-    if !(lo <= hi) {
+    if lo.is_nan() || hi.is_nan() || lo > hi {
         return Err(bad("the dtype has no value strictly inside"));
     }
     let s = std::f64::consts::SQRT_2;

@@ -470,10 +470,16 @@ fn log10_f(x: f32) -> f32 {
 }
 
 // e^|x| / 2 times sign for |x| beyond ln(f32::MAX), without overflowing
-// on the way (musl's __expo2f): e^(x - k ln 2) 2^(k - 1), k = 235.
+// on the way (musl's __expo2f): e^(x - k ln 2) 2^(k - 1), k = 235. The
+// second factor 2^117 goes into the exponent bits: a shader compiler may
+// reassociate `y * 2^117 * 2^117` into `y * inf` (lavapipe does).
 fn expo2_f(x: f32, sign: f32) -> f32 {
-    let scale = exp2i_f(117);
-    return exp_f(x - bitcast<f32>(0x4322e3bcu)) * (sign * scale) * scale;
+    let y = exp_f(x - bitcast<f32>(0x4322e3bcu)) * (sign * exp2i_f(117));
+    let uy = bitcast<u32>(y);
+    if ((uy >> 23u) & 0xffu) + 117u >= 0xffu {
+        return bitcast<f32>((uy & 0x80000000u) | INF_BITS);
+    }
+    return bitcast<f32>(uy + (117u << 23u));
 }
 
 // sinh and cosh (musl's sinhf, coshf): from expm1 near 0, from exp
@@ -970,6 +976,29 @@ fn erfinv_poly(w_in: f32) -> f32 {
         p = 2.83297682 + p * w;
     }
     return p;
+}
+
+// sqrt(2) erfcinv(q) for 0 < q <= 2^-20 (x > 4.9): the x with
+// Q(x) = q / 2, Q the normal upper tail, where Giles' polynomial no longer
+// holds. Newton's method on log Q(x) = log R(x) - x^2 / 2 - log sqrt(2 pi),
+// R = Q / phi Mills' ratio by Laplace's continued fraction (Abramowitz &
+// Stegun 26.2.14, 40 terms, converged to f32 for x > 4); the derivative of
+// log Q is -1 / R, so each step is x += g(x) R(x). Starts at
+// sqrt(2 c), c = -log(q sqrt(pi / 2)), above the root.
+fn erfcinv_tail_sqrt2(q: f32) -> f32 {
+    let c = -log_f(q) - 0.22579135264472743;
+    var x = sqrt(2.0 * c);
+    for (var i = 0; i < 6; i++) {
+        var r = x;
+        for (var k = 40; k >= 1; k--) {
+            r = x + f32(k) / r;
+        }
+        let mills = 1.0 / r;
+        // log sqrt(2 pi) = log 2 + log sqrt(pi / 2): the constants cancel.
+        let g = log_f(mills) - 0.5 * x * x + c;
+        x += g * mills;
+    }
+    return x;
 }
 
 fn erfinv_f(x: f32) -> f32 {

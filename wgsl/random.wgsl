@@ -158,7 +158,11 @@ fn block(b: u32) -> vec4<u32> {
             if p.b.x == 0u {
                 z = 1.4142135623730951 * erfinv_f(t);
             } else {
-                z = 1.4142135623730951 * erfinv_poly(-log_f(t * (2.0 - t))) * (1.0 - t);
+                if t <= 9.5367431640625e-7 {
+                    z = erfcinv_tail_sqrt2(t);
+                } else {
+                    z = 1.4142135623730951 * erfinv_poly(-log_f(t * (2.0 - t))) * (1.0 - t);
+                }
                 if p.b.x == 2u {
                     z = -z;
                 }

@@ -123,29 +123,35 @@ impl Slot {
 /// wgpu drops it unrun. Holds no device: a callback wgpu keeps cannot keep
 /// the device alive.
 pub(crate) struct Completion {
-    slot: Arc<Slot>,
+    /// `None` once completed.
+    slot: Option<Arc<Slot>>,
     outstanding: Arc<AtomicI64>,
 }
 
 impl Completion {
     /// Complete the slot from wgpu's callback.
-    pub(crate) fn complete(self, r: Result<()>) {
-        self.slot.complete(r, Source::Callback);
+    pub(crate) fn complete(mut self, r: Result<()>) {
+        self.finish(r);
+    }
+
+    /// Stop counting the callback outstanding, then complete the slot:
+    /// in this order, so that a future woken by the completion already
+    /// sees [`Poller::outstanding`] without it.
+    fn finish(&mut self, r: Result<()>) {
+        if let Some(slot) = self.slot.take() {
+            self.outstanding.fetch_sub(1, Ordering::SeqCst);
+            slot.complete(r, Source::Callback);
+        }
     }
 }
 
 impl Drop for Completion {
     fn drop(&mut self) {
-        if !self.slot.is_done() {
-            // wgpu dropped the callback without running it.
-            self.slot.complete(
-                Err(Error::Readback(
-                    "wgpu dropped the callback without running it".into(),
-                )),
-                Source::Callback,
-            );
-        }
-        self.outstanding.fetch_sub(1, Ordering::SeqCst);
+        // wgpu dropped the callback without running it (a no-op after
+        // `complete`).
+        self.finish(Err(Error::Readback(
+            "wgpu dropped the callback without running it".into(),
+        )));
     }
 }
 
@@ -204,7 +210,7 @@ impl Poller {
         });
         self.shared.outstanding.fetch_add(1, Ordering::SeqCst);
         let completion = Completion {
-            slot: Arc::clone(&slot),
+            slot: Some(Arc::clone(&slot)),
             outstanding: Arc::clone(&self.shared.outstanding),
         };
         (slot, completion)
