@@ -368,10 +368,21 @@ impl Array {
     }
 
     /// NumPy's `arange(start, stop, step)`: `ceil((stop - start) / step)`
-    /// values `start + i * step`, computed in f64 and converted to `dtype`.
+    /// values `start + i * step`, computed in f64 and converted to `dtype`
+    /// (as [`Array::astype`] converts: toward zero, saturating, for
+    /// integers). An infinite `step` gives `[start]` when it points from
+    /// `start` toward `stop` and an empty array otherwise, as NumPy and MLX.
+    ///
+    /// Differs from NumPy and MLX with an integer `dtype` and a fractional
+    /// step: they convert `start` and `start + step` to the dtype and step
+    /// by their difference, so `arange(0, 5, 0.5, int32)` is ten zeros
+    /// there and `[0, 0, 1, 1, 2, 2, 3, 3, 4, 4]` here (each value is
+    /// `start + i * step` converted once: the length and the values agree
+    /// with the float `arange` converted by `astype`).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when `step` is 0 or not finite.
+    /// [`Error::InvalidArgument`] when `step` is 0 or NaN, or `start` or
+    /// `stop` is not finite.
     #[track_caller]
     pub fn arange(
         start: f64,
@@ -380,15 +391,27 @@ impl Array {
         dtype: DType,
         device: &Device,
     ) -> Result<Array> {
-        if step == 0.0 || !step.is_finite() || !start.is_finite() || !stop.is_finite() {
+        if step == 0.0 || step.is_nan() || !start.is_finite() || !stop.is_finite() {
             return Err(Error::InvalidArgument(format!(
-                "arange({start}, {stop}, {step}): step must be finite and non-zero"
+                "arange({start}, {stop}, {step}): start and stop must be finite, step non-zero and not NaN"
             )));
         }
-        let n = ((stop - start) / step).ceil().max(0.0) as usize;
+        let n = if step.is_infinite() {
+            usize::from((step > 0.0 && start < stop) || (step < 0.0 && start > stop))
+        } else {
+            ((stop - start) / step).ceil().max(0.0) as usize
+        };
         // Refuse before building the host vector.
         device.check_binding("arange", n.saturating_mul(dtype.size_in_bytes()) as u64)?;
-        let values = (0..n).map(|i| start + i as f64 * step);
+        // The first value is `start` itself (`0 * step` is NaN for an
+        // infinite step).
+        let values = (0..n).map(|i| {
+            if i == 0 {
+                start
+            } else {
+                start + i as f64 * step
+            }
+        });
         let bytes: Vec<u8> = match dtype {
             DType::F16 | DType::BF16 => {
                 let mut v: Vec<u8> = values

@@ -486,6 +486,12 @@ impl Device {
     }
 
     /// Set the peak to the current active memory (MLX `reset_peak_memory`).
+    ///
+    /// Differs from MLX, which sets the peak to 0: here the peak never
+    /// drops below what is active, so [`Device::peak_memory`] right after a
+    /// reset is the bytes held then, and after a phase of work it is that
+    /// phase's high-water mark including what was already held (what
+    /// decides whether the phase fits), and `peak >= active` always holds.
     pub fn reset_peak_memory(&self) {
         self.inner.pool.reset_peak()
     }

@@ -794,3 +794,49 @@ fn broadcast_inputs_are_read_in_place() {
     let s = b.slice(&[Slice::step(2)]).unwrap();
     assert_eq!(s.repeat(2, 0).unwrap().shape(), &[4, 3]);
 }
+
+/// arange's documented choices (README, "Coming from NumPy / MLX"): an
+/// infinite step gives `[start]` or nothing, as NumPy and MLX; an integer
+/// dtype with a fractional step converts each `start + i * step` once.
+#[test]
+fn arange_with_an_infinite_or_fractional_step() {
+    let d = device();
+    {
+        let inf = f64::INFINITY;
+        for (start, stop, step, want) in [
+            (1.5, 4.0, inf, vec![1.5]),
+            (1.5, 4.0, -inf, vec![]),
+            (4.0, 1.5, -inf, vec![4.0]),
+            (4.0, 4.0, inf, vec![]),
+        ] {
+            let a = Array::arange(start, stop, step, DType::F32, &d).unwrap();
+            assert_eq!(
+                a.to_vec::<f32>().unwrap(),
+                want,
+                "arange({start}, {stop}, {step})"
+            );
+        }
+        let a = Array::arange(0.0, 5.0, 0.5, DType::I32, &d).unwrap();
+        assert_eq!(
+            a.to_vec::<i32>().unwrap(),
+            vec![0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+        );
+        let a = Array::arange(-1.0, 1.0, 0.75, DType::I32, &d).unwrap();
+        assert_eq!(a.to_vec::<i32>().unwrap(), vec![-1, 0, 0]);
+        for (start, stop, step) in [
+            (0.0, 1.0, 0.0),
+            (0.0, 1.0, f64::NAN),
+            (0.0, inf, 1.0),
+            (f64::NAN, 1.0, 1.0),
+        ] {
+            assert!(
+                matches!(
+                    Array::arange(start, stop, step, DType::F32, &d),
+                    Err(Error::InvalidArgument(_))
+                ),
+                "arange({start}, {stop}, {step})"
+            );
+        }
+    }
+    assert_empty(&d);
+}

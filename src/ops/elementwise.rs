@@ -29,6 +29,10 @@ use crate::shape::broadcast_shapes;
 use crate::{Array, DType, Result};
 
 /// The dtype two operands promote to (see the module docs).
+///
+/// Differs from NumPy and MLX for i32 with u32: they give int64, which
+/// WGSL lacks (no 64-bit integers in shaders), so wgarray gives i32 and a
+/// u32 value of 2^31 or more wraps to a negative i32 (as `astype`).
 pub fn promote_types(a: DType, b: DType) -> DType {
     use DType::*;
     match (a, b) {
