@@ -417,7 +417,7 @@ pub fn truncated_normal(
 /// `random.bernoulli(key, p, shape)`, MLX `bernoulli`; dropout's mask):
 /// `uniform(key, shape, 0, 1) < p` with the 24-bit uniform of [`uniform`],
 /// so `p` counts in steps of 2^-24 (`p = 0` is never, `p = 1` always).
-/// Two dispatches (one once fused). For a `p` per element see
+/// Two dispatches (the uniform draw, the comparison). For a `p` per element see
 /// [`bernoulli_with`].
 ///
 /// # Errors
@@ -469,14 +469,13 @@ pub fn bernoulli_with(key: &Array, p: &Array, shape: Option<&[usize]>) -> Result
 /// The Gumbel-max trick (Gumbel 1954; as JAX and MLX): `argmax(logits +
 /// g)` with `g` standard [`gumbel`] noise in f32, so the logits need no
 /// normalisation and `-inf` marks an impossible category. Logits of any
-/// float dtype (added in f32). Two or three dispatches: the noise, the
-/// sum (fused into one with the noise once fused), the argmax.
+/// float dtype (added in f32). Three dispatches: the noise, the sum, the
+/// argmax. Zero samples, or an empty batch, give an empty result.
 ///
 /// # Errors
 /// As [`split`]; [`Error::DType`] for non-float logits;
 /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] when the axis is
-/// empty (no category to draw) or `num_samples` is 0 with categories...
-/// never: 0 samples gives an empty result; [`Error::DeviceMismatch`].
+/// empty (no category to draw); [`Error::DeviceMismatch`].
 #[track_caller]
 pub fn categorical(
     key: &Array,

@@ -822,3 +822,30 @@ fn new_sampler_errors_name_the_op_and_leave_nothing() {
     }
     assert_empty(&d);
 }
+
+/// The dispatch counts docs/OPS.md gives for the samplers composed of
+/// several nodes (with fusion on).
+#[test]
+fn composed_samplers_cost_the_documented_dispatches() {
+    let d = device();
+    d.set_fusion(true);
+    let k = random::key(5, &d).unwrap();
+    k.eval().unwrap();
+    let count = |a: Array| {
+        let before = d.dispatches();
+        a.eval().unwrap();
+        d.dispatches() - before
+    };
+    let logits = Array::from_slice(&[0.5f32, 1.0, -1.0, 2.0, 0.0, 0.25], &[2, 3], &d).unwrap();
+    logits.eval().unwrap();
+    assert_eq!(
+        count(random::categorical(&k, &logits, -1, None).unwrap()),
+        3,
+        "categorical"
+    );
+    assert_eq!(
+        count(random::bernoulli(&k, 0.3, &[33]).unwrap()),
+        2,
+        "bernoulli"
+    );
+}
