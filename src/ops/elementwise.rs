@@ -226,7 +226,7 @@ unary_fns! {
     log2 => UnaryOp::Log2;
     /// Base-10 logarithm (NumPy `log10`): musl's `log10f`, within 1 ulp.
     log10 => UnaryOp::Log10;
-    /// Tangent (radians; NumPy `tan`), within 1 ulp for every finite f32:
+    /// Tangent (radians; NumPy `tan`), within 2 ulp for every finite f32:
     /// an exact reduction by pi/2 (Payne-Hanek) and fdlibm's `__kernel_tan`.
     tan => UnaryOp::Tan;
     /// Hyperbolic sine (NumPy `sinh`; musl's `sinhf`), within 2 ulp.
