@@ -633,7 +633,7 @@ impl Device {
     }
 
     /// wgpu callbacks that asynchronous waits registered and that have not
-    /// run yet: a read-back future's buffer map ([`Array::to_vec_async`]),
+    /// run yet: a read-back future's buffer map ([`crate::Array::to_vec_async`]),
     /// an eval future's work-done callback ([`crate::eval_async`]). A
     /// dropped read-back future cancels its map, so this goes back at once;
     /// a dropped eval future's callback runs when the GPU finishes. For
