@@ -79,12 +79,18 @@ fn device_bits_give_the_known_answer_for_key_zero_counter_zero() {
 fn the_kernels_philox_function_gives_all_three_known_answers_on_the_device() {
     // The counters of two vectors are out of reach of the public stream
     // (counter word 1 is the stream tag), so run the kernel's own WGSL
-    // functions, cut from wgsl/random.wgsl, on arbitrary counters.
+    // functions, cut from wgsl/random.wgsl (and the 64-bit product from
+    // wgsl/math.wgsl), on arbitrary counters.
     let src = include_str!("../wgsl/random.wgsl");
-    let start = src.find("fn mulhilo").expect("mulhilo in random.wgsl");
+    let start = src.find("fn philox4x32_10").expect("philox in random.wgsl");
     let end = src.find("// A float in [0, 1)").expect("end marker");
+    let math = include_str!("../wgsl/math.wgsl");
+    let wide = &math[math
+        .find("fn mul_u32_wide")
+        .expect("mul_u32_wide in math.wgsl")..];
+    let wide = &wide[..wide.find("\n}\n").expect("its end") + 3];
     let kernel = format!(
-        "{}\n\
+        "{wide}\n{}\n\
          @group(0) @binding(0) var<storage, read> ctr: array<u32>;\n\
          @group(0) @binding(1) var<storage, read> key: array<u32>;\n\
          @group(0) @binding(2) var<storage, read_write> out: array<u32>;\n\

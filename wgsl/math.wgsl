@@ -811,33 +811,19 @@ fn rem_pio2_f(x: f32) -> vec3<f32> {
     let ix = bitcast<u32>(x) & 0x7fffffffu;
     let e = i32(ix >> 23u) - 127;
     let m = (ix & 0x7fffffu) | 0x800000u;
-    // m times 2/pi 2^256 (words of 2/pi, most significant first).
+    // m times 2/pi 2^256 (the words of 2/pi, least significant first).
     var p: array<u32, 10>;
+    var words = array<u32, 8>(
+        0xdebbc561u, 0xfe5163abu, 0x3c439041u, 0xdb629599u,
+        0xf534ddc0u, 0xfc2757d1u, 0x4e441529u, 0xa2f9836eu,
+    );
     var carry = 0u;
-    var prod = mul_u32_wide(m, 0xdebbc561u);
-    p[0] = prod.y;
-    carry = prod.x;
-    prod = mul_u32_wide(m, 0xfe5163abu);
-    p[1] = prod.y + carry;
-    carry = prod.x + select(0u, 1u, p[1] < prod.y);
-    prod = mul_u32_wide(m, 0x3c439041u);
-    p[2] = prod.y + carry;
-    carry = prod.x + select(0u, 1u, p[2] < prod.y);
-    prod = mul_u32_wide(m, 0xdb629599u);
-    p[3] = prod.y + carry;
-    carry = prod.x + select(0u, 1u, p[3] < prod.y);
-    prod = mul_u32_wide(m, 0xf534ddc0u);
-    p[4] = prod.y + carry;
-    carry = prod.x + select(0u, 1u, p[4] < prod.y);
-    prod = mul_u32_wide(m, 0xfc2757d1u);
-    p[5] = prod.y + carry;
-    carry = prod.x + select(0u, 1u, p[5] < prod.y);
-    prod = mul_u32_wide(m, 0x4e441529u);
-    p[6] = prod.y + carry;
-    carry = prod.x + select(0u, 1u, p[6] < prod.y);
-    prod = mul_u32_wide(m, 0xa2f9836eu);
-    p[7] = prod.y + carry;
-    p[8] = prod.x + select(0u, 1u, p[7] < prod.y);
+    for (var i = 0u; i < 8u; i++) {
+        let prod = mul_u32_wide(m, words[i]);
+        p[i] = prod.y + carry;
+        carry = prod.x + select(0u, 1u, p[i] < prod.y);
+    }
+    p[8] = carry;
     p[9] = 0u;
     // x 2/pi = (m T) 2^(e - 23 - 256): the binary point is at bit 279 - e.
     let b0 = u32(279 - e);

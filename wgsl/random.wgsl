@@ -38,28 +38,12 @@ struct Params {
 @group(0) @binding(1) var<storage, read> key: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out: array<u32>;
 
-// The high and low words of the 64-bit product a * b, from 16-bit halves
-// (WGSL has no 64-bit integers).
-fn mulhilo(a: u32, b: u32) -> vec2<u32> {
-    let a0 = a & 0xffffu;
-    let a1 = a >> 16u;
-    let b0 = b & 0xffffu;
-    let b1 = b >> 16u;
-    let p00 = a0 * b0;
-    let p01 = a0 * b1;
-    let p10 = a1 * b0;
-    let p11 = a1 * b1;
-    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
-    let hi = p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
-    return vec2<u32>(hi, a * b);
-}
-
 fn philox4x32_10(counter: vec4<u32>, k: vec2<u32>) -> vec4<u32> {
     var c = counter;
     var kk = k;
     for (var r = 0u; r < 10u; r++) {
-        let m0 = mulhilo(0xD2511F53u, c.x);
-        let m1 = mulhilo(0xCD9E8D57u, c.z);
+        let m0 = mul_u32_wide(0xD2511F53u, c.x);
+        let m1 = mul_u32_wide(0xCD9E8D57u, c.z);
         c = vec4<u32>(m1.x ^ c.y ^ kk.x, m1.y, m0.x ^ c.w ^ kk.y, m0.y);
         kk += vec2<u32>(0x9E3779B9u, 0xBB67AE85u);
     }
