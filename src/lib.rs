@@ -26,6 +26,7 @@
 
 mod array;
 pub mod baseline;
+pub mod compile;
 mod device;
 mod dtype;
 mod error;
@@ -43,6 +44,7 @@ pub mod testing;
 mod transfer;
 
 pub use array::Array;
+pub use compile::{Compiled, compile, compile_with_capacity};
 pub use device::{
     ADAPTER_ENV, AdapterDescription, BACKEND_ENV, DEFAULT_WAIT_TIMEOUT, Device, DeviceOptions,
     OPTIONAL_FEATURES, parse_backend,
@@ -50,6 +52,7 @@ pub use device::{
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use graph::eval::eval;
+pub use graph::explain::explain;
 pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeline, Origin};
 pub use ops::concat::{concatenate, stack};
 pub use ops::creation::{Indexing, PadMode, broadcast_arrays, meshgrid};

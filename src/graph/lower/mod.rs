@@ -132,5 +132,8 @@ pub(crate) fn lower(
         Primitive::Random { dist, stream } => random::random(lw, &io, *dist, *stream),
         Primitive::Concatenate { axis } => concat::concatenate(lw, &io, *axis),
         Primitive::TopK { axis, k } => topk::topk(lw, &io, *axis, *k),
+        Primitive::Placeholder { .. } => Err(Error::Traced {
+            op: node.primitive.name(),
+        }),
     }
 }
