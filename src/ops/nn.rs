@@ -93,12 +93,7 @@ impl Array {
         if self.size() == 0 {
             return Ok(None);
         }
-        let mut ms = self.reduce(
-            crate::graph::primitive::ReduceOp::MaxSumExp,
-            axes,
-            true,
-            0,
-        )?;
+        let mut ms = self.reduce(crate::graph::primitive::ReduceOp::MaxSumExp, axes, true, 0)?;
         let sum = ms.pop().expect("two outputs");
         let max = ms.pop().expect("two outputs");
         Ok(Some(((&self.as_float()? - &max)?, sum)))
