@@ -229,7 +229,7 @@ pub enum Error {
     #[error("arrays live on different devices")]
     DeviceMismatch,
 
-    /// A function traced by [`crate::compile`] needed the value of an array
+    /// A function traced by [`crate::compile()`] needed the value of an array
     /// that depends on its inputs (it evaluated or read one back while being
     /// traced): a traced input has no value until the compiled function is
     /// called. Evaluate outside the function, or return the array instead.
