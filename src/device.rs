@@ -463,7 +463,12 @@ impl Device {
     pub(crate) fn check_binding(&self, op: &'static str, bytes: u64) -> Result<()> {
         let max = self.limits().max_storage_buffer_binding_size;
         if bytes > max {
-            return Err(Error::TooLarge { op, bytes, max });
+            return Err(Error::TooLarge {
+                op,
+                limit: crate::Limit::StorageBinding,
+                value: bytes,
+                max,
+            });
         }
         Ok(())
     }
@@ -494,11 +499,10 @@ impl Device {
 
     /// Set the peak to the current active memory (MLX `reset_peak_memory`).
     ///
-    /// Differs from MLX, which sets the peak to 0: here the peak never
-    /// drops below what is active, so [`Device::peak_memory`] right after a
-    /// reset is the bytes held then, and after a phase of work it is that
-    /// phase's high-water mark including what was already held (what
-    /// decides whether the phase fits), and `peak >= active` always holds.
+    /// Differs from MLX on purpose: MLX sets the peak to 0, which makes
+    /// `peak_memory() < active_memory()` until the next allocation; here
+    /// the peak is never below what is active, so a peak measured over a
+    /// region of code starts from what the region inherited.
     pub fn reset_peak_memory(&self) {
         self.inner.pool.reset_peak()
     }
@@ -587,7 +591,7 @@ impl Device {
     /// ```
     /// # let device = wgarray::Device::new_default()?;
     /// device.record_memory_history(true);
-    /// let a = wgarray::Array::zeros(&[256, 256], wgarray::DType::F32, &device);
+    /// let a = wgarray::Array::zeros(&[256, 256], wgarray::DType::F32, &device)?;
     /// a.eval()?;
     /// let snap = device.memory_snapshot();
     /// let b = &snap.buffers[0];

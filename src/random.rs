@@ -77,18 +77,18 @@ pub fn key(seed: u64, device: &Device) -> Result<Array> {
 
 /// Check that `key` is a u32 array of shape `[2]`.
 fn check_key(op: &'static str, key: &Array) -> Result<()> {
-    if key.dtype() != DType::U32 {
-        return Err(Error::DType {
-            op,
-            dtype: key.dtype(),
-            other: None,
-        });
-    }
     if key.shape() != [2] {
         return Err(Error::ShapeMismatch {
             op,
             lhs: key.shape().to_vec(),
             rhs: vec![2],
+        });
+    }
+    if key.dtype() != DType::U32 {
+        return Err(Error::DType {
+            op,
+            dtype: key.dtype(),
+            other: None,
         });
     }
     Ok(())
@@ -115,10 +115,13 @@ fn sample(key: &Array, shape: &[usize], dtype: DType, dist: Distribution, stream
 /// One dispatch on eval.
 ///
 /// # Errors
-/// [`Error::DType`] unless `key` is u32; [`Error::ShapeMismatch`] unless its
-/// shape is `[2]`.
+/// [`Error::TooLarge`] for an output of more than
+/// [`crate::shape::MAX_DIMS`] dimensions or past `usize` elements;
+/// [`Error::ShapeMismatch`] unless `key`'s shape is `[2]`; [`Error::DType`]
+/// unless it is u32.
 #[track_caller]
 pub fn split(key: &Array, num: usize) -> Result<Array> {
+    crate::shape::check_shape("random::split", &[num, 2])?;
     check_key("random::split", key)?;
     Ok(sample(key, &[num, 2], DType::U32, Distribution::Bits, 1))
 }
@@ -133,6 +136,7 @@ pub fn split(key: &Array, num: usize) -> Result<Array> {
 /// As [`split`].
 #[track_caller]
 pub fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
+    crate::shape::check_shape("random::bits", shape)?;
     check_key("random::bits", key)?;
     Ok(sample(key, shape, DType::U32, Distribution::Bits, 0))
 }
@@ -197,6 +201,7 @@ fn step(b: u32, dtype: DType, up: bool) -> u32 {
 /// finite in f32 and some value of `dtype` lies in `[low, high)`.
 #[track_caller]
 pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Array> {
+    crate::shape::check_shape("random::uniform", shape)?;
     check_key("random::uniform", key)?;
     check_float("random::uniform", dtype)?;
     let bad = |why: &str| {
@@ -238,6 +243,7 @@ pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) 
 /// [`Error::InvalidArgument`] unless `mean` and `std` are finite.
 #[track_caller]
 pub fn normal(key: &Array, shape: &[usize], mean: f64, std: f64, dtype: DType) -> Result<Array> {
+    crate::shape::check_shape("random::normal", shape)?;
     check_key("random::normal", key)?;
     check_float("random::normal", dtype)?;
     if !(mean.is_finite() && std.is_finite()) {
@@ -268,6 +274,7 @@ pub fn normal(key: &Array, shape: &[usize], mean: f64, std: f64, dtype: DType) -
 /// dtype's range (`high` may be one past its largest value).
 #[track_caller]
 pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) -> Result<Array> {
+    crate::shape::check_shape("random::randint", shape)?;
     check_key("random::randint", key)?;
     let (min, max) = match dtype {
         DType::I32 => (i32::MIN as i64, i32::MAX as i64),
@@ -305,6 +312,7 @@ pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) 
 /// `scale` positive.
 #[track_caller]
 pub fn laplace(key: &Array, shape: &[usize], loc: f64, scale: f64, dtype: DType) -> Result<Array> {
+    crate::shape::check_shape("random::laplace", shape)?;
     check_key("random::laplace", key)?;
     check_float("random::laplace", dtype)?;
     if !(loc.is_finite() && scale.is_finite() && scale > 0.0) {
@@ -329,6 +337,7 @@ pub fn laplace(key: &Array, shape: &[usize], loc: f64, scale: f64, dtype: DType)
 /// As [`split`]; [`Error::DType`] for a non-float `dtype`.
 #[track_caller]
 pub fn gumbel(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
+    crate::shape::check_shape("random::gumbel", shape)?;
     check_key("random::gumbel", key)?;
     check_float("random::gumbel", dtype)?;
     Ok(sample(key, shape, dtype, Distribution::Gumbel, 0))
@@ -362,6 +371,7 @@ pub fn truncated_normal(
     upper: f64,
     dtype: DType,
 ) -> Result<Array> {
+    crate::shape::check_shape("random::truncated_normal", shape)?;
     check_key("random::truncated_normal", key)?;
     check_float("random::truncated_normal", dtype)?;
     let bad = |why: &str| {
@@ -424,6 +434,7 @@ pub fn truncated_normal(
 /// As [`split`]; [`Error::InvalidArgument`] unless `0 <= p <= 1`.
 #[track_caller]
 pub fn bernoulli(key: &Array, p: f64, shape: &[usize]) -> Result<Array> {
+    crate::shape::check_shape("random::bernoulli", shape)?;
     check_key("random::bernoulli", key)?;
     if !(0.0..=1.0).contains(&p) {
         return Err(Error::InvalidArgument(format!(
@@ -431,7 +442,7 @@ pub fn bernoulli(key: &Array, p: f64, shape: &[usize]) -> Result<Array> {
         )));
     }
     let u = uniform(key, shape, 0.0, 1.0, DType::F32)?;
-    u.less(&Array::full(&[], p, DType::F32, key.device()))
+    u.less(p)
 }
 
 /// Bernoulli draws with a probability per element: `p` (any float or
@@ -441,12 +452,19 @@ pub fn bernoulli(key: &Array, p: f64, shape: &[usize]) -> Result<Array> {
 /// checked: they are on the device).
 ///
 /// # Errors
-/// As [`split`]; [`Error::ShapeMismatch`] when `p` does not broadcast to
-/// `shape`; [`Error::DType`] for a bool `p`; [`Error::DeviceMismatch`].
+/// [`Error::DeviceMismatch`]; as [`split`]; [`Error::ShapeMismatch`] when
+/// `p` does not broadcast to `shape`; [`Error::DType`] for a bool `p`.
 #[track_caller]
 pub fn bernoulli_with(key: &Array, p: &Array, shape: Option<&[usize]>) -> Result<Array> {
+    crate::ops::same_device("random::bernoulli", key, p)?;
+    let shape = shape.unwrap_or(p.shape()).to_vec();
+    crate::shape::check_shape("random::bernoulli", &shape)?;
     check_key("random::bernoulli", key)?;
-    crate::ops::same_device(key, p)?;
+    let pb = p.broadcast_to(&shape).map_err(|_| Error::ShapeMismatch {
+        op: "random::bernoulli",
+        lhs: p.shape().to_vec(),
+        rhs: shape.clone(),
+    })?;
     if p.dtype() == DType::Bool {
         return Err(Error::DType {
             op: "random::bernoulli",
@@ -454,8 +472,6 @@ pub fn bernoulli_with(key: &Array, p: &Array, shape: Option<&[usize]>) -> Result
             other: None,
         });
     }
-    let shape = shape.unwrap_or(p.shape()).to_vec();
-    let pb = p.broadcast_to(&shape)?;
     let u = uniform(key, &shape, 0.0, 1.0, DType::F32)?;
     u.less(&pb.astype(DType::F32)?)
 }
@@ -473,9 +489,10 @@ pub fn bernoulli_with(key: &Array, p: &Array, shape: Option<&[usize]>) -> Result
 /// argmax. Zero samples, or an empty batch, give an empty result.
 ///
 /// # Errors
-/// As [`split`]; [`Error::DType`] for non-float logits;
-/// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] when the axis is
-/// empty (no category to draw); [`Error::DeviceMismatch`].
+/// [`Error::DeviceMismatch`]; as [`split`]; [`Error::InvalidAxis`];
+/// [`Error::InvalidArgument`] when the axis is empty (no category to
+/// draw); [`Error::TooLarge`] for a result past `usize` elements;
+/// [`Error::DType`] for non-float logits.
 #[track_caller]
 pub fn categorical(
     key: &Array,
@@ -483,21 +500,26 @@ pub fn categorical(
     axis: isize,
     num_samples: Option<usize>,
 ) -> Result<Array> {
+    crate::ops::same_device("random::categorical", key, logits)?;
     check_key("random::categorical", key)?;
-    crate::ops::same_device(key, logits)?;
+    let a = normalize_axis("random::categorical", axis, logits.ndim())?;
+    if logits.shape()[a] == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "random::categorical: axis {axis} of `logits` (shape {:?}) is empty: no category to draw",
+            logits.shape()
+        )));
+    }
+    if let Some(s) = num_samples {
+        let mut shape = logits.shape().to_vec();
+        shape.push(s);
+        crate::shape::check_shape("random::categorical", &shape)?;
+    }
     if !logits.dtype().is_float() {
         return Err(Error::DType {
             op: "random::categorical",
             dtype: logits.dtype(),
             other: None,
         });
-    }
-    let a = normalize_axis(axis, logits.ndim())?;
-    if logits.shape()[a] == 0 {
-        return Err(Error::InvalidArgument(format!(
-            "random::categorical: axis {axis} of logits (shape {:?}) is empty: no category to draw",
-            logits.shape()
-        )));
     }
     let mut x = logits.moveaxis(a as isize, -1)?;
     if let Some(s) = num_samples {
@@ -511,7 +533,7 @@ pub fn categorical(
         // No draw to make (a zero-length batch axis or zero samples).
         let mut shape = y.shape().to_vec();
         shape.pop();
-        return Ok(Array::zeros(&shape, DType::U32, key.device()));
+        return Array::zeros(&shape, DType::U32, key.device());
     }
     y.argmax(Some(-1), false)
 }

@@ -203,7 +203,8 @@ impl Future for EvalFuture {
 /// ```
 ///
 /// # Errors
-/// Through the future: as [`crate::eval`]; [`Error::Timeout`] after
+/// Through the future: as [`crate::eval`] ([`Error::DeviceMismatch`] names
+/// `eval_async`); [`Error::Timeout`] after
 /// [`Device::wait_timeout`]; [`Error::DeviceLost`].
 #[track_caller]
 pub fn eval_async(arrays: &[&Array]) -> EvalFuture {
@@ -215,14 +216,22 @@ pub fn eval_async(arrays: &[&Array]) -> EvalFuture {
         };
     };
     let device = first.device().clone();
-    let submitted = crate::graph::eval::evaluate(arrays).and_then(|ran| {
-        if ran == 0 {
-            // Nothing ran, so nothing told whether the device still works.
-            device.probe_lost()?;
-        }
-        let dev = &device.inner;
-        crate::memory::work_done(&dev.queue, &dev.poller, device.wait_timeout())
-    });
+    // Checked here so that the error names this function.
+    let same = if arrays.iter().all(|a| *a.device() == device) {
+        Ok(())
+    } else {
+        Err(Error::DeviceMismatch { op: "eval_async" })
+    };
+    let submitted = same
+        .and_then(|()| crate::graph::eval::evaluate(arrays))
+        .and_then(|ran| {
+            if ran == 0 {
+                // Nothing ran, so nothing told whether the device still works.
+                device.probe_lost()?;
+            }
+            let dev = &device.inner;
+            crate::memory::work_done(&dev.queue, &dev.poller, device.wait_timeout())
+        });
     match submitted {
         Ok(slot) => EvalFuture {
             slot: Some(slot),

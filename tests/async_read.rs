@@ -122,12 +122,12 @@ fn strided_empty_and_every_dtype() {
             .unwrap(),
         vec![false, true, false]
     );
-    let e = Array::zeros(&[0, 5], DType::F32, &d);
+    let e = Array::zeros(&[0, 5], DType::F32, &d).unwrap();
     assert_eq!(
         rt.block_on(e.to_vec_async::<f32>()).unwrap(),
         Vec::<f32>::new()
     );
-    let u = Array::full(&[5], 3.0, DType::U32, &d);
+    let u = Array::full(&[5], 3.0, DType::U32, &d).unwrap();
     assert_eq!(rt.block_on(u.to_vec_async::<u32>()).unwrap(), vec![3; 5]);
 }
 
@@ -192,7 +192,7 @@ fn errors_come_through_the_future_and_leave_nothing() {
         let y = Array::from_slice(&[1.0f32], &[1], &other).unwrap();
         assert!(matches!(
             rt.block_on(wgarray::eval_async(&[&x, &y])),
-            Err(Error::DeviceMismatch)
+            Err(Error::DeviceMismatch { op: "eval_async" })
         ));
         // A future polled after it completed says so instead of panicking.
         let mut f = x.to_vec_async::<f32>();
@@ -237,7 +237,7 @@ fn an_async_read_back_past_the_wait_limit_is_a_timeout() {
 fn futures_are_send_static_and_unpin() {
     fn check<F: Future + Send + Unpin + 'static>(_: &F) {}
     let d = device();
-    let x = Array::zeros(&[3], DType::F32, &d);
+    let x = Array::zeros(&[3], DType::F32, &d).unwrap();
     let f = x.to_vec_async::<f32>();
     check(&f);
     let e = wgarray::eval_async(&[&x]);

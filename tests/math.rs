@@ -269,7 +269,7 @@ fn unary_math_on_every_half_and_bfloat_and_on_views() {
     let x = Array::from_slice(&v, &[1025], &d).unwrap();
     let rev = x.slice(&[Slice::new(None, None, -1)]).unwrap();
     let ints = Array::from_slice(&[1i32, 2, 7, 33], &[4], &d).unwrap();
-    let empty = Array::zeros(&[0, 3], DType::F32, &d);
+    let empty = Array::zeros(&[0, 3], DType::F32, &d).unwrap();
     for (name, op, truth, bound) in functions() {
         let got = op(&rev).unwrap().to_vec::<f32>().unwrap();
         for (i, &g) in got.iter().enumerate() {
@@ -349,7 +349,7 @@ fn arctan2_and_logaddexp_against_f64() {
     let b: Vec<f32> = a.iter().map(|&v| v - rng.f32() * 40.0).collect();
     let got = Array::from_slice(&a, &[a.len()], &d)
         .unwrap()
-        .logaddexp(&Array::from_slice(&b, &[b.len()], &d).unwrap())
+        .logaddexp(Array::from_slice(&b, &[b.len()], &d).unwrap())
         .unwrap()
         .to_vec::<f32>()
         .unwrap();
@@ -395,6 +395,25 @@ fn arctan2_and_logaddexp_against_f64() {
         .map(|v| round_to(v + 2f64.ln(), DType::F16))
         .collect();
     assert_eq!(l.to_f64_vec().unwrap(), want);
+    // A scalar operand is weak: it takes the array's dtype (f16 stays
+    // f16, an integer array computes in f32), as the array would.
+    let ls = h.logaddexp(1.0).unwrap();
+    assert_eq!(ls.dtype(), DType::F16);
+    let one = Array::full(&[2], 1.0, DType::F16, &d).unwrap();
+    assert_eq!(
+        ls.to_f64_vec().unwrap(),
+        h.logaddexp(&one).unwrap().to_f64_vec().unwrap()
+    );
+    let gs = col.arctan2(-1).unwrap();
+    assert_eq!((gs.dtype(), gs.shape()), (DType::F32, &[3usize, 1][..]));
+    for (i, &v) in gs.to_vec::<f32>().unwrap().iter().enumerate() {
+        let want = ((i + 1) as f64).atan2(-1.0);
+        assert!(ulps(v as f64, want, DType::F32) <= 2.0);
+    }
+    assert!(matches!(
+        col.arctan2(Array::zeros(&[2, 1], DType::F32, &d).unwrap()),
+        Err(Error::ShapeMismatch { op: "arctan2", .. })
+    ));
 }
 
 /// Every class of value in every float dtype, on the bits; integers and
@@ -435,7 +454,7 @@ fn float_predicates() {
         }
     }
     for dtype in [DType::I32, DType::U32, DType::Bool] {
-        let x = Array::zeros(&[7], dtype, &d);
+        let x = Array::zeros(&[7], dtype, &d).unwrap();
         for (name, op, _) in truth {
             let want = name == "isfinite";
             assert_eq!(
@@ -446,7 +465,11 @@ fn float_predicates() {
         }
     }
     assert_eq!(
-        Array::zeros(&[0], DType::F32, &d).isnan().unwrap().shape(),
+        Array::zeros(&[0], DType::F32, &d)
+            .unwrap()
+            .isnan()
+            .unwrap()
+            .shape(),
         &[0]
     );
 }
@@ -592,7 +615,7 @@ fn isclose_allclose_array_equal() {
             .unwrap()
     );
     // Empty arrays are all close and equal.
-    let e = Array::zeros(&[0, 2], DType::F32, &d);
+    let e = Array::zeros(&[0, 2], DType::F32, &d).unwrap();
     assert!(
         e.allclose(&e, 1e-5, 1e-8, false)
             .unwrap()
@@ -638,8 +661,8 @@ fn isclose_allclose_array_equal() {
     // Errors: a bad tolerance, shapes that do not broadcast; nothing left.
     drop((xa, xb, base, near, h, ints, e, nan, rev));
     {
-        let x = Array::zeros(&[3], DType::F32, &d);
-        let y = Array::zeros(&[4], DType::F32, &d);
+        let x = Array::zeros(&[3], DType::F32, &d).unwrap();
+        let y = Array::zeros(&[4], DType::F32, &d).unwrap();
         assert!(matches!(
             x.isclose(&y, 1e-5, 1e-8, false),
             Err(Error::ShapeMismatch { op: "isclose", .. })
@@ -652,6 +675,26 @@ fn isclose_allclose_array_equal() {
             x.isclose(&x, 0.0, f64::NAN, false),
             Err(Error::InvalidArgument(_))
         ));
+        // Devices before shapes before the tolerances, each naming the op.
+        assert!(matches!(
+            x.allclose(&y, -1.0, 0.0, false),
+            Err(Error::ShapeMismatch { op: "allclose", .. })
+        ));
+        // A scalar `other` is weak and broadcasts.
+        let v = Array::from_slice(&[1.0f32, 1.0 + 1e-7, 1.1, f32::NAN], &[4], &d).unwrap();
+        assert_eq!(
+            v.isclose(1.0, 1e-5, 1e-8, false)
+                .unwrap()
+                .to_vec::<bool>()
+                .unwrap(),
+            vec![true, true, false, false]
+        );
+        assert!(
+            !v.allclose(1, 1e-5, 1e-8, false)
+                .unwrap()
+                .item::<bool>()
+                .unwrap()
+        );
     }
     assert_empty(&d);
 }

@@ -74,10 +74,6 @@ pub(crate) const MAX_TOPK: usize = 64;
 /// Batch dimensions [`Primitive::Matmul`] takes (beyond the two matrix ones).
 pub(crate) const MAX_MATMUL_BATCH_DIMS: usize = 4;
 
-/// The most dimensions a kernel reads a strided operand through: ops that
-/// compose views with extra axes (tile, repeat) stay within it.
-pub(crate) const MAX_NDIM: usize = 8;
-
 /// What one elementwise node computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum ElementwiseOp {

@@ -99,7 +99,8 @@ impl Params {
             if !(i32::MIN as i64..=u32::MAX as i64).contains(&x) {
                 return Err(Error::TooLarge {
                     op: self.op,
-                    bytes: x.unsigned_abs(),
+                    limit: crate::Limit::KernelIndex,
+                    value: x.unsigned_abs(),
                     max: u32::MAX as u64,
                 });
             }
@@ -588,7 +589,8 @@ pub(crate) fn grid(threads: u64, max_per_dim: u32) -> Result<[u32; 3]> {
     if y > max_per_dim as u64 || threads > u32::MAX as u64 {
         return Err(Error::TooLarge {
             op: "dispatch",
-            bytes: threads,
+            limit: crate::Limit::DispatchThreads,
+            value: threads,
             max: u32::MAX as u64,
         });
     }

@@ -9,9 +9,10 @@
 //! `isfinite`, `isposinf`, `isneginf`) are unary ops in
 //! `ops/elementwise.rs`.
 
-use crate::ops::elementwise::where_;
+use crate::ops::elementwise::{pair, where_};
 use crate::ops::reduce::Axes;
-use crate::{Array, DType, Result};
+use crate::scalar::sealed::Arg;
+use crate::{Array, DType, Operand, Result};
 
 /// The largest finite value of a float dtype.
 fn finite_max(dtype: DType) -> f64 {
@@ -23,12 +24,6 @@ fn finite_max(dtype: DType) -> f64 {
 }
 
 impl Array {
-    /// A lazy 0-d constant of `dtype` on this array's device.
-    #[track_caller]
-    fn constant(&self, value: f64, dtype: DType) -> Array {
-        Array::full(&[], value, dtype, self.device())
-    }
-
     /// NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (NumPy
     /// `nan_to_num(x, nan=0.0, posinf=None, neginf=None)`, MLX
     /// `nan_to_num`): `None` means the dtype's largest (most negative)
@@ -47,17 +42,10 @@ impl Array {
             return Ok(self.clone());
         }
         let max = finite_max(d);
-        let r = where_(&self.isnan()?, &self.constant(nan, d), self)?;
-        let r = where_(
-            &self.isposinf()?,
-            &self.constant(posinf.unwrap_or(max), d),
-            &r,
-        )?;
-        where_(
-            &self.isneginf()?,
-            &self.constant(neginf.unwrap_or(-max), d),
-            &r,
-        )
+        // The replacements are weak scalars: they take the array's dtype.
+        let r = where_(&self.isnan()?, nan, self)?;
+        let r = where_(&self.isposinf()?, posinf.unwrap_or(max), &r)?;
+        where_(&self.isneginf()?, neginf.unwrap_or(-max), &r)
     }
 
     /// Whether `self` and `other` are equal within a tolerance, elementwise,
@@ -67,24 +55,52 @@ impl Array {
     /// infinities are close and opposite ones are not), or, with
     /// `equal_nan`, both NaN. Not symmetric in `a` and `b`, as in NumPy.
     ///
-    /// Shapes broadcast; dtypes promote ([`crate::promote_types`]); the
+    /// `other` is an array or a weak scalar ([`crate::Operand`]). Shapes
+    /// broadcast; dtypes promote ([`crate::promote_types`]); the
     /// tolerance test computes in f32 (f16 and bf16 exactly widened, so a
     /// small `atol` does not underflow; integers converted), the equality
     /// test in the promoted dtype. Elementwise: one kernel once fused.
     ///
     /// # Errors
-    /// [`crate::Error::ShapeMismatch`] when the shapes do not broadcast;
-    /// [`crate::Error::DeviceMismatch`]; [`crate::Error::InvalidArgument`]
-    /// for a negative or NaN `rtol` or `atol`.
+    /// [`crate::Error::DeviceMismatch`]; [`crate::Error::ShapeMismatch`]
+    /// when the shapes do not broadcast; [`crate::Error::InvalidArgument`]
+    /// for a negative or NaN `rtol` or `atol`, or an integer scalar the
+    /// array's integer dtype cannot hold.
     #[track_caller]
-    pub fn isclose(&self, other: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {
+    pub fn isclose(
+        &self,
+        other: impl Operand,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<Array> {
+        self.isclose_named("isclose", other, rtol, atol, equal_nan)
+    }
+
+    /// [`Array::isclose`], its errors naming `op`.
+    #[track_caller]
+    fn isclose_named(
+        &self,
+        op: &'static str,
+        other: impl Operand,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<Array> {
+        let (_, other) = pair(
+            op,
+            Arg::Array(self.clone()),
+            other.into_arg(),
+            self.device(),
+        )?;
+        super::same_device(op, self, &other)?;
+        crate::shape::broadcast_shapes(op, self.shape(), other.shape())?;
         if !(rtol >= 0.0 && atol >= 0.0) {
             return Err(crate::Error::InvalidArgument(format!(
-                "isclose: rtol and atol must be non-negative, got rtol={rtol}, atol={atol}"
+                "{op}: `rtol` and `atol` must be non-negative, got rtol={rtol}, atol={atol}"
             )));
         }
-        crate::shape::broadcast_shapes("isclose", self.shape(), other.shape())?;
-        super::same_device(self, other)?;
+        let other = &other;
         let (a, b) = (self.astype(DType::F32)?, other.astype(DType::F32)?);
         let diff = (&a - &b)?.abs()?;
         let bound = (&(&b.abs()? * rtol)? + atol)?;
@@ -106,8 +122,14 @@ impl Array {
     /// # Errors
     /// As [`Array::isclose`].
     #[track_caller]
-    pub fn allclose(&self, other: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Result<Array> {
-        self.isclose(other, rtol, atol, equal_nan)?
+    pub fn allclose(
+        &self,
+        other: impl Operand,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<Array> {
+        self.isclose_named("allclose", other, rtol, atol, equal_nan)?
             .all(Axes::All, false)
     }
 
@@ -122,9 +144,9 @@ impl Array {
     /// [`crate::Error::DeviceMismatch`].
     #[track_caller]
     pub fn array_equal(&self, other: &Array, equal_nan: bool) -> Result<Array> {
-        super::same_device(self, other)?;
+        super::same_device("array_equal", self, other)?;
         if self.shape() != other.shape() {
-            return Ok(self.constant(0.0, DType::Bool));
+            return Array::full(&[], false, DType::Bool, self.device());
         }
         let mut eq = self.equal(other)?;
         if equal_nan {
@@ -182,9 +204,7 @@ impl Array {
         // |x| >= 2^23 is an integer already: for d > 0 keep it (x * 10^d
         // may overflow); for d < 0 the formula holds.
         let y = if decimals > 0 {
-            let big = x
-                .abs()?
-                .greater_equal(&self.constant(8388608.0, DType::F32))?;
+            let big = x.abs()?.greater_equal(8388608.0)?;
             where_(&big, &x, &back)?
         } else {
             back
@@ -206,13 +226,12 @@ impl Array {
         if step > limit {
             // Every value is nearer 0 than the step (or half-way, and 0 is
             // even).
-            return Ok(Array::zeros(self.shape(), d, self.device()));
+            return Array::zeros(self.shape(), d, self.device());
         }
-        let s = self.constant(step, d);
+        // `step` is a power of ten the dtype holds.
+        let s = Array::full(&[], step as i64, d, self.device())?;
         let (q, r) = self.divmod(&s)?;
-        let odd = q
-            .remainder(&self.constant(2.0, d))?
-            .not_equal(&self.constant(0.0, d))?;
+        let odd = q.remainder(2)?.not_equal(0)?;
         // 2r may wrap for a step above half the dtype's range; compare r
         // with step - r instead (both in range).
         let rest = (&s - &r)?;

@@ -9,12 +9,11 @@
 //! (so a broadcast constant or a sliced edge is never materialised). The
 //! dispatch count of each op is in its docs and in docs/OPS.md.
 
-use crate::graph::primitive::MAX_NDIM;
 use crate::ops::concat::concatenate;
 use crate::ops::reduce::Axes;
 use crate::ops::shape::Slice;
-use crate::shape::{broadcast_shapes, normalize_axis};
-use crate::{Array, Error, Result};
+use crate::shape::{MAX_DIMS, broadcast_shapes, check_shape, normalize_axis};
+use crate::{Array, Error, Result, Scalar};
 
 /// How [`meshgrid`] lays out its outputs (NumPy's `indexing`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -42,22 +41,36 @@ impl Array {
     /// Lazy: one fill dispatch on eval (none for an empty array).
     #[track_caller]
     pub fn zeros_like(&self) -> Array {
-        Array::zeros(self.shape(), self.dtype(), self.device())
+        // The shape is this array's, checked when it was made.
+        Array::full_word(self.shape(), 0, self.dtype(), self.device())
     }
 
     /// Ones of this array's shape and dtype (NumPy/MLX `ones_like`).
     #[track_caller]
     pub fn ones_like(&self) -> Array {
-        Array::ones(self.shape(), self.dtype(), self.device())
+        // 1 as `true`: every dtype holds it.
+        let word = crate::array::dtype_word(1.0, self.dtype());
+        Array::full_word(self.shape(), word, self.dtype(), self.device())
     }
 
     /// `value` in every element, of this array's shape and dtype (NumPy
-    /// `full_like(a, fill_value)`; the value is converted to the dtype as
-    /// [`Array::full`] does). For another dtype use
+    /// `full_like(a, fill_value)`). `value` is any [`Scalar`], converted to
+    /// the dtype as [`Array::full`] does (the array's dtype wins: the
+    /// scalar is weak, as NumPy 2's). For another dtype use
     /// `Array::full(x.shape(), value, dtype, x.device())`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an integer `value` outside an integer
+    /// dtype's range, as [`Array::full`].
     #[track_caller]
-    pub fn full_like(&self, value: f64) -> Array {
-        Array::full(self.shape(), value, self.dtype(), self.device())
+    pub fn full_like(&self, value: impl Scalar) -> Result<Array> {
+        let word = value.value().word("full_like", self.dtype())?;
+        Ok(Array::full_word(
+            self.shape(),
+            word,
+            self.dtype(),
+            self.device(),
+        ))
     }
 
     /// The diagonal with `offset` (above the main one for `offset > 0`,
@@ -83,8 +96,8 @@ impl Array {
             )));
         }
         let (a1, a2) = (
-            normalize_axis(axis1, self.ndim())?,
-            normalize_axis(axis2, self.ndim())?,
+            normalize_axis("diagonal", axis1, self.ndim())?,
+            normalize_axis("diagonal", axis2, self.ndim())?,
         );
         if a1 == a2 {
             return Err(Error::InvalidArgument(format!(
@@ -104,7 +117,7 @@ impl Array {
         let mut shape: Vec<usize> = order.iter().map(|&a| self.shape()[a as usize]).collect();
         if len == 0 {
             shape.push(0);
-            return Ok(Array::zeros(&shape, self.dtype(), self.device()));
+            return Ok(Array::full_word(&shape, 0, self.dtype(), self.device()));
         }
         order.extend([a1 as isize, a2 as isize]);
         shape.push(m * n);
@@ -136,19 +149,21 @@ impl Array {
     /// flattened result) and one fill of a single zero.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless the array is 1-D or 2-D.
+    /// [`Error::InvalidArgument`] unless the array is 1-D or 2-D;
+    /// [`Error::TooLarge`] for a matrix whose element count overflows.
     #[track_caller]
     pub fn diag(&self, k: isize) -> Result<Array> {
         match self.ndim() {
             2 => self.diagonal(k, 0, 1),
             1 => {
                 let n = self.shape()[0];
-                let side = n + k.unsigned_abs();
+                let side = n.saturating_add(k.unsigned_abs());
+                check_shape("diag", &[side, side])?;
                 let dtype = self.dtype();
                 if n == 0 {
-                    return Ok(Array::zeros(&[side, side], dtype, self.device()));
+                    return Array::zeros(&[side, side], dtype, self.device());
                 }
-                let zero = Array::zeros(&[], dtype, self.device());
+                let zero = Array::zeros(&[], dtype, self.device())?;
                 // [v | zeros(n, side)]: v_i lands at i (side + 1) of the
                 // flattened [n, side + 1] block.
                 let block = concatenate(
@@ -200,8 +215,9 @@ impl Array {
     /// each.
     ///
     /// # Errors
-    /// None beyond the device's ([`Error::TooLarge`] at eval); `Result` so
-    /// that every op composes with `?`.
+    /// [`Error::TooLarge`] for a result of more than
+    /// [`crate::shape::MAX_DIMS`] dimensions or an element count past
+    /// `usize`.
     #[track_caller]
     pub fn tile(&self, reps: &[usize]) -> Result<Array> {
         let d = self.ndim().max(reps.len());
@@ -209,13 +225,18 @@ impl Array {
         shape.extend_from_slice(self.shape());
         let mut r = vec![1; d - reps.len()];
         r.extend_from_slice(reps);
+        let out: Vec<usize> = shape
+            .iter()
+            .zip(&r)
+            .map(|(s, k)| s.saturating_mul(*k))
+            .collect();
+        check_shape("tile", &out)?;
         let x = self.reshape_to(&shape);
-        let out: Vec<usize> = shape.iter().zip(&r).map(|(s, k)| s * k).collect();
         let tiled_axes = r.iter().filter(|&&k| k != 1).count();
         if tiled_axes == 0 {
             return Ok(x);
         }
-        if d + tiled_axes > MAX_NDIM {
+        if d + tiled_axes > MAX_DIMS {
             // One axis at a time keeps every view within the kernels' rank.
             let mut y = x;
             for (axis, &k) in r.iter().enumerate() {
@@ -249,23 +270,25 @@ impl Array {
     /// copy dispatch.
     ///
     /// # Errors
-    /// [`Error::InvalidAxis`]. (A negative count, which NumPy refuses at
-    /// run time, cannot be expressed: `repeats` is a `usize`.)
+    /// [`Error::InvalidAxis`]; [`Error::TooLarge`] for an element count
+    /// past `usize`. (A negative count, which NumPy refuses at run time,
+    /// cannot be expressed: `repeats` is a `usize`.)
     #[track_caller]
     pub fn repeat(&self, repeats: usize, axis: impl Into<Option<isize>>) -> Result<Array> {
         let (x, axis) = match axis.into() {
             None => (self.ravel(), 0),
-            Some(a) => (self.clone(), normalize_axis(a, self.ndim())?),
+            Some(a) => (self.clone(), normalize_axis("repeat", a, self.ndim())?),
         };
+        let s = x.shape();
+        let mut out = s.to_vec();
+        out[axis] = out[axis].saturating_mul(repeats);
+        check_shape("repeat", &out)?;
         if repeats == 1 {
             return Ok(x);
         }
-        let s = x.shape();
-        let mut out = s.to_vec();
-        out[axis] *= repeats;
         // [pre, s_axis, 1, post], merged where the rank would pass the
         // kernels' limit.
-        let (split, wide) = if s.len() < MAX_NDIM {
+        let (split, wide) = if s.len() < MAX_DIMS {
             let mut split = s[..=axis].to_vec();
             split.push(1);
             split.extend_from_slice(&s[axis + 1..]);
@@ -296,7 +319,8 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] when `widths` has neither one pair nor one
     /// per axis, or for [`PadMode::Edge`] on an empty axis that gets
-    /// padding (there is no edge to repeat; NumPy refuses it too).
+    /// padding (there is no edge to repeat; NumPy refuses it too);
+    /// [`Error::TooLarge`] for an element count past `usize`.
     #[track_caller]
     pub fn pad(&self, widths: &[(usize, usize)], mode: PadMode) -> Result<Array> {
         let nd = self.ndim();
@@ -321,8 +345,16 @@ impl Array {
                 self.shape()
             )));
         }
+        let out: Vec<usize> = (0..nd)
+            .map(|a| {
+                self.shape()[a]
+                    .saturating_add(widths[a].0)
+                    .saturating_add(widths[a].1)
+            })
+            .collect();
+        check_shape("pad", &out)?;
         let fill = match mode {
-            PadMode::Constant(v) => Some(Array::full(&[], v, self.dtype(), self.device())),
+            PadMode::Constant(v) => Some(Array::full(&[], v, self.dtype(), self.device())?),
             PadMode::Edge => None,
         };
         let mut y = self.clone();
@@ -375,7 +407,7 @@ impl Array {
     pub fn roll(&self, shift: isize, axis: impl Into<Option<isize>>) -> Result<Array> {
         let (x, axis) = match axis.into() {
             None => (self.ravel(), 0),
-            Some(a) => (self.clone(), normalize_axis(a, self.ndim())?),
+            Some(a) => (self.clone(), normalize_axis("roll", a, self.ndim())?),
         };
         let n = x.shape()[axis];
         if n == 0 {
@@ -439,7 +471,8 @@ impl Array {
 /// cannot be written, so sharing is safe). An empty list gives no arrays.
 ///
 /// # Errors
-/// [`Error::DeviceMismatch`].
+/// [`Error::DeviceMismatch`]; [`Error::TooLarge`] for more than
+/// [`crate::shape::MAX_DIMS`] arrays or an element count past `usize`.
 #[track_caller]
 pub fn meshgrid(arrays: &[&Array], indexing: Indexing) -> Result<Vec<Array>> {
     let Some(first) = arrays.first() else {
@@ -447,7 +480,7 @@ pub fn meshgrid(arrays: &[&Array], indexing: Indexing) -> Result<Vec<Array>> {
     };
     let mut lengths: Vec<usize> = Vec::with_capacity(arrays.len());
     for a in arrays {
-        super::same_device(first, a)?;
+        super::same_device("meshgrid", first, a)?;
         lengths.push(a.size());
     }
     // The output axis of input i.
@@ -460,6 +493,7 @@ pub fn meshgrid(arrays: &[&Array], indexing: Indexing) -> Result<Vec<Array>> {
     for (i, &n) in lengths.iter().enumerate() {
         shape[place(i)] = n;
     }
+    check_shape("meshgrid", &shape)?;
     let mut out = Vec::with_capacity(arrays.len());
     for (i, a) in arrays.iter().enumerate() {
         let mut own = vec![1; arrays.len()];
@@ -474,16 +508,18 @@ pub fn meshgrid(arrays: &[&Array], indexing: Indexing) -> Result<Vec<Array>> {
 /// repeated axes. No dispatch.
 ///
 /// # Errors
-/// [`Error::ShapeMismatch`] when the shapes do not broadcast;
-/// [`Error::DeviceMismatch`].
+/// [`Error::DeviceMismatch`]; [`Error::ShapeMismatch`] when the shapes do
+/// not broadcast.
 #[track_caller]
 pub fn broadcast_arrays(arrays: &[&Array]) -> Result<Vec<Array>> {
     let Some(first) = arrays.first() else {
         return Ok(Vec::new());
     };
+    for a in &arrays[1..] {
+        super::same_device("broadcast_arrays", first, a)?;
+    }
     let mut shape = first.shape().to_vec();
     for a in &arrays[1..] {
-        super::same_device(first, a)?;
         shape = broadcast_shapes("broadcast_arrays", &shape, a.shape())?;
     }
     let mut out = Vec::with_capacity(arrays.len());

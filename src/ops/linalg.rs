@@ -11,7 +11,7 @@
 
 use crate::ops::elementwise::promote_types;
 use crate::ops::reduce::Axes;
-use crate::shape::normalize_axis;
+use crate::shape::{check_shape, normalize_axis};
 use crate::{Array, DType, Error, Result};
 
 /// Which axes [`Array::tensordot`] contracts (NumPy's `axes`): a count
@@ -51,10 +51,12 @@ impl Array {
     /// (exact products, no GEMM rounding); any dtype.
     ///
     /// # Errors
-    /// [`Error::DeviceMismatch`].
+    /// [`Error::DeviceMismatch`]; [`Error::TooLarge`] for an element count
+    /// past `usize`.
     #[track_caller]
     pub fn outer(&self, other: &Array) -> Result<Array> {
-        super::same_device(self, other)?;
+        super::same_device("outer", self, other)?;
+        check_shape("outer", &[self.size(), other.size()])?;
         let a = self.ravel().reshape_to(&[self.size(), 1]);
         let b = other.ravel().reshape_to(&[1, other.size()]);
         &a * &b
@@ -67,13 +69,14 @@ impl Array {
     /// floats (the transposed `b` is read through its strides).
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] when the last axes differ in length;
-    /// [`Error::DeviceMismatch`]; as [`Array::matmul`] for float dtypes
-    /// other than those listed there (none today).
+    /// [`Error::DeviceMismatch`]; [`Error::ShapeMismatch`] when the last
+    /// axes differ in length; [`Error::TooLarge`] for a result of more than
+    /// [`crate::shape::MAX_DIMS`] dimensions; as [`Array::matmul`] for float
+    /// dtypes other than those listed there (none today).
     #[track_caller]
     pub fn inner(&self, other: &Array) -> Result<Array> {
         if self.ndim() == 0 || other.ndim() == 0 {
-            super::same_device(self, other)?;
+            super::same_device("inner", self, other)?;
             return self * other;
         }
         self.tensordot_named("inner", other, TensordotAxes::Pairs(vec![-1], vec![-1]))
@@ -98,10 +101,11 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a count larger than either rank,
-    /// pairs of different lengths or an axis contracted twice;
-    /// [`Error::InvalidAxis`]; [`Error::ShapeMismatch`] when paired axes
-    /// differ in length; [`Error::DeviceMismatch`].
+    /// [`Error::DeviceMismatch`]; [`Error::InvalidArgument`] for a count
+    /// larger than either rank, pairs of different lengths or an axis
+    /// contracted twice; [`Error::InvalidAxis`]; [`Error::ShapeMismatch`]
+    /// when paired axes differ in length; [`Error::TooLarge`] for a result
+    /// of more than [`crate::shape::MAX_DIMS`] dimensions.
     #[track_caller]
     pub fn tensordot(&self, other: &Array, axes: impl Into<TensordotAxes>) -> Result<Array> {
         self.tensordot_named("tensordot", other, axes.into())
@@ -114,7 +118,7 @@ impl Array {
         other: &Array,
         axes: TensordotAxes,
     ) -> Result<Array> {
-        super::same_device(self, other)?;
+        super::same_device(op, self, other)?;
         let (na, nb) = (self.ndim(), other.ndim());
         let (ca, cb): (Vec<usize>, Vec<usize>) = match axes {
             TensordotAxes::Count(n) => {
@@ -133,11 +137,11 @@ impl Array {
                 }
                 let a = a
                     .iter()
-                    .map(|&x| normalize_axis(x, na))
+                    .map(|&x| normalize_axis(op, x, na))
                     .collect::<Result<Vec<_>>>()?;
                 let b = b
                     .iter()
-                    .map(|&x| normalize_axis(x, nb))
+                    .map(|&x| normalize_axis(op, x, nb))
                     .collect::<Result<Vec<_>>>()?;
                 (a, b)
             }
@@ -170,6 +174,7 @@ impl Array {
         let n: usize = free_b.iter().map(|&x| other.shape()[x]).product();
         let mut out: Vec<usize> = free_a.iter().map(|&x| self.shape()[x]).collect();
         out.extend(free_b.iter().map(|&x| other.shape()[x]));
+        check_shape(op, &out)?;
 
         let t = promote_types(self.dtype(), other.dtype());
         let order_a: Vec<isize> = free_a.iter().chain(&ca).map(|&x| x as isize).collect();
@@ -183,7 +188,7 @@ impl Array {
             p.sum(Axes::from(-1isize), false)?.astype(t)?
         } else if k == 0 {
             // An empty sum: zeros (the GEMM is not asked to run with K = 0).
-            Array::zeros(&[m, n], t, self.device())
+            Array::zeros(&[m, n], t, self.device())?
         } else {
             let f16_gemm = self
                 .device()
