@@ -435,7 +435,7 @@ impl Array {
     /// truncate toward zero). Computed on the host and uploaded at the call.
     ///
     /// An infinite `step` gives `[start]` when it points from `start`
-    /// towards `stop`, else an empty array, as NumPy (since 1.15).
+    /// towards `stop`, else an empty array, as NumPy (since 1.15) and MLX.
     ///
     /// Differs from NumPy and MLX on purpose: with an integer `dtype` and a
     /// fractional `start` or `step`, each value is `start + i * step`
@@ -629,32 +629,11 @@ impl Array {
     /// the dense bytes are copied to a staging buffer and mapped.
     #[track_caller]
     pub(crate) fn read_mapped<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
-        // No loss probe when nothing is pending: the read-back's own
-        // submission tells.
-        crate::graph::eval::evaluate(&[self])?;
-        let nbytes = self.nbytes();
-        if nbytes == 0 {
-            self.device().probe_lost()?;
+        let Some((storage, _copy)) = self.dense_storage()? else {
             return Ok(f(&[]));
-        }
-        let storage = self.inner.storage()?;
-        let elem = self.dtype().size_in_bytes();
-        let aligned = crate::shape::is_contiguous(self.shape(), &storage.strides)
-            && (storage.offset * elem).is_multiple_of(4);
-        let (storage, _copy) = if aligned {
-            (storage, None)
-        } else {
-            let copy = Array::from_node(
-                self.device(),
-                Primitive::Elementwise(ElementwiseOp::Copy),
-                vec![self.clone()],
-                vec![(self.shape().to_vec(), self.dtype())],
-            )
-            .pop()
-            .expect("one output");
-            crate::graph::eval::evaluate(&[&copy])?;
-            (copy.inner.storage()?, Some(copy))
         };
+        let nbytes = self.nbytes();
+        let elem = self.dtype().size_in_bytes();
         let device = self.device();
         let dev = &device.inner;
         let origin = device.origin(|| "read-back");
@@ -670,6 +649,39 @@ impl Array {
                 |b| f(&b[..nbytes]),
             )
         })
+    }
+
+    /// Evaluate, and return a storage holding the elements densely in
+    /// row-major order from a word-aligned offset, for a read-back: this
+    /// array's own, or that of a `Copy` of it (returned too: it holds the
+    /// buffer), evaluated like any other node. `None` for an empty array
+    /// (after checking the device, since nothing else will).
+    #[track_caller]
+    pub(crate) fn dense_storage(&self) -> Result<Option<(Storage, Option<Array>)>> {
+        // No loss probe when nothing is pending: the read-back's own
+        // submission tells.
+        crate::graph::eval::evaluate(&[self])?;
+        if self.nbytes() == 0 {
+            self.device().probe_lost()?;
+            return Ok(None);
+        }
+        let storage = self.inner.storage()?;
+        let elem = self.dtype().size_in_bytes();
+        let aligned = crate::shape::is_contiguous(self.shape(), &storage.strides)
+            && (storage.offset * elem).is_multiple_of(4);
+        if aligned {
+            return Ok(Some((storage, None)));
+        }
+        let copy = Array::from_node(
+            self.device(),
+            Primitive::Elementwise(ElementwiseOp::Copy),
+            vec![self.clone()],
+            vec![(self.shape().to_vec(), self.dtype())],
+        )
+        .pop()
+        .expect("one output");
+        crate::graph::eval::evaluate(&[&copy])?;
+        Ok(Some((copy.inner.storage()?, Some(copy))))
     }
 
     /// The values as f64, row-major (for printing and tests).

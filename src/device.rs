@@ -282,6 +282,9 @@ pub(crate) struct DeviceInner {
     uncaptured: Arc<Mutex<Vec<String>>>,
     /// The wait limit in nanoseconds (see [`Device::set_wait_timeout`]).
     wait_timeout_ns: AtomicU64,
+    /// Polls the device for asynchronous waits (`Array::to_vec_async`,
+    /// `eval_async`); its thread starts at the first one.
+    pub(crate) poller: crate::memory::Poller,
 }
 
 /// A GPU device: one wgpu adapter, device and queue, with its buffer pool and
@@ -445,6 +448,7 @@ impl Device {
             device.clone(),
             crate::memory::default_cache_limit(limits.max_buffer_size),
         ));
+        let poller = crate::memory::Poller::new(device.clone());
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 id: {
@@ -467,6 +471,7 @@ impl Device {
                 lost,
                 uncaptured,
                 wait_timeout_ns: AtomicU64::new(DEFAULT_WAIT_TIMEOUT.as_nanos() as u64),
+                poller,
             }),
         })
     }
@@ -686,6 +691,16 @@ impl Device {
     /// Graph nodes alive on this device: for lifetime tests.
     pub fn live_nodes(&self) -> u64 {
         self.inner.live_nodes.load(Ordering::SeqCst)
+    }
+
+    /// wgpu callbacks that asynchronous waits registered and that have not
+    /// run yet: a read-back future's buffer map ([`crate::Array::to_vec_async`]),
+    /// an eval future's work-done callback ([`crate::eval_async`]). A
+    /// dropped read-back future cancels its map, so this goes back at once;
+    /// a dropped eval future's callback runs when the GPU finishes. For
+    /// lifetime tests: 0 when nothing is pending.
+    pub fn pending_callbacks(&self) -> u64 {
+        self.inner.poller.outstanding()
     }
 
     /// Kernel dispatches submitted on this device so far (each eval submits

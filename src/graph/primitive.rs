@@ -129,12 +129,35 @@ pub(crate) enum UnaryOp {
     LogicalNot,
     /// `~x` on integers (NumPy `bitwise_invert`; bool uses LogicalNot).
     BitwiseInvert,
+    Log2,
+    Log10,
+    Tan,
+    Sinh,
+    Cosh,
+    Arcsin,
+    Arccos,
+    Arctan,
+    Arcsinh,
+    Arccosh,
+    Arctanh,
+    /// Inverse error function (Giles 2010).
+    Erfinv,
+    /// Radians to degrees: `x * (180 / pi)`.
+    Degrees,
+    /// Degrees to radians: `x * (pi / 180)`.
+    Radians,
+    /// Predicates on float bits, bool results.
+    IsNan,
+    IsInf,
+    IsFinite,
+    IsPosInf,
+    IsNegInf,
 }
 
 impl UnaryOp {
     /// Every unary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [UnaryOp; 25] = [
+    pub(crate) const ALL: [UnaryOp; 44] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
@@ -160,6 +183,25 @@ impl UnaryOp {
         UnaryOp::Round,
         UnaryOp::LogicalNot,
         UnaryOp::BitwiseInvert,
+        UnaryOp::Log2,
+        UnaryOp::Log10,
+        UnaryOp::Tan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Arcsin,
+        UnaryOp::Arccos,
+        UnaryOp::Arctan,
+        UnaryOp::Arcsinh,
+        UnaryOp::Arccosh,
+        UnaryOp::Arctanh,
+        UnaryOp::Erfinv,
+        UnaryOp::Degrees,
+        UnaryOp::Radians,
+        UnaryOp::IsNan,
+        UnaryOp::IsInf,
+        UnaryOp::IsFinite,
+        UnaryOp::IsPosInf,
+        UnaryOp::IsNegInf,
     ];
 
     /// The output dtype on an input of dtype `d`, or `None` when the op
@@ -246,12 +288,16 @@ pub(crate) enum BinaryOp {
     /// NumPy `right_shift` (arithmetic for signed integers): 0, or -1 for a
     /// negative value, for counts at or past the dtype's width.
     RightShift,
+    /// `log(e^a + e^b)`; float only (the ops layer casts integers to f32).
+    LogAddExp,
+    /// `atan2(a, b)`, the angle of the point `(b, a)`; float only.
+    Arctan2,
 }
 
 impl BinaryOp {
     /// Every binary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [BinaryOp; 22] = [
+    pub(crate) const ALL: [BinaryOp; 24] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -274,6 +320,8 @@ impl BinaryOp {
         BinaryOp::BitwiseXor,
         BinaryOp::LeftShift,
         BinaryOp::RightShift,
+        BinaryOp::LogAddExp,
+        BinaryOp::Arctan2,
     ];
 
     /// NumPy's name for the op.
@@ -301,6 +349,8 @@ impl BinaryOp {
             BinaryOp::BitwiseXor => "bitwise_xor",
             BinaryOp::LeftShift => "left_shift",
             BinaryOp::RightShift => "right_shift",
+            BinaryOp::LogAddExp => "logaddexp",
+            BinaryOp::Arctan2 => "arctan2",
         }
     }
 
@@ -456,6 +506,23 @@ pub(crate) enum Distribution {
     Uniform { low: f32, scale: f32, max: f32 },
     /// `mean + std * z`, `z` standard normal by Box-Muller.
     Normal { mean: f32, std: f32 },
+    /// `low + floor(w * range / 2^64)` (wrapping u32 arithmetic) from 64
+    /// random bits `w` per element; `range` 0 stands for 2^32.
+    Integer { low: u32, range: u32 },
+    /// `loc - scale * sign(w) * log(1 - |w|)`, `w` uniform in (-1, 1).
+    Laplace { loc: f32, scale: f32 },
+    /// Standard Gumbel: `-log(-log(u))`, `u` uniform in (0, 1).
+    Gumbel,
+    /// The normal CDF inverted over `[u0, u0 + du]` of `u` (`tail` 0:
+    /// `u` is `erf(x / sqrt 2)`; 1: `u` is `erfc(x / sqrt 2)`, the upper
+    /// tail; 2: the upper tail negated), clamped to `[lo, hi]`.
+    TruncatedNormal {
+        u0: f32,
+        du: f32,
+        lo: f32,
+        hi: f32,
+        tail: u32,
+    },
 }
 
 impl Primitive {
@@ -487,6 +554,10 @@ impl Primitive {
                 Distribution::Bits => "random::bits",
                 Distribution::Uniform { .. } => "random::uniform",
                 Distribution::Normal { .. } => "random::normal",
+                Distribution::Integer { .. } => "random::randint",
+                Distribution::Laplace { .. } => "random::laplace",
+                Distribution::Gumbel => "random::gumbel",
+                Distribution::TruncatedNormal { .. } => "random::truncated_normal",
             },
             Primitive::Concatenate { .. } => "concatenate",
             Primitive::TopK { .. } => "topk",
@@ -525,6 +596,25 @@ impl UnaryOp {
             UnaryOp::Round => "round",
             UnaryOp::LogicalNot => "logical_not",
             UnaryOp::BitwiseInvert => "bitwise_invert",
+            UnaryOp::Log2 => "log2",
+            UnaryOp::Log10 => "log10",
+            UnaryOp::Tan => "tan",
+            UnaryOp::Sinh => "sinh",
+            UnaryOp::Cosh => "cosh",
+            UnaryOp::Arcsin => "arcsin",
+            UnaryOp::Arccos => "arccos",
+            UnaryOp::Arctan => "arctan",
+            UnaryOp::Arcsinh => "arcsinh",
+            UnaryOp::Arccosh => "arccosh",
+            UnaryOp::Arctanh => "arctanh",
+            UnaryOp::Erfinv => "erfinv",
+            UnaryOp::Degrees => "degrees",
+            UnaryOp::Radians => "radians",
+            UnaryOp::IsNan => "isnan",
+            UnaryOp::IsInf => "isinf",
+            UnaryOp::IsFinite => "isfinite",
+            UnaryOp::IsPosInf => "isposinf",
+            UnaryOp::IsNegInf => "isneginf",
         }
     }
 }

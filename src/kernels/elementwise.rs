@@ -51,6 +51,43 @@ impl UnaryOp {
             // Integers only (bool inverts as logical_not, see ops): the
             // encode to the dtype's width keeps the low bits.
             UnaryOp::BitwiseInvert => "~x0".to_string(),
+            UnaryOp::Log2 => "log2_f(x0)".to_string(),
+            UnaryOp::Log10 => "log10_f(x0)".to_string(),
+            UnaryOp::Tan => "tan_f(x0)".to_string(),
+            UnaryOp::Sinh => "sinh_f(x0)".to_string(),
+            UnaryOp::Cosh => "cosh_f(x0)".to_string(),
+            UnaryOp::Arcsin => "asin_f(x0)".to_string(),
+            UnaryOp::Arccos => "acos_f(x0)".to_string(),
+            UnaryOp::Arctan => "atan_f(x0)".to_string(),
+            UnaryOp::Arcsinh => "asinh_f(x0)".to_string(),
+            UnaryOp::Arccosh => "acosh_f(x0)".to_string(),
+            UnaryOp::Arctanh => "atanh_f(x0)".to_string(),
+            UnaryOp::Erfinv => "erfinv_f(x0)".to_string(),
+            // 180 / pi and pi / 180, correctly rounded to f32.
+            UnaryOp::Degrees => "x0 * 57.295779513082321".to_string(),
+            UnaryOp::Radians => "x0 * 0.017453292519943295".to_string(),
+            // Tests on the bits (f32 compute type: every float dtype).
+            UnaryOp::IsNan => return ("select(0u, 1u, is_nan(x0))".into(), "u32"),
+            UnaryOp::IsInf => {
+                let e = "select(0u, 1u, (bitcast<u32>(x0) & 0x7fffffffu) == 0x7f800000u)";
+                return (e.into(), "u32");
+            }
+            UnaryOp::IsFinite => {
+                let e = "select(0u, 1u, (bitcast<u32>(x0) & 0x7f800000u) != 0x7f800000u)";
+                return (e.into(), "u32");
+            }
+            UnaryOp::IsPosInf => {
+                return (
+                    "select(0u, 1u, bitcast<u32>(x0) == 0x7f800000u)".into(),
+                    "u32",
+                );
+            }
+            UnaryOp::IsNegInf => {
+                return (
+                    "select(0u, 1u, bitcast<u32>(x0) == 0xff800000u)".into(),
+                    "u32",
+                );
+            }
         };
         (f, ct)
     }
@@ -132,6 +169,12 @@ impl BinaryOp {
                 format!("select({ct}(0), x0 >> {count}, {count} < {w}u)"),
                 ct,
             ),
+            // Float only: the ops layer casts integers to f32 first, and
+            // any other compute type converts here.
+            BinaryOp::LogAddExp if ct == "f32" => ("logaddexp_f(x0, x1)".into(), ct),
+            BinaryOp::LogAddExp => ("logaddexp_f(f32(x0), f32(x1))".into(), "f32"),
+            BinaryOp::Arctan2 if ct == "f32" => ("atan2_f(x0, x1)".into(), ct),
+            BinaryOp::Arctan2 => ("atan2_f(f32(x0), f32(x1))".into(), "f32"),
         }
     }
 }

@@ -330,6 +330,44 @@ unary_fns! {
     /// `~x`: every bit flipped, in the dtype's own width (NumPy
     /// `bitwise_invert`); integers and bool (where it is `logical_not`).
     bitwise_invert => UnaryOp::BitwiseInvert;
+    /// Base-2 logarithm (NumPy `log2`): musl's `log2f` (after fdlibm),
+    /// within 1 ulp; -inf at 0, NaN below.
+    log2 => UnaryOp::Log2;
+    /// Base-10 logarithm (NumPy `log10`): musl's `log10f`, within 1 ulp.
+    log10 => UnaryOp::Log10;
+    /// Tangent (radians; NumPy `tan`), within 2 ulp for every finite f32:
+    /// an exact reduction by pi/2 (Payne-Hanek) and fdlibm's `__kernel_tan`.
+    tan => UnaryOp::Tan;
+    /// Hyperbolic sine (NumPy `sinh`; musl's `sinhf`), within 2 ulp.
+    sinh => UnaryOp::Sinh;
+    /// Hyperbolic cosine (NumPy `cosh`; musl's `coshf`), within 2 ulp.
+    cosh => UnaryOp::Cosh;
+    /// Inverse sine in [-pi/2, pi/2], NaN outside [-1, 1] (NumPy `arcsin`;
+    /// musl's `asinf`, float only), within 1 ulp.
+    arcsin => UnaryOp::Arcsin;
+    /// Inverse cosine in [0, pi], NaN outside [-1, 1] (NumPy `arccos`;
+    /// musl's `acosf`), within 1 ulp.
+    arccos => UnaryOp::Arccos;
+    /// Inverse tangent in [-pi/2, pi/2] (NumPy `arctan`; musl's `atanf`),
+    /// within 1 ulp.
+    arctan => UnaryOp::Arctan;
+    /// Inverse hyperbolic sine (NumPy `arcsinh`; musl's `asinhf`), within 2 ulp.
+    arcsinh => UnaryOp::Arcsinh;
+    /// Inverse hyperbolic cosine, NaN below 1 (NumPy `arccosh`; musl's
+    /// `acoshf`), within 2 ulp.
+    arccosh => UnaryOp::Arccosh;
+    /// Inverse hyperbolic tangent, +-inf at +-1, NaN beyond (NumPy
+    /// `arctanh`; musl's `atanhf`), within 2 ulp.
+    arctanh => UnaryOp::Arctanh;
+    /// Inverse error function on [-1, 1], +-inf at +-1, NaN beyond (SciPy
+    /// `erfinv`, MLX `erfinv`): Giles, "Approximating the erfinv function"
+    /// (GPU Computing Gems, 2011), single precision, within 4 ulp.
+    erfinv => UnaryOp::Erfinv;
+    /// Radians to degrees, `x * (180 / pi)` with the constant correctly
+    /// rounded to f32 (NumPy `degrees`).
+    degrees => UnaryOp::Degrees;
+    /// Degrees to radians, `x * (pi / 180)` (NumPy `radians`).
+    radians => UnaryOp::Radians;
 }
 
 macro_rules! binary_fns {
@@ -433,7 +471,12 @@ pub fn where_(cond: &Array, a: impl Operand, b: impl Operand) -> Result<Array> {
 /// from it and becomes a lazy 0-d constant on its device; two scalars take
 /// their own types' dtypes, on `device`.
 #[track_caller]
-fn pair(op: &'static str, a: Arg, b: Arg, device: &crate::Device) -> Result<(Array, Array)> {
+pub(crate) fn pair(
+    op: &'static str,
+    a: Arg,
+    b: Arg,
+    device: &crate::Device,
+) -> Result<(Array, Array)> {
     let like = match (&a, &b) {
         (Arg::Array(x), _) | (_, Arg::Array(x)) => Some(x.dtype()),
         _ => None,
@@ -564,6 +607,117 @@ impl std::ops::Not for Array {
     #[track_caller]
     fn not(self) -> Result<Array> {
         self.bitwise_invert()
+    }
+}
+
+impl Array {
+    /// A predicate on float values (bool result); integer and bool input
+    /// give `on_integers` everywhere, as a lazy constant (no kernel).
+    #[track_caller]
+    fn float_predicate(&self, op: UnaryOp, on_integers: bool) -> Result<Array> {
+        if !self.dtype().is_float() {
+            return Array::full(self.shape(), on_integers, DType::Bool, self.device());
+        }
+        Array::elementwise(ElementwiseOp::Unary(op), op.name(), &[self], DType::Bool)
+    }
+
+    /// Whether each element is NaN, as bool (NumPy `isnan`), tested on the
+    /// bits (drivers may assume no NaN in float comparisons). Any dtype:
+    /// integers and bool are never NaN (a constant, no kernel).
+    ///
+    /// # Errors
+    /// None today; `Result` so that every op composes with `?`.
+    #[track_caller]
+    pub fn isnan(&self) -> Result<Array> {
+        self.float_predicate(UnaryOp::IsNan, false)
+    }
+
+    /// Whether each element is +inf or -inf, as bool (NumPy `isinf`), on
+    /// the bits. Integers and bool: all false.
+    ///
+    /// # Errors
+    /// None today.
+    #[track_caller]
+    pub fn isinf(&self) -> Result<Array> {
+        self.float_predicate(UnaryOp::IsInf, false)
+    }
+
+    /// Whether each element is neither NaN nor infinite, as bool (NumPy
+    /// `isfinite`), on the bits. Integers and bool: all true.
+    ///
+    /// # Errors
+    /// None today.
+    #[track_caller]
+    pub fn isfinite(&self) -> Result<Array> {
+        self.float_predicate(UnaryOp::IsFinite, true)
+    }
+
+    /// Whether each element is +inf, as bool (NumPy `isposinf`).
+    /// Integers and bool: all false.
+    ///
+    /// # Errors
+    /// None today.
+    #[track_caller]
+    pub fn isposinf(&self) -> Result<Array> {
+        self.float_predicate(UnaryOp::IsPosInf, false)
+    }
+
+    /// Whether each element is -inf, as bool (NumPy `isneginf`).
+    /// Integers and bool: all false.
+    ///
+    /// # Errors
+    /// None today.
+    #[track_caller]
+    pub fn isneginf(&self) -> Result<Array> {
+        self.float_predicate(UnaryOp::IsNegInf, false)
+    }
+
+    /// A float-only binary op: `other` an array or a weak scalar, both
+    /// operands promoted, then integers and bool taken to f32 (as `divide`
+    /// does).
+    #[track_caller]
+    fn float_binary(&self, other: impl Operand, op: BinaryOp) -> Result<Array> {
+        let name = op.name();
+        let (a, b) = pair(
+            name,
+            Arg::Array(self.clone()),
+            other.into_arg(),
+            self.device(),
+        )?;
+        broadcast_all(name, &[&a, &b])?;
+        let t = promote_types(a.dtype(), b.dtype());
+        let t = if t.is_float() { t } else { DType::F32 };
+        a.astype(t)?.binary_arrays(&b.astype(t)?, op)
+    }
+
+    /// `log(e^self + e^other)` without overflow (NumPy `logaddexp`, MLX
+    /// `logaddexp`): equal arguments give `self + ln 2` (so two infinities
+    /// of one sign stay infinite), otherwise `max + log1p(e^-|self -
+    /// other|)` with musl's `expf` and `log1pf` (NumPy's
+    /// `npy_logaddexpf`); NaN propagates. Shapes broadcast; integers and
+    /// bool compute in f32, f16 and bf16 in f32 and round once.
+    ///
+    /// `other` is an array or a weak scalar ([`crate::Operand`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::DeviceMismatch`]; [`crate::Error::ShapeMismatch`]
+    /// when the shapes do not broadcast; [`crate::Error::InvalidArgument`]
+    /// for an integer scalar the array's integer dtype cannot hold.
+    #[track_caller]
+    pub fn logaddexp(&self, other: impl Operand) -> Result<Array> {
+        self.float_binary(other, BinaryOp::LogAddExp)
+    }
+
+    /// The angle of the point `(other, self)` in radians, in [-pi, pi]
+    /// (NumPy `arctan2(y, x)` with `self` as `y`; musl's `atan2f`, with
+    /// C99's signed zeros and infinities), within 2 ulp. Shapes broadcast;
+    /// integers and bool compute in f32.
+    ///
+    /// # Errors
+    /// As [`Array::logaddexp`].
+    #[track_caller]
+    pub fn arctan2(&self, other: impl Operand) -> Result<Array> {
+        self.float_binary(other, BinaryOp::Arctan2)
     }
 }
 

@@ -2,8 +2,11 @@
 //! (shapes, dtypes, devices) and records a node; nothing runs until eval.
 
 pub mod bits;
+pub mod checks;
 pub mod concat;
+pub mod creation;
 pub mod elementwise;
+pub mod linalg;
 pub mod matmul;
 pub mod nn;
 pub mod reduce;

@@ -337,7 +337,7 @@ impl Array {
         match axis {
             Some(a) => self.reduce1(name, op, Axes::from(a), keepdims),
             None => {
-                let flat = self.flatten().reduce1(name, op, Axes::All, false)?;
+                let flat = self.ravel().reduce1(name, op, Axes::All, false)?;
                 if keepdims {
                     Ok(flat.reshape_to(&vec![1; self.ndim()]))
                 } else {

@@ -196,10 +196,47 @@ impl Array {
         self.view_node(View::Reshape, shape.to_vec())
     }
 
-    /// A 1-D view of all elements (NumPy `ravel`/`flatten`, without the copy).
+    /// A 1-D array of all elements in row-major order (NumPy `ravel`): a
+    /// view when the strides allow, else one copy on eval.
     #[track_caller]
-    pub fn flatten(&self) -> Array {
+    pub fn ravel(&self) -> Array {
         self.reshape_to(&[self.size()])
+    }
+
+    /// Axes `start_axis ..= end_axis` merged into one (MLX `flatten(a,
+    /// start_axis, end_axis)`, PyTorch `flatten`; NumPy's `flatten` is
+    /// `x.flatten(0, -1)`, or [`Array::ravel`]). Negative axes count from
+    /// the end; a 0-d array becomes shape `[1]`. A view when the strides
+    /// allow, else one copy on eval.
+    ///
+    /// # Errors
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] when `start_axis`
+    /// comes after `end_axis`.
+    #[track_caller]
+    pub fn flatten(&self, start_axis: isize, end_axis: isize) -> Result<Array> {
+        if self.ndim() == 0 {
+            // MLX: a scalar flattens to one element; its only axes are 0
+            // and -1 of the (virtual) 1-D result.
+            normalize_axis("flatten", start_axis, 1)?;
+            normalize_axis("flatten", end_axis, 1)?;
+            return Ok(self.reshape_to(&[1]));
+        }
+        let (start, end) = (
+            normalize_axis("flatten", start_axis, self.ndim())?,
+            normalize_axis("flatten", end_axis, self.ndim())?,
+        );
+        if start > end {
+            return Err(Error::InvalidArgument(format!(
+                "flatten: start_axis {start_axis} comes after end_axis {end_axis} \
+                 for an array of {} dimensions",
+                self.ndim()
+            )));
+        }
+        let s = self.shape();
+        let mut shape = s[..start].to_vec();
+        shape.push(s[start..=end].iter().product());
+        shape.extend_from_slice(&s[end + 1..]);
+        Ok(self.reshape_to(&shape))
     }
 
     /// Axes in the order `axes` gives (NumPy `transpose(x, axes)`), a view.
@@ -249,6 +286,23 @@ impl Array {
         self.permute(&axes)
     }
 
+    /// Axis `source` moved to position `destination`, the others keeping
+    /// their order (NumPy/MLX `moveaxis`), a view.
+    ///
+    /// # Errors
+    /// [`Error::InvalidAxis`] for either axis.
+    #[track_caller]
+    pub fn moveaxis(&self, source: isize, destination: isize) -> Result<Array> {
+        let nd = self.ndim();
+        let (src, dst) = (
+            normalize_axis("moveaxis", source, nd)?,
+            normalize_axis("moveaxis", destination, nd)?,
+        );
+        let mut axes: Vec<isize> = (0..nd as isize).filter(|&a| a != src as isize).collect();
+        axes.insert(dst, src as isize);
+        self.permute(&axes)
+    }
+
     /// This array repeated along new or length-1 axes to `shape` (NumPy
     /// `broadcast_to`), a view with stride 0 where repeated.
     ///
@@ -273,16 +327,47 @@ impl Array {
         Ok(self.view_node(View::Broadcast, shape.to_vec()))
     }
 
-    /// A new axis of length 1 at `axis` (NumPy `expand_dims`; negative
-    /// counts from the end of the result), a view.
+    /// New axes of length 1 at `axes`, positions in the result (NumPy/MLX
+    /// `expand_dims`; `x.expand_dims(0)`, `x.expand_dims([0, -1])`);
+    /// negative positions count from the end of the result, whose rank is
+    /// this array's plus the number of axes. A view.
     ///
     /// # Errors
-    /// [`Error::InvalidAxis`]; [`Error::TooLarge`] for a ninth dimension.
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for a repeated
+    /// position or [`Axes::All`]; [`Error::TooLarge`] for a result of more
+    /// than [`crate::shape::MAX_DIMS`] dimensions.
     #[track_caller]
-    pub fn expand_dims(&self, axis: isize) -> Result<Array> {
-        let a = normalize_axis("expand_dims", axis, self.ndim() + 1)?;
-        let mut shape = self.shape().to_vec();
-        shape.insert(a, 1);
+    pub fn expand_dims(&self, axes: impl Into<Axes>) -> Result<Array> {
+        let axes = match axes.into() {
+            Axes::These(a) => a,
+            Axes::All => {
+                return Err(Error::InvalidArgument(
+                    "expand_dims: `axes` is Axes::All; it needs the positions of the new axes"
+                        .into(),
+                ));
+            }
+        };
+        let nd = self.ndim() + axes.len();
+        let mut new: Vec<usize> = axes
+            .iter()
+            .map(|&a| normalize_axis("expand_dims", a, nd))
+            .collect::<Result<_>>()?;
+        new.sort_unstable();
+        if new.windows(2).any(|w| w[0] == w[1]) {
+            return Err(Error::InvalidArgument(format!(
+                "expand_dims: `axes` {axes:?} repeat a position"
+            )));
+        }
+        let mut rest = self.shape().iter();
+        let shape: Vec<usize> = (0..nd)
+            .map(|a| {
+                if new.binary_search(&a).is_ok() {
+                    1
+                } else {
+                    *rest.next().expect("one length per remaining axis")
+                }
+            })
+            .collect();
         check_shape("expand_dims", &shape)?;
         Ok(self.reshape_to(&shape))
     }
@@ -396,7 +481,7 @@ impl Array {
             });
         }
         let (x, axis) = match axis {
-            None => (self.flatten(), 0),
+            None => (self.ravel(), 0),
             Some(a) => (self.clone(), a),
         };
         Ok(Array::from_node(
