@@ -42,6 +42,16 @@ pub(crate) enum Primitive {
     /// The `k` largest elements along `axis` (`k <= MAX_TOPK`), sorted:
     /// values and u32 indices.
     TopK { axis: usize, k: usize },
+    /// A scan along `axis` with `op` (`Sum`, `Prod`, `Max` or `Min` of
+    /// [`ReduceOp`]): output `i` combines the elements before it
+    /// (`inclusive`: up to and with it), walking from the end when
+    /// `reverse`. Floats accumulate in f32.
+    Scan {
+        op: ReduceOp,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+    },
 }
 
 /// How a view maps its input's layout to its output's.
@@ -385,6 +395,12 @@ impl Primitive {
             },
             Primitive::Concatenate { .. } => "concatenate",
             Primitive::TopK { .. } => "topk",
+            Primitive::Scan { op, .. } => match op {
+                ReduceOp::Prod => "cumprod",
+                ReduceOp::Max => "cummax",
+                ReduceOp::Min => "cummin",
+                _ => "cumsum",
+            },
         }
     }
 }

@@ -152,7 +152,7 @@ fn truthy(x: &str, ct: &str) -> String {
 }
 
 /// The output bits of `r` (of compute type `ct`) as dtype `d`.
-fn encode(d: DType, r: &str, ct: &str) -> String {
+pub(crate) fn encode(d: DType, r: &str, ct: &str) -> String {
     match d {
         DType::Bool => format!("select(0u, 1u, {})", truthy(r, ct)),
         _ => {

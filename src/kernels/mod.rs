@@ -9,6 +9,7 @@
 //! override constants in WGSL, and one source per family keeps kernels that
 //! differ by a constant from being copied.
 
+pub(crate) mod bits;
 pub(crate) mod concat;
 pub(crate) mod elementwise;
 pub(crate) mod matmul;
@@ -16,6 +17,7 @@ pub(crate) mod matmul;
 mod portability;
 pub(crate) mod random;
 pub(crate) mod reduce;
+pub(crate) mod scan;
 pub(crate) mod topk;
 
 use std::collections::HashMap;
@@ -131,6 +133,8 @@ const CONVERT: &str = include_str!("../../wgsl/convert.wgsl");
 const MATH: &str = include_str!("../../wgsl/math.wgsl");
 /// Straight-line index unravelling (reduce, topk).
 pub(crate) const UNRAVEL: &str = include_str!("../../wgsl/unravel.wgsl");
+/// Order keys of element bits (topk, sort).
+pub(crate) const ORDER: &str = include_str!("../../wgsl/order.wgsl");
 
 /// Every elementwise op; bindings generated per specialisation.
 pub(crate) static ELEMENTWISE: Kernel = Kernel {
@@ -200,6 +204,7 @@ pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     specs.extend(random::specs());
     specs.extend(concat::specs());
     specs.extend(topk::specs());
+    specs.extend(scan::specs());
     specs.push(FILL.spec(&[("CONTIGUOUS", "true")]));
     // Ops that share an expression on some dtype (floor of an integer is
     // the identity, like a cast) share a specialisation.

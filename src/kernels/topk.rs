@@ -1,6 +1,7 @@
 //! The top-k kernel (wgsl/topk.wgsl): values and indices of the k largest
 //! elements along an axis, both written by one dispatch.
 
+use super::bits::{order_key, store_element};
 use super::elementwise::element_bits;
 use super::{Context, Dispatch, Kernel, Operand, Params, Spec, WORKGROUP};
 use crate::graph::primitive::MAX_TOPK;
@@ -9,7 +10,7 @@ use crate::{DType, Error, Result};
 /// Top-k along an axis; two outputs (values, u32 indices).
 pub(crate) static TOPK: Kernel = Kernel {
     name: "topk",
-    prelude: &[super::UNRAVEL],
+    prelude: &[super::UNRAVEL, super::ORDER],
     source: include_str!("../../wgsl/topk.wgsl"),
     reads: 1,
     writes: 2,
@@ -28,26 +29,9 @@ fn row_mode(len: usize) -> bool {
 
 /// The specialisation for rows of `dtype`, lists of `kmax` and `row` mode.
 pub(crate) fn spec(dtype: DType, kmax: usize, row: bool) -> (Spec, &'static Kernel) {
-    let two = dtype.size_in_bytes() == 2;
-    let raw = element_bits(dtype, "x");
-    let key = match dtype {
-        DType::F32 => "float_key(b, 0x80000000u, 0x7f800000u)",
-        DType::F16 => "float_key(b, 0x8000u, 0x7c00u)",
-        DType::BF16 => "float_key(b, 0x8000u, 0x7f80u)",
-        DType::I32 => "b ^ 0x80000000u",
-        DType::U32 | DType::Bool => "b",
-    };
-    let key = format!("    let b = {raw};\n    return {key};");
-    let bits = format!("    return {raw};");
-    let (vals_type, store) = if two {
-        (
-            "atomic<u32>",
-            "    let w = q >> 1u;\n    let sh = (q & 1u) * 16u;\n    \
-             atomicAnd(&vals[w], ~(0xffffu << sh));\n    atomicOr(&vals[w], v << sh);",
-        )
-    } else {
-        ("u32", "    vals[q] = v;")
-    };
+    let key = order_key(dtype, "x");
+    let bits = format!("    return {};", element_bits(dtype, "x"));
+    let (vals_type, store) = store_element(dtype, "vals");
     let mut insert = String::new();
     for j in 0..kmax {
         insert.push_str(&format!(
@@ -62,7 +46,7 @@ pub(crate) fn spec(dtype: DType, kmax: usize, row: bool) -> (Spec, &'static Kern
         ("KEY", &key),
         ("BITS", &bits),
         ("VALS_TYPE", vals_type),
-        ("STORE", store),
+        ("STORE", &store),
         ("INSERT", &insert),
     ])
 }

@@ -6,6 +6,7 @@ pub mod elementwise;
 pub mod matmul;
 pub mod nn;
 pub mod reduce;
+pub mod scan;
 pub mod shape;
 pub mod topk;
 

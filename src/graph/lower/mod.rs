@@ -11,6 +11,7 @@ mod elementwise;
 mod matmul;
 mod random;
 mod reduce;
+mod scan;
 mod topk;
 mod view;
 
@@ -138,5 +139,11 @@ pub(crate) fn lower(
         Primitive::Random { dist, stream } => random::random(lw, &io, *dist, *stream),
         Primitive::Concatenate { axis } => concat::concatenate(lw, &io, *axis),
         Primitive::TopK { axis, k } => topk::topk(lw, &io, *axis, *k),
+        Primitive::Scan {
+            op,
+            axis,
+            reverse,
+            inclusive,
+        } => scan::scan(lw, &io, *op, *axis, *reverse, *inclusive),
     }
 }
