@@ -237,6 +237,10 @@ pub(crate) struct DeviceInner {
     pub(crate) kernels: kernels::Context,
     pub(crate) live_arrays: AtomicU64,
     pub(crate) live_nodes: AtomicU64,
+    /// Whether eval fuses elementwise nodes (see `graph::fuse`).
+    pub(crate) fusion: AtomicBool,
+    /// Kernel dispatches submitted so far.
+    pub(crate) dispatches: AtomicU64,
     /// Whether memory history is on ([`Device::record_memory_history`]).
     pub(crate) history: AtomicBool,
     /// The arrays made while history is on, weakly (for memory snapshots).
@@ -408,6 +412,8 @@ impl Device {
                 pool,
                 live_arrays: AtomicU64::new(0),
                 live_nodes: AtomicU64::new(0),
+                fusion: AtomicBool::new(crate::graph::fuse::enabled()),
+                dispatches: AtomicU64::new(0),
                 history: AtomicBool::new(false),
                 registry: Registry::default(),
                 lost,
@@ -613,6 +619,28 @@ impl Device {
     /// Graph nodes alive on this device: for lifetime tests.
     pub fn live_nodes(&self) -> u64 {
         self.inner.live_nodes.load(Ordering::SeqCst)
+    }
+
+    /// Kernel dispatches submitted on this device so far (each eval submits
+    /// one command buffer holding its dispatches): with
+    /// [`Device::set_fusion`], a measure of what fusion saves.
+    pub fn dispatches(&self) -> u64 {
+        self.inner.dispatches.load(Ordering::SeqCst)
+    }
+
+    /// Turn fusion of elementwise nodes at eval on or off for this device;
+    /// returns the previous setting. On by default unless the environment
+    /// variable `WGARRAY_FUSION` is `0`. Off, every elementwise node is its
+    /// own kernel (constants and views still fold into its loads): for
+    /// checking a result against the unfused path. See `docs/ARCHITECTURE.md`
+    /// ("Fusion").
+    pub fn set_fusion(&self, enabled: bool) -> bool {
+        self.inner.fusion.swap(enabled, Ordering::SeqCst)
+    }
+
+    /// Whether eval fuses elementwise nodes (see [`Device::set_fusion`]).
+    pub fn fusion(&self) -> bool {
+        self.inner.fusion.load(Ordering::SeqCst)
     }
 
     /// Compute pipelines created so far (each kernel specialisation once).

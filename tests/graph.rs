@@ -71,7 +71,9 @@ fn eval_detaches_outputs_and_frees_intermediates() {
     let x = Array::from_slice(&[1.0f32; 1024], &[1024], &d).unwrap();
     let y = (&(&x + 1.0).unwrap() * 3.0).unwrap();
     assert!(!y.is_evaluated());
-    assert_eq!(d.live_nodes(), 2);
+    // The add, the multiply and their two scalars (lazy constants, which
+    // become parameter words of the kernel at eval).
+    assert_eq!(d.live_nodes(), 4);
     y.eval().unwrap();
     assert!(y.is_evaluated());
     assert_eq!(d.live_nodes(), 0);
@@ -112,7 +114,7 @@ fn split_outputs_drop_in_either_order_before_and_after_eval() {
             drop(x);
             let mut parts = h.split(2, 0).unwrap();
             drop(h);
-            assert_eq!(d.live_nodes(), 2, "the add and the split");
+            assert_eq!(d.live_nodes(), 3, "the add, its scalar and the split");
             if evaluate {
                 wgarray::eval(&[&parts[0], &parts[1]]).unwrap();
                 assert_eq!(d.live_nodes(), 0);
@@ -121,8 +123,9 @@ fn split_outputs_drop_in_either_order_before_and_after_eval() {
             let b = parts.remove(0);
             drop(a);
             if !evaluate {
-                // The survivor still holds the split node and its input.
-                assert_eq!(d.live_nodes(), 2);
+                // The survivor still holds the split node, its input and
+                // the input's scalar.
+                assert_eq!(d.live_nodes(), 3);
             }
             let want: Vec<f32> = (0..64).map(|i| i as f32 + 1.0).collect();
             let got = b.to_vec::<f32>().unwrap();

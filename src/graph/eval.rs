@@ -3,10 +3,13 @@
 //! into dispatches is `graph::lower`'s job.
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use super::Node;
+use super::fuse::{self, Group, Step};
 use super::lower::{self, Lowering};
+use super::primitive::Primitive;
 use crate::array::{Array, ArrayInner, State};
 use crate::kernels;
 use crate::{Error, Result};
@@ -84,10 +87,12 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
     let dev = &device.inner;
     let guard = dev.pool.lock_queue();
     let order = schedule(arrays);
-    let nodes = order.len();
-    if nodes == 0 {
+    let count = order.len();
+    if count == 0 {
         return Ok(0);
     }
+    let max_bindings = (dev.kernels.limits.max_storage_buffers_per_shader_stage as usize).min(8);
+    let plan = fuse::plan(&order, device.fusion(), max_bindings);
     // The outputs marked evaluated, weakly: if wgpu refuses the submission
     // they are marked lost instead.
     let mut marked: Vec<Weak<ArrayInner>> = Vec::new();
@@ -98,15 +103,31 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
             dispatches: Vec::with_capacity(order.len()),
             origin: None,
         };
+        // Nodes are let go of as soon as the plan is done with them: with
+        // their outputs detached, their inputs (and so their buffers) go
+        // back unless someone else holds them.
+        let mut nodes: Vec<Option<Arc<Node>>> = order.into_iter().map(Some).collect();
         let mut result = Ok(());
-        for node in order {
-            if let Err(e) = run_node(&mut lw, &node, &mut marked) {
+        for i in 0..nodes.len() {
+            let step = match plan.steps[i] {
+                Step::Skip => Ok(()),
+                Step::Lower => run_node(
+                    &mut lw,
+                    nodes[i].as_ref().expect("not yet released"),
+                    &mut marked,
+                ),
+                Step::Group(g) => run_group(&mut lw, &nodes, &plan.groups[g], &mut marked),
+            };
+            if let Err(e) = step {
                 result = Err(e);
                 break;
             }
-            // `node` drops here: with its outputs detached, its inputs (and
-            // so their buffers) go back unless someone else holds them.
+            for &j in &plan.release[i] {
+                nodes[j] = None;
+            }
         }
+        dev.dispatches
+            .fetch_add(lw.dispatches.len() as u64, Ordering::SeqCst);
         let index = kernels::submit(
             &dev.device,
             &dev.queue,
@@ -122,17 +143,25 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
             drop(o.set_state(State::Lost));
         }
     }
-    result.map(|()| nodes)
+    result.map(|()| count)
+}
+
+/// The live outputs of `node`.
+fn live_outputs(node: &Node) -> Vec<Option<Arc<ArrayInner>>> {
+    node.outputs
+        .get()
+        .map(|o| o.iter().map(|w| w.upgrade()).collect())
+        .unwrap_or_default()
 }
 
 /// Lower one node and detach its live outputs: each takes its buffer and
 /// lets go of the node. Each output marked evaluated is added to `marked`.
-fn run_node(lw: &mut Lowering<'_>, node: &Node, marked: &mut Vec<Weak<ArrayInner>>) -> Result<()> {
-    let outputs: Vec<Option<Arc<ArrayInner>>> = node
-        .outputs
-        .get()
-        .map(|o| o.iter().map(|w| w.upgrade()).collect())
-        .unwrap_or_default();
+fn run_node(
+    lw: &mut Lowering<'_>,
+    node: &Arc<Node>,
+    marked: &mut Vec<Weak<ArrayInner>>,
+) -> Result<()> {
+    let outputs = live_outputs(node);
     lw.origin = node.origin;
     let results = lower::lower(lw, node, &outputs)?;
     for (o, s) in outputs.iter().zip(results) {
@@ -142,4 +171,52 @@ fn run_node(lw: &mut Lowering<'_>, node: &Node, marked: &mut Vec<Weak<ArrayInner
         }
     }
     Ok(())
+}
+
+/// Run a fused group as one kernel. If its outputs do not fit in memory, run
+/// its nodes one by one instead, so that the nodes before the one that
+/// fails are evaluated, as they would be without fusion.
+fn run_group(
+    lw: &mut Lowering<'_>,
+    nodes: &[Option<Arc<Node>>],
+    group: &Group,
+    marked: &mut Vec<Weak<ArrayInner>>,
+) -> Result<()> {
+    let node = |i: usize| {
+        nodes[i]
+            .as_ref()
+            .expect("members live until their group ran")
+    };
+    let members: Vec<&Arc<Node>> = group.members.iter().map(|&i| node(i)).collect();
+    let outputs: Vec<Arc<ArrayInner>> = group
+        .outputs
+        .iter()
+        .filter_map(|&(i, k)| live_outputs(node(i)).swap_remove(k))
+        .collect();
+    // Buffers are handed out for the node the kernel runs at.
+    lw.origin = members.last().and_then(|n| n.origin);
+    match lower::program::group(lw, &members, &outputs) {
+        Ok(()) => {
+            marked.extend(outputs.iter().map(Arc::downgrade));
+            Ok(())
+        }
+        Err(Error::OutOfMemory { .. }) if group.outputs.len() + members.len() > 2 => {
+            for n in members {
+                let pending = live_outputs(n)
+                    .iter()
+                    .flatten()
+                    .any(|a| a.pending_node().is_some());
+                if pending
+                    && matches!(
+                        n.primitive,
+                        Primitive::Elementwise(_) | Primitive::Full { .. }
+                    )
+                {
+                    run_node(lw, n, marked)?;
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }

@@ -8,6 +8,7 @@
 //! and never point at each other, so no cycle can form (DESIGN.md, rule 1).
 
 pub(crate) mod eval;
+pub(crate) mod fuse;
 mod lower;
 pub(crate) mod primitive;
 

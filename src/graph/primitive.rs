@@ -95,17 +95,6 @@ pub(crate) enum ElementwiseOp {
     Where,
     /// Floored quotient and remainder of two inputs: two outputs.
     DivMod,
-    /// `x0[offset + index * axis_stride]` with `index` read from the second
-    /// input (i32 or u32; negative counts from the end, then clamped):
-    /// NumPy `take`. The lowering gives the operands gather strides.
-    Gather,
-}
-
-impl ElementwiseOp {
-    /// How many outputs the op writes.
-    pub(crate) fn outputs(self) -> usize {
-        if self == ElementwiseOp::DivMod { 2 } else { 1 }
-    }
 }
 
 /// Unary ops. Float-only ops on integer or bool input compute in f32.
@@ -375,7 +364,6 @@ impl Primitive {
                 ElementwiseOp::Binary(b) => b.name(),
                 ElementwiseOp::Where => "where",
                 ElementwiseOp::DivMod => "divmod",
-                ElementwiseOp::Gather => "take",
             },
             Primitive::Matmul { .. } => "matmul",
             Primitive::View(v) => match v {

@@ -15,6 +15,7 @@ pub(crate) mod elementwise;
 pub(crate) mod matmul;
 #[cfg(test)]
 mod portability;
+pub(crate) mod program;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod scan;
@@ -24,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::graph::primitive::{ElementwiseOp, ReduceOp};
+use crate::graph::primitive::ReduceOp;
 use crate::memory::QueueGuard;
 use crate::{DType, Error, Result};
 
@@ -66,18 +67,24 @@ pub(crate) struct Operand<'a> {
     pub strides: Vec<isize>,
 }
 
-/// A dispatch's parameter block under construction ([`PARAMS_WORDS`] words).
+/// A dispatch's parameter block under construction: [`PARAMS_WORDS`] words,
+/// or a multiple of that for kernels that declare a larger block.
 #[derive(Clone)]
 pub(crate) struct Params {
-    words: [u32; PARAMS_WORDS],
+    words: Vec<u32>,
     /// The kernel family, for errors.
     op: &'static str,
 }
 
 impl Params {
     pub(crate) fn new(op: &'static str) -> Self {
+        Params::with_words(op, PARAMS_WORDS)
+    }
+
+    /// A block of at least `words` words, rounded up to [`PARAMS_WORDS`].
+    pub(crate) fn with_words(op: &'static str, words: usize) -> Self {
         Params {
-            words: [0; PARAMS_WORDS],
+            words: vec![0; words.max(1).next_multiple_of(PARAMS_WORDS)],
             op,
         }
     }
@@ -110,7 +117,7 @@ impl Params {
         }
     }
 
-    pub(crate) fn words(&self) -> [u32; PARAMS_WORDS] {
+    pub(crate) fn words(self) -> Vec<u32> {
         self.words
     }
 }
@@ -128,7 +135,6 @@ pub(crate) struct Kernel {
     pub writes: u32,
 }
 
-const STRIDED: &str = include_str!("../../wgsl/strided.wgsl");
 const CONVERT: &str = include_str!("../../wgsl/convert.wgsl");
 const MATH: &str = include_str!("../../wgsl/math.wgsl");
 /// Straight-line index unravelling (reduce, topk).
@@ -136,29 +142,12 @@ pub(crate) const UNRAVEL: &str = include_str!("../../wgsl/unravel.wgsl");
 /// Order keys of element bits (topk, sort).
 pub(crate) const ORDER: &str = include_str!("../../wgsl/order.wgsl");
 
-/// Every elementwise op; bindings generated per specialisation.
-pub(crate) static ELEMENTWISE: Kernel = Kernel {
-    name: "elementwise",
-    prelude: &[STRIDED, CONVERT, MATH],
-    source: include_str!("../../wgsl/elementwise.wgsl"),
-    reads: 0,
-    writes: 1,
-};
-
 /// Every reduction; accumulator and bindings generated per specialisation.
 pub(crate) static REDUCE: Kernel = Kernel {
     name: "reduce",
     prelude: &[CONVERT, UNRAVEL],
     source: include_str!("../../wgsl/reduce.wgsl"),
     reads: 1,
-    writes: 1,
-};
-
-pub(crate) static FILL: Kernel = Kernel {
-    name: "fill",
-    prelude: &[STRIDED],
-    source: include_str!("../../wgsl/fill.wgsl"),
-    reads: 0,
     writes: 1,
 };
 
@@ -198,14 +187,13 @@ pub(crate) static GEMM_BIAS: Kernel = Kernel {
 /// end.
 #[cfg(test)]
 pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
-    let mut specs = elementwise::specs();
+    let mut specs = program::specs();
     specs.extend(reduce::specs());
     specs.extend(matmul::specs());
     specs.extend(random::specs());
     specs.extend(concat::specs());
     specs.extend(topk::specs());
     specs.extend(scan::specs());
-    specs.push(FILL.spec(&[("CONTIGUOUS", "true")]));
     // Ops that share an expression on some dtype (floor of an integer is
     // the identity, like a cast) share a specialisation.
     let mut seen = std::collections::HashSet::new();
@@ -221,6 +209,8 @@ pub(crate) struct Spec {
     /// Read-only and read-write storage bindings.
     pub reads: u32,
     pub writes: u32,
+    /// Words of the parameter block (a multiple of [`PARAMS_WORDS`]).
+    pub params: u32,
 }
 
 impl Kernel {
@@ -243,6 +233,7 @@ impl Kernel {
                 subs,
                 reads,
                 writes,
+                params: PARAMS_WORDS as u32,
             },
             self,
         )
@@ -278,6 +269,9 @@ pub(crate) struct Pipeline {
     pub layout: wgpu::BindGroupLayout,
 }
 
+/// Read-only and read-write storage bindings, and words of parameters.
+type LayoutKey = (u32, u32, u32);
+
 /// The per-device pipeline cache, keyed by kernel and specialisation.
 ///
 /// It holds only pipelines and layouts, keyed by strings: nothing in it points
@@ -285,7 +279,7 @@ pub(crate) struct Pipeline {
 pub(crate) struct KernelCache {
     device: wgpu::Device,
     pipelines: Mutex<HashMap<Spec, Pipeline>>,
-    layouts: Mutex<HashMap<(u32, u32), (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
+    layouts: Mutex<HashMap<LayoutKey, (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
     created: AtomicU64,
     /// The parameter buffer, reused by every submission (see `params_buffer`).
     params: Mutex<Option<wgpu::Buffer>>,
@@ -298,19 +292,13 @@ pub(crate) struct KernelCache {
 /// keys always generate the same [`Spec`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum QuickKey {
-    Elementwise {
-        op: ElementwiseOp,
-        inputs: Vec<DType>,
-        out: DType,
-        contiguous: bool,
-        donated: Option<usize>,
-    },
     Reduce {
         op: ReduceOp,
         input: DType,
         row: bool,
     },
     Gemm(matmul::GemmVariant),
+    Program(program::Program),
 }
 
 /// A parameter buffer larger than this is not kept after the submission
@@ -383,10 +371,15 @@ impl KernelCache {
         self.created.load(Ordering::SeqCst)
     }
 
-    fn layout(&self, reads: u32, writes: u32) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+    fn layout(
+        &self,
+        reads: u32,
+        writes: u32,
+        params: u32,
+    ) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
         let mut layouts = self.layouts.lock().unwrap_or_else(|e| e.into_inner());
         layouts
-            .entry((reads, writes))
+            .entry((reads, writes, params))
             .or_insert_with(|| {
                 let mut entries = vec![wgpu::BindGroupLayoutEntry {
                     binding: 0,
@@ -394,7 +387,7 @@ impl KernelCache {
                     ty: wgpu::BindingType::Buffer {
                         ty: wgpu::BufferBindingType::Uniform,
                         has_dynamic_offset: true,
-                        min_binding_size: wgpu::BufferSize::new(PARAMS_BYTES),
+                        min_binding_size: wgpu::BufferSize::new(4 * params as u64),
                     },
                     count: None,
                 }];
@@ -451,7 +444,7 @@ impl KernelCache {
         let module = parse(&source, &label)?;
         validate(&module, &source, &label, naga::valid::Capabilities::all())?;
         let parsed = started.elapsed();
-        let (layout, pipeline_layout) = self.layout(spec.reads, spec.writes);
+        let (layout, pipeline_layout) = self.layout(spec.reads, spec.writes, spec.params);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
         let shader = self
@@ -551,7 +544,8 @@ pub(crate) fn grid(threads: u64, max_per_dim: u32) -> Result<[u32; 3]> {
 /// One dispatch, ready to encode: the buffers are bound at 1, 2, ... in order.
 pub(crate) struct Dispatch {
     pub pipeline: Pipeline,
-    pub params: [u32; PARAMS_WORDS],
+    /// A multiple of [`PARAMS_WORDS`] words, as the kernel declares.
+    pub params: Vec<u32>,
     pub buffers: Vec<wgpu::Buffer>,
     pub workgroups: [u32; 3],
 }
@@ -566,15 +560,15 @@ pub(crate) fn submit(
     _guard: &QueueGuard<'_>,
     dispatches: &[Dispatch],
 ) -> Result<wgpu::SubmissionIndex> {
-    let stride = PARAMS_BYTES.max(cx.limits.min_uniform_buffer_offset_alignment as u64);
-    let mut slots: HashMap<&[u32; PARAMS_WORDS], u64> = HashMap::new();
+    let align = PARAMS_BYTES.max(cx.limits.min_uniform_buffer_offset_alignment as u64);
+    let mut slots: HashMap<&[u32], u64> = HashMap::new();
     let mut offsets = Vec::with_capacity(dispatches.len());
     let mut bytes: Vec<u8> = Vec::new();
     for d in dispatches {
         let off = *slots.entry(&d.params).or_insert_with(|| {
             let off = bytes.len() as u64;
             bytes.extend_from_slice(bytemuck::cast_slice(&d.params));
-            bytes.resize((off + stride) as usize, 0);
+            bytes.resize(bytes.len().next_multiple_of(align as usize), 0);
             off
         });
         offsets.push(off as u32);
@@ -599,7 +593,7 @@ pub(crate) fn submit(
                     resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                         buffer: params,
                         offset: 0,
-                        size: wgpu::BufferSize::new(PARAMS_BYTES),
+                        size: wgpu::BufferSize::new(4 * d.params.len() as u64),
                     }),
                 }];
                 for (i, b) in d.buffers.iter().enumerate() {

@@ -136,7 +136,9 @@ impl Array {
 
     #[track_caller]
     fn binary_scalar(&self, value: f64, op: BinaryOp) -> Result<Array> {
-        let s = Array::scalar(value, scalar_dtype(self.dtype(), value), self.device())?;
+        // A lazy constant: at eval it becomes a parameter word of the
+        // kernel that reads it (no buffer, no upload, no dispatch).
+        let s = Array::full(&[], value, scalar_dtype(self.dtype(), value), self.device());
         self.binary(&s, op)
     }
 }

@@ -7,8 +7,8 @@
 //! writes WGSL (`kernels` does).
 
 mod concat;
-mod elementwise;
 mod matmul;
+pub(crate) mod program;
 mod random;
 mod reduce;
 mod scan;
@@ -98,26 +98,19 @@ impl NodeIo<'_> {
     }
 }
 
-/// `storage` as a kernel operand holding `dtype`, read through its own
-/// strides.
-fn operand(storage: &Storage, dtype: DType) -> Operand<'_> {
-    Operand {
-        buffer: storage.buffer.buffer(),
-        dtype,
-        offset: storage.offset,
-        strides: storage.strides.clone(),
-    }
-}
-
 /// Lower `node`: push its dispatches and return one storage per output
 /// (`None` for a dead output that needs none).
 pub(crate) fn lower(
     lw: &mut Lowering<'_>,
-    node: &Node,
+    node: &Arc<Node>,
     outputs: &[Option<Arc<ArrayInner>>],
 ) -> Result<Vec<Option<Storage>>> {
-    // Decided before the storages below take their own references.
-    let donated = elementwise::donation(node, outputs);
+    if matches!(
+        node.primitive,
+        Primitive::Full { .. } | Primitive::Elementwise(_)
+    ) {
+        return program::node(lw, node, outputs);
+    }
     let storages = node
         .inputs
         .iter()
@@ -129,10 +122,11 @@ pub(crate) fn lower(
         outputs,
     };
     match &node.primitive {
-        Primitive::Full { word } => elementwise::full(lw, &io, *word),
-        Primitive::Elementwise(op) => elementwise::elementwise(lw, &io, *op, donated),
-        Primitive::Split { axis, starts } => elementwise::split(lw, &io, *axis, starts),
-        Primitive::Take { axis } => elementwise::take(lw, &io, *axis),
+        Primitive::Full { .. } | Primitive::Elementwise(_) => {
+            unreachable!("lowered as programs above")
+        }
+        Primitive::Split { axis, starts } => program::split(lw, &io, *axis, starts),
+        Primitive::Take { axis } => program::take(lw, &io, *axis),
         Primitive::View(view) => view::view(lw, &io, view),
         Primitive::Matmul { alpha, beta } => matmul::matmul(lw, &io, *alpha, *beta),
         Primitive::Reduce { op, axes, ddof } => reduce::reduce(lw, &io, *op, axes, *ddof),

@@ -2,7 +2,7 @@
 //! strides and offset; a reshape that strides cannot express, and a
 //! `contiguous` of a strided input, copy.
 
-use super::elementwise::copy;
+use super::program::copy;
 use super::{Lowering, NodeIo};
 use crate::Result;
 use crate::array::Storage;

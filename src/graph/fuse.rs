@@ -1,0 +1,548 @@
+//! Fusion planning: which scheduled nodes are computed inside one generated
+//! elementwise kernel (`kernels::program`), and which values are written to
+//! memory. A step between scheduling and lowering; nothing in `ops/` knows
+//! about it.
+//!
+//! # Rules
+//!
+//! A value (one output of one node) is *materialised* (written to a buffer)
+//! when someone outside this eval's graph holds it (the caller, or a node
+//! that is not being evaluated), when a node that is not elementwise reads
+//! it (matmul, reduce, split, ...), or when it would otherwise be recomputed
+//! in two kernels. Every other elementwise value is computed inside the
+//! kernel of the value that reads it. Constants (`full`, scalars) become
+//! parameter words of every kernel that reads them, and views (broadcast,
+//! permute, slice, size-1 reshapes, contiguous) become the strides of the
+//! loads under them, so neither costs a dispatch.
+//!
+//! A materialised value whose readers are all inside one other kernel of the
+//! same shape is written by that kernel as an extra output (a value the
+//! caller still holds is written, never recomputed, and costs no dispatch of
+//! its own).
+//!
+//! Limits: a kernel computes at most [`MAX_DEFS`] loads, constants and ops,
+//! and binds at most the adapter's storage buffers per stage (and never more
+//! than WebGPU's 8); past that, the largest input is materialised and the
+//! group splits.
+//!
+//! `WGARRAY_FUSION=0` turns fusion off: every elementwise node is its own
+//! kernel (constants and views still fold into loads), for checking results
+//! against the unfused path.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::Node;
+use super::primitive::{Primitive, View};
+use crate::array::ArrayInner;
+
+/// The most definitions (loads, constants, ops) of one fused kernel: beyond
+/// it, compile time on software adapters grows faster than dispatches cost.
+pub(crate) const MAX_DEFS: usize = 128;
+
+/// Environment variable: `0` turns fusion off.
+pub const FUSION_ENV: &str = "WGARRAY_FUSION";
+
+/// Whether fusion is on (`WGARRAY_FUSION` is not `0`), read once.
+pub(crate) fn enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var(FUSION_ENV).map_or(true, |v| v.trim() != "0"))
+}
+
+/// What happens at one position of the schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Lowered on its own (`graph::lower`): not elementwise, or a view
+    /// with a storage of its own.
+    Lower,
+    /// Computed inside a kernel that runs at another position.
+    Skip,
+    /// Group `g` runs here (its last member).
+    Group(usize),
+}
+
+/// One generated kernel: the positions of the nodes it computes (ascending)
+/// and the values it writes, `(position, output index)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Group {
+    pub members: Vec<usize>,
+    pub outputs: Vec<(usize, usize)>,
+}
+
+/// The plan of one eval.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub steps: Vec<Step>,
+    pub groups: Vec<Group>,
+    /// After step `i`, the schedule lets go of these positions' nodes.
+    pub release: Vec<Vec<usize>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Cast, Copy, Unary, Binary, Where, DivMod.
+    Elementwise,
+    /// `full`: a parameter word wherever it is read.
+    Const,
+    /// A view the loads under it can absorb.
+    View,
+    /// Anything else: lowered on its own, reads materialised inputs.
+    Other,
+}
+
+fn kind(p: &Primitive, in_shape: Option<&[usize]>, out_shape: &[usize]) -> Kind {
+    match p {
+        Primitive::Elementwise(_) => Kind::Elementwise,
+        Primitive::Full { .. } => Kind::Const,
+        Primitive::View(View::Reshape) => {
+            // Only reshapes that add or drop length-1 axes keep every
+            // load's strides expressible.
+            let kept = |s: &[usize]| s.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
+            match in_shape {
+                Some(i) if kept(i) == kept(out_shape) => Kind::View,
+                _ => Kind::Other,
+            }
+        }
+        Primitive::View(_) => Kind::View,
+        _ => Kind::Other,
+    }
+}
+
+/// Per-position facts the planner works from.
+struct Facts {
+    kinds: Vec<Kind>,
+    /// Per node, per input slot: the producing `(position, output)` if the
+    /// input is pending.
+    inputs: Vec<Vec<Option<(usize, usize)>>>,
+    /// Per node, per input slot: the input array's address (which arrays
+    /// are the same load).
+    input_ids: Vec<Vec<usize>>,
+    /// Per node, per output: the positions of the nodes that read it (one
+    /// entry per input slot).
+    consumers: Vec<Vec<Vec<usize>>>,
+    /// Per node, per output: someone outside this eval's graph holds it.
+    held: Vec<Vec<bool>>,
+    /// Per node, per output: alive at all.
+    live: Vec<Vec<bool>>,
+    /// Per node: its outputs' shape (they share one, except split's).
+    shapes: Vec<Vec<usize>>,
+}
+
+fn facts(order: &[Arc<Node>]) -> Facts {
+    let n = order.len();
+    let pos: HashMap<*const Node, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, node)| (Arc::as_ptr(node), i))
+        .collect();
+    let mut outputs: Vec<Vec<Option<Arc<ArrayInner>>>> = Vec::with_capacity(n);
+    let mut which: HashMap<*const ArrayInner, (usize, usize)> = HashMap::new();
+    for (i, node) in order.iter().enumerate() {
+        let outs: Vec<Option<Arc<ArrayInner>>> = node
+            .outputs
+            .get()
+            .map(|o| o.iter().map(|w| w.upgrade()).collect())
+            .unwrap_or_default();
+        for (k, o) in outs.iter().enumerate() {
+            if let Some(o) = o {
+                which.insert(Arc::as_ptr(o), (i, k));
+            }
+        }
+        outputs.push(outs);
+    }
+    let mut inputs = Vec::with_capacity(n);
+    let input_ids = order
+        .iter()
+        .map(|node| {
+            node.inputs
+                .iter()
+                .map(|a| Arc::as_ptr(&a.inner) as usize)
+                .collect()
+        })
+        .collect();
+    let mut consumers: Vec<Vec<Vec<usize>>> =
+        outputs.iter().map(|o| vec![Vec::new(); o.len()]).collect();
+    for (i, node) in order.iter().enumerate() {
+        let slots: Vec<Option<(usize, usize)>> = node
+            .inputs
+            .iter()
+            .map(|a| {
+                let v = which.get(&Arc::as_ptr(&a.inner)).copied();
+                debug_assert!(
+                    v.is_some()
+                        || a.inner
+                            .pending_node()
+                            .is_none_or(|p| !pos.contains_key(&Arc::as_ptr(&p)))
+                );
+                v
+            })
+            .collect();
+        for &(p, k) in slots.iter().flatten() {
+            consumers[p][k].push(i);
+        }
+        inputs.push(slots);
+    }
+    let mut held = Vec::with_capacity(n);
+    let mut live = Vec::with_capacity(n);
+    let mut shapes = Vec::with_capacity(n);
+    let mut kinds = Vec::with_capacity(n);
+    for (i, outs) in outputs.iter().enumerate() {
+        held.push(
+            outs.iter()
+                .zip(&consumers[i])
+                .map(|(o, c)| {
+                    // One reference is ours (the upgrade above).
+                    o.as_ref()
+                        .is_some_and(|o| Arc::strong_count(o) - 1 > c.len())
+                })
+                .collect(),
+        );
+        live.push(outs.iter().map(Option::is_some).collect());
+        let shape = outs
+            .iter()
+            .flatten()
+            .next()
+            .map(|o| o.shape.clone())
+            .unwrap_or_default();
+        let node = &order[i];
+        let in_shape = node.inputs.first().map(|a| a.inner.shape.as_slice());
+        kinds.push(kind(&node.primitive, in_shape, &shape));
+        shapes.push(shape);
+    }
+    Facts {
+        kinds,
+        inputs,
+        input_ids,
+        consumers,
+        held,
+        live,
+        shapes,
+    }
+}
+
+/// A small union-find over kernel ids (positions of their first root).
+fn find(parent: &mut [usize], mut k: usize) -> usize {
+    while parent[k] != k {
+        parent[k] = parent[parent[k]];
+        k = parent[k];
+    }
+    k
+}
+
+/// Plan the fusion of `order` (the schedule: pending nodes, inputs first).
+/// `fusion`: merge elementwise nodes into shared kernels (else one kernel
+/// per elementwise node); `max_bindings`: storage buffers one kernel may
+/// bind.
+pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Plan {
+    let f = facts(order);
+    let n = order.len();
+    // Values forced to memory by the size and binding caps.
+    let mut forced: Vec<Vec<bool>> = f.live.iter().map(|l| vec![false; l.len()]).collect();
+    let (mut mat, mut lowered_view, mut roots);
+    let (mut size, mut leaves) = (vec![0; n], vec![Vec::new(); n]);
+    loop {
+        (mat, lowered_view, roots) = materialise(&f, fusion, &forced);
+        let changed = apply_caps(&f, &mat, &mut forced, max_bindings, &mut size, &mut leaves);
+        if !changed {
+            break;
+        }
+    }
+    // Kernels: one per node with a materialised elementwise or constant
+    // value, then merged into the kernel that reads all of it.
+    let mut parent: Vec<usize> = (0..n).collect();
+    let has_kernel = |i: usize| {
+        matches!(f.kinds[i], Kind::Elementwise | Kind::Const) && mat[i].iter().any(|&m| m)
+    };
+    // Per kernel: definitions, loads and outputs, summed as kernels merge.
+    let mut outs: Vec<usize> = mat
+        .iter()
+        .map(|m| m.iter().filter(|&&x| x).count())
+        .collect();
+    if fusion {
+        for i in (0..n).rev() {
+            if !has_kernel(i) || f.kinds[i] != Kind::Elementwise {
+                continue;
+            }
+            // Every reader of every output inside one other kernel.
+            let mut target = None;
+            let mut ok = true;
+            for (k, cs) in f.consumers[i].iter().enumerate() {
+                if f.held[i][k] && !mat[i][k] {
+                    ok = false;
+                }
+                for &c in cs {
+                    let ks = kernels_of(c, &f, &mat, &lowered_view, &roots, &mut parent);
+                    match (ks.as_slice(), target) {
+                        ([usize::MAX], _) => ok = false,
+                        ([only], None) => target = Some(*only),
+                        ([only], Some(t)) if *only == t => {}
+                        _ => ok = false,
+                    }
+                }
+            }
+            let Some(t) = target.filter(|&t| ok && t != find(&mut parent, i)) else {
+                continue;
+            };
+            let mut l = leaves[t].clone();
+            l.extend_from_slice(&leaves[i]);
+            l.sort_unstable();
+            l.dedup();
+            if f.shapes[t] != f.shapes[i]
+                || size[t] + size[i] + l.len() > MAX_DEFS
+                || l.len() + outs[t] + outs[i] > max_bindings
+            {
+                continue;
+            }
+            let i_root = find(&mut parent, i);
+            parent[i_root] = t;
+            size[t] += size[i];
+            leaves[t] = l;
+            outs[t] += outs[i];
+        }
+    }
+    // Groups, their members and where they run.
+    let mut group_of: HashMap<usize, usize> = HashMap::new();
+    let mut groups: Vec<Group> = Vec::new();
+    let mut steps = vec![Step::Skip; n];
+    let mut member_of: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for i in 0..n {
+        match f.kinds[i] {
+            Kind::Other => steps[i] = Step::Lower,
+            Kind::View if lowered_view[i] => steps[i] = Step::Lower,
+            _ => {}
+        }
+        let mut ks: Vec<usize> = Vec::new();
+        if has_kernel(i) {
+            ks.push(find(&mut parent, i));
+        }
+        if matches!(f.kinds[i], Kind::Elementwise | Kind::Const | Kind::View)
+            && !(f.kinds[i] == Kind::View && lowered_view[i])
+        {
+            for r in roots[i].clone() {
+                let r = find(&mut parent, r);
+                if !ks.contains(&r) {
+                    ks.push(r);
+                }
+            }
+        }
+        for k in ks {
+            let g = *group_of.entry(k).or_insert_with(|| {
+                groups.push(Group::default());
+                groups.len() - 1
+            });
+            groups[g].members.push(i);
+            member_of[i].push(g);
+        }
+        if has_kernel(i) {
+            let g = group_of[&find(&mut parent, i)];
+            for (k, &m) in mat[i].iter().enumerate() {
+                if m {
+                    groups[g].outputs.push((i, k));
+                }
+            }
+        }
+    }
+    let mut release: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut run_at = vec![0; groups.len()];
+    for (g, group) in groups.iter().enumerate() {
+        // A kernel runs at its last member that computes something (its
+        // constants and views come earlier anyway).
+        run_at[g] = *group.members.last().expect("a group has members");
+        steps[run_at[g]] = Step::Group(g);
+    }
+    for (i, groups_of_i) in member_of.iter().enumerate() {
+        let last = groups_of_i
+            .iter()
+            .map(|&g| run_at[g])
+            .max()
+            .unwrap_or(i)
+            .max(i);
+        release[last].push(i);
+    }
+    Plan {
+        steps,
+        groups,
+        release,
+    }
+}
+
+/// The kernels (after merging) that compute node `c`'s reading of its inputs.
+fn kernels_of(
+    c: usize,
+    f: &Facts,
+    mat: &[Vec<bool>],
+    lowered_view: &[bool],
+    roots: &[Vec<usize>],
+    parent: &mut [usize],
+) -> Vec<usize> {
+    if f.kinds[c] == Kind::Other || (f.kinds[c] == Kind::View && lowered_view[c]) {
+        return vec![usize::MAX]; // read from memory by a non-kernel
+    }
+    let mut ks = Vec::new();
+    if f.kinds[c] == Kind::Elementwise && mat[c].iter().any(|&m| m) {
+        ks.push(find(parent, c));
+    }
+    for &r in &roots[c] {
+        let r = find(parent, r);
+        if !ks.contains(&r) {
+            ks.push(r);
+        }
+    }
+    ks
+}
+
+/// Which values are materialised, which views get a storage of their own,
+/// and for every node the kernels (by root position, before merging) its
+/// computation is inlined into.
+#[allow(clippy::type_complexity)]
+fn materialise(
+    f: &Facts,
+    fusion: bool,
+    forced: &[Vec<bool>],
+) -> (Vec<Vec<bool>>, Vec<bool>, Vec<Vec<usize>>) {
+    let n = f.kinds.len();
+    let mut mat: Vec<Vec<bool>> = f.live.iter().map(|l| vec![false; l.len()]).collect();
+    let mut lowered_view = vec![false; n];
+    let mut roots: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for i in (0..n).rev() {
+        // Readers that need the value in memory.
+        let from_memory = |k: usize, lowered_view: &[bool]| {
+            f.consumers[i][k].iter().any(|&c| {
+                f.kinds[c] == Kind::Other || (f.kinds[c] == Kind::View && lowered_view[c])
+            })
+        };
+        let union_roots = |k: usize, roots: &[Vec<usize>]| {
+            let mut rs: Vec<usize> = Vec::new();
+            for &c in &f.consumers[i][k] {
+                for &r in &roots[c] {
+                    if !rs.contains(&r) {
+                        rs.push(r);
+                    }
+                }
+            }
+            rs
+        };
+        match f.kinds[i] {
+            Kind::Other => mat[i].iter_mut().for_each(|m| *m = true),
+            Kind::View => {
+                lowered_view[i] = f.held[i][0] || forced[i][0] || from_memory(0, &lowered_view);
+                mat[i][0] = lowered_view[i];
+                if !lowered_view[i] {
+                    roots[i] = union_roots(0, &roots);
+                }
+            }
+            Kind::Const => {
+                mat[i][0] = f.held[i][0] || from_memory(0, &lowered_view) || forced[i][0];
+                roots[i] = union_roots(0, &roots);
+                if mat[i][0] {
+                    roots[i].retain(|&r| r != i);
+                }
+            }
+            Kind::Elementwise => {
+                let mut rs: Vec<usize> = Vec::new();
+                for k in 0..mat[i].len() {
+                    if !f.live[i][k] {
+                        continue;
+                    }
+                    let inner = union_roots(k, &roots);
+                    let m = !fusion
+                        || f.held[i][k]
+                        || forced[i][k]
+                        || from_memory(k, &lowered_view)
+                        || inner.len() > 1
+                        || (inner.is_empty() && !f.consumers[i][k].is_empty());
+                    mat[i][k] = m;
+                    if !m {
+                        for r in inner {
+                            if !rs.contains(&r) {
+                                rs.push(r);
+                            }
+                        }
+                    }
+                }
+                if mat[i].iter().any(|&m| m) || rs.len() > 1 {
+                    // A node is computed in one kernel: if one of its
+                    // outputs (divmod's) is written, or its outputs are
+                    // read by two kernels, every output is written.
+                    for k in 0..mat[i].len() {
+                        mat[i][k] |=
+                            f.live[i][k] && (f.held[i][k] || !f.consumers[i][k].is_empty());
+                    }
+                    rs = vec![i];
+                }
+                roots[i] = rs;
+            }
+        }
+    }
+    (mat, lowered_view, roots)
+}
+
+/// Mark inputs to memory where a kernel would pass [`MAX_DEFS`] or the
+/// binding limit, walking the schedule in order so that each cut shortens
+/// what follows it. Returns whether anything changed.
+///
+/// `size` and `leaves` get, per node, the ops and the distinct loads its
+/// value costs a kernel that computes it (constants are free: equal ones
+/// share a parameter word).
+fn apply_caps(
+    f: &Facts,
+    mat: &[Vec<bool>],
+    forced: &mut [Vec<bool>],
+    max_bindings: usize,
+    size: &mut [usize],
+    leaves: &mut [Vec<usize>],
+) -> bool {
+    let n = f.kinds.len();
+    let mut changed = false;
+    for i in 0..n {
+        if f.kinds[i] == Kind::Other || (f.kinds[i] == Kind::View && mat[i][0]) {
+            continue;
+        }
+        loop {
+            // Lowered views are materialised (`mat`), so this is every
+            // value the kernel computes rather than loads.
+            let inlined =
+                |p: usize, k: usize| !mat[p][k] && !forced[p][k] && f.kinds[p] != Kind::Other;
+            // A view costs no op, but counts one so that a chain of views
+            // cannot grow a kernel's walk without bound.
+            let mut s = match f.kinds[i] {
+                Kind::Const => 0,
+                Kind::View => 1,
+                _ => f.live[i].iter().filter(|&&x| x).count().max(1),
+            };
+            let mut l: Vec<usize> = Vec::new();
+            let mut largest: Option<(usize, usize, usize)> = None;
+            for (slot, &id) in f.inputs[i].iter().zip(&f.input_ids[i]) {
+                match *slot {
+                    Some((p, k)) if inlined(p, k) => {
+                        s += size[p];
+                        l.extend_from_slice(&leaves[p]);
+                        let cost = size[p] + leaves[p].len();
+                        if matches!(f.kinds[p], Kind::Elementwise | Kind::View)
+                            && largest.is_none_or(|(c, _, _)| cost > c)
+                        {
+                            largest = Some((cost, p, k));
+                        }
+                    }
+                    _ => l.push(id),
+                }
+            }
+            l.sort_unstable();
+            l.dedup();
+            let outs = mat[i].iter().filter(|&&m| m).count().max(1);
+            let too_big = s + l.len() > MAX_DEFS || l.len() + outs > max_bindings;
+            size[i] = s;
+            leaves[i] = l;
+            match largest {
+                Some((_, p, k))
+                    if too_big && matches!(f.kinds[i], Kind::Elementwise | Kind::View) =>
+                {
+                    forced[p][k] = true;
+                    changed = true;
+                }
+                _ => break,
+            }
+        }
+    }
+    changed
+}

@@ -1,0 +1,603 @@
+//! Lowering of the elementwise family into generated programs
+//! (`kernels::program`): a fused group of nodes, one elementwise node
+//! alone, dense copies (split, read-back, reshape), and take (a gather).
+//!
+//! A program is built by walking down from the values it writes: an input
+//! that is evaluated becomes a load, a pending constant (`full`, a scalar)
+//! a parameter word, a pending view the strides of the loads under it, and a
+//! pending elementwise node of the group an op. Loads of the same array
+//! through the same view are one load.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::{Lowering, NodeIo};
+use crate::array::{ArrayInner, State, Storage};
+use crate::graph::Node;
+use crate::graph::primitive::{BinaryOp, ElementwiseOp, Primitive, View};
+use crate::kernels::program::{self as kernel, Bound, Def, LoadData, Program, Source, Value};
+use crate::memory::PooledBuffer;
+use crate::{DType, Error, Result};
+
+/// How an array's axes map onto the iteration space: for each iteration
+/// axis, the array axis it walks and the step (or none: broadcast), and per
+/// array axis the index the walk starts from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct AxisMap {
+    axes: Vec<Option<(usize, isize)>>,
+    starts: Vec<isize>,
+}
+
+impl AxisMap {
+    fn identity(rank: usize) -> AxisMap {
+        AxisMap {
+            axes: (0..rank).map(|a| Some((a, 1))).collect(),
+            starts: vec![0; rank],
+        }
+    }
+
+    fn is_identity(&self) -> bool {
+        self.starts.iter().all(|&s| s == 0)
+            && self.axes.len() == self.starts.len()
+            && self
+                .axes
+                .iter()
+                .enumerate()
+                .all(|(i, a)| *a == Some((i, 1)))
+    }
+
+    /// This map (from `y`'s axes to the iteration space) after a view `t`
+    /// that maps `x`'s axes to `y`'s: the map from `x`'s axes.
+    fn then(&self, t: &AxisMap) -> AxisMap {
+        let mut starts = t.starts.clone();
+        let axes = self
+            .axes
+            .iter()
+            .map(|a| a.and_then(|(ya, step)| t.axes[ya].map(|(xa, step2)| (xa, step * step2))))
+            .collect();
+        // An offset along a y axis moves along the x axis it walks.
+        for (ya, &s) in self.starts.iter().enumerate() {
+            if let Some((xa, step)) = t.axes[ya] {
+                starts[xa] += s * step;
+            }
+        }
+        AxisMap { axes, starts }
+    }
+
+    /// NumPy broadcasting of an array of shape `from` to shape `to`.
+    fn broadcast(from: &[usize], to: &[usize]) -> AxisMap {
+        let lead = to.len() - from.len();
+        AxisMap {
+            axes: (0..to.len())
+                .map(|o| {
+                    let a = o.checked_sub(lead)?;
+                    (from[a] == to[o] && from[a] != 1).then_some((a, 1))
+                })
+                .collect(),
+            starts: vec![0; from.len()],
+        }
+    }
+
+    /// The map of a view from its input (of shape `from`) to its output
+    /// (of shape `to`); `None` for a reshape that is more than adding or
+    /// dropping length-1 axes.
+    fn of_view(view: &View, from: &[usize], to: &[usize]) -> Option<AxisMap> {
+        Some(match view {
+            View::Contiguous => AxisMap::identity(from.len()),
+            View::Broadcast => AxisMap::broadcast(from, to),
+            View::Permute(axes) => AxisMap {
+                axes: axes.iter().map(|&a| Some((a, 1))).collect(),
+                starts: vec![0; from.len()],
+            },
+            View::Slice { starts, steps } => AxisMap {
+                axes: steps
+                    .iter()
+                    .enumerate()
+                    .map(|(a, &s)| Some((a, s)))
+                    .collect(),
+                starts: starts.iter().map(|&s| s as isize).collect(),
+            },
+            View::Reshape => {
+                let kept: Vec<usize> = (0..from.len()).filter(|&a| from[a] != 1).collect();
+                let mut next = kept.iter();
+                let axes = to
+                    .iter()
+                    .map(|&d| {
+                        if d == 1 {
+                            None
+                        } else {
+                            next.next().map(|&a| (a, 1))
+                        }
+                    })
+                    .collect();
+                let kept_to = to.iter().filter(|&&d| d != 1).count();
+                if kept_to != kept.len()
+                    || kept
+                        .iter()
+                        .zip(to.iter().filter(|&&d| d != 1))
+                        .any(|(&a, &d)| from[a] != d)
+                {
+                    return None;
+                }
+                AxisMap {
+                    axes,
+                    starts: vec![0; from.len()],
+                }
+            }
+        })
+    }
+
+    /// An element offset and strides seen through this map.
+    fn apply(&self, offset: usize, strides: &[isize]) -> (usize, Vec<isize>) {
+        let offset = offset as isize
+            + self
+                .starts
+                .iter()
+                .zip(strides)
+                .map(|(&st, &sd)| st * sd)
+                .sum::<isize>();
+        let strides = self
+            .axes
+            .iter()
+            .map(|a| a.map_or(0, |(x, step)| strides[x] * step))
+            .collect();
+        (offset as usize, strides)
+    }
+}
+
+/// One load while the program is built.
+struct Load {
+    def: Value,
+    array: *const ArrayInner,
+    storage: Storage,
+    offset: usize,
+    strides: Vec<isize>,
+    gather: Option<(isize, usize)>,
+    /// Nothing but this program reads the array or its buffer, which is
+    /// dense with the iteration shape: an output may be written over it.
+    donatable: bool,
+}
+
+struct Builder<'g> {
+    shape: Vec<usize>,
+    /// Elementwise nodes this program computes (others must be evaluated).
+    members: &'g HashSet<*const Node>,
+    defs: Vec<Def>,
+    loads: Vec<Load>,
+    consts: Vec<u32>,
+    memo: HashMap<(*const ArrayInner, AxisMap), Value>,
+    const_memo: HashMap<(u32, DType), Value>,
+}
+
+/// A constant's compute-type bits from the 32-bit word `full` stores.
+fn const_bits(word: u32, dtype: DType) -> u32 {
+    match dtype {
+        DType::F16 => half::f16::from_bits(word as u16).to_f32().to_bits(),
+        DType::BF16 => half::bf16::from_bits(word as u16).to_f32().to_bits(),
+        _ => word,
+    }
+}
+
+impl Builder<'_> {
+    fn push(&mut self, def: Def) -> Value {
+        self.defs.push(def);
+        (self.defs.len() - 1) as Value
+    }
+
+    /// The value of `a`, whose axes reach the iteration space through `map`.
+    /// `direct`: `a` is an input of an elementwise node this program
+    /// computes (and computes nowhere else), so a load of it may be donated.
+    fn value(&mut self, a: &Arc<ArrayInner>, map: &AxisMap, direct: bool) -> Result<Value> {
+        let key = (Arc::as_ptr(a), map.clone());
+        if let Some(&v) = self.memo.get(&key) {
+            return Ok(v);
+        }
+        let node = match a.pending_node() {
+            None => return self.load(a, map, direct),
+            Some(node) => node,
+        };
+        let v = match &node.primitive {
+            Primitive::Full { word } => {
+                let bits = const_bits(*word, a.dtype);
+                match self.const_memo.get(&(bits, a.dtype)) {
+                    Some(&v) => v,
+                    None => {
+                        let v = self.push(Def::Const { dtype: a.dtype });
+                        self.consts.push(bits);
+                        self.const_memo.insert((bits, a.dtype), v);
+                        v
+                    }
+                }
+            }
+            Primitive::View(view) => {
+                let x = &node.inputs[0].inner;
+                let t = AxisMap::of_view(view, &x.shape, &a.shape).ok_or_else(|| {
+                    Error::Internal("a fused view that strides cannot express".into())
+                })?;
+                // A view may be read by other kernels too: no donation
+                // under it.
+                self.value(x, &map.then(&t), false)?
+            }
+            Primitive::Elementwise(op) if self.members.contains(&Arc::as_ptr(&node)) => {
+                let mut args = Vec::with_capacity(node.inputs.len());
+                for x in &node.inputs {
+                    let t = AxisMap::broadcast(&x.inner.shape, &a.shape);
+                    args.push(self.value(&x.inner, &map.then(&t), true)?);
+                }
+                let op = match op {
+                    // DivMod's outputs are its quotient and its remainder.
+                    ElementwiseOp::DivMod => {
+                        let outs = node.outputs.get().map(Vec::as_slice).unwrap_or_default();
+                        let k = outs
+                            .iter()
+                            .position(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(a)));
+                        ElementwiseOp::Binary(match k {
+                            Some(0) => BinaryOp::FloorDiv,
+                            _ => BinaryOp::Remainder,
+                        })
+                    }
+                    op => *op,
+                };
+                self.push(Def::Op {
+                    op,
+                    args,
+                    dtype: a.dtype,
+                })
+            }
+            _ => {
+                return Err(Error::Internal(format!(
+                    "a fused kernel reached an unevaluated {:?} node",
+                    node.primitive
+                )));
+            }
+        };
+        self.memo.insert(key, v);
+        Ok(v)
+    }
+
+    /// A load of the evaluated array `a` through `map` (see `value` for
+    /// `direct`).
+    fn load(&mut self, a: &Arc<ArrayInner>, map: &AxisMap, direct: bool) -> Result<Value> {
+        // Asked before `storage()` takes a reference of its own: the only
+        // holder is the one node that reads it.
+        let donatable = direct
+            && map.is_identity()
+            && a.shape == self.shape
+            && Arc::strong_count(a) == 1
+            && a.is_sole_dense(&self.shape, a.dtype);
+        let storage = a.storage()?;
+        let (offset, strides) = map.apply(storage.offset, &storage.strides);
+        let def = self.push(Def::Load {
+            dtype: a.dtype,
+            source: Source::Input(0),
+            dense: false,
+            gather: None,
+        });
+        self.loads.push(Load {
+            def,
+            array: Arc::as_ptr(a),
+            storage,
+            offset,
+            strides,
+            gather: None,
+            donatable,
+        });
+        self.memo.insert((Arc::as_ptr(a), map.clone()), def);
+        Ok(def)
+    }
+}
+
+/// Which buffers a finished program binds: distinct input buffers, and the
+/// donated loads, which read through an output's binding.
+fn bind(
+    defs: &mut [Def],
+    loads: &[Load],
+    outputs: &[Value],
+) -> (Vec<Arc<PooledBuffer>>, Vec<Option<Storage>>) {
+    // An output may take a load's buffer when that load is the array's only
+    // one, it is donatable and of the output's dtype.
+    let mut per_array: HashMap<*const ArrayInner, usize> = HashMap::new();
+    for l in loads {
+        *per_array.entry(l.array).or_default() += 1;
+    }
+    let mut donor: Vec<Option<usize>> = vec![None; outputs.len()];
+    let mut taken = vec![false; loads.len()];
+    for (j, &o) in outputs.iter().enumerate() {
+        let dtype = defs[o as usize].dtype();
+        if let Some(li) = loads.iter().enumerate().position(|(li, l)| {
+            !taken[li]
+                && l.donatable
+                && l.gather.is_none()
+                && per_array[&l.array] == 1
+                && defs[l.def as usize].dtype() == dtype
+        }) {
+            donor[j] = Some(li);
+            taken[li] = true;
+        }
+    }
+    let mut buffers: Vec<Arc<PooledBuffer>> = Vec::new();
+    for (li, l) in loads.iter().enumerate() {
+        let source = match donor.iter().position(|d| *d == Some(li)) {
+            Some(j) => Source::Output(j as u8),
+            None => {
+                let i = match buffers
+                    .iter()
+                    .position(|b| Arc::ptr_eq(b, &l.storage.buffer))
+                {
+                    Some(i) => i,
+                    None => {
+                        buffers.push(Arc::clone(&l.storage.buffer));
+                        buffers.len() - 1
+                    }
+                };
+                Source::Input(i as u8)
+            }
+        };
+        if let Def::Load { source: s, .. } = &mut defs[l.def as usize] {
+            *s = source;
+        }
+    }
+    let donated = donor
+        .iter()
+        .map(|d| d.map(|li| loads[li].storage.dense_alias()))
+        .collect();
+    (buffers, donated)
+}
+
+/// Build, bind and encode a program writing `outputs` (arrays of one shape),
+/// computing the pending elementwise nodes in `members` inline. Returns the
+/// outputs' storages, in order.
+fn run(
+    lw: &mut Lowering<'_>,
+    members: &HashSet<*const Node>,
+    outputs: &[Arc<ArrayInner>],
+) -> Result<Vec<Storage>> {
+    let shape = outputs[0].shape.clone();
+    let mut b = Builder {
+        shape: shape.clone(),
+        members,
+        defs: Vec::new(),
+        loads: Vec::new(),
+        consts: Vec::new(),
+        memo: HashMap::new(),
+        const_memo: HashMap::new(),
+    };
+    let identity = AxisMap::identity(shape.len());
+    let mut values = Vec::with_capacity(outputs.len());
+    for o in outputs {
+        values.push(b.value(o, &identity, false)?);
+    }
+    finish(lw, b, values)
+}
+
+/// Bind the builder's program, allocate its outputs and encode it.
+fn finish(lw: &mut Lowering<'_>, mut b: Builder<'_>, values: Vec<Value>) -> Result<Vec<Storage>> {
+    let (buffers, donated) = bind(&mut b.defs, &b.loads, &values);
+    let mut storages = Vec::with_capacity(values.len());
+    for (&v, d) in values.iter().zip(donated) {
+        storages.push(match d {
+            Some(s) => s,
+            None => lw.alloc(&b.shape, b.defs[v as usize].dtype())?,
+        });
+    }
+    let program = Program {
+        defs: b.defs,
+        outputs: values,
+        inputs: buffers.len() as u8,
+        rank: 0,
+    };
+    let bound = Bound {
+        shape: b.shape,
+        loads: b
+            .loads
+            .iter()
+            .map(|l| LoadData {
+                offset: l.offset,
+                strides: l.strides.clone(),
+                gather: l.gather,
+            })
+            .collect(),
+        consts: b.consts,
+        inputs: buffers.iter().map(|b| b.buffer()).collect(),
+        outputs: storages.iter().map(|s| s.buffer.buffer()).collect(),
+    };
+    let d = kernel::dispatch(lw.cx(), program, &bound)?;
+    lw.push(d);
+    Ok(storages)
+}
+
+/// Run a fused group: `members` are its nodes, `outputs` the values it
+/// writes. Each output takes its storage and lets go of its node.
+pub(crate) fn group(
+    lw: &mut Lowering<'_>,
+    members: &[&Arc<Node>],
+    outputs: &[Arc<ArrayInner>],
+) -> Result<()> {
+    let set: HashSet<*const Node> = members
+        .iter()
+        .filter(|n| matches!(n.primitive, Primitive::Elementwise(_)))
+        .map(|n| Arc::as_ptr(n))
+        .collect();
+    if outputs.is_empty() {
+        return Ok(());
+    }
+    let storages = run(lw, &set, outputs)?;
+    for (o, s) in outputs.iter().zip(storages) {
+        drop(o.set_state(State::Ready(s)));
+    }
+    Ok(())
+}
+
+/// One elementwise or constant node on its own: its live outputs, with
+/// every input evaluated (or a constant or view).
+pub(crate) fn node(
+    lw: &mut Lowering<'_>,
+    node: &Arc<Node>,
+    outputs: &[Option<Arc<ArrayInner>>],
+) -> Result<Vec<Option<Storage>>> {
+    let live: Vec<Arc<ArrayInner>> = outputs.iter().flatten().cloned().collect();
+    if live.is_empty() {
+        return Ok(outputs.iter().map(|_| None).collect());
+    }
+    let set: HashSet<*const Node> = [Arc::as_ptr(node)].into_iter().collect();
+    let mut storages = run(lw, &set, &live)?.into_iter();
+    Ok(outputs
+        .iter()
+        .map(|o| o.as_ref().and_then(|_| storages.next()))
+        .collect())
+}
+
+/// A dense copy of `src` (an array of `shape` and `dtype`).
+pub(super) fn copy(
+    lw: &mut Lowering<'_>,
+    src: &Storage,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<Storage> {
+    let members = HashSet::new();
+    let mut b = Builder {
+        shape: shape.to_vec(),
+        members: &members,
+        defs: vec![Def::Load {
+            dtype,
+            source: Source::Input(0),
+            dense: false,
+            gather: None,
+        }],
+        loads: Vec::new(),
+        consts: Vec::new(),
+        memo: HashMap::new(),
+        const_memo: HashMap::new(),
+    };
+    b.loads.push(Load {
+        def: 0,
+        array: std::ptr::null(),
+        storage: src.clone(),
+        offset: src.offset,
+        strides: src.strides.clone(),
+        gather: None,
+        donatable: false,
+    });
+    Ok(finish(lw, b, vec![0])?.pop().expect("one output"))
+}
+
+/// Split along `axis`: each live output is a dense copy of its part; dead
+/// outputs are skipped, since nobody can read them.
+pub(super) fn split(
+    lw: &mut Lowering<'_>,
+    io: &NodeIo<'_>,
+    axis: usize,
+    starts: &[usize],
+) -> Result<Vec<Option<Storage>>> {
+    let src = &io.storages[0];
+    let dtype = io.input(0).dtype;
+    let mut results = Vec::with_capacity(starts.len());
+    for (o, &start) in io.outputs.iter().zip(starts) {
+        results.push(match o {
+            Some(o) => {
+                let offset = src.offset as isize + start as isize * src.strides[axis];
+                let part = src.view(src.strides.clone(), offset as usize);
+                Some(copy(lw, &part, &o.shape, dtype)?)
+            }
+            None => None,
+        });
+    }
+    Ok(results)
+}
+
+/// NumPy `take` along `axis`. Over the output's axes `[pre.., index..,
+/// post..]`, `x` moves along pre and post and the indices along their own
+/// axes; the gather adds the clamped `index * x_stride[axis]`.
+pub(super) fn take(
+    lw: &mut Lowering<'_>,
+    io: &NodeIo<'_>,
+    axis: usize,
+) -> Result<Vec<Option<Storage>>> {
+    let o = io.output()?;
+    let (x, idx) = (io.input(0), io.input(1));
+    let (xs, is) = (&io.storages[0], &io.storages[1]);
+    let k = idx.shape.len();
+    let mut x_strides = xs.strides[..axis].to_vec();
+    x_strides.extend(std::iter::repeat_n(0, k));
+    x_strides.extend_from_slice(&xs.strides[axis + 1..]);
+    let mut i_strides = vec![0; axis];
+    i_strides.extend_from_slice(&is.strides);
+    i_strides.extend(std::iter::repeat_n(0, x.shape.len() - axis - 1));
+    let members = HashSet::new();
+    let mut b = Builder {
+        shape: o.shape.clone(),
+        members: &members,
+        defs: vec![
+            Def::Load {
+                dtype: idx.dtype,
+                source: Source::Input(0),
+                dense: false,
+                gather: None,
+            },
+            Def::Load {
+                dtype: x.dtype,
+                source: Source::Input(0),
+                dense: false,
+                gather: Some(0),
+            },
+        ],
+        loads: Vec::new(),
+        consts: Vec::new(),
+        memo: HashMap::new(),
+        const_memo: HashMap::new(),
+    };
+    b.loads.push(Load {
+        def: 0,
+        array: Arc::as_ptr(&io.node.inputs[1].inner),
+        storage: is.clone(),
+        offset: is.offset,
+        strides: i_strides,
+        gather: None,
+        donatable: false,
+    });
+    b.loads.push(Load {
+        def: 1,
+        array: Arc::as_ptr(&io.node.inputs[0].inner),
+        storage: xs.clone(),
+        offset: xs.offset,
+        strides: x_strides,
+        gather: Some((xs.strides[axis], x.shape[axis])),
+        donatable: false,
+    });
+    let s = finish(lw, b, vec![1])?.pop().expect("one output");
+    Ok(vec![Some(s)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_maps_compose_like_views() {
+        // A [2, 3] array transposed, then its last axis reversed.
+        let t = AxisMap::of_view(&View::Permute(vec![1, 0]), &[2, 3], &[3, 2]).unwrap();
+        let r = AxisMap::of_view(
+            &View::Slice {
+                starts: vec![0, 1],
+                steps: vec![1, -1],
+            },
+            &[3, 2],
+            &[3, 2],
+        )
+        .unwrap();
+        let m = AxisMap::identity(2).then(&r).then(&t);
+        // out[i, j] = x.T[i, 1 - j] = x[1 - j, i]: offset 3, strides [1, -3].
+        assert_eq!(m.apply(0, &[3, 1]), (3, vec![1, -3]));
+        assert!(!m.is_identity());
+        assert!(AxisMap::identity(3).is_identity());
+        // Broadcasting [3] to [2, 3], then a size-1 reshape of [2, 3] to
+        // [2, 1, 3]: the first axis is broadcast.
+        let b = AxisMap::broadcast(&[3], &[2, 3]);
+        let r = AxisMap::of_view(&View::Reshape, &[2, 3], &[2, 1, 3]).unwrap();
+        assert_eq!(
+            AxisMap::identity(3).then(&r).then(&b).apply(5, &[1]),
+            (5, vec![0, 0, 1])
+        );
+        assert!(AxisMap::of_view(&View::Reshape, &[2, 3], &[3, 2]).is_none());
+    }
+}

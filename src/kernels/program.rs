@@ -1,0 +1,720 @@
+//! Generated elementwise kernels: a [`Program`] (loads, constants and ops in
+//! topological order, some of them written out) becomes one WGSL compute
+//! shader, one thread per output element (two for 2-byte outputs, so that
+//! every thread writes whole words).
+//!
+//! Every elementwise dispatch goes through here: one op alone (the unfused
+//! path) or a fused chain of them (`graph::fuse`). A program is keyed by its
+//! structure (ops, dtypes, which loads are dense, the rank of the iteration
+//! space after merging dimensions); sizes, strides, offsets and constant
+//! values are parameters, so a new shape or a new scalar does not compile a
+//! new pipeline.
+//!
+//! Each value is held in its dtype's compute type (f32 for every float
+//! dtype, i32, u32 for u32 and bool) and rounded to its own dtype after the
+//! op that makes it (f16 and bf16 through their bits, bools to 0 or 1,
+//! floats to integers saturating), exactly as if it had been stored and
+//! loaded again: a fused program gives the bits of the unfused ops.
+
+use super::elementwise::{compute_type, decode, encode, op_compute_type, op_wgsl};
+use super::{CONVERT, Context, Dispatch, Kernel, MATH, PARAMS_WORDS, Params, QuickKey, Spec};
+use crate::graph::primitive::ElementwiseOp;
+use crate::shape::contiguous_strides;
+use crate::{DType, Error, Result};
+
+/// The most dimensions an elementwise iteration space has (after merging).
+pub(crate) const MAX_RANK: usize = 8;
+
+/// Generated programs; the whole body is one substitution.
+pub(crate) static PROGRAM: Kernel = Kernel {
+    name: "elementwise",
+    prelude: &[CONVERT, MATH],
+    source: "{{BODY}}",
+    reads: 0,
+    writes: 1,
+};
+
+/// A value of a program: the index of its [`Def`].
+pub(crate) type Value = u16;
+
+/// Where a load reads from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Source {
+    /// Read-only input binding `i`.
+    Input(u8),
+    /// Output `j`'s binding: a donated input, read at the element this
+    /// thread writes before it writes it.
+    Output(u8),
+}
+
+/// One definition of a program, in topological order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Def {
+    /// An element of a buffer. `dense`: at `offset + e` (filled in by
+    /// [`dispatch`]); `gather`: at the strided offset plus the clamped index
+    /// value times the axis stride (NumPy `take`, mode clip).
+    Load {
+        dtype: DType,
+        source: Source,
+        dense: bool,
+        gather: Option<Value>,
+    },
+    /// A parameter word holding a constant of `dtype`.
+    Const { dtype: DType },
+    /// An elementwise op (Cast, Copy, Unary, Binary or Where) on earlier
+    /// values, rounded to `dtype`.
+    Op {
+        op: ElementwiseOp,
+        args: Vec<Value>,
+        dtype: DType,
+    },
+}
+
+impl Def {
+    pub(crate) fn dtype(&self) -> DType {
+        match self {
+            Def::Load { dtype, .. } | Def::Const { dtype } | Def::Op { dtype, .. } => *dtype,
+        }
+    }
+}
+
+/// A program's structure: everything its WGSL depends on, and nothing else.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Program {
+    pub defs: Vec<Def>,
+    /// Values written out, in order: output `j` is a dense array of the
+    /// iteration shape in its value's dtype.
+    pub outputs: Vec<Value>,
+    /// Read-only input bindings.
+    pub inputs: u8,
+    /// The rank of the iteration space after merging dimensions.
+    pub rank: u8,
+}
+
+/// The runtime side of one load: element offset and strides over the
+/// iteration shape (two's complement), and for a gather the axis stride and
+/// length.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LoadData {
+    pub offset: usize,
+    pub strides: Vec<isize>,
+    pub gather: Option<(isize, usize)>,
+}
+
+/// Everything a program needs at dispatch besides its structure.
+pub(crate) struct Bound<'a> {
+    /// The iteration shape: every output's shape.
+    pub shape: Vec<usize>,
+    /// One per `Def::Load`, in order.
+    pub loads: Vec<LoadData>,
+    /// One word per `Def::Const`, in order: the constant's bits as its
+    /// dtype's compute type (f32 bits, i32, u32).
+    pub consts: Vec<u32>,
+    pub inputs: Vec<&'a wgpu::Buffer>,
+    pub outputs: Vec<&'a wgpu::Buffer>,
+}
+
+impl Program {
+    /// Elements each thread computes: 2 when an output is 2 bytes wide.
+    fn elems_per_thread(&self) -> usize {
+        if self
+            .outputs
+            .iter()
+            .any(|&v| self.defs[v as usize].dtype().size_in_bytes() == 2)
+        {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Parameter layout after `head` words: per load its offset, then its
+    /// strides over each index space of `ranks` (the elementwise kernel has
+    /// one, unless the load is dense; a reduction has the kept and the
+    /// reduced axes), its gather stride and length; then the constants.
+    pub(super) fn layout(&self, head: usize, ranks: &[usize]) -> Layout {
+        let mut w = head;
+        let (mut loads, mut gathers, mut consts) = (Vec::new(), Vec::new(), Vec::new());
+        for d in &self.defs {
+            match d {
+                Def::Load { dense, gather, .. } => {
+                    loads.push(w);
+                    w += 1;
+                    if !dense {
+                        w += ranks.iter().sum::<usize>();
+                    }
+                    gathers.push(gather.map(|_| w));
+                    if gather.is_some() {
+                        w += 2;
+                    }
+                }
+                Def::Const { .. } => {
+                    consts.push(w);
+                    w += 1;
+                }
+                Def::Op { .. } => {}
+            }
+        }
+        Layout {
+            loads,
+            gathers,
+            consts,
+            words: w.next_multiple_of(PARAMS_WORDS),
+        }
+    }
+
+    /// The uniform parameter block and the storage bindings: inputs
+    /// `in{i}` from binding 1, then `outputs` (read-write, by name).
+    pub(super) fn bindings(&self, words: usize, outputs: &[String]) -> String {
+        let mut s = format!(
+            "struct Params {{\n    w: array<vec4<u32>, {}>,\n}}\n\
+             @group(0) @binding(0) var<uniform> p: Params;\n",
+            words / 4
+        );
+        for i in 0..self.inputs {
+            s.push_str(&format!(
+                "@group(0) @binding({}) var<storage, read> in{i}: array<u32>;\n",
+                1 + i as usize
+            ));
+        }
+        for (j, name) in outputs.iter().enumerate() {
+            s.push_str(&format!(
+                "@group(0) @binding({}) var<storage, read_write> {name}: array<u32>;\n",
+                1 + self.inputs as usize + j
+            ));
+        }
+        s.push_str(
+            "\nfn half_word(w: u32, i: u32) -> u32 {\n    return (w >> ((i & 1u) * 16u)) & 0xffffu;\n}\n\n\
+             fn gather_index(i: i32, len: u32) -> u32 {\n    var j = i;\n    if j < 0 {\n        j += i32(len);\n    }\n    return u32(clamp(j, 0, i32(len) - 1));\n}\n",
+        );
+        // One function per op: its arguments in the op's own types.
+        for (k, d) in self.defs.iter().enumerate() {
+            if let Def::Op { op, args, dtype } = d {
+                let in_dtypes: Vec<DType> = args
+                    .iter()
+                    .map(|&a| self.defs[a as usize].dtype())
+                    .collect();
+                let ct = op_compute_type(*op, &in_dtypes, *dtype);
+                let (expr, rt) = op_wgsl(*op, ct, &in_dtypes);
+                let params: Vec<String> = in_dtypes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &a)| format!("x{i}: {}", arg_type(*op, i, a, ct)))
+                    .collect();
+                s.push_str(&format!(
+                    "fn op{k}({}) -> {rt} {{\n    return {expr};\n}}\n",
+                    params.join(", ")
+                ));
+            }
+        }
+        s
+    }
+
+    /// The statements that compute every definition `v{k}` in order. Load
+    /// `i` (in load order) reads at `address(i, word of its offset)` plus,
+    /// for a gather, the clamped index times the axis stride.
+    pub(super) fn statements(
+        &self,
+        layout: &Layout,
+        address: &dyn Fn(usize, usize) -> String,
+    ) -> String {
+        let mut s = String::new();
+        let (mut li, mut ci) = (0, 0);
+        for (k, d) in self.defs.iter().enumerate() {
+            let ct = compute_type(d.dtype());
+            match d {
+                Def::Load {
+                    dtype,
+                    source,
+                    dense: _,
+                    gather,
+                } => {
+                    let w = layout.loads[li];
+                    let mut addr = address(li, w);
+                    if let (Some(g), Some(gw)) = (gather, layout.gathers[li]) {
+                        let (stride, len) = (pw(gw), pw(gw + 1));
+                        let idx = format!("v{g}");
+                        let index = if self.defs[*g as usize].dtype() == DType::U32 {
+                            format!("min({idx}, {len} - 1u)")
+                        } else {
+                            format!("gather_index({idx}, {len})")
+                        };
+                        addr = format!("({addr}) + {index} * {stride}");
+                    }
+                    li += 1;
+                    let array = match source {
+                        Source::Input(i) => format!("in{i}"),
+                        Source::Output(j) => format!("o{j}"),
+                    };
+                    let bits = if dtype.size_in_bytes() == 2 {
+                        format!("half_word({array}[a{k} >> 1u], a{k})")
+                    } else {
+                        format!("{array}[a{k}]")
+                    };
+                    s.push_str(&format!(
+                        "    let a{k} = {addr};\n    let v{k}: {ct} = {};\n",
+                        decode(*dtype, &bits)
+                    ));
+                }
+                Def::Const { .. } => {
+                    let w = pw(layout.consts[ci]);
+                    ci += 1;
+                    let value = match ct {
+                        "f32" => format!("bitcast<f32>({w})"),
+                        "i32" => format!("bitcast<i32>({w})"),
+                        _ => w,
+                    };
+                    s.push_str(&format!("    let v{k}: {ct} = {value};\n"));
+                }
+                Def::Op { op, args, dtype } => {
+                    let in_dtypes: Vec<DType> = args
+                        .iter()
+                        .map(|&a| self.defs[a as usize].dtype())
+                        .collect();
+                    let op_ct = op_compute_type(*op, &in_dtypes, *dtype);
+                    let (_, rt) = op_wgsl(*op, op_ct, &in_dtypes);
+                    let call: Vec<String> = args
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &a)| {
+                            let have = compute_type(in_dtypes[i]);
+                            let want = arg_type(*op, i, in_dtypes[i], op_ct);
+                            if have == want {
+                                format!("v{a}")
+                            } else {
+                                format!("{want}(v{a})")
+                            }
+                        })
+                        .collect();
+                    // Round to the value's own dtype, as a store and a
+                    // load would.
+                    let bits = encode(*dtype, &format!("op{k}({})", call.join(", ")), rt);
+                    s.push_str(&format!(
+                        "    let v{k}: {ct} = {};\n",
+                        decode(*dtype, &bits)
+                    ));
+                }
+            }
+        }
+        s
+    }
+
+    /// The WGSL of this program as an elementwise kernel.
+    pub(crate) fn wgsl(&self) -> String {
+        let rank = self.rank as usize;
+        let layout = self.layout(4 + rank, &[rank]);
+        let outputs: Vec<String> = (0..self.outputs.len()).map(|j| format!("o{j}")).collect();
+        let mut s = self.bindings(layout.words, &outputs);
+        let n_out = self.outputs.len();
+        s.push_str(&format!("\nfn compute(e: u32) -> array<u32, {n_out}> {{\n"));
+        let strided = self.defs.iter().any(|d| {
+            matches!(
+                d,
+                Def::Load { dense: false, .. }
+                    | Def::Load {
+                        gather: Some(_),
+                        ..
+                    }
+            )
+        });
+        if strided && rank > 0 {
+            s.push_str(&unravel("e", "i", 4, rank));
+        }
+        let dense: Vec<bool> = self
+            .defs
+            .iter()
+            .filter_map(|d| match d {
+                Def::Load { dense, .. } => Some(*dense),
+                _ => None,
+            })
+            .collect();
+        let address = |li: usize, w: usize| {
+            if dense[li] {
+                format!("{} + e", pw(w))
+            } else {
+                let mut a = pw(w);
+                for dim in 0..rank {
+                    a.push_str(&format!(" + i{dim} * {}", pw(w + 1 + dim)));
+                }
+                a
+            }
+        };
+        s.push_str(&self.statements(&layout, &address));
+        let outs: Vec<String> = self
+            .outputs
+            .iter()
+            .map(|&v| {
+                let d = self.defs[v as usize].dtype();
+                encode(d, &format!("v{v}"), compute_type(d))
+            })
+            .collect();
+        s.push_str(&format!(
+            "    return array<u32, {n_out}>({});\n}}\n",
+            outs.join(", ")
+        ));
+        s.push_str(&format!(
+            "\n@compute @workgroup_size({WG})\n\
+             fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
+             \x20   let t = gid.x + gid.y * nwg.x * {WG}u;\n\
+             \x20   let n = {};\n",
+            pw(0)
+        ));
+        if self.elems_per_thread() == 1 {
+            s.push_str("    if t >= n {\n        return;\n    }\n    let r = compute(t);\n");
+            for j in 0..n_out {
+                s.push_str(&format!("    o{j}[t] = r[{j}];\n"));
+            }
+        } else {
+            s.push_str(&format!(
+                "    let e = 2u * t;\n    if e >= n {{\n        return;\n    }}\n    \
+                 let lo = compute(e);\n    var hi = array<u32, {n_out}>();\n    \
+                 let two = e + 1u < n;\n    if two {{\n        hi = compute(e + 1u);\n    }}\n"
+            ));
+            for (j, &v) in self.outputs.iter().enumerate() {
+                if self.defs[v as usize].dtype().size_in_bytes() == 2 {
+                    s.push_str(&format!(
+                        "    o{j}[t] = (lo[{j}] & 0xffffu) | (hi[{j}] << 16u);\n"
+                    ));
+                } else {
+                    s.push_str(&format!(
+                        "    o{j}[e] = lo[{j}];\n    if two {{\n        o{j}[e + 1u] = hi[{j}];\n    }}\n"
+                    ));
+                }
+            }
+        }
+        s.push_str("}\n");
+        s
+    }
+
+    /// The kernel specialisation of this program.
+    pub(crate) fn spec(&self) -> (Spec, &'static Kernel) {
+        let rank = self.rank as usize;
+        let layout = self.layout(4 + rank, &[rank]);
+        let (mut spec, kernel) = PROGRAM.spec_with_bindings(
+            &[("BODY", &self.wgsl())],
+            self.inputs as u32,
+            self.outputs.len() as u32,
+        );
+        spec.params = layout.words as u32;
+        (spec, kernel)
+    }
+}
+
+/// Where a program's parameter words are.
+pub(super) struct Layout {
+    /// Each load's offset word (its strides follow it).
+    pub loads: Vec<usize>,
+    /// Each load's gather stride word (the length follows it).
+    pub gathers: Vec<Option<usize>>,
+    /// Each constant's word.
+    pub consts: Vec<usize>,
+    /// Words in all, a multiple of [`PARAMS_WORDS`].
+    pub words: usize,
+}
+
+/// Parameter word `i`, as a WGSL expression.
+pub(super) fn pw(i: usize) -> String {
+    format!("p.w[{}].{}", i / 4, ["x", "y", "z", "w"][i % 4])
+}
+
+/// Straight-line row-major unravel of `index` into `{name}0..` over the
+/// `rank` sizes at words `first..` (llvmpipe counts every loop iteration).
+pub(super) fn unravel(index: &str, name: &str, first: usize, rank: usize) -> String {
+    let mut s = format!("    var rem_{name} = {index};\n");
+    for d in (1..rank).rev() {
+        let size = pw(first + d);
+        s.push_str(&format!(
+            "    let {name}{d} = rem_{name} % {size};\n    rem_{name} = rem_{name} / {size};\n"
+        ));
+    }
+    s.push_str(&format!("    let {name}0 = rem_{name};\n"));
+    s
+}
+
+/// Threads per workgroup.
+const WG: u32 = super::WORKGROUP;
+
+/// The WGSL type op argument `i` (of dtype `d`) is passed as: Where's
+/// condition and a gather's index keep their own compute type, every other
+/// argument takes the op's.
+fn arg_type(op: ElementwiseOp, i: usize, d: DType, op_ct: &'static str) -> &'static str {
+    match (op, i) {
+        (ElementwiseOp::Where, 0) => compute_type(d),
+        _ => op_ct,
+    }
+}
+
+/// Merge adjacent dimensions that every load walks the same way (row-major
+/// order is kept, so outputs stay dense): a dense elementwise op of any rank
+/// becomes one dimension. Returns the merged shape and each load's strides.
+fn coalesce(shape: &[usize], strides: &[Vec<isize>]) -> (Vec<usize>, Vec<Vec<isize>>) {
+    let mut out_shape: Vec<usize> = Vec::new();
+    let mut out_strides: Vec<Vec<isize>> = vec![Vec::new(); strides.len()];
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue; // contributes nothing to any offset
+        }
+        let mergeable = !out_shape.is_empty()
+            && strides.iter().zip(&out_strides).all(|(s, o)| {
+                *o.last().expect("same length as out_shape") == s[d] * shape[d] as isize
+            });
+        if mergeable {
+            *out_shape.last_mut().expect("not empty") *= shape[d];
+            for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
+                *o.last_mut().expect("not empty") = s[d];
+            }
+        } else {
+            out_shape.push(shape[d]);
+            for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
+                o.push(s[d]);
+            }
+        }
+    }
+    (out_shape, out_strides)
+}
+
+/// Encode `program` over `bound`: the dense-load flags and the merged rank
+/// are filled in here from the strides, then the pipeline is looked up by
+/// the finished structure. `program.rank` and each load's `dense` are
+/// ignored on input.
+///
+/// # Errors
+/// [`Error::TooLarge`] for sizes, strides or offsets past `u32`, or an
+/// iteration space of more than [`MAX_RANK`] dimensions after merging;
+/// [`Error::Kernel`] if the generated WGSL fails to compile.
+pub(crate) fn dispatch(
+    cx: &Context,
+    mut program: Program,
+    bound: &Bound<'_>,
+) -> Result<Option<Dispatch>> {
+    let n: usize = bound.shape.iter().product();
+    if n == 0 {
+        return Ok(None);
+    }
+    let strides: Vec<Vec<isize>> = bound.loads.iter().map(|l| l.strides.clone()).collect();
+    let (shape, strides) = coalesce(&bound.shape, &strides);
+    if shape.len() > MAX_RANK {
+        return Err(Error::InvalidArgument(format!(
+            "arrays of more than {MAX_RANK} dimensions are not supported (got {})",
+            shape.len()
+        )));
+    }
+    program.rank = shape.len() as u8;
+    let dense_strides = contiguous_strides(&shape);
+    let mut li = 0;
+    for d in program.defs.iter_mut() {
+        if let Def::Load { dense, .. } = d {
+            *dense = strides[li] == dense_strides;
+            li += 1;
+        }
+    }
+    let layout = program.layout(4 + shape.len(), &[shape.len()]);
+    let (load_words, const_words) = (&layout.loads, &layout.consts);
+    let mut p = Params::with_words("elementwise", layout.words);
+    p.put(0, [n as i64, shape.len() as i64])?;
+    p.put(4, shape.iter().map(|&d| d as i64))?;
+    let mut li = 0;
+    for d in &program.defs {
+        if let Def::Load { dense, .. } = d {
+            let (w, data) = (load_words[li], &bound.loads[li]);
+            p.put(w, [data.offset as i64])?;
+            if !dense {
+                p.put(w + 1, strides[li].iter().map(|&s| s as i64))?;
+            }
+            if let Some(gw) = layout.gathers[li] {
+                let (stride, len) = data
+                    .gather
+                    .ok_or_else(|| Error::Internal("a gather load without its axis".into()))?;
+                p.put(gw, [stride as i64, len as i64])?;
+            }
+            li += 1;
+        }
+    }
+    for (&w, &c) in const_words.iter().zip(&bound.consts) {
+        p.put_bits(w, [c]);
+    }
+    let threads = n.div_ceil(program.elems_per_thread());
+    let workgroups = cx.grid(threads as u64)?;
+    let mut buffers: Vec<wgpu::Buffer> = bound.inputs.iter().map(|&b| b.clone()).collect();
+    buffers.extend(bound.outputs.iter().map(|&b| b.clone()));
+    let pipeline = cx
+        .cache
+        .get_quick(QuickKey::Program(program.clone()), || program.spec())?;
+    Ok(Some(Dispatch {
+        pipeline,
+        params: p.words(),
+        buffers,
+        workgroups,
+    }))
+}
+
+/// A sample of the programs lowering asks for, for the portability test:
+/// every op on every dtype it takes (alone, dense and strided, with a
+/// constant and with a donated load), every cast, where, divmod, gathers,
+/// 2-byte outputs beside 4-byte ones, and a fused chain.
+#[cfg(test)]
+pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
+    use crate::graph::primitive::{BinaryOp, UnaryOp};
+    let load = |dtype, source, dense| Def::Load {
+        dtype,
+        source,
+        dense,
+        gather: None,
+    };
+    let program = |defs: Vec<Def>, outputs: Vec<Value>, inputs: u8, rank: u8| Program {
+        defs,
+        outputs,
+        inputs,
+        rank,
+    };
+    let mut out = Vec::new();
+    for d in DType::ALL {
+        for u in UnaryOp::ALL {
+            let dtype = if u == UnaryOp::LogicalNot {
+                DType::Bool
+            } else if u.takes_integers() || d.is_float() {
+                d
+            } else {
+                DType::F32
+            };
+            let op = Def::Op {
+                op: ElementwiseOp::Unary(u),
+                args: vec![0],
+                dtype,
+            };
+            out.push(program(vec![load(d, Source::Input(0), true), op], vec![1], 1, 1).spec());
+        }
+        for b in BinaryOp::ALL {
+            let dtype = if b.is_predicate() {
+                DType::Bool
+            } else if b == BinaryOp::Div && !d.is_float() {
+                DType::F32
+            } else {
+                d
+            };
+            let op = Def::Op {
+                op: ElementwiseOp::Binary(b),
+                args: vec![0, 1],
+                dtype,
+            };
+            // Strided and dense loads, a constant, a donated load.
+            out.push(
+                program(
+                    vec![
+                        load(d, Source::Input(0), false),
+                        load(d, Source::Input(1), true),
+                        op.clone(),
+                    ],
+                    vec![2],
+                    2,
+                    3,
+                )
+                .spec(),
+            );
+            out.push(
+                program(
+                    vec![
+                        load(d, Source::Output(0), true),
+                        Def::Const { dtype: d },
+                        op,
+                    ],
+                    vec![2],
+                    0,
+                    1,
+                )
+                .spec(),
+            );
+        }
+        for to in DType::ALL {
+            let op = Def::Op {
+                op: ElementwiseOp::Cast,
+                args: vec![0],
+                dtype: to,
+            };
+            out.push(program(vec![load(d, Source::Input(0), false), op], vec![1], 1, 2).spec());
+        }
+        let select = Def::Op {
+            op: ElementwiseOp::Where,
+            args: vec![0, 1, 2],
+            dtype: d,
+        };
+        out.push(
+            program(
+                vec![
+                    load(DType::Bool, Source::Input(0), false),
+                    load(d, Source::Input(1), false),
+                    Def::Const { dtype: d },
+                    select,
+                ],
+                vec![3],
+                2,
+                4,
+            )
+            .spec(),
+        );
+        // divmod: two outputs of one pair of loads.
+        let (q, r) = (
+            Def::Op {
+                op: ElementwiseOp::Binary(BinaryOp::FloorDiv),
+                args: vec![0, 1],
+                dtype: d,
+            },
+            Def::Op {
+                op: ElementwiseOp::Binary(BinaryOp::Remainder),
+                args: vec![0, 1],
+                dtype: d,
+            },
+        );
+        out.push(
+            program(
+                vec![
+                    load(d, Source::Input(0), true),
+                    load(d, Source::Input(1), false),
+                    q,
+                    r,
+                ],
+                vec![2, 3],
+                2,
+                2,
+            )
+            .spec(),
+        );
+        for index in [DType::I32, DType::U32] {
+            let gather = Def::Load {
+                dtype: d,
+                source: Source::Input(1),
+                dense: false,
+                gather: Some(0),
+            };
+            out.push(
+                program(
+                    vec![load(index, Source::Input(0), false), gather],
+                    vec![1],
+                    2,
+                    3,
+                )
+                .spec(),
+            );
+        }
+    }
+    // A fused chain of mixed dtypes: f16 in, f32 and bf16 out, a held
+    // intermediate written as a second output.
+    let mut defs = vec![
+        load(DType::F16, Source::Input(0), false),
+        load(DType::F32, Source::Input(1), true),
+        Def::Const { dtype: DType::F32 },
+    ];
+    let ops = [
+        (ElementwiseOp::Cast, vec![0], DType::F32),
+        (ElementwiseOp::Binary(BinaryOp::Mul), vec![3, 2], DType::F32),
+        (ElementwiseOp::Unary(UnaryOp::Exp), vec![4], DType::F32),
+        (ElementwiseOp::Binary(BinaryOp::Add), vec![5, 1], DType::F32),
+        (ElementwiseOp::Unary(UnaryOp::Tanh), vec![6], DType::F32),
+        (ElementwiseOp::Cast, vec![7], DType::BF16),
+    ];
+    for (op, args, dtype) in ops {
+        defs.push(Def::Op { op, args, dtype });
+    }
+    out.push(program(defs, vec![6, 8], 2, 2).spec());
+    out
+}

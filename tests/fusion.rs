@@ -1,0 +1,300 @@
+//! Fusion at eval: fused and unfused evaluation agree on random graphs, and
+//! fusion does what it promises (dispatch counts, held intermediates
+//! written as extra outputs, memory that stays bounded).
+
+mod common;
+
+use common::{Rng, device};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use wgarray::{Array, DType, Device, Slice};
+
+/// One step of a random elementwise graph over values of shapes that
+/// broadcast to `[R, C]`.
+#[derive(Clone, Debug)]
+enum Op {
+    Unary(u8, usize),
+    Binary(u8, usize, usize),
+    Scalar(u8, usize, i8),
+    Where(usize, usize, usize),
+    /// Round trip through a narrower dtype.
+    Cast(u8, usize),
+    /// Views on (maybe pending) values: reversed, transposed twice,
+    /// expanded and squeezed, broadcast to the full shape.
+    View(u8, usize),
+    DivMod(usize, usize),
+    /// A reduction in the middle (a materialisation point): sum over the
+    /// last axis, kept.
+    Sum(usize),
+    /// Evaluate this value now (a partial eval).
+    Eval(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let v = 0usize..64;
+    prop_oneof![
+        (0u8..10, v.clone()).prop_map(|(k, a)| Op::Unary(k, a)),
+        (0u8..7, v.clone(), v.clone()).prop_map(|(k, a, b)| Op::Binary(k, a, b)),
+        (0u8..4, v.clone(), -3i8..4).prop_map(|(k, a, s)| Op::Scalar(k, a, s)),
+        (v.clone(), v.clone(), v.clone()).prop_map(|(c, a, b)| Op::Where(c, a, b)),
+        (0u8..3, v.clone()).prop_map(|(k, a)| Op::Cast(k, a)),
+        (0u8..4, v.clone()).prop_map(|(k, a)| Op::View(k, a)),
+        (v.clone(), v.clone()).prop_map(|(a, b)| Op::DivMod(a, b)),
+        v.clone().prop_map(Op::Sum),
+        v.prop_map(Op::Eval),
+    ]
+}
+
+const R: usize = 7;
+const C: usize = 7;
+
+/// Build the graph on `d` from the same inputs, evaluate the values whose
+/// bit in `hold` is set, and return them as f64.
+fn run(d: &Device, inputs: &[Vec<f32>], ops: &[Op], hold: u64) -> Vec<Vec<f64>> {
+    let mut vals: Vec<Array> = vec![
+        Array::from_slice(&inputs[0], &[R, C], d).unwrap(),
+        Array::from_slice(&inputs[1], &[C], d).unwrap(),
+        Array::from_slice(&inputs[2], &[R, 1], d).unwrap(),
+    ];
+    for op in ops {
+        let n = vals.len();
+        let pick = |i: usize| vals[i % n].clone();
+        let next = match *op {
+            Op::Unary(k, a) => {
+                let x = pick(a);
+                Some(match k {
+                    0 => x.negative(),
+                    1 => x.abs(),
+                    2 => x.tanh(),
+                    3 => x.sigmoid(),
+                    4 => x.square(),
+                    5 => x.abs().and_then(|y| y.sqrt()),
+                    6 => x.sin(),
+                    7 => x.floor(),
+                    8 => x.relu(),
+                    _ => x.exp(),
+                })
+            }
+            Op::Binary(k, a, b) => {
+                let (x, y) = (pick(a), pick(b));
+                Some(match k {
+                    0 => &x + &y,
+                    1 => &x - &y,
+                    2 => &x * &y,
+                    3 => x.maximum(&y),
+                    4 => x.minimum(&y),
+                    5 => &x / &y,
+                    _ => x.greater(&y).and_then(|g| g.astype(DType::F32)),
+                })
+            }
+            Op::Scalar(k, a, s) => {
+                let x = pick(a);
+                let s = s as f64 * 0.75;
+                Some(match k {
+                    0 => &x + s,
+                    1 => &x * s,
+                    2 => &x - s,
+                    _ => &x / (s + 4.0),
+                })
+            }
+            Op::Where(c, a, b) => {
+                let cond = pick(c).greater(&pick(a));
+                Some(cond.and_then(|c| wgarray::where_(&c, &pick(a), &pick(b))))
+            }
+            Op::Cast(k, a) => {
+                let to = [DType::F16, DType::BF16, DType::I32][k as usize];
+                Some(pick(a).astype(to).and_then(|y| y.astype(DType::F32)))
+            }
+            Op::View(k, a) => {
+                let x = pick(a);
+                Some(match k {
+                    0 => x.slice(&vec![Slice::step(-1); x.ndim()]),
+                    1 => Ok(x.transpose().transpose()),
+                    2 => x.expand_dims(0).and_then(|y| y.squeeze(Some(&[0]))),
+                    _ => x.broadcast_to(&[R, C]),
+                })
+            }
+            Op::DivMod(a, b) => {
+                let (q, r) = pick(a)
+                    .divmod(&(pick(b).abs().unwrap() + 0.5).unwrap())
+                    .unwrap();
+                vals.push(q);
+                Some(Ok(r))
+            }
+            Op::Sum(a) => {
+                let x = pick(a);
+                Some(x.sum(-1, true))
+            }
+            Op::Eval(a) => {
+                pick(a).eval().unwrap();
+                None
+            }
+        };
+        if let Some(y) = next {
+            vals.push(y.expect("a valid op"));
+        }
+    }
+    // Drop what is not held (reassignment ends references), then evaluate
+    // the held values together.
+    let held: Vec<Array> = vals
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| hold >> (i % 64) & 1 == 1)
+        .map(|(_, a)| a)
+        .collect();
+    wgarray::eval(&held.iter().collect::<Vec<_>>()).unwrap();
+    held.iter().map(|a| a.to_f64_vec().unwrap()).collect()
+}
+
+fn agree(got: &[Vec<f64>], want: &[Vec<f64>]) -> std::result::Result<(), String> {
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        for (i, (&a, &b)) in g.iter().zip(w).enumerate() {
+            let same = (a.is_nan() && b.is_nan())
+                || a == b
+                || (a - b).abs() <= 1e-5 * b.abs().max(1.0)
+                // One f16 or bf16 rounding step apart (an FMA contracted
+                // inside a fused kernel can tip a rounding).
+                || (a - b).abs() <= 8e-3 * b.abs().max(1e-3);
+            if !same {
+                return Err(format!("value {k}, element {i}: fused {a}, unfused {b}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn fused_and_unfused_agree_on_random_graphs() {
+    let fused = device();
+    let unfused = device();
+    fused.set_fusion(true);
+    unfused.set_fusion(false);
+    let mut runner = TestRunner::new(Config {
+        cases: 96,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(
+            &(
+                prop::collection::vec(op(), 1..10),
+                any::<u64>(),
+                any::<u64>(),
+            ),
+            |(ops, hold, seed)| {
+                let mut rng = Rng::new(seed);
+                let inputs = vec![rng.vec_f32(R * C), rng.vec_f32(C), rng.vec_f32(R)];
+                let hold = hold | 1 << 63; // the last value at least
+                let a = run(&fused, &inputs, &ops, hold);
+                let b = run(&unfused, &inputs, &ops, hold);
+                agree(&a, &b).map_err(TestCaseError::fail)
+            },
+        )
+        .unwrap();
+    for d in [&fused, &unfused] {
+        assert_eq!(d.live_arrays(), 0);
+        assert_eq!(d.live_nodes(), 0);
+        assert_eq!(d.active_memory(), 0);
+    }
+}
+
+/// Dispatches one eval of `build`'s result costs on `d`.
+fn dispatches(d: &Device, build: impl Fn() -> Array) -> u64 {
+    let y = build();
+    let before = d.dispatches();
+    y.eval().unwrap();
+    d.dispatches() - before
+}
+
+#[test]
+fn a_chain_of_elementwise_ops_is_one_dispatch() {
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(3);
+    let n = 1025;
+    let x = Array::from_slice(&rng.vec_f32(n), &[n], &d).unwrap();
+    let b = Array::from_slice(&rng.vec_f32(n), &[n], &d).unwrap();
+    let chain = || {
+        let y = (&x * 2.0).unwrap();
+        let y = (&y + &b).unwrap().tanh().unwrap();
+        let y = y.astype(DType::F16).unwrap().astype(DType::F32).unwrap();
+        (&y - 1.0).unwrap().exp().unwrap()
+    };
+    assert_eq!(dispatches(&d, chain), 1);
+    d.set_fusion(false);
+    assert_eq!(
+        dispatches(&d, chain),
+        7,
+        "unfused: one per op, constants fold"
+    );
+}
+
+#[test]
+fn a_held_intermediate_is_written_by_the_same_kernel() {
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(5);
+    let n = 33;
+    let xv = rng.vec_f32(n);
+    let x = Array::from_slice(&xv, &[n], &d).unwrap();
+    let mid = (&x * 3.0).unwrap().exp().unwrap(); // held by the caller
+    let out = (&mid + 1.0).unwrap().sqrt().unwrap();
+    let before = d.dispatches();
+    wgarray::eval(&[&out]).unwrap();
+    assert_eq!(d.dispatches() - before, 1);
+    assert!(mid.is_evaluated(), "the held intermediate was written");
+    let (m, o) = (mid.to_vec::<f32>().unwrap(), out.to_vec::<f32>().unwrap());
+    for i in 0..n {
+        let want = (xv[i] * 3.0).exp();
+        assert!((m[i] - want).abs() <= 1e-5 * want, "mid[{i}]");
+        assert!(
+            (o[i] - (want + 1.0).sqrt()).abs() <= 1e-5 * o[i],
+            "out[{i}]"
+        );
+    }
+}
+
+#[test]
+fn views_of_pending_values_fuse_through_their_strides() {
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(9);
+    let (r, c) = (7, 33);
+    let av = rng.vec_f32(r * c);
+    let a = Array::from_slice(&av, &[r, c], &d).unwrap();
+    let build = || {
+        let t = (&a + 1.0).unwrap().transpose(); // [c, r], pending
+        let rev = t.slice(&[Slice::step(-1), Slice::step(2)]).unwrap(); // [c, 4]
+        (&rev * 2.0).unwrap()
+    };
+    assert_eq!(dispatches(&d, build), 1);
+    let got = build().to_vec::<f32>().unwrap();
+    let cols = r.div_ceil(2);
+    for i in 0..c {
+        for j in 0..cols {
+            let (row, col) = (2 * j, c - 1 - i);
+            assert_eq!(got[i * cols + j], (av[row * c + col] + 1.0) * 2.0);
+        }
+    }
+}
+
+#[test]
+fn a_long_chain_splits_at_the_kernel_size_limit_and_stays_in_two_buffers() {
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let n = 4096;
+    let x = Array::full(&[n], 0.5, DType::F32, &d);
+    x.eval().unwrap();
+    let mut y = x.clone();
+    for i in 0..200 {
+        y = if i % 2 == 0 { &y + 1.0 } else { &y * 1.0 }.unwrap();
+    }
+    let before = d.dispatches();
+    d.reset_peak_memory();
+    let base = d.active_memory();
+    y.eval().unwrap();
+    let k = d.dispatches() - before;
+    assert!((2..=8).contains(&k), "{k} dispatches for 200 ops");
+    assert!(d.peak_memory() - base <= 2 * (n as u64 * 4).next_multiple_of(256));
+    assert_eq!(y.to_vec::<f32>().unwrap()[n - 1], 100.5);
+}
