@@ -135,7 +135,7 @@ impl Array {
     }
 
     #[track_caller]
-    fn binary_scalar(&self, value: f64, op: BinaryOp) -> Result<Array> {
+    pub(crate) fn binary_scalar(&self, value: f64, op: BinaryOp) -> Result<Array> {
         // A lazy constant: at eval it becomes a parameter word of the
         // kernel that reads it (no buffer, no upload, no dispatch).
         let s = Array::full(&[], value, scalar_dtype(self.dtype(), value), self.device());

@@ -3,6 +3,7 @@
 
 pub mod concat;
 pub mod elementwise;
+pub mod grid;
 pub mod matmul;
 pub mod nn;
 pub mod reduce;
