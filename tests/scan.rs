@@ -102,7 +102,7 @@ fn reference(
     let len = shape[axis];
     let mut y = vec![0.0; x.len()];
     for flat in 0..x.len() {
-        if (flat / st[axis]) % len != 0 {
+        if !(flat / st[axis]).is_multiple_of(len) {
             continue; // one walk per row, from its first element
         }
         let mut acc = identity(op, out);
