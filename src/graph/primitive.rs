@@ -52,6 +52,9 @@ pub(crate) enum Primitive {
         reverse: bool,
         inclusive: bool,
     },
+    /// A stable ascending sort along `axis` (NaN last): values and u32
+    /// indices.
+    Sort { axis: usize },
 }
 
 /// How a view maps its input's layout to its output's.
@@ -389,6 +392,7 @@ impl Primitive {
                 ReduceOp::Min => "cummin",
                 _ => "cumsum",
             },
+            Primitive::Sort { .. } => "sort",
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod nn;
 pub mod reduce;
 pub mod scan;
 pub mod shape;
+pub mod sort;
 pub mod topk;
 
 use crate::{Array, Error, Result};

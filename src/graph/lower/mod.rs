@@ -12,6 +12,7 @@ pub(crate) mod program;
 mod random;
 mod reduce;
 mod scan;
+mod sort;
 mod topk;
 mod view;
 
@@ -139,5 +140,6 @@ pub(crate) fn lower(
             reverse,
             inclusive,
         } => scan::scan(lw, &io, *op, *axis, *reverse, *inclusive),
+        Primitive::Sort { axis } => sort::sort(lw, &io, *axis),
     }
 }
