@@ -55,6 +55,10 @@ pub(crate) enum Primitive {
     /// A stable ascending sort along `axis` (NaN last): values and u32
     /// indices.
     Sort { axis: usize },
+    /// Input 1 (updates, f32, i32 or u32) added into zeros of the output's
+    /// shape at input 0's indices (i32 or u32, the updates' shape) along
+    /// `axis`; duplicate indices accumulate.
+    ScatterAdd { axis: usize },
 }
 
 /// How a view maps its input's layout to its output's.
@@ -393,6 +397,7 @@ impl Primitive {
                 _ => "cumsum",
             },
             Primitive::Sort { .. } => "sort",
+            Primitive::ScatterAdd { .. } => "scatter_add",
         }
     }
 }

@@ -19,6 +19,7 @@ pub(crate) mod program;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod scan;
+pub(crate) mod scatter;
 pub(crate) mod sort;
 pub(crate) mod topk;
 
@@ -196,6 +197,7 @@ pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     specs.extend(topk::specs());
     specs.extend(scan::specs());
     specs.extend(sort::specs());
+    specs.extend(scatter::specs());
     // Ops that share an expression on some dtype (floor of an integer is
     // the identity, like a cast) share a specialisation.
     let mut seen = std::collections::HashSet::new();

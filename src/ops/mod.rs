@@ -8,6 +8,7 @@ pub mod matmul;
 pub mod nn;
 pub mod reduce;
 pub mod scan;
+pub mod scatter;
 pub mod shape;
 pub mod sort;
 pub mod topk;

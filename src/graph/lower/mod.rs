@@ -12,6 +12,7 @@ pub(crate) mod program;
 mod random;
 mod reduce;
 mod scan;
+mod scatter;
 mod sort;
 mod topk;
 mod view;
@@ -141,5 +142,6 @@ pub(crate) fn lower(
             inclusive,
         } => scan::scan(lw, &io, *op, *axis, *reverse, *inclusive),
         Primitive::Sort { axis } => sort::sort(lw, &io, *axis),
+        Primitive::ScatterAdd { axis } => scatter::scatter_add(lw, &io, *axis),
     }
 }

@@ -1,0 +1,108 @@
+//! Scatter-add along an axis: [`Array::scatter_add`].
+
+use super::same_device;
+use crate::graph::Primitive;
+use crate::shape::{broadcast_shapes, normalize_axis};
+use crate::{Array, DType, Error, Result};
+
+impl Array {
+    /// This array with `updates` added at `indices` along `axis`, duplicate
+    /// indices accumulating (PyTorch `scatter_add(dim, index, src)`, NumPy
+    /// `add.at` along an axis, the adjoint of [`Array::take_along_axis`]):
+    /// for every position `u` of the broadcast shape of `indices` and
+    /// `updates`, `out[u with axis -> indices[u]] += updates[u]`.
+    ///
+    /// `indices` (i32 or u32) has this array's number of dimensions;
+    /// `indices` and `updates` broadcast together to a shape no longer than
+    /// this array on every other axis. A negative index counts from the end;
+    /// out-of-range ones are clamped (as [`Array::take`]). The result has
+    /// this array's shape and dtype (any but bool); `updates` are cast to
+    /// it. Views are read in place.
+    ///
+    /// # Numerics and kernel
+    ///
+    /// wgsl/scatter.wgsl: one dispatch zeroes an accumulator, one adds each
+    /// update atomically (i32 and u32 with `atomicAdd`, wrapping; floats in
+    /// f32 with a compare-exchange loop), and a fused elementwise dispatch
+    /// adds this array (f16 and bf16: in f32, rounded once). The order of
+    /// float additions is not fixed: sums agree with a sequential sum to f32
+    /// rounding, not bit for bit, and may differ between runs.
+    ///
+    /// ```
+    /// # use wgarray::{Array, Device};
+    /// # let device = Device::new_default()?;
+    /// let x = Array::from_slice(&[0.0f32; 3], &[3], &device)?;
+    /// let i = Array::from_slice(&[0i32, 2, 0, -1], &[4], &device)?;
+    /// let u = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &device)?;
+    /// assert_eq!(x.scatter_add(&i, &u, 0)?.to_vec::<f32>()?, vec![4.0, 0.0, 6.0]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::DType`] for non-integer indices or a bool array;
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] when `indices`
+    /// has another number of dimensions or indexes an empty axis;
+    /// [`Error::ShapeMismatch`] when `indices` and `updates` do not
+    /// broadcast or exceed this array on another axis;
+    /// [`Error::DeviceMismatch`].
+    #[track_caller]
+    pub fn scatter_add(&self, indices: &Array, updates: &Array, axis: isize) -> Result<Array> {
+        const OP: &str = "scatter_add";
+        same_device(self, indices)?;
+        same_device(self, updates)?;
+        let axis = normalize_axis(axis, self.ndim())?;
+        let nd = self.ndim();
+        if indices.ndim() != nd {
+            return Err(Error::InvalidArgument(format!(
+                "{OP}: indices must have {nd} dimension(s) like the array, they have {}",
+                indices.ndim()
+            )));
+        }
+        let shape = broadcast_shapes(OP, indices.shape(), updates.shape())?;
+        let fits = shape.len() == nd && (0..nd).all(|d| d == axis || shape[d] <= self.shape()[d]);
+        if !fits {
+            return Err(Error::ShapeMismatch {
+                op: OP,
+                lhs: self.shape().to_vec(),
+                rhs: shape,
+            });
+        }
+        for (dtype, bad) in [
+            (
+                indices.dtype(),
+                !matches!(indices.dtype(), DType::I32 | DType::U32),
+            ),
+            (self.dtype(), self.dtype() == DType::Bool),
+        ] {
+            if bad {
+                return Err(Error::DType {
+                    op: OP,
+                    dtype,
+                    other: None,
+                });
+            }
+        }
+        let n: usize = shape.iter().product();
+        if self.shape()[axis] == 0 && n > 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{OP}: indices into an empty axis {axis}"
+            )));
+        }
+        let acc = if self.dtype().is_float() {
+            DType::F32
+        } else {
+            self.dtype()
+        };
+        let idx = indices.broadcast_to(&shape)?;
+        let upd = updates.astype(acc)?.broadcast_to(&shape)?;
+        let sums = Array::from_node(
+            self.device(),
+            Primitive::ScatterAdd { axis },
+            vec![idx, upd],
+            vec![(self.shape().to_vec(), acc)],
+        )
+        .pop()
+        .expect("one output");
+        self.astype(acc)?.add(&sums)?.astype(self.dtype())
+    }
+}
