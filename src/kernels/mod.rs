@@ -58,6 +58,23 @@ impl Context {
     }
 }
 
+/// The axes of `shape` other than `axis` and the number of rows along
+/// `axis` (their product), for kernels that work row by row and unravel
+/// the other axes with wgsl/unravel.wgsl.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] (naming `op`) for more than 8 other axes.
+pub(crate) fn rows_along(op: &str, shape: &[usize], axis: usize) -> Result<(Vec<usize>, usize)> {
+    let outer: Vec<usize> = (0..shape.len()).filter(|&d| d != axis).collect();
+    if outer.len() > 8 {
+        return Err(Error::InvalidArgument(format!(
+            "{op} takes at most 9 dimensions"
+        )));
+    }
+    let rows = outer.iter().map(|&d| shape[d]).product();
+    Ok((outer, rows))
+}
+
 /// A kernel operand: elements of `dtype` in `buffer`, read through element
 /// strides (two's complement: negative for reversed views, 0 where
 /// broadcast) from element `offset`. Each kernel family says which axes the

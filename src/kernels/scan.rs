@@ -5,7 +5,7 @@ use super::bits::store_element;
 use super::elementwise::{compute_type, decode, element_bits, encode};
 use super::{Context, Dispatch, Kernel, Operand, Params, Spec, WORKGROUP};
 use crate::graph::primitive::ReduceOp;
-use crate::{DType, Error, Result};
+use crate::{DType, Result};
 
 /// Every scan; accumulator, loads and stores generated per specialisation.
 pub(crate) static SCAN: Kernel = Kernel {
@@ -104,16 +104,10 @@ pub(crate) fn scan(
     out_dtype: DType,
     totals: &wgpu::Buffer,
 ) -> Result<Vec<Dispatch>> {
-    let outer: Vec<usize> = (0..shape.len()).filter(|&d| d != axis).collect();
-    let rows: usize = outer.iter().map(|&d| shape[d]).product();
+    let (outer, rows) = super::rows_along("scan", shape, axis)?;
     let len = shape[axis];
     if rows == 0 || len == 0 {
         return Ok(Vec::new());
-    }
-    if outer.len() > 8 {
-        return Err(Error::InvalidArgument(
-            "scans take at most 9 dimensions".into(),
-        ));
     }
     let out_strides = crate::shape::contiguous_strides(shape);
     let blocks = len.div_ceil(BLOCK);

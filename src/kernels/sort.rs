@@ -82,16 +82,10 @@ pub(crate) fn sort(
     idx: &wgpu::Buffer,
     work: &wgpu::Buffer,
 ) -> Result<Vec<Dispatch>> {
-    let outer: Vec<usize> = (0..shape.len()).filter(|&d| d != axis).collect();
-    let rows: usize = outer.iter().map(|&d| shape[d]).product();
+    let (outer, rows) = super::rows_along("sort", shape, axis)?;
     let len = shape[axis];
     if rows == 0 || len == 0 {
         return Ok(Vec::new());
-    }
-    if outer.len() > 8 {
-        return Err(Error::InvalidArgument(
-            "sort takes at most 9 dimensions".into(),
-        ));
     }
     let big = padded(len);
     let total = rows.saturating_mul(big);

@@ -4,7 +4,6 @@
 use super::{Lowering, NodeIo};
 use crate::array::Storage;
 use crate::kernels::sort as kernel;
-use crate::shape::contiguous_strides;
 use crate::{DType, Result};
 
 /// The stable ascending sort of input 0 along `axis`: values and u32
@@ -18,17 +17,8 @@ pub(super) fn sort(
     axis: usize,
 ) -> Result<Vec<Option<Storage>>> {
     let x = io.input(0);
-    let outer: Vec<usize> = (0..x.shape.len()).filter(|&d| d != axis).collect();
-    let mut dense: Vec<usize> = outer.iter().map(|&d| x.shape[d]).collect();
-    dense.push(x.shape[axis]);
-    let cs = contiguous_strides(&dense);
-    let strides: Vec<isize> = (0..x.shape.len())
-        .map(|d| match outer.iter().position(|&e| e == d) {
-            Some(i) => cs[i],
-            None => cs[outer.len()],
-        })
-        .collect();
-    let rows: usize = outer.iter().map(|&d| x.shape[d]).product();
+    let (dense, strides) = super::topk::axis_last(&x.shape, axis, x.shape[axis]);
+    let rows: usize = dense[..dense.len() - 1].iter().product();
     let vals = lw.alloc(&dense, x.dtype)?;
     let idx = lw.alloc(&dense, DType::U32)?;
     let pairs = kernel::work_pairs(rows, x.shape[axis]);
