@@ -195,3 +195,93 @@ fn scatter_add_errors_are_typed() {
     drop((x, idx, up, b, empty));
     assert_empty(&d);
 }
+
+#[test]
+fn put_along_axis_writes_values_and_one_duplicate_wins() {
+    let d = device();
+    let mut rng = Rng::new(21);
+    // Distinct indices per row (a permutation prefix): exact against the host.
+    for dtype in [DType::F32, DType::BF16, DType::I32, DType::Bool] {
+        let (rows, len, k) = (7usize, 33usize, 5usize);
+        let xv: Vec<f64> = (0..rows * len)
+            .map(|_| (rng.next_u64() % 2) as f64)
+            .collect();
+        let mut raw = Vec::new();
+        for _ in 0..rows {
+            let mut perm: Vec<i32> = (0..len as i32).collect();
+            for j in 0..k {
+                let s = j + (rng.next_u64() as usize) % (len - j);
+                perm.swap(j, s);
+            }
+            // Half of them as negative indices from the end.
+            raw.extend(
+                perm[..k]
+                    .iter()
+                    .map(|&j| if j % 2 == 1 { j - len as i32 } else { j }),
+            );
+        }
+        let vv: Vec<f64> = (0..rows * k)
+            .map(|_| 1.0 - (rng.next_u64() % 2) as f64)
+            .collect();
+        let x = of_dtype(&d, &xv, &[rows, len], dtype);
+        let y = x
+            .put_along_axis(
+                &i(&d, &raw, &[rows, k]),
+                &of_dtype(&d, &vv, &[rows, k], dtype),
+                -1,
+            )
+            .unwrap();
+        let mut want = xv.clone();
+        for r in 0..rows {
+            for j in 0..k {
+                let c = raw[r * k + j].rem_euclid(len as i32) as usize;
+                want[r * len + c] = vv[r * k + j];
+            }
+        }
+        assert_eq!(y.dtype(), dtype);
+        assert_eq!(y.to_f64_vec().unwrap(), want, "{dtype}");
+    }
+    // Duplicates: the written element holds one of the candidates; a
+    // transposed source is read in place.
+    let base = f(&d, &rng.vec_f32(33 * 7), &[33, 7]);
+    let xt = base.transpose(); // [7, 33]
+    let host = xt.to_vec::<f32>().unwrap();
+    let idx = i(&d, &[3; 7 * 4], &[7, 4]);
+    let vals: Vec<f32> = (0..28).map(|p| 100.0 + p as f32).collect();
+    let y = xt
+        .put_along_axis(&idx, &f(&d, &vals, &[7, 4]), 1)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    for r in 0..7 {
+        for c in 0..33 {
+            let g = y[r * 33 + c];
+            if c == 3 {
+                assert!(vals[r * 4..r * 4 + 4].contains(&g), "row {r}: {g}");
+            } else {
+                assert_eq!(g, host[r * 33 + c]);
+            }
+        }
+    }
+    // Errors name the op; empty indices change nothing.
+    assert!(matches!(
+        xt.put_along_axis(&f(&d, &[0.0], &[1, 1]), &f(&d, &[0.0], &[1, 1]), 1),
+        Err(Error::DType {
+            op: "put_along_axis",
+            ..
+        })
+    ));
+    assert!(matches!(
+        xt.put_along_axis(&idx, &f(&d, &[0.0; 5], &[5]), 1),
+        Err(Error::ShapeMismatch {
+            op: "put_along_axis",
+            ..
+        })
+    ));
+    let e = xt
+        .put_along_axis(&i(&d, &[], &[7, 0]), &f(&d, &[], &[7, 0]), 1)
+        .unwrap();
+    assert_eq!(e.to_vec::<f32>().unwrap(), host);
+    drop((base, xt, idx, e));
+    assert_empty(&d);
+}

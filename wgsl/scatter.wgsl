@@ -1,6 +1,7 @@
-// Scatter-add along one axis: out (zeroed first) gets, for every element u
-// of the updates' shape U, `out[coords(u) with axis -> index(u)] +=
-// update(u)`. Duplicate indices accumulate: i32 and u32 with atomicAdd
+// Scatters along one axis: out (zeroed first) gets, for every element u of
+// the updates' shape U, `out[coords(u) with axis -> index(u)] += update(u)`
+// (scatter_add) or `= update(u)` (put_along_axis: one of the duplicates
+// wins, atomicStore). Duplicate indices of an add accumulate: i32 and u32 with atomicAdd
 // (two's complement: one u32 add serves both), f32 with a compare-exchange
 // loop on the word's bits (the order of additions is unspecified, so f32
 // sums agree with a sequential sum to rounding, not bit for bit). A
@@ -8,7 +9,7 @@
 // take).
 //
 //   PASS 0  a thread per output word: zero it
-//   PASS 1  a thread per update: add it
+//   PASS 1  a thread per update: add or store it
 //
 // A compare-exchange loop retries only while another invocation changed
 // the word in between, so it runs at most as many times as invocations
@@ -17,7 +18,8 @@
 // Generated per specialisation (placeholders in double braces):
 //   INDEX  statements of fn index(i) -> i32: index element i, as i32 (u32
 //          indices past i32::MAX saturate, and clamp to the end)
-//   ADD    statements of fn add(q, i): add update element i to out word q
+//   ADD    statements of fn add(q, i): add (or store) update element i to
+//          out word q
 
 const WG: u32 = 256u;
 

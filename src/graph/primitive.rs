@@ -55,10 +55,11 @@ pub(crate) enum Primitive {
     /// A stable ascending sort along `axis` (NaN last): values and u32
     /// indices.
     Sort { axis: usize },
-    /// Input 1 (updates, f32, i32 or u32) added into zeros of the output's
-    /// shape at input 0's indices (i32 or u32, the updates' shape) along
-    /// `axis`; duplicate indices accumulate.
-    ScatterAdd { axis: usize },
+    /// Input 1 (updates, f32, i32 or u32) added (`add`; duplicate indices
+    /// accumulate) or stored (one of the duplicates wins) into zeros of the
+    /// output's shape at input 0's indices (i32 or u32, the updates' shape)
+    /// along `axis`.
+    Scatter { axis: usize, add: bool },
 }
 
 /// How a view maps its input's layout to its output's.
@@ -397,7 +398,8 @@ impl Primitive {
                 _ => "cumsum",
             },
             Primitive::Sort { .. } => "sort",
-            Primitive::ScatterAdd { .. } => "scatter_add",
+            Primitive::Scatter { add: true, .. } => "scatter_add",
+            Primitive::Scatter { add: false, .. } => "put_along_axis",
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The scatter-add kernel (wgsl/scatter.wgsl): updates added into a zeroed
-//! output at indices along an axis, duplicates accumulating.
+//! The scatter kernel (wgsl/scatter.wgsl): updates added (duplicates
+//! accumulating) or stored into a zeroed output at indices along an axis.
 
 use super::{Context, Dispatch, Kernel, Operand, Params, Spec};
 use crate::{DType, Error, Result};
@@ -13,13 +13,15 @@ pub(crate) static SCATTER: Kernel = Kernel {
     writes: 1,
 };
 
-/// The specialisation for `index` (i32 or u32) indices and `acc` updates.
-fn spec(index: DType, acc: DType) -> (Spec, &'static Kernel) {
+/// The specialisation for `index` (i32 or u32) indices and `acc` updates,
+/// added (`add`) or stored.
+fn spec(index: DType, acc: DType, add: bool) -> (Spec, &'static Kernel) {
     let index = match index {
         DType::I32 => "    return bitcast<i32>(indices[i]);",
         _ => "    return i32(min(indices[i], 0x7fffffffu));",
     };
     let add = match acc {
+        _ if !add => "    atomicStore(&out[q], updates[i]);",
         DType::F32 => {
             "    let v = bitcast<f32>(updates[i]);\n    \
              var old = atomicLoad(&out[q]);\n    \
@@ -33,24 +35,29 @@ fn spec(index: DType, acc: DType) -> (Spec, &'static Kernel) {
     SCATTER.spec(&[("INDEX", index), ("ADD", add)])
 }
 
-/// Every specialisation [`scatter_add`] can ask for.
+/// Every specialisation [`scatter`] can ask for.
 #[cfg(test)]
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for index in [DType::I32, DType::U32] {
         for acc in [DType::F32, DType::I32, DType::U32] {
-            out.push(spec(index, acc));
+            for add in [true, false] {
+                out.push(spec(index, acc, add));
+            }
         }
     }
     out
 }
 
-/// Encode a scatter-add into `out` (dense, `out_shape`, the updates'
-/// dtype, zeroed by the first dispatch): every element of `updates`
-/// (shape `shape`, as `indices`) goes to its own coordinates with the
-/// `axis` coordinate taken from `indices`. Two dispatches.
-pub(crate) fn scatter_add(
+/// Encode a scatter into `out` (dense, `out_shape`, the updates' dtype,
+/// zeroed by the first dispatch): every element of `updates` (shape
+/// `shape`, as `indices`) is added (`add`) or stored at its own
+/// coordinates with the `axis` coordinate taken from `indices`. Two
+/// dispatches.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter(
     cx: &Context,
+    add: bool,
     indices: &Operand<'_>,
     updates: &Operand<'_>,
     shape: &[usize],
@@ -64,14 +71,14 @@ pub(crate) fn scatter_add(
     }
     if shape.len() > 8 {
         return Err(Error::InvalidArgument(
-            "scatter_add takes at most 8 dimensions".into(),
+            "scatter_add and put_along_axis take at most 8 dimensions".into(),
         ));
     }
     let n: usize = shape.iter().product();
     let mut out_strides = crate::shape::contiguous_strides(out_shape);
     let axis_stride = out_strides[axis];
     out_strides[axis] = 0;
-    let mut p = Params::new("scatter_add");
+    let mut p = Params::new("scatter");
     p.put(
         0,
         [
@@ -90,7 +97,7 @@ pub(crate) fn scatter_add(
     p.put(16, slots(&indices.strides))?;
     p.put(24, slots(&updates.strides))?;
     p.put(32, slots(&out_strides))?;
-    let (spec, kernel) = spec(indices.dtype, updates.dtype);
+    let (spec, kernel) = spec(indices.dtype, updates.dtype, add);
     let pipeline = cx.cache.get(kernel, &spec)?;
     let buffers = vec![indices.buffer.clone(), updates.buffer.clone(), out.clone()];
     let mut out = Vec::new();

@@ -1,7 +1,8 @@
-//! Scatter-add along an axis: [`Array::scatter_add`].
+//! Scatters along an axis: [`Array::scatter_add`], [`Array::put_along_axis`].
 
 use super::same_device;
 use crate::graph::Primitive;
+use crate::ops::elementwise::where_;
 use crate::shape::{broadcast_shapes, normalize_axis};
 use crate::{Array, DType, Error, Result};
 
@@ -47,22 +48,71 @@ impl Array {
     /// [`Error::DeviceMismatch`].
     #[track_caller]
     pub fn scatter_add(&self, indices: &Array, updates: &Array, axis: isize) -> Result<Array> {
-        const OP: &str = "scatter_add";
+        let (sums, acc) = self.scatter("scatter_add", indices, updates, axis, true)?;
+        self.astype(acc)?.add(&sums)?.astype(self.dtype())
+    }
+
+    /// This array with `values` written at `indices` along `axis` (NumPy
+    /// `put_along_axis(arr, indices, values, axis)` as a function, MLX
+    /// `put_along_axis`): for every position `u` of the broadcast shape of
+    /// `indices` and `values`, `out[u with axis -> indices[u]] = values[u]`;
+    /// where indices repeat, one of the values wins (which one is not
+    /// fixed, as in NumPy). Shapes, indices and dtypes (bool too) as
+    /// [`Array::scatter_add`]; `values` are cast to this array's dtype.
+    ///
+    /// Two scatters of two dispatches each (the values, and a mark of the
+    /// written places) and a fused `where`.
+    ///
+    /// ```
+    /// # use wgarray::{Array, Device};
+    /// # let device = Device::new_default()?;
+    /// let x = Array::from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3], &device)?;
+    /// let i = Array::from_slice(&[2i32, 0], &[2, 1], &device)?;
+    /// let v = Array::from_slice(&[-1i32], &[1, 1], &device)?;
+    /// let y = x.put_along_axis(&i, &v, 1)?;
+    /// assert_eq!(y.to_vec::<i32>()?, vec![1, 2, -1, -1, 5, 6]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Array::scatter_add`], bool arrays allowed.
+    #[track_caller]
+    pub fn put_along_axis(&self, indices: &Array, values: &Array, axis: isize) -> Result<Array> {
+        const OP: &str = "put_along_axis";
+        let (stored, _) = self.scatter(OP, indices, values, axis, false)?;
+        let one = Array::full(&[], 1.0, DType::U32, self.device());
+        let (written, _) = Array::zeros(self.shape(), DType::U32, self.device())
+            .scatter(OP, indices, &one, axis, false)?;
+        where_(&written, &stored.astype(self.dtype())?, self)
+    }
+
+    /// Check a scatter's arguments and record its node: `updates` cast to
+    /// the accumulator dtype (f32 for floats, u32 for bool, else this
+    /// array's) added or stored into zeros of this array's shape.
+    #[track_caller]
+    fn scatter(
+        &self,
+        op: &'static str,
+        indices: &Array,
+        updates: &Array,
+        axis: isize,
+        add: bool,
+    ) -> Result<(Array, DType)> {
         same_device(self, indices)?;
         same_device(self, updates)?;
         let axis = normalize_axis(axis, self.ndim())?;
         let nd = self.ndim();
         if indices.ndim() != nd {
             return Err(Error::InvalidArgument(format!(
-                "{OP}: indices must have {nd} dimension(s) like the array, they have {}",
+                "{op}: indices must have {nd} dimension(s) like the array, they have {}",
                 indices.ndim()
             )));
         }
-        let shape = broadcast_shapes(OP, indices.shape(), updates.shape())?;
+        let shape = broadcast_shapes(op, indices.shape(), updates.shape())?;
         let fits = shape.len() == nd && (0..nd).all(|d| d == axis || shape[d] <= self.shape()[d]);
         if !fits {
             return Err(Error::ShapeMismatch {
-                op: OP,
+                op,
                 lhs: self.shape().to_vec(),
                 rhs: shape,
             });
@@ -72,11 +122,11 @@ impl Array {
                 indices.dtype(),
                 !matches!(indices.dtype(), DType::I32 | DType::U32),
             ),
-            (self.dtype(), self.dtype() == DType::Bool),
+            (self.dtype(), add && self.dtype() == DType::Bool),
         ] {
             if bad {
                 return Err(Error::DType {
-                    op: OP,
+                    op,
                     dtype,
                     other: None,
                 });
@@ -85,24 +135,24 @@ impl Array {
         let n: usize = shape.iter().product();
         if self.shape()[axis] == 0 && n > 0 {
             return Err(Error::InvalidArgument(format!(
-                "{OP}: indices into an empty axis {axis}"
+                "{op}: indices into an empty axis {axis}"
             )));
         }
-        let acc = if self.dtype().is_float() {
-            DType::F32
-        } else {
-            self.dtype()
+        let acc = match self.dtype() {
+            d if d.is_float() => DType::F32,
+            DType::Bool => DType::U32,
+            d => d,
         };
         let idx = indices.broadcast_to(&shape)?;
         let upd = updates.astype(acc)?.broadcast_to(&shape)?;
-        let sums = Array::from_node(
+        let out = Array::from_node(
             self.device(),
-            Primitive::ScatterAdd { axis },
+            Primitive::Scatter { axis, add },
             vec![idx, upd],
             vec![(self.shape().to_vec(), acc)],
         )
         .pop()
         .expect("one output");
-        self.astype(acc)?.add(&sums)?.astype(self.dtype())
+        Ok((out, acc))
     }
 }

@@ -142,6 +142,6 @@ pub(crate) fn lower(
             inclusive,
         } => scan::scan(lw, &io, *op, *axis, *reverse, *inclusive),
         Primitive::Sort { axis } => sort::sort(lw, &io, *axis),
-        Primitive::ScatterAdd { axis } => scatter::scatter_add(lw, &io, *axis),
+        Primitive::Scatter { axis, add } => scatter::scatter(lw, &io, *axis, *add),
     }
 }
