@@ -229,6 +229,9 @@ fn first_accepted<A, T>(
 }
 
 pub(crate) struct DeviceInner {
+    /// This device's number in the process (from 0, never reused): what a
+    /// compiled function's cache keys on, instead of an address.
+    pub(crate) id: u64,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: AdapterDescription,
@@ -400,6 +403,10 @@ impl Device {
         ));
         Ok(Device {
             inner: Arc::new(DeviceInner {
+                id: {
+                    static NEXT: AtomicU64 = AtomicU64::new(0);
+                    NEXT.fetch_add(1, Ordering::Relaxed)
+                },
                 kernels: kernels::Context {
                     cache: KernelCache::new(device.clone()),
                     limits,
@@ -643,9 +650,18 @@ impl Device {
         self.inner.fusion.load(Ordering::SeqCst)
     }
 
-    /// Compute pipelines created so far (each kernel specialisation once).
+    /// Compute pipelines created so far (each kernel specialisation once,
+    /// and again after a [`crate::Compiled`] handle that made it was
+    /// dropped and it was asked for again).
     pub fn pipelines_created(&self) -> u64 {
         self.inner.kernels.cache.created()
+    }
+
+    /// Compute pipelines the device's kernel cache holds now. Pipelines made
+    /// by a [`crate::Compiled`] handle's calls leave the cache when the
+    /// handle is dropped or cleared; the others stay for the device's life.
+    pub fn live_pipelines(&self) -> usize {
+        self.inner.kernels.cache.live()
     }
 
     /// Submit pending uploads and wait until all work has finished, so that

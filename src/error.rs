@@ -229,6 +229,19 @@ pub enum Error {
     #[error("arrays live on different devices")]
     DeviceMismatch,
 
+    /// A function traced by [`crate::compile`] needed the value of an array
+    /// that depends on its inputs (it evaluated or read one back while being
+    /// traced): a traced input has no value until the compiled function is
+    /// called. Evaluate outside the function, or return the array instead.
+    #[error(
+        "compile: the traced function evaluated `{op}`, which depends on its inputs (traced inputs have no value; return the array instead)"
+    )]
+    Traced {
+        /// The op whose value was asked for (the first one that depends on a
+        /// traced input).
+        op: &'static str,
+    },
+
     /// Any other invalid argument; the message says which.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

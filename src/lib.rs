@@ -26,6 +26,7 @@
 
 mod array;
 pub mod baseline;
+pub mod compile;
 mod device;
 mod dtype;
 mod error;
@@ -42,6 +43,7 @@ pub mod testing;
 mod transfer;
 
 pub use array::Array;
+pub use compile::{Compiled, compile, compile_with_capacity};
 pub use device::{
     ADAPTER_ENV, AdapterDescription, BACKEND_ENV, DEFAULT_WAIT_TIMEOUT, Device, DeviceOptions,
     OPTIONAL_FEATURES, parse_backend,
@@ -49,6 +51,7 @@ pub use device::{
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use graph::eval::eval;
+pub use graph::explain::explain;
 pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeline, Origin};
 pub use ops::concat::{concatenate, stack};
 pub use ops::elementwise::{promote_types, where_};

@@ -298,3 +298,37 @@ fn a_long_chain_splits_at_the_kernel_size_limit_and_stays_in_two_buffers() {
     assert!(d.peak_memory() - base <= 2 * (n as u64 * 4).next_multiple_of(256));
     assert_eq!(y.to_vec::<f32>().unwrap()[n - 1], 100.5);
 }
+
+#[test]
+fn normalisations_take_two_dispatches_each() {
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(9);
+    let (rows, cols) = (7, 1025);
+    let dtypes: &[DType] = if common::is_gl(&d) {
+        &[DType::F32]
+    } else {
+        &[DType::F32, DType::F16]
+    };
+    for &dt in dtypes {
+        let x = Array::from_slice(&rng.vec_f32(rows * cols), &[rows, cols], &d)
+            .unwrap()
+            .astype(dt)
+            .unwrap();
+        x.eval().unwrap();
+        let w = Array::from_slice(&rng.vec_f32(cols), &[cols], &d).unwrap();
+        let b = Array::from_slice(&rng.vec_f32(cols), &[cols], &d).unwrap();
+        let cases: [(&str, Box<dyn Fn() -> Array>); 4] = [
+            ("softmax", Box::new(|| x.softmax(-1).unwrap())),
+            ("log_softmax", Box::new(|| x.log_softmax(-1).unwrap())),
+            (
+                "layer_norm",
+                Box::new(|| x.layer_norm(Some(&w), Some(&b), 1e-5).unwrap()),
+            ),
+            ("rms_norm", Box::new(|| x.rms_norm(Some(&w), 1e-5).unwrap())),
+        ];
+        for (name, build) in cases {
+            assert_eq!(dispatches(&d, build), 2, "{name} on {dt}");
+        }
+    }
+}

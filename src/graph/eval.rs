@@ -2,7 +2,7 @@
 //! command buffer and one submit per eval, detach after eval. Turning a node
 //! into dispatches is `graph::lower`'s job.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
@@ -12,13 +12,14 @@ use super::lower::{self, Lowering};
 use super::primitive::Primitive;
 use crate::array::{Array, ArrayInner, State};
 use crate::kernels;
-use crate::{Error, Result};
+use crate::memory::QueueGuard;
+use crate::{Device, Error, Result};
 
 /// The unevaluated ancestors of `targets`, inputs before users. Iterative
 /// post-order DFS: no recursion, so any depth works.
-fn schedule(targets: &[&Array]) -> Vec<Arc<Node>> {
+pub(crate) fn schedule(targets: &[&Array]) -> Vec<Arc<Node>> {
     let mut order = Vec::new();
-    let mut seen: HashSet<*const Node> = HashSet::new();
+    let mut seen: HashSet<*const Node> = HashSet::default();
     let mut stack: Vec<(Arc<Node>, bool)> = Vec::new();
     for a in targets {
         if let Some(n) = a.inner.pending_node() {
@@ -84,22 +85,60 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
     if arrays.iter().any(|a| *a.device() != device) {
         return Err(Error::DeviceMismatch);
     }
-    let dev = &device.inner;
-    let guard = dev.pool.lock_queue();
+    let guard = device.inner.pool.lock_queue();
     let order = schedule(arrays);
     let count = order.len();
     if count == 0 {
         return Ok(0);
     }
-    let max_bindings = (dev.kernels.limits.max_storage_buffers_per_shader_stage as usize).min(8);
-    let plan = fuse::plan(&order, device.fusion(), max_bindings);
+    // A function being traced by `compile` asked for a value that depends
+    // on its inputs: refuse before anything runs.
+    if let Some(i) = order
+        .iter()
+        .position(|n| matches!(n.primitive, Primitive::Placeholder { .. }))
+    {
+        let op = order[i + 1..]
+            .iter()
+            .map(|n| n.primitive.name())
+            .next_back()
+            .unwrap_or("compile input");
+        return Err(Error::Traced { op });
+    }
+    let plan = plan(&device, &order);
+    run_planned(&device, &guard, order, &plan).map(|()| count)
+}
+
+/// The fusion plan of `order` on `device` (its fusion setting and binding
+/// limit).
+pub(crate) fn plan(device: &Device, order: &[Arc<Node>]) -> fuse::Plan {
+    let max_bindings = (device
+        .inner
+        .kernels
+        .limits
+        .max_storage_buffers_per_shader_stage as usize)
+        .min(8);
+    fuse::plan(order, device.fusion(), max_bindings)
+}
+
+/// Lower `order` (a schedule: pending nodes, inputs first, nothing pending
+/// outside it) by `plan` and submit it once; see [`eval`] for what happens on
+/// errors. `plan` must be `plan(device, &order)`, or one made for a graph of
+/// the same structure whose values are held the same way (a compiled
+/// function's replay).
+pub(crate) fn run_planned(
+    device: &Device,
+    guard: &QueueGuard<'_>,
+    order: Vec<Arc<Node>>,
+    plan: &fuse::Plan,
+) -> Result<()> {
+    let dev = &device.inner;
     // The outputs marked evaluated, weakly: if wgpu refuses the submission
     // they are marked lost instead.
     let mut marked: Vec<Weak<ArrayInner>> = Vec::new();
     let result = device.scoped(|| {
         let mut lw = Lowering {
-            device: &device,
-            guard: &guard,
+            device,
+            guard,
             dispatches: Vec::with_capacity(order.len()),
             origin: None,
         };
@@ -128,13 +167,7 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
         }
         dev.dispatches
             .fetch_add(lw.dispatches.len() as u64, Ordering::SeqCst);
-        let index = kernels::submit(
-            &dev.device,
-            &dev.queue,
-            &dev.kernels,
-            &guard,
-            &lw.dispatches,
-        )?;
+        let index = kernels::submit(&dev.device, &dev.queue, &dev.kernels, guard, &lw.dispatches)?;
         device.confirm_submitted(index)?;
         result
     });
@@ -143,7 +176,7 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
             drop(o.set_state(State::Lost));
         }
     }
-    result.map(|()| count)
+    result
 }
 
 /// The live outputs of `node`.

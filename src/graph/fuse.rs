@@ -29,7 +29,7 @@
 //! kernel (constants and views still fold into loads), for checking results
 //! against the unfused path.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::Node;
@@ -136,7 +136,7 @@ fn facts(order: &[Arc<Node>]) -> Facts {
         .map(|(i, node)| (Arc::as_ptr(node), i))
         .collect();
     let mut outputs: Vec<Vec<Option<Arc<ArrayInner>>>> = Vec::with_capacity(n);
-    let mut which: HashMap<*const ArrayInner, (usize, usize)> = HashMap::new();
+    let mut which: HashMap<*const ArrayInner, (usize, usize)> = HashMap::default();
     for (i, node) in order.iter().enumerate() {
         let outs: Vec<Option<Arc<ArrayInner>>> = node
             .outputs
@@ -301,7 +301,7 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
         }
     }
     // Groups, their members and where they run.
-    let mut group_of: HashMap<usize, usize> = HashMap::new();
+    let mut group_of: HashMap<usize, usize> = HashMap::default();
     let mut groups: Vec<Group> = Vec::new();
     let mut steps = vec![Step::Skip; n];
     let mut member_of: Vec<Vec<usize>> = vec![Vec::new(); n];

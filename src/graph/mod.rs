@@ -8,9 +8,11 @@
 //! and never point at each other, so no cycle can form (DESIGN.md, rule 1).
 
 pub(crate) mod eval;
+pub(crate) mod explain;
 pub(crate) mod fuse;
 mod lower;
 pub(crate) mod primitive;
+pub(crate) mod tape;
 
 use std::sync::atomic::Ordering;
 use std::sync::{OnceLock, Weak};

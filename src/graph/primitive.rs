@@ -10,7 +10,7 @@ use crate::DType;
 
 /// One operation of the graph; each lowers to a few kernel launches, or to
 /// none (views).
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Primitive {
     /// Every 32-bit word of the output is `word`.
     Full { word: u32 },
@@ -60,10 +60,13 @@ pub(crate) enum Primitive {
     /// output's shape at input 0's indices (i32 or u32, the updates' shape)
     /// along `axis`.
     Scatter { axis: usize, add: bool },
+    /// Input `index` of a function being traced by `compile`: it has no
+    /// value, so evaluating anything that depends on it is an error.
+    Placeholder { index: usize },
 }
 
 /// How a view maps its input's layout to its output's.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum View {
     /// Same elements in row-major order under a new shape; copies when the
     /// input's strides cannot express it.
@@ -289,6 +292,13 @@ pub(crate) enum ReduceOp {
     Moments,
     /// `log(sum(exp(x)))` in one pass with a running maximum.
     LogSumExp,
+    /// The maximum `m` and `sum(exp(x - m))` in one pass with a running
+    /// maximum (Milakov & Gimelshein 2018, "Online normalizer calculation
+    /// for softmax"): softmax's two statistics. `m` is NaN if an element is;
+    /// the sum is NaN where `m` is not finite (as `exp(x - max)` is then).
+    MaxSumExp,
+    /// `mean(x * x)` (rms_norm's statistic), accumulated in f32.
+    MeanSquare,
     All,
     Any,
 }
@@ -296,7 +306,7 @@ pub(crate) enum ReduceOp {
 impl ReduceOp {
     /// Every reduction, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [ReduceOp; 11] = [
+    pub(crate) const ALL: [ReduceOp; 13] = [
         ReduceOp::Sum,
         ReduceOp::Prod,
         ReduceOp::Max,
@@ -306,6 +316,8 @@ impl ReduceOp {
         ReduceOp::Mean,
         ReduceOp::Moments,
         ReduceOp::LogSumExp,
+        ReduceOp::MaxSumExp,
+        ReduceOp::MeanSquare,
         ReduceOp::All,
         ReduceOp::Any,
     ];
@@ -315,7 +327,14 @@ impl ReduceOp {
     /// logsumexp), else the input's own integer type (bool as u32).
     pub(crate) fn accumulator(self, input: DType) -> DType {
         match (self, input) {
-            (ReduceOp::Mean | ReduceOp::Moments | ReduceOp::LogSumExp, _) => DType::F32,
+            (
+                ReduceOp::Mean
+                | ReduceOp::Moments
+                | ReduceOp::LogSumExp
+                | ReduceOp::MaxSumExp
+                | ReduceOp::MeanSquare,
+                _,
+            ) => DType::F32,
             (_, d) if d.is_float() => DType::F32,
             (_, DType::I32) => DType::I32,
             _ => DType::U32,
@@ -340,7 +359,7 @@ impl ReduceOp {
         match self {
             ReduceOp::ArgMax | ReduceOp::ArgMin => vec![DType::U32],
             ReduceOp::All | ReduceOp::Any => vec![DType::Bool],
-            ReduceOp::Moments => vec![DType::F32, DType::F32],
+            ReduceOp::Moments | ReduceOp::MaxSumExp => vec![DType::F32, DType::F32],
             _ => vec![self.accumulator(input)],
         }
     }
@@ -400,6 +419,7 @@ impl Primitive {
             Primitive::Sort { .. } => "sort",
             Primitive::Scatter { add: true, .. } => "scatter_add",
             Primitive::Scatter { add: false, .. } => "put_along_axis",
+            Primitive::Placeholder { .. } => "compile input",
         }
     }
 }
@@ -449,6 +469,8 @@ impl ReduceOp {
             ReduceOp::Mean => "mean",
             ReduceOp::Moments => "moments",
             ReduceOp::LogSumExp => "logsumexp",
+            ReduceOp::MaxSumExp => "max_sumexp",
+            ReduceOp::MeanSquare => "mean_square",
             ReduceOp::All => "all",
             ReduceOp::Any => "any",
         }

@@ -23,7 +23,7 @@ pub(crate) mod scatter;
 pub(crate) mod sort;
 pub(crate) mod topk;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -217,7 +217,7 @@ pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     specs.extend(scatter::specs());
     // Ops that share an expression on some dtype (floor of an integer is
     // the identity, like a cast) share a specialisation.
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     specs.retain(|(s, _)| seen.insert(s.clone()));
     specs
 }
@@ -288,6 +288,31 @@ impl Kernel {
 pub(crate) struct Pipeline {
     pub pipeline: wgpu::ComputePipeline,
     pub layout: wgpu::BindGroupLayout,
+    /// Which creation this is (the cache's counter): what
+    /// [`KernelCache::release`] names.
+    pub id: u64,
+}
+
+thread_local! {
+    /// The pipelines this thread created inside [`recording_created`].
+    static CREATED: std::cell::RefCell<Option<Vec<u64>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f`, returning its result and the ids of the pipelines it created on
+/// this thread (a compiled function owns those: see `crate::compile`).
+pub(crate) fn recording_created<R>(f: impl FnOnce() -> R) -> (R, Vec<u64>) {
+    let outer = CREATED.with(|c| c.replace(Some(Vec::new())));
+    let r = f();
+    let created = CREATED.with(|c| c.replace(outer)).unwrap_or_default();
+    // A recording around this one owns them too.
+    if !created.is_empty() {
+        CREATED.with(|c| {
+            if let Some(v) = c.borrow_mut().as_mut() {
+                v.extend_from_slice(&created);
+            }
+        });
+    }
+    (r, created)
 }
 
 /// Read-only and read-write storage bindings, and words of parameters.
@@ -330,11 +355,11 @@ impl KernelCache {
     pub(crate) fn new(device: wgpu::Device) -> Self {
         KernelCache {
             device,
-            pipelines: Mutex::new(HashMap::new()),
-            layouts: Mutex::new(HashMap::new()),
+            pipelines: Mutex::new(HashMap::default()),
+            layouts: Mutex::new(HashMap::default()),
             created: AtomicU64::new(0),
             params: Mutex::new(None),
-            quick: Mutex::new(HashMap::new()),
+            quick: Mutex::new(HashMap::default()),
         }
     }
 
@@ -390,6 +415,31 @@ impl KernelCache {
 
     pub(crate) fn created(&self) -> u64 {
         self.created.load(Ordering::SeqCst)
+    }
+
+    /// Pipelines the cache holds now.
+    pub(crate) fn live(&self) -> usize {
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    /// Forget the pipelines `ids` (wgpu frees each when the last dispatch
+    /// that uses it has finished). A later request compiles it again.
+    pub(crate) fn release(&self, ids: &[u64]) {
+        if ids.is_empty() {
+            return;
+        }
+        let ids: rustc_hash::FxHashSet<u64> = ids.iter().copied().collect();
+        self.quick
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, p| !ids.contains(&p.id));
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, p| !ids.contains(&p.id));
     }
 
     fn layout(
@@ -492,14 +542,23 @@ impl KernelCache {
                 message: e.to_string(),
             });
         }
-        self.created.fetch_add(1, Ordering::SeqCst);
+        let id = self.created.fetch_add(1, Ordering::SeqCst);
+        CREATED.with(|c| {
+            if let Some(v) = c.borrow_mut().as_mut() {
+                v.push(id);
+            }
+        });
         log::debug!(
             "compiled {} in {:.1} ms ({:.1} ms of it naga)",
             spec.kernel,
             started.elapsed().as_secs_f64() * 1e3,
             parsed.as_secs_f64() * 1e3
         );
-        let p = Pipeline { pipeline, layout };
+        let p = Pipeline {
+            pipeline,
+            layout,
+            id,
+        };
         self.pipelines
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -582,7 +641,7 @@ pub(crate) fn submit(
     dispatches: &[Dispatch],
 ) -> Result<wgpu::SubmissionIndex> {
     let align = PARAMS_BYTES.max(cx.limits.min_uniform_buffer_offset_alignment as u64);
-    let mut slots: HashMap<&[u32], u64> = HashMap::new();
+    let mut slots: HashMap<&[u32], u64> = HashMap::default();
     let mut offsets = Vec::with_capacity(dispatches.len());
     let mut bytes: Vec<u8> = Vec::new();
     for d in dispatches {

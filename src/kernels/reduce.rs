@@ -107,6 +107,24 @@ impl ReduceOp {
                 "    if a.s == 0.0 { return b; }\n    if b.s == 0.0 { return a; }\n    let m = max(a.m, b.m);\n    let ea = select(exp(a.m - m), 1.0, a.m == m);\n    let eb = select(exp(b.m - m), 1.0, b.m == m);\n    return Acc(m, a.s * ea + b.s * eb);",
                 "    out0[o] = bitcast<u32>(acc.m + log(acc.s));",
             ),
+            ReduceOp::MaxSumExp => one(
+                "    m: f32,\n    s: f32,",
+                "Acc(bitcast<f32>(0xff800000u), 0.0)",
+                "Acc(x, 1.0)",
+                // NaN wins; exp(m - m) is written 1 so that infinite maxima
+                // do not give inf - inf.
+                "    if a.s == 0.0 { return b; }\n    if b.s == 0.0 { return a; }\n    if is_nan(a.m) { return a; }\n    if is_nan(b.m) { return b; }\n    let m = max(a.m, b.m);\n    let ea = select(exp(a.m - m), 1.0, a.m == m);\n    let eb = select(exp(b.m - m), 1.0, b.m == m);\n    return Acc(m, a.s * ea + b.s * eb);",
+                // exp(x - m) is NaN somewhere in a row whose maximum is not
+                // finite: the sum says so.
+                "    out0[o] = bitcast<u32>(acc.m);\n    let finite = (bitcast<u32>(acc.m) & 0x7f800000u) != 0x7f800000u;\n    out1[o] = select(0x7fc00000u, bitcast<u32>(acc.s), finite);",
+            ),
+            ReduceOp::MeanSquare => one(
+                "    v: f32,",
+                "Acc(0.0)",
+                "Acc(x * x)",
+                "    return Acc(a.v + b.v);",
+                "    out0[o] = bitcast<u32>(acc.v / count);",
+            ),
             ReduceOp::All | ReduceOp::Any => {
                 let (init, op) = if self == ReduceOp::All {
                     ("1u", "&")

@@ -29,59 +29,75 @@ impl Array {
         }
     }
 
-    /// Softmax along `axis`: `e / sum(e)` with `e = exp(x - max(x))`
-    /// (PyTorch/MLX `softmax`). Subtracting the maximum keeps `exp` from
-    /// overflowing, and the row's largest element contributes exactly 1,
-    /// so `n` equal values give exactly `1 / n` however large they are
-    /// (`exp(x - logsumexp(x))` lost the low bits of `x`). Integer input
-    /// gives f32; f16 and bf16 compute in f32 and round once. A row with
-    /// NaN, or with `+inf`, is NaN; an empty array stays empty.
+    /// Softmax along `axis`: `exp(x - m) / s` with `m = max(x)` and
+    /// `s = sum(exp(x - m))` (PyTorch/MLX `softmax`), in two dispatches:
+    /// one pass computes `m` and `s` together with a running maximum
+    /// (Milakov & Gimelshein 2018, "Online normalizer calculation for
+    /// softmax"), and one fused elementwise kernel writes the result.
+    /// Subtracting the maximum keeps `exp` from overflowing, and the row's
+    /// largest element contributes exactly 1, so `n` equal values give
+    /// exactly `1 / n` however large they are. Integer input gives f32; f16
+    /// and bf16 compute in f32 and round once. A row with NaN, or with an
+    /// infinity, is NaN; an empty array stays empty.
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
     pub fn softmax(&self, axis: isize) -> Result<Array> {
-        let (shifted, _) = self.widen()?.shift_by_max(axis)?;
-        let e = shifted.exp()?;
-        let y = (&e / &e.sum(Axes::from(axis), true)?)?;
+        let Some((shifted, sum)) = self.max_sum_exp(axis)? else {
+            return self.narrow_like(self.as_float()?);
+        };
+        let y = (&shifted.exp()? / &sum)?;
         self.narrow_like(y)
     }
 
-    /// `(x - max) - log(sum(exp(x - max)))` along `axis` (PyTorch/MLX
-    /// `log_softmax`). The log is `log1p(sum - 1)` (the sum is at least 1,
-    /// and `sum - 1` is exact in f32), which is within 2 ulp where WGSL's
-    /// `log` may be 3 ulp off: `n` equal values give `-ln n` to 1 ulp.
-    /// Dtypes as [`Array::softmax`].
+    /// `(x - m) - log(s)` along `axis`, `m` and `s` as in
+    /// [`Array::softmax`] (PyTorch/MLX `log_softmax`), in two dispatches.
+    /// The log is `log1p(s - 1)` (`s` is at least 1, and `s - 1` is exact
+    /// in f32), which is within 2 ulp where WGSL's `log` may be 3 ulp off:
+    /// `n` equal values give `-ln n` to 1 ulp. Dtypes as [`Array::softmax`].
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Result<Array> {
-        let (shifted, empty) = self.widen()?.shift_by_max(axis)?;
-        if empty {
-            return self.narrow_like(shifted);
-        }
-        let sum = shifted.exp()?.sum(Axes::from(axis), true)?;
+        let Some((shifted, sum)) = self.max_sum_exp(axis)? else {
+            return self.narrow_like(self.as_float()?);
+        };
         let y = (&shifted - &(&sum - 1.0)?.log1p()?)?;
         self.narrow_like(y)
     }
 
-    /// `x - max(x)` along `axis` (keepdims), in a float dtype (integers as
-    /// f32), and whether `x` is empty (then `x` itself: there is no
-    /// maximum to subtract, and nothing to compute).
+    /// This array in a float dtype (integers as f32; f16 and bf16 widened
+    /// to f32).
     #[track_caller]
-    fn shift_by_max(&self, axis: isize) -> Result<(Array, bool)> {
-        crate::shape::normalize_axis(axis, self.ndim())?;
-        let x = if self.dtype().is_float() {
-            self.clone()
+    fn as_float(&self) -> Result<Array> {
+        if self.dtype().is_float() {
+            self.widen()
         } else {
-            self.astype(DType::F32)?
-        };
-        if x.size() == 0 {
-            return Ok((x, true));
+            self.astype(DType::F32)
         }
-        let max = x.max(Axes::from(axis), true)?;
-        Ok(((&x - &max)?, false))
+    }
+
+    /// `(x - m, s)` along `axis` (keepdims; `m` the maximum, `s` the sum of
+    /// `exp(x - m)`), from one reduction that reads `x` as it is (f16 and
+    /// integers are widened in its loads, not in a kernel of their own);
+    /// `None` for an empty array (nothing to compute).
+    #[track_caller]
+    fn max_sum_exp(&self, axis: isize) -> Result<Option<(Array, Array)>> {
+        crate::shape::normalize_axis(axis, self.ndim())?;
+        if self.size() == 0 {
+            return Ok(None);
+        }
+        let mut ms = self.reduce(
+            crate::graph::primitive::ReduceOp::MaxSumExp,
+            Axes::from(axis),
+            true,
+            0,
+        )?;
+        let sum = ms.pop().expect("two outputs");
+        let max = ms.pop().expect("two outputs");
+        Ok(Some(((&self.as_float()? - &max)?, sum)))
     }
 
     /// Layer normalisation over the last axis (Ba, Kiros & Hinton 2016;
@@ -101,8 +117,9 @@ impl Array {
         bias: Option<&Array>,
         eps: f32,
     ) -> Result<Array> {
+        // The statistics read the input as it is (f16 widens in the loads).
         let x = &self.widen()?;
-        let mut mv = x.reduce(
+        let mut mv = self.reduce(
             crate::graph::primitive::ReduceOp::Moments,
             Axes::from(-1isize),
             true,
@@ -121,14 +138,22 @@ impl Array {
     }
 
     /// RMS normalisation over the last axis (Zhang & Sennrich 2019; MLX
-    /// `rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`.
+    /// `rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`, in two
+    /// dispatches (the mean of squares in one reduction, the rest fused).
     ///
     /// # Errors
     /// As [`Array::layer_norm`].
     #[track_caller]
     pub fn rms_norm(&self, weight: Option<&Array>, eps: f32) -> Result<Array> {
         let x = &self.widen()?;
-        let ms = x.square()?.mean(Axes::from(-1isize), true)?;
+        let ms = self
+            .reduce(
+                crate::graph::primitive::ReduceOp::MeanSquare,
+                Axes::from(-1isize),
+                true,
+                0,
+            )?
+            .remove(0);
         let mut y = (x * &(&ms + eps as f64)?.rsqrt()?)?;
         if let Some(w) = weight {
             y = (&y * &w.astype(DType::F32)?)?;

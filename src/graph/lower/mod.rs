@@ -143,5 +143,8 @@ pub(crate) fn lower(
         } => scan::scan(lw, &io, *op, *axis, *reverse, *inclusive),
         Primitive::Sort { axis } => sort::sort(lw, &io, *axis),
         Primitive::Scatter { axis, add } => scatter::scatter(lw, &io, *axis, *add),
+        Primitive::Placeholder { .. } => Err(Error::Traced {
+            op: node.primitive.name(),
+        }),
     }
 }

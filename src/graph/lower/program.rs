@@ -8,7 +8,7 @@
 //! pending elementwise node of the group an op. Loads of the same array
 //! through the same view are one load.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use super::{Lowering, NodeIo};
@@ -296,7 +296,7 @@ fn bind(
 ) -> (Vec<Arc<PooledBuffer>>, Vec<Option<Storage>>) {
     // An output may take a load's buffer when that load is the array's only
     // one, it is donatable and of the output's dtype.
-    let mut per_array: HashMap<*const ArrayInner, usize> = HashMap::new();
+    let mut per_array: HashMap<*const ArrayInner, usize> = HashMap::default();
     for l in loads {
         *per_array.entry(l.array).or_default() += 1;
     }
@@ -359,8 +359,8 @@ fn run(
         defs: Vec::new(),
         loads: Vec::new(),
         consts: Vec::new(),
-        memo: HashMap::new(),
-        const_memo: HashMap::new(),
+        memo: HashMap::default(),
+        const_memo: HashMap::default(),
     };
     let identity = AxisMap::identity(shape.len());
     let mut values = Vec::with_capacity(outputs.len());
@@ -454,7 +454,7 @@ pub(super) fn copy(
     shape: &[usize],
     dtype: DType,
 ) -> Result<Storage> {
-    let members = HashSet::new();
+    let members = HashSet::default();
     let mut b = Builder {
         shape: shape.to_vec(),
         members: &members,
@@ -466,8 +466,8 @@ pub(super) fn copy(
         }],
         loads: Vec::new(),
         consts: Vec::new(),
-        memo: HashMap::new(),
-        const_memo: HashMap::new(),
+        memo: HashMap::default(),
+        const_memo: HashMap::default(),
     };
     b.loads.push(Load {
         def: 0,
@@ -523,7 +523,7 @@ pub(super) fn take(
     let mut i_strides = vec![0; axis];
     i_strides.extend_from_slice(&is.strides);
     i_strides.extend(std::iter::repeat_n(0, x.shape.len() - axis - 1));
-    let members = HashSet::new();
+    let members = HashSet::default();
     let mut b = Builder {
         shape: o.shape.clone(),
         members: &members,
@@ -543,8 +543,8 @@ pub(super) fn take(
         ],
         loads: Vec::new(),
         consts: Vec::new(),
-        memo: HashMap::new(),
-        const_memo: HashMap::new(),
+        memo: HashMap::default(),
+        const_memo: HashMap::default(),
     };
     b.loads.push(Load {
         def: 0,
