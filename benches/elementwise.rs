@@ -49,9 +49,9 @@ fn raw_copy(c: &mut Criterion, device: &Device) {
 }
 
 fn wgarray_ops(c: &mut Criterion, device: &Device) {
-    let a = Array::full(&[N], 1.0, DType::F32, device);
-    let b = Array::full(&[N], 2.0, DType::F32, device);
-    let m = Array::full(&[4096, N / 4096], 1.0, DType::F32, device);
+    let a = Array::full(&[N], 1.0, DType::F32, device).unwrap();
+    let b = Array::full(&[N], 2.0, DType::F32, device).unwrap();
+    let m = Array::full(&[4096, N / 4096], 1.0, DType::F32, device).unwrap();
     wgarray::eval(&[&a, &b, &m]).unwrap();
     let mut g = c.benchmark_group(format!("bandwidth ({:?})", device.backend()));
     let run = |x: Array| {

@@ -40,7 +40,7 @@ fn chain(c: &mut Criterion, device: &Device) {
         device.backend()
     ));
     let n = 1 << 20;
-    let x = Array::full(&[n], 1.0, DType::F32, device);
+    let x = Array::full(&[n], 1.0, DType::F32, device).unwrap();
     x.eval().unwrap();
     for (name, limit) in [("with cache", u64::MAX), ("cache limit 0", 0)] {
         device.set_cache_limit(limit);

@@ -69,6 +69,10 @@ struct Args {
     /// Print embeddings, similarities, throughput and memory figures as JSON.
     #[arg(long)]
     json: bool,
+    /// Run the encoder through `wgarray::compile`: traced once per batch
+    /// shape, replayed after (no graph building or fusion planning).
+    #[arg(long)]
+    compile: bool,
 }
 
 const DEMO: &[&str] = &[
@@ -220,7 +224,10 @@ fn run(
     let fetch = cli::fetch_command(&model_dir, from_flag);
     cli::check_model_dir(&model_dir, &fetch)?;
     let load = |device: &Device| {
-        MiniLm::load(&model_dir, device).map_err(|e| cli::load_failure(&model_dir, e, &fetch))
+        let mut model = MiniLm::load(&model_dir, device)
+            .map_err(|e| cli::load_failure(&model_dir, e, &fetch))?;
+        model.set_compiled(args.compile);
+        Ok::<_, cli::Failure>(model)
     };
     let say = !args.json;
 

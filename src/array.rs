@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::graph::primitive::ElementwiseOp;
 use crate::graph::{Node, Primitive};
 use crate::memory::{BufferKind, Origin, PooledBuffer};
-use crate::shape::{contiguous_strides, numel};
-use crate::{DType, Device, Element, Error, Result};
+use crate::shape::{check_shape, contiguous_strides, numel};
+use crate::{DType, Device, Element, Error, Result, Scalar};
 
 /// Where an evaluated array's elements live: a pooled buffer read through
 /// element strides from an element offset.
@@ -226,10 +226,13 @@ impl Array {
     /// submission.
     ///
     /// # Errors
-    /// [`Error::DataLength`] when `data.len()` is not the product of `shape`;
-    /// [`Error::OutOfMemory`], [`Error::TooLarge`].
+    /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
+    /// dimensions; [`Error::DataLength`] when `data.len()` is not the
+    /// product of `shape`; [`Error::TooLarge`] past the adapter's largest
+    /// storage binding; [`Error::OutOfMemory`].
     #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: &Device) -> Result<Array> {
+        check_shape("from_slice", shape)?;
         let expected = numel(shape);
         if data.len() != expected {
             return Err(Error::DataLength {
@@ -270,9 +273,12 @@ impl Array {
     /// outputs that a kernel will overwrite, and for measuring the pool.
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`], [`Error::TooLarge`], [`Error::DeviceLost`].
+    /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
+    /// dimensions or past the adapter's largest storage binding;
+    /// [`Error::OutOfMemory`], [`Error::DeviceLost`].
     #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
+        check_shape("empty", shape)?;
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         device.check_binding("empty", bytes)?;
         device.probe_lost()?;
@@ -330,21 +336,49 @@ impl Array {
         }
     }
 
-    /// A 0-dimensional array holding `value` as `dtype`, evaluated at once.
+    /// A 0-dimensional array holding `value` as `dtype`, evaluated at once
+    /// (uploaded now; [`Array::full`] with shape `[]` is the lazy one).
+    /// `value` converts as in [`Array::full`].
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`].
+    /// [`Error::InvalidArgument`] for an integer `value` outside an integer
+    /// `dtype`'s range; [`Error::OutOfMemory`].
     #[track_caller]
-    pub fn scalar(value: f64, dtype: DType, device: &Device) -> Result<Array> {
-        let word = dtype_word(value, dtype);
+    pub fn scalar(value: impl Scalar, dtype: DType, device: &Device) -> Result<Array> {
+        let word = value.value().word("scalar", dtype)?;
         Array::upload(&word.to_ne_bytes(), &[], dtype, device, "scalar")
     }
 
-    /// An array of `shape` with every element `value` (converted to `dtype`
-    /// as [`Element::from_f64`] does). Lazy: filled by a kernel on eval.
+    /// An array of `shape` with every element `value` (NumPy `full`), of
+    /// `dtype`. Lazy: no buffer until eval, where it is filled by a kernel
+    /// (or, read by an elementwise kernel, passed to it as a parameter).
+    ///
+    /// `value` is any [`Scalar`]: `Array::full(&[2, 3], 0.5, DType::F16,
+    /// &device)`, `Array::full(&[4], -1, DType::I32, &device)`. Floats
+    /// round to nearest even into f16, bf16 and f32; floats into integers
+    /// truncate toward zero and saturate, as [`Array::astype`]; anything
+    /// into bool is `value != 0`.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
+    /// dimensions or an element count past `usize`;
+    /// [`Error::InvalidArgument`] for an integer `value` outside an integer
+    /// `dtype`'s range (`-1` as u32: NumPy 2 refuses it too).
     #[track_caller]
-    pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Array {
-        let word = dtype_word(value, dtype);
+    pub fn full(
+        shape: &[usize],
+        value: impl Scalar,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Array> {
+        check_shape("full", shape)?;
+        let word = value.value().word("full", dtype)?;
+        Ok(Array::full_word(shape, word, dtype, device))
+    }
+
+    /// A lazy constant of a checked shape whose every 32-bit word is `word`.
+    #[track_caller]
+    pub(crate) fn full_word(shape: &[usize], word: u32, dtype: DType, device: &Device) -> Array {
         Array::from_node(
             device,
             Primitive::Full { word },
@@ -355,23 +389,46 @@ impl Array {
         .expect("one output")
     }
 
-    /// `full(shape, 0, dtype)`.
+    /// `full(shape, 0, dtype)` (NumPy `zeros`).
+    ///
+    /// # Errors
+    /// As [`Array::full`].
     #[track_caller]
-    pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Array {
-        Array::full(shape, 0.0, dtype, device)
+    pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
+        check_shape("zeros", shape)?;
+        Ok(Array::full_word(shape, 0, dtype, device))
     }
 
-    /// `full(shape, 1, dtype)`.
+    /// `full(shape, 1, dtype)` (NumPy `ones`).
+    ///
+    /// # Errors
+    /// As [`Array::full`].
     #[track_caller]
-    pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Array {
-        Array::full(shape, 1.0, dtype, device)
+    pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
+        check_shape("ones", shape)?;
+        let word = true.value().word("ones", dtype)?;
+        Ok(Array::full_word(shape, word, dtype, device))
     }
 
     /// NumPy's `arange(start, stop, step)`: `ceil((stop - start) / step)`
-    /// values `start + i * step`, computed in f64 and converted to `dtype`.
+    /// values `start + i * step`, computed in f64 and converted to `dtype`
+    /// as [`Array::full`] converts (floats round to nearest even, integers
+    /// truncate toward zero). Computed on the host and uploaded at the call.
+    ///
+    /// An infinite `step` gives `[start]` when it points from `start`
+    /// towards `stop`, else an empty array, as NumPy (since 1.15).
+    ///
+    /// Differs from NumPy and MLX on purpose: with an integer `dtype` and a
+    /// fractional `start` or `step`, each value is `start + i * step`
+    /// truncated (`arange(0.0, 3.0, 0.5, DType::I32)` is `[0, 0, 1, 1, 2,
+    /// 2]`), where NumPy and MLX convert `start` and `start + step` first
+    /// and step by their difference (six zeros): the values you asked for,
+    /// not an artefact of the conversion order.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when `step` is 0 or not finite.
+    /// [`Error::InvalidArgument`] naming the argument when `step` is 0 or
+    /// NaN, or `start` or `stop` is not finite; [`Error::TooLarge`] past
+    /// the adapter's largest storage binding.
     #[track_caller]
     pub fn arange(
         start: f64,
@@ -380,28 +437,59 @@ impl Array {
         dtype: DType,
         device: &Device,
     ) -> Result<Array> {
-        if step == 0.0 || !step.is_finite() || !start.is_finite() || !stop.is_finite() {
-            return Err(Error::InvalidArgument(format!(
-                "arange({start}, {stop}, {step}): step must be finite and non-zero"
-            )));
+        let bad = |arg: &str, why: &str| {
+            Err(Error::InvalidArgument(format!(
+                "arange({start}, {stop}, {step}): `{arg}` {why}"
+            )))
+        };
+        if !start.is_finite() {
+            return bad("start", "must be finite");
         }
-        let n = ((stop - start) / step).ceil().max(0.0) as usize;
+        if !stop.is_finite() {
+            return bad("stop", "must be finite");
+        }
+        if step == 0.0 || step.is_nan() {
+            return bad("step", "must be non-zero and not NaN");
+        }
+        let n = if step.is_infinite() {
+            usize::from((stop - start) * step.signum() > 0.0)
+        } else {
+            ((stop - start) / step).ceil().max(0.0) as usize
+        };
         // Refuse before building the host vector.
         device.check_binding("arange", n.saturating_mul(dtype.size_in_bytes()) as u64)?;
-        let values = (0..n).map(|i| start + i as f64 * step);
+        let values: Vec<f64> = (0..n)
+            .map(|i| {
+                if i == 0 {
+                    start
+                } else {
+                    start + i as f64 * step
+                }
+            })
+            .collect();
+        Array::from_f64_values(&values, dtype, device, "arange")
+    }
+
+    /// An evaluated 1-D array of `values` converted to `dtype` as
+    /// [`dtype_word`] converts, made by the constructor `op` (which checked
+    /// the size against the adapter's limit before building `values`).
+    #[track_caller]
+    pub(crate) fn from_f64_values(
+        values: &[f64],
+        dtype: DType,
+        device: &Device,
+        op: &'static str,
+    ) -> Result<Array> {
+        let words = values.iter().map(|&x| dtype_word(x, dtype));
         let bytes: Vec<u8> = match dtype {
             DType::F16 | DType::BF16 => {
-                let mut v: Vec<u8> = values
-                    .flat_map(|x| (dtype_word(x, dtype) as u16).to_ne_bytes())
-                    .collect();
+                let mut v: Vec<u8> = words.flat_map(|w| (w as u16).to_ne_bytes()).collect();
                 v.resize(v.len().next_multiple_of(4), 0);
                 v
             }
-            _ => values
-                .flat_map(|x| dtype_word(x, dtype).to_ne_bytes())
-                .collect(),
+            _ => words.flat_map(|w| w.to_ne_bytes()).collect(),
         };
-        Array::upload(&bytes, &[n], dtype, device, "arange")
+        Array::upload(&bytes, &[values.len()], dtype, device, op)
     }
 
     /// The shape: one length per dimension (`[]` for a scalar).

@@ -15,35 +15,39 @@ use crate::{Array, DType, Error, Result};
 /// invocation after 65535 loop iterations).
 ///
 /// # Errors
-/// [`Error::DType`] unless both are f32; [`Error::InvalidArgument`] unless
-/// both are 2-D; [`Error::ShapeMismatch`] when the inner dimensions differ;
-/// [`Error::DeviceMismatch`]; the errors of [`crate::eval`].
+/// In this order: [`Error::DeviceMismatch`]; [`Error::InvalidArgument`]
+/// unless both are 2-D; [`Error::ShapeMismatch`] when the inner dimensions
+/// differ; [`Error::DType`] unless both are f32; the errors of
+/// [`crate::eval`].
 #[track_caller]
 pub fn matmul_naive(a: &Array, b: &Array) -> Result<Array> {
+    const OP: &str = "baseline::matmul_naive";
+    if a.device() != b.device() {
+        return Err(Error::DeviceMismatch { op: OP });
+    }
     for x in [a, b] {
-        if x.dtype() != DType::F32 {
-            return Err(Error::DType {
-                op: "baseline::matmul_naive",
-                dtype: x.dtype(),
-                other: None,
-            });
-        }
         if x.ndim() != 2 {
             return Err(Error::InvalidArgument(format!(
-                "baseline::matmul_naive takes 2-D arrays, got shape {:?}",
+                "{OP}: takes 2-D arrays, got shape {:?}",
                 x.shape()
             )));
         }
     }
     if a.shape()[1] != b.shape()[0] {
         return Err(Error::ShapeMismatch {
-            op: "baseline::matmul_naive",
+            op: OP,
             lhs: a.shape().to_vec(),
             rhs: b.shape().to_vec(),
         });
     }
-    if a.device() != b.device() {
-        return Err(Error::DeviceMismatch);
+    for x in [a, b] {
+        if x.dtype() != DType::F32 {
+            return Err(Error::DType {
+                op: OP,
+                dtype: x.dtype(),
+                other: None,
+            });
+        }
     }
     let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
     crate::eval(&[a, b])?;

@@ -200,7 +200,7 @@ impl Compiled {
         };
         let device = first.device().clone();
         if inputs.iter().any(|a| *a.device() != device) {
-            return Err(Error::DeviceMismatch);
+            return Err(Error::DeviceMismatch { op: "compile" });
         }
         // A replay's schedule is its tape's steps alone.
         let pending: Vec<&Array> = inputs

@@ -458,7 +458,12 @@ impl Device {
     pub(crate) fn check_binding(&self, op: &'static str, bytes: u64) -> Result<()> {
         let max = self.limits().max_storage_buffer_binding_size;
         if bytes > max {
-            return Err(Error::TooLarge { op, bytes, max });
+            return Err(Error::TooLarge {
+                op,
+                limit: crate::Limit::StorageBinding,
+                value: bytes,
+                max,
+            });
         }
         Ok(())
     }
@@ -488,6 +493,11 @@ impl Device {
     }
 
     /// Set the peak to the current active memory (MLX `reset_peak_memory`).
+    ///
+    /// Differs from MLX on purpose: MLX sets the peak to 0, which makes
+    /// `peak_memory() < active_memory()` until the next allocation; here
+    /// the peak is never below what is active, so a peak measured over a
+    /// region of code starts from what the region inherited.
     pub fn reset_peak_memory(&self) {
         self.inner.pool.reset_peak()
     }
@@ -576,7 +586,7 @@ impl Device {
     /// ```
     /// # let device = wgarray::Device::new_default()?;
     /// device.record_memory_history(true);
-    /// let a = wgarray::Array::zeros(&[256, 256], wgarray::DType::F32, &device);
+    /// let a = wgarray::Array::zeros(&[256, 256], wgarray::DType::F32, &device)?;
     /// a.eval()?;
     /// let snap = device.memory_snapshot();
     /// let b = &snap.buffers[0];

@@ -134,8 +134,10 @@ pub enum Error {
     },
 
     /// An axis is out of range for an array of `ndim` dimensions.
-    #[error("axis {axis} is out of range for an array of {ndim} dimensions")]
+    #[error("{op}: axis {axis} is out of range for an array of {ndim} dimensions")]
     InvalidAxis {
+        /// The operation that failed.
+        op: &'static str,
         /// The axis given (negative counts from the end).
         axis: isize,
         /// The array's number of dimensions.
@@ -166,15 +168,19 @@ pub enum Error {
         feature: &'static str,
     },
 
-    /// An array is larger than the adapter's largest storage binding
-    /// (`max_storage_buffer_binding_size`, bytes).
-    #[error("{op}: {bytes} bytes exceed the adapter's largest storage binding of {max} bytes")]
+    /// A size passes one of the limits an array, a kernel or the adapter
+    /// has; `limit` says which, and in which unit `value` and `max` count
+    /// (bytes, elements, dimensions, threads).
+    #[error("{}", too_large(op, *limit, *value, *max))]
     TooLarge {
         /// The operation that failed.
         op: &'static str,
-        /// The binding's size in bytes.
-        bytes: u64,
-        /// The adapter's limit in bytes.
+        /// Which limit was passed.
+        limit: Limit,
+        /// The size asked for, in `limit.unit()` (for [`Limit::Elements`],
+        /// `u64::MAX`: the count overflowed).
+        value: u64,
+        /// The limit, in the same unit.
         max: u64,
     },
 
@@ -226,10 +232,14 @@ pub enum Error {
     },
 
     /// Arrays from different devices were combined.
-    #[error("arrays live on different devices")]
-    DeviceMismatch,
+    #[error("{op}: the arrays live on different devices")]
+    DeviceMismatch {
+        /// The operation that failed (`eval` when arrays of several devices
+        /// were evaluated together).
+        op: &'static str,
+    },
 
-    /// A function traced by [`crate::compile`] needed the value of an array
+    /// A function traced by [`crate::compile()`] needed the value of an array
     /// that depends on its inputs (it evaluated or read one back while being
     /// traced): a traced input has no value until the compiled function is
     /// called. Evaluate outside the function, or return the array instead.
@@ -288,6 +298,73 @@ pub enum Error {
         /// The file's name for the dtype (safetensors: `F64`, `I64`, ...).
         dtype: String,
     },
+}
+
+/// Which limit an [`Error::TooLarge`] hit, and its unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// The adapter's largest storage buffer binding
+    /// (`wgpu::Limits::max_storage_buffer_binding_size`), in bytes: one
+    /// array, and one kernel binding, is at most this (128 MiB on Mesa).
+    StorageBinding,
+    /// The adapter's largest uniform buffer binding
+    /// (`wgpu::Limits::max_uniform_buffer_binding_size`), in bytes.
+    UniformBinding,
+    /// The most dimensions an array has: [`crate::shape::MAX_DIMS`] (8),
+    /// which kernels unravel indices over in straight-line code.
+    Dimensions,
+    /// The number of elements a shape holds, which must fit a `usize`
+    /// (`usize::MAX` elements).
+    Elements,
+    /// The elements one reduction folds into one output (2^26): only a
+    /// broadcast view gets there, since no buffer holds that many.
+    ReducedElements,
+    /// Sizes, offsets and strides that kernels index with 32-bit words, in
+    /// elements (`u32::MAX`; strides from `i32::MIN`).
+    KernelIndex,
+    /// Threads of one dispatch, whose flat index is a `u32`.
+    DispatchThreads,
+}
+
+impl Limit {
+    /// The unit its figures count: `bytes`, `elements`, `dimensions`,
+    /// `threads`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Limit::StorageBinding | Limit::UniformBinding => "bytes",
+            Limit::Dimensions => "dimensions",
+            Limit::Elements | Limit::ReducedElements | Limit::KernelIndex => "elements",
+            Limit::DispatchThreads => "threads",
+        }
+    }
+
+    /// The limit in words, as the error message says it.
+    pub fn what(self) -> &'static str {
+        match self {
+            Limit::StorageBinding => {
+                "the adapter's largest storage binding (max_storage_buffer_binding_size)"
+            }
+            Limit::UniformBinding => {
+                "the adapter's largest uniform binding (max_uniform_buffer_binding_size)"
+            }
+            Limit::Dimensions => "the most dimensions an array has",
+            Limit::Elements => "the most elements a shape holds",
+            Limit::ReducedElements => "the most elements one reduction folds into one output",
+            Limit::KernelIndex => "the 32-bit index range of wgarray's kernels",
+            Limit::DispatchThreads => "the most threads of one dispatch (a u32 index)",
+        }
+    }
+}
+
+fn too_large(op: &str, limit: Limit, value: u64, max: u64) -> String {
+    let unit = limit.unit();
+    match limit {
+        Limit::Elements => {
+            format!("{op}: the shape holds more elements than a usize counts ({max})")
+        }
+        _ => format!("{op}: {value} {unit}, but {} is {max} {unit}", limit.what()),
+    }
 }
 
 impl Error {

@@ -11,7 +11,7 @@
 //!
 //! let device = Device::new_default()?; // WGARRAY_BACKEND=vulkan|gl picks a backend
 //! let x = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], &device)?;
-//! let w = Array::ones(&[3, 4], DType::F32, &device);
+//! let w = Array::ones(&[3, 4], DType::F32, &device)?;
 //! let y = (&x.matmul(&w)? * 2.0)?;          // lazy: nothing has run yet
 //! let parts = y.split(2, 1)?;               // a multi-output op
 //! assert_eq!(parts[0].to_vec::<f32>()?, vec![12.0, 12.0, 30.0, 30.0]);
@@ -37,6 +37,7 @@ mod kernels;
 mod memory;
 pub mod ops;
 pub mod random;
+pub mod scalar;
 pub mod shape;
 mod snapshot;
 pub mod testing;
@@ -49,7 +50,7 @@ pub use device::{
     OPTIONAL_FEATURES, parse_backend,
 };
 pub use dtype::{DType, Element};
-pub use error::{Error, Result};
+pub use error::{Error, Limit, Result};
 pub use graph::eval::eval;
 pub use graph::explain::explain;
 pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeline, Origin};
@@ -59,6 +60,7 @@ pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
 pub use ops::shape::SplitSpec;
 pub use ops::topk::topk;
+pub use scalar::{Operand, Scalar};
 pub use snapshot::{ArrayView, BufferSnapshot, MemorySnapshot};
 
 // README's example is compiled and run as a doctest, so it stays true.

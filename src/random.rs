@@ -64,18 +64,18 @@ pub fn key(seed: u64, device: &Device) -> Result<Array> {
 
 /// Check that `key` is a u32 array of shape `[2]`.
 fn check_key(op: &'static str, key: &Array) -> Result<()> {
-    if key.dtype() != DType::U32 {
-        return Err(Error::DType {
-            op,
-            dtype: key.dtype(),
-            other: None,
-        });
-    }
     if key.shape() != [2] {
         return Err(Error::ShapeMismatch {
             op,
             lhs: key.shape().to_vec(),
             rhs: vec![2],
+        });
+    }
+    if key.dtype() != DType::U32 {
+        return Err(Error::DType {
+            op,
+            dtype: key.dtype(),
+            other: None,
         });
     }
     Ok(())
@@ -102,10 +102,13 @@ fn sample(key: &Array, shape: &[usize], dtype: DType, dist: Distribution, stream
 /// One dispatch on eval.
 ///
 /// # Errors
-/// [`Error::DType`] unless `key` is u32; [`Error::ShapeMismatch`] unless its
-/// shape is `[2]`.
+/// [`Error::TooLarge`] for an output of more than
+/// [`crate::shape::MAX_DIMS`] dimensions or past `usize` elements;
+/// [`Error::ShapeMismatch`] unless `key`'s shape is `[2]`; [`Error::DType`]
+/// unless it is u32.
 #[track_caller]
 pub fn split(key: &Array, num: usize) -> Result<Array> {
+    crate::shape::check_shape("random::split", &[num, 2])?;
     check_key("random::split", key)?;
     Ok(sample(key, &[num, 2], DType::U32, Distribution::Bits, 1))
 }
@@ -120,6 +123,7 @@ pub fn split(key: &Array, num: usize) -> Result<Array> {
 /// As [`split`].
 #[track_caller]
 pub fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
+    crate::shape::check_shape("random::bits", shape)?;
     check_key("random::bits", key)?;
     Ok(sample(key, shape, DType::U32, Distribution::Bits, 0))
 }
@@ -184,6 +188,7 @@ fn step(b: u32, dtype: DType, up: bool) -> u32 {
 /// finite in f32 and some value of `dtype` lies in `[low, high)`.
 #[track_caller]
 pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Array> {
+    crate::shape::check_shape("random::uniform", shape)?;
     check_key("random::uniform", key)?;
     check_float("random::uniform", dtype)?;
     let bad = |why: &str| {
@@ -225,6 +230,7 @@ pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) 
 /// [`Error::InvalidArgument`] unless `mean` and `std` are finite.
 #[track_caller]
 pub fn normal(key: &Array, shape: &[usize], mean: f64, std: f64, dtype: DType) -> Result<Array> {
+    crate::shape::check_shape("random::normal", shape)?;
     check_key("random::normal", key)?;
     check_float("random::normal", dtype)?;
     if !(mean.is_finite() && std.is_finite()) {

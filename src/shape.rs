@@ -1,15 +1,82 @@
 //! Shapes and strides. All strides here count elements, not bytes.
+//!
+//! Shapes, lengths and sizes are `usize`; axes are `isize` (negative counts
+//! from the end), as everywhere in wgarray's API.
 
+use crate::error::Limit;
 use crate::{Error, Result};
 
-/// The number of elements of `shape` (1 for a scalar, `[]`); saturates at
-/// `usize::MAX` instead of overflowing, so that an absurd shape becomes a
-/// [`Error::TooLarge`] where memory is asked for, not a panic.
+/// The most dimensions an array has. Kernels unravel a flat index over
+/// the dimensions in straight-line code, one step per dimension (Mesa's
+/// llvmpipe stops an invocation after 65535 loop iterations, so no loop);
+/// every op that makes a shape checks it, so a ninth dimension is an
+/// [`Error::TooLarge`] ([`Limit::Dimensions`]) at the call that asks for
+/// it, not at eval.
+pub const MAX_DIMS: usize = 8;
+
+/// The length [`crate::Array::reshape`] infers (NumPy's and MLX's `-1`):
+/// `x.reshape(&[2, INFER])`. No real length is this large.
+pub const INFER: usize = usize::MAX;
+
+/// The number of elements of `shape` (1 for a scalar, `[]`). Every array's
+/// shape was checked with [`check_shape`] when it was made, so this does
+/// not overflow for them; for other shapes it saturates at `usize::MAX`.
 pub fn numel(shape: &[usize]) -> usize {
-    shape
+    checked_numel(shape).unwrap_or(usize::MAX)
+}
+
+/// The number of elements of `shape`, or `None` when it overflows `usize`
+/// (a 0 anywhere gives 0, however large the other lengths).
+pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+}
+
+/// Check a shape an op `op` is about to make: at most [`MAX_DIMS`]
+/// dimensions, and an element count that fits `usize` with room for the
+/// bytes of any dtype (4 per element) in a `u64`.
+///
+/// # Errors
+/// [`Error::TooLarge`] with [`Limit::Dimensions`] or [`Limit::Elements`].
+pub fn check_shape(op: &'static str, shape: &[usize]) -> Result<()> {
+    if shape.len() > MAX_DIMS {
+        return Err(Error::TooLarge {
+            op,
+            limit: Limit::Dimensions,
+            value: shape.len() as u64,
+            max: MAX_DIMS as u64,
+        });
+    }
+    let fits = checked_numel(shape)
+        .and_then(|n| (n as u64).checked_mul(4))
+        .is_some();
+    if !fits {
+        return Err(Error::TooLarge {
+            op,
+            limit: Limit::Elements,
+            value: u64::MAX,
+            max: (usize::MAX as u64).min(u64::MAX / 4),
+        });
+    }
+    Ok(())
+}
+
+/// `shape` as the error messages write it: `[2, INFER]` for an inferred
+/// length.
+pub(crate) fn display_shape(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape
         .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .unwrap_or(if shape.contains(&0) { 0 } else { usize::MAX })
+        .map(|&d| {
+            if d == INFER {
+                "INFER".to_string()
+            } else {
+                d.to_string()
+            }
+        })
+        .collect();
+    format!("[{}]", dims.join(", "))
 }
 
 /// Row-major (C order) strides of `shape`, in elements.
@@ -36,14 +103,19 @@ pub fn is_contiguous(shape: &[usize], strides: &[isize]) -> bool {
     true
 }
 
-/// `axis` (negative counts from the end) as an index below `ndim`.
+/// `axis` (negative counts from the end) as an index below `ndim`, for
+/// the op `op`.
 ///
 /// # Errors
-/// [`Error::InvalidAxis`] when it is out of range.
-pub fn normalize_axis(axis: isize, ndim: usize) -> Result<usize> {
-    let a = if axis < 0 { axis + ndim as isize } else { axis };
+/// [`Error::InvalidAxis`] naming `op` when it is out of range.
+pub fn normalize_axis(op: &'static str, axis: isize, ndim: usize) -> Result<usize> {
+    let a = if axis < 0 {
+        axis.saturating_add(ndim as isize)
+    } else {
+        axis
+    };
     if a < 0 || a as usize >= ndim {
-        return Err(Error::InvalidAxis { axis, ndim });
+        return Err(Error::InvalidAxis { op, axis, ndim });
     }
     Ok(a as usize)
 }
@@ -111,7 +183,12 @@ mod tests {
             broadcast_strides(&[3, 1], &[1, 1], &[2, 3, 4]),
             vec![0, 1, 0]
         );
-        assert_eq!(normalize_axis(-1, 3).unwrap(), 2);
-        assert!(normalize_axis(3, 3).is_err());
+        assert_eq!(normalize_axis("t", -1, 3).unwrap(), 2);
+        assert!(normalize_axis("t", 3, 3).is_err());
+        assert!(normalize_axis("t", isize::MIN, 3).is_err());
+        assert_eq!(checked_numel(&[1 << 40, 1 << 40]), None);
+        assert_eq!(checked_numel(&[1 << 40, 1 << 40, 0]), Some(0));
+        assert!(check_shape("t", &[1; 9]).is_err());
+        assert!(check_shape("t", &[1; 8]).is_ok());
     }
 }

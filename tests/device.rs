@@ -5,7 +5,7 @@ mod common;
 
 use common::{assert_empty, device};
 use wgarray::wgpu::Backend;
-use wgarray::{Array, DType, Device, DeviceOptions, Error, eval, where_};
+use wgarray::{Array, DType, Device, DeviceOptions, Error, concatenate, eval, stack, where_};
 
 #[test]
 fn enumerate_lists_vulkan_and_gl_software_adapters() {
@@ -150,34 +150,35 @@ fn device_loss_is_a_typed_error() {
 fn two_devices_are_rejected() {
     let d1 = device();
     let d2 = device();
-    let a = Array::ones(&[2], DType::F32, &d1);
-    let b = Array::ones(&[2], DType::F32, &d2);
-    let m1 = Array::ones(&[2, 2], DType::F32, &d1);
-    let m2 = Array::ones(&[2, 2], DType::F32, &d2);
-    assert!(matches!(&a + &b, Err(Error::DeviceMismatch)));
-    assert!(matches!(where_(&a, &b, &b), Err(Error::DeviceMismatch)));
-    assert!(matches!(where_(&a, &a, &b), Err(Error::DeviceMismatch)));
-    assert!(matches!(m1.matmul(&m2), Err(Error::DeviceMismatch)));
-    assert!(matches!(a.divmod(&b), Err(Error::DeviceMismatch)));
-    assert!(matches!(
-        a.take(&Array::zeros(&[1], DType::I32, &d2), Some(0)),
-        Err(Error::DeviceMismatch)
-    ));
-    assert!(matches!(
-        m2.addmm(&m1, &m1, 1.0, 1.0),
-        Err(Error::DeviceMismatch)
-    ));
-    assert!(matches!(
-        m1.addmm(&m2, &m2, 1.0, 1.0),
-        Err(Error::DeviceMismatch)
-    ));
-    assert!(matches!(
-        m1.addmm(&m1, &m2, 1.0, 1.0),
-        Err(Error::DeviceMismatch)
-    ));
-    assert!(matches!(eval(&[&a, &b]), Err(Error::DeviceMismatch)));
-    assert!(m1.layer_norm(Some(&b), None, 1e-5).is_err());
-    assert!(m1.rms_norm(Some(&b), 1e-5).is_err());
+    let a = Array::ones(&[2], DType::F32, &d1).unwrap();
+    let b = Array::ones(&[2], DType::F32, &d2).unwrap();
+    let m1 = Array::ones(&[2, 2], DType::F32, &d1).unwrap();
+    let m2 = Array::ones(&[2, 2], DType::F32, &d2).unwrap();
+    // Each names the op the caller called, even inside a composite op.
+    let named = |r: Result<Array, Error>, want: &str| match r {
+        Err(Error::DeviceMismatch { op }) => assert_eq!(op, want),
+        r => panic!("{want}: expected DeviceMismatch, got {r:?}"),
+    };
+    named(&a + &b, "add");
+    named(where_(&a, &b, &b), "where");
+    named(where_(&a, &a, &b), "where");
+    named(m1.matmul(&m2), "matmul");
+    named(a.divmod(&b).map(|(q, _)| q), "divmod");
+    let i2 = Array::zeros(&[1], DType::I32, &d2).unwrap();
+    named(a.take(&i2, Some(0)), "take");
+    named(m2.addmm(&m1, &m1, 1.0, 1.0), "addmm");
+    named(m1.addmm(&m2, &m2, 1.0, 1.0), "addmm");
+    named(m1.addmm(&m1, &m2, 1.0, 1.0), "addmm");
+    named(concatenate(&[&a, &b], 0), "concatenate");
+    named(stack(&[&a, &b], 0), "stack");
+    named(m1.layer_norm(Some(&b), None, 1e-5), "layer_norm");
+    named(m1.layer_norm(None, Some(&b), 1e-5), "layer_norm");
+    named(m1.rms_norm(Some(&b), 1e-5), "rms_norm");
+    match eval(&[&a, &b]) {
+        Err(Error::DeviceMismatch { op }) => assert_eq!(op, "eval"),
+        r => panic!("expected DeviceMismatch, got {r:?}"),
+    }
+    drop(i2);
     drop((a, b, m1, m2));
     assert_empty(&d1);
     assert_empty(&d2);
@@ -187,8 +188,11 @@ fn two_devices_are_rejected() {
 fn addmm_bias_device_mismatch_only_in_bias() {
     let d1 = device();
     let d2 = device();
-    let m1 = Array::ones(&[2, 2], DType::F32, &d1);
-    let c2 = Array::ones(&[2], DType::F32, &d2);
+    let m1 = Array::ones(&[2, 2], DType::F32, &d1).unwrap();
+    let c2 = Array::ones(&[2], DType::F32, &d2).unwrap();
     let r = c2.addmm(&m1, &m1, 1.0, 1.0).and_then(|c| c.to_vec::<f32>());
-    assert!(matches!(r, Err(Error::DeviceMismatch)), "{r:?}");
+    assert!(
+        matches!(r, Err(Error::DeviceMismatch { op: "addmm" })),
+        "{r:?}"
+    );
 }

@@ -98,8 +98,8 @@ fn run(d: &Device, inputs: &[Vec<f32>], ops: &[Op], hold: u64) -> Vec<Vec<f64>> 
                 })
             }
             Op::Where(c, a, b) => {
-                let cond = pick(c).greater(&pick(a));
-                Some(cond.and_then(|c| wgarray::where_(&c, &pick(a), &pick(b))))
+                let cond = pick(c).greater(pick(a));
+                Some(cond.and_then(|c| wgarray::where_(&c, pick(a), pick(b))))
             }
             Op::Cast(k, a) => {
                 let to = [DType::F16, DType::BF16, DType::I32][k as usize];
@@ -110,13 +110,13 @@ fn run(d: &Device, inputs: &[Vec<f32>], ops: &[Op], hold: u64) -> Vec<Vec<f64>> 
                 Some(match k {
                     0 => x.slice(&vec![Slice::step(-1); x.ndim()]),
                     1 => Ok(x.transpose().transpose()),
-                    2 => x.expand_dims(0).and_then(|y| y.squeeze(Some(&[0]))),
+                    2 => x.expand_dims(0).and_then(|y| y.squeeze(0)),
                     _ => x.broadcast_to(&[R, C]),
                 })
             }
             Op::DivMod(a, b) => {
                 let (q, r) = pick(a)
-                    .divmod(&(pick(b).abs().unwrap() + 0.5).unwrap())
+                    .divmod((pick(b).abs().unwrap() + 0.5).unwrap())
                     .unwrap();
                 vals.push(q);
                 Some(Ok(r))
@@ -283,7 +283,7 @@ fn a_long_chain_splits_at_the_kernel_size_limit_and_stays_in_two_buffers() {
     let d = device();
     d.set_fusion(true); // whatever WGARRAY_FUSION says
     let n = 4096;
-    let x = Array::full(&[n], 0.5, DType::F32, &d);
+    let x = Array::full(&[n], 0.5, DType::F32, &d).unwrap();
     x.eval().unwrap();
     let mut y = x.clone();
     for i in 0..200 {
@@ -318,7 +318,8 @@ fn normalisations_take_two_dispatches_each() {
         x.eval().unwrap();
         let w = Array::from_slice(&rng.vec_f32(cols), &[cols], &d).unwrap();
         let b = Array::from_slice(&rng.vec_f32(cols), &[cols], &d).unwrap();
-        let cases: [(&str, Box<dyn Fn() -> Array>); 4] = [
+        type Build<'a> = Box<dyn Fn() -> Array + 'a>;
+        let cases: [(&str, Build); 4] = [
             ("softmax", Box::new(|| x.softmax(-1).unwrap())),
             ("log_softmax", Box::new(|| x.log_softmax(-1).unwrap())),
             (

@@ -304,7 +304,11 @@ fn take_along_axis_errors_are_typed() {
     ));
     assert!(matches!(
         x.take_along_axis(&good, Some(2)),
-        Err(Error::InvalidAxis { axis: 2, ndim: 2 })
+        Err(Error::InvalidAxis {
+            op: "take_along_axis",
+            axis: 2,
+            ndim: 2
+        })
     ));
     assert!(matches!(
         x.take_along_axis(&i(&d, &[0, 1], &[2]), Some(1)),
@@ -334,6 +338,7 @@ fn take_along_axis_errors_are_typed() {
 fn clip_limits_values_and_keeps_nan() {
     let d = device();
     let mut rng = Rng::new(11);
+    let inf = f64::INFINITY;
     for n in [1usize, 7, 33, 1025] {
         let v: Vec<f32> = rng
             .vec_f32(n)
@@ -342,40 +347,64 @@ fn clip_limits_values_and_keeps_nan() {
             .map(|(j, &x)| if j % 13 == 5 { f32::NAN } else { x * 4.0 })
             .collect();
         let x = f(&d, &v, &[n]);
-        for (lo, hi) in [
-            (Some(-1.0), Some(2.0)),
-            (None, Some(0.5)),
-            (Some(0.25), None),
-            (Some(1.0), Some(-1.0)),
-        ] {
-            let got = x.clip(lo, hi).unwrap().to_vec::<f32>().unwrap();
+        for (lo, hi) in [(-1.0, 2.0), (-inf, 0.5), (0.25, inf), (1.0, -1.0)] {
+            let y = x.clip(lo, hi).unwrap();
+            assert_eq!(y.dtype(), DType::F32);
+            let got = y.to_vec::<f32>().unwrap();
             for (g, &w) in got.iter().zip(&v) {
-                let mut want = w as f64;
-                if let Some(lo) = lo {
-                    want = if w.is_nan() { want } else { want.max(lo) };
-                }
-                if let Some(hi) = hi {
-                    want = if w.is_nan() { want } else { want.min(hi) };
-                }
+                let want = if w.is_nan() {
+                    f64::NAN
+                } else {
+                    (w as f64).max(lo).min(hi)
+                };
                 assert!(
                     (g.is_nan() && want.is_nan()) || *g as f64 == want,
-                    "clip({w}, {lo:?}, {hi:?}) = {g}, want {want}"
+                    "clip({w}, {lo}, {hi}) = {g}, want {want}"
                 );
             }
         }
     }
-    // Integers keep their dtype with integral bounds; a stepped view.
+    // Scalars are weak: integer bounds keep i32, float ones give f32
+    // (NEP 50); a stepped view.
     let x = i(&d, &(-10..10).collect::<Vec<_>>(), &[20]);
     let s = x.slice(&[Slice::step(-3)]).unwrap();
-    let y = s.clip(Some(-4.0), Some(3.0)).unwrap();
+    let y = s.clip(-4, 3).unwrap();
     assert_eq!(y.dtype(), DType::I32);
     assert_eq!(y.to_vec::<i32>().unwrap(), vec![3, 3, 3, 0, -3, -4, -4]);
-    let e = f(&d, &[], &[0, 3]).clip(Some(0.0), None).unwrap();
+    let yf = s.clip(-4.5, 3.0).unwrap();
+    assert_eq!(yf.dtype(), DType::F32);
+    assert_eq!(
+        yf.to_vec::<f32>().unwrap(),
+        vec![3.0, 3.0, 3.0, 0.0, -3.0, -4.5, -4.5]
+    );
+    // Array bounds broadcast: per-column limits on a transposed [3, 4].
+    let m: Vec<f32> = (0..12).map(|p| p as f32 - 6.0).collect();
+    let mt = f(&d, &m, &[4, 3]).transpose();
+    let lo = f(&d, &[-5.0, -1.0, 0.0, 2.0], &[4]);
+    let z = mt.clip(&lo, 3.0).unwrap();
+    assert_eq!(z.shape(), &[3, 4]);
+    let want: Vec<f32> = (0..12)
+        .map(|p| {
+            m[(p % 4) * 3 + p / 4]
+                .max([-5.0, -1.0, 0.0, 2.0][p % 4])
+                .min(3.0)
+        })
+        .collect();
+    assert_eq!(z.to_vec::<f32>().unwrap(), want);
+    let e = f(&d, &[], &[0, 3]).clip(0.0, 1.0).unwrap();
     assert_eq!(e.shape(), &[0, 3]);
+    // Errors name clip: a bound u32 cannot hold, a bound that does not
+    // broadcast.
+    let ux = u(&d, &[1, 7], &[2]);
     assert!(matches!(
-        x.clip(None, None),
+        ux.clip(-1, 5),
         Err(Error::InvalidArgument(m)) if m.contains("clip")
     ));
+    assert!(matches!(
+        mt.clip(f(&d, &[0.0; 3], &[3]), 1.0),
+        Err(Error::ShapeMismatch { op: "clip", .. })
+    ));
+    drop((mt, lo, z, ux, yf));
     drop((x, s, y, e));
     assert_empty(&d);
 }

@@ -622,6 +622,7 @@ fn read_into_reuses_pooled_buffers_in_a_loop() {
     assert_eq!(bout, bits);
     let mut empty: [i32; 0] = [];
     Array::zeros(&[0], DType::I32, &device)
+        .unwrap()
         .read_into(&mut empty)
         .unwrap();
 

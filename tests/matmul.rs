@@ -346,9 +346,9 @@ fn bf16_inputs_accumulate_in_f32_on_every_adapter() {
 #[test]
 fn mixed_and_integer_dtypes_are_rejected() {
     let device = device();
-    let a = Array::zeros(&[2, 2], DType::F32, &device);
-    let b = Array::zeros(&[2, 2], DType::BF16, &device);
-    let i = Array::zeros(&[2, 2], DType::I32, &device);
+    let a = Array::zeros(&[2, 2], DType::F32, &device).unwrap();
+    let b = Array::zeros(&[2, 2], DType::BF16, &device).unwrap();
+    let i = Array::zeros(&[2, 2], DType::I32, &device).unwrap();
     assert!(matches!(a.matmul(&b), Err(Error::DType { .. })));
     assert!(matches!(i.matmul(&i), Err(Error::DType { .. })));
     assert!(matches!(
@@ -426,7 +426,7 @@ fn addmm_fuses_a_broadcast_bias() {
     let err = rel_frobenius(&got.to_vec::<f32>().unwrap(), &want);
     assert!(err < F32_TOL, "bias [b, m, n]: {err:e}");
     // A bias that does not broadcast.
-    let c = Array::zeros(&[m + 1], DType::F32, &device);
+    let c = Array::zeros(&[m + 1], DType::F32, &device).unwrap();
     assert!(matches!(
         c.addmm(&a, &b, 1.0, 1.0),
         Err(Error::ShapeMismatch { .. })
@@ -665,7 +665,7 @@ fn gemv_check(d: &Device, m: usize, k: usize, n: usize) -> Option<String> {
         .unwrap()
         .broadcast_to(&[m, k])
         .unwrap();
-    let b = Array::ones(&[k, n], DType::F32, d);
+    let b = Array::ones(&[k, n], DType::F32, d).unwrap();
     let c = a.matmul(&b).and_then(|c| c.to_vec::<f32>());
     match c {
         Ok(v) => {
@@ -689,14 +689,15 @@ fn matmul_k0_gives_zeros() -> R {
     let d = device();
     poison_pool(&d, 1 << 12);
     {
-        let a = Array::zeros(&[5, 0], DType::F32, &d);
-        let b = Array::zeros(&[0, 7], DType::F32, &d);
+        let a = Array::zeros(&[5, 0], DType::F32, &d).unwrap();
+        let b = Array::zeros(&[0, 7], DType::F32, &d).unwrap();
         let c = a.matmul(&b)?;
         assert_eq!(c.to_vec::<f32>()?, vec![0.0; 35]);
-        let c1 =
-            Array::zeros(&[1, 0], DType::F32, &d).matmul(&Array::zeros(&[0, 9], DType::F32, &d))?;
+        let c1 = Array::zeros(&[1, 0], DType::F32, &d)
+            .unwrap()
+            .matmul(&Array::zeros(&[0, 9], DType::F32, &d).unwrap())?;
         assert_eq!(c1.to_vec::<f32>()?, vec![0.0; 9]);
-        let v = Array::zeros(&[0], DType::F32, &d);
+        let v = Array::zeros(&[0], DType::F32, &d).unwrap();
         assert_eq!(v.matmul(&v)?.item::<f32>()?, 0.0);
     }
     assert_empty(&d);
@@ -707,8 +708,8 @@ fn matmul_k0_gives_zeros() -> R {
 fn matmul_k0_bf16_gives_zeros() -> R {
     let d = device();
     poison_pool(&d, 1 << 12);
-    let a = Array::zeros(&[5, 0], DType::BF16, &d);
-    let b = Array::zeros(&[0, 6], DType::BF16, &d);
+    let a = Array::zeros(&[5, 0], DType::BF16, &d).unwrap();
+    let b = Array::zeros(&[0, 6], DType::BF16, &d).unwrap();
     let c = a.matmul(&b)?.astype(DType::F32)?;
     assert_eq!(c.to_vec::<f32>()?, vec![0.0; 30]);
     Ok(())
@@ -718,19 +719,20 @@ fn matmul_k0_bf16_gives_zeros() -> R {
 fn matmul_m0_n0() -> R {
     let d = device();
     {
-        let a = Array::ones(&[0, 4], DType::F32, &d);
-        let b = Array::ones(&[4, 3], DType::F32, &d);
+        let a = Array::ones(&[0, 4], DType::F32, &d).unwrap();
+        let b = Array::ones(&[4, 3], DType::F32, &d).unwrap();
         assert_eq!(a.matmul(&b)?.shape(), &[0, 3]);
         a.matmul(&b)?.eval()?;
-        let b0 = Array::ones(&[4, 0], DType::F32, &d);
+        let b0 = Array::ones(&[4, 0], DType::F32, &d).unwrap();
         assert_eq!(
             Array::ones(&[2, 4], DType::F32, &d)
+                .unwrap()
                 .matmul(&b0)?
                 .to_vec::<f32>()?
                 .len(),
             0
         );
-        let bb = Array::ones(&[0, 2, 4], DType::F32, &d);
+        let bb = Array::ones(&[0, 2, 4], DType::F32, &d).unwrap();
         assert_eq!(bb.matmul(&b)?.shape(), &[0, 2, 3]);
         bb.matmul(&b)?.eval()?;
     }
@@ -741,8 +743,8 @@ fn matmul_m0_n0() -> R {
 #[test]
 fn f16_matmul_odd() -> R {
     let d = device();
-    let a = Array::ones(&[3, 5], DType::F16, &d);
-    let b = Array::ones(&[5, 7], DType::F16, &d);
+    let a = Array::ones(&[3, 5], DType::F16, &d).unwrap();
+    let b = Array::ones(&[5, 7], DType::F16, &d).unwrap();
     match a.matmul(&b) {
         Ok(c) => assert_eq!(c.to_vec::<f16>()?, vec![f16::from_f32(5.0); 21]),
         Err(Error::MissingFeature { .. }) => assert!(is_gl(&d)),
@@ -884,8 +886,8 @@ fn dot_product_100k_real_data() -> R {
 fn gemv_k_90000_n4() -> R {
     let d = device();
     let k = 90_000usize;
-    let a = Array::ones(&[1, k], DType::F32, &d);
-    let b = Array::ones(&[k, 4], DType::F32, &d);
+    let a = Array::ones(&[1, k], DType::F32, &d).unwrap();
+    let b = Array::ones(&[k, 4], DType::F32, &d).unwrap();
     let got = a.matmul(&b)?.to_vec::<f32>()?;
     assert_eq!(got, vec![k as f32; 4]);
     Ok(())
@@ -898,8 +900,8 @@ fn gemv_k_threshold() {
     let d = device();
     let mut bad = vec![];
     for k in [60_000usize, 80_000, 87_000, 88_000] {
-        let a = Array::ones(&[1, k], DType::F32, &d);
-        let b = Array::ones(&[k, 1], DType::F32, &d);
+        let a = Array::ones(&[1, k], DType::F32, &d).unwrap();
+        let b = Array::ones(&[k, 1], DType::F32, &d).unwrap();
         let v = a.matmul(&b).unwrap().item::<f32>().unwrap();
         if v != k as f32 {
             bad.push(format!("K={k}: {v}"));
@@ -961,8 +963,8 @@ fn gemm_huge_k_tiles() {
 fn matmul_naive_huge_k() {
     let d = device();
     let k = 70_000;
-    let a = Array::ones(&[1, k], DType::F32, &d);
-    let b = Array::ones(&[k, 1], DType::F32, &d);
+    let a = Array::ones(&[1, k], DType::F32, &d).unwrap();
+    let b = Array::ones(&[k, 1], DType::F32, &d).unwrap();
     let c = wgarray::baseline::matmul_naive(&a, &b)
         .unwrap()
         .item::<f32>()

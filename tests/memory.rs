@@ -36,7 +36,7 @@ fn allocator_report_returns_to_baseline_after_clear_cache() {
     drop(w);
     d.clear_cache();
     let baseline = driver_bytes(&d);
-    let a = evaluated(Array::full(&[16 * MIB_F32], 1.0, DType::F32, &d));
+    let a = evaluated(Array::full(&[16 * MIB_F32], 1.0, DType::F32, &d).unwrap());
     let b = evaluated((&a * 2.0).unwrap());
     let during = driver_bytes(&d);
     drop((a, b));
@@ -67,7 +67,7 @@ fn cache_limit_zero_frees_at_once_and_the_report_agrees() {
     drop(warm);
     let baseline = driver_bytes(&d);
     let before = d.memory_stats();
-    let a = evaluated(Array::full(&[4 * MIB_F32], 1.0, DType::F32, &d));
+    let a = evaluated(Array::full(&[4 * MIB_F32], 1.0, DType::F32, &d).unwrap());
     assert_eq!(d.active_memory(), 4 * MIB);
     drop(a);
     let after = d.memory_stats();
@@ -84,29 +84,29 @@ fn cache_limit_zero_frees_at_once_and_the_report_agrees() {
 fn the_pool_reuses_near_sizes_only() {
     let d = device();
     let n = MIB_F32;
-    drop(evaluated(Array::full(&[n], 1.0, DType::F32, &d)));
+    drop(evaluated(Array::full(&[n], 1.0, DType::F32, &d).unwrap()));
     let s0 = d.memory_stats();
     assert_cache(&d, MIB);
     // Same size: a hit.
-    let a = evaluated(Array::full(&[n], 2.0, DType::F32, &d));
+    let a = evaluated(Array::full(&[n], 2.0, DType::F32, &d).unwrap());
     let s1 = d.memory_stats();
     assert_eq!(s1.cache_hits, s0.cache_hits + 1);
     assert_eq!(s1.allocations, s0.allocations);
     drop(a);
     // Less than half: not served by the 1 MiB buffer (it would waste > 2 pages).
-    let b = evaluated(Array::full(&[n / 3], 2.0, DType::F32, &d));
+    let b = evaluated(Array::full(&[n / 3], 2.0, DType::F32, &d).unwrap());
     let s2 = d.memory_stats();
     assert_eq!(s2.allocations, s1.allocations + 1);
     assert_cache(&d, MIB);
     // Larger: a miss too.
-    let c = evaluated(Array::full(&[n + 1], 2.0, DType::F32, &d));
+    let c = evaluated(Array::full(&[n + 1], 2.0, DType::F32, &d).unwrap());
     assert_eq!(d.memory_stats().allocations, s2.allocations + 1);
     assert_eq!(c.to_vec::<f32>().unwrap()[n], 2.0);
     drop((b, c));
     assert_eq!(d.active_memory(), 0);
     // Granularity: 513 MiB would not hold 1 GiB; here, 1 byte past a page
     // rounds to two pages, not to a power of two.
-    let e = evaluated(Array::full(&[4097], 1.0, DType::F32, &d));
+    let e = evaluated(Array::full(&[4097], 1.0, DType::F32, &d).unwrap());
     assert_eq!(d.active_memory(), 32 * 1024);
     drop(e);
 }
@@ -114,8 +114,8 @@ fn the_pool_reuses_near_sizes_only() {
 #[test]
 fn set_cache_limit_evicts_least_recently_released_first() {
     let d = device();
-    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
-    let b = evaluated(Array::full(&[2 * MIB_F32], 1.0, DType::F32, &d));
+    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d).unwrap());
+    let b = evaluated(Array::full(&[2 * MIB_F32], 1.0, DType::F32, &d).unwrap());
     drop(a); // released first
     drop(b);
     assert_cache(&d, 3 * MIB);
@@ -125,9 +125,9 @@ fn set_cache_limit_evicts_least_recently_released_first() {
     d.set_cache_limit(2 * MIB + MIB / 2);
     // The 2 MiB one is still there: a 2 MiB request hits.
     let hits = d.memory_stats().cache_hits;
-    let c = evaluated(Array::full(&[2 * MIB_F32], 3.0, DType::F32, &d));
+    let c = evaluated(Array::full(&[2 * MIB_F32], 3.0, DType::F32, &d).unwrap());
     drop(c);
-    let e = evaluated(Array::full(&[2 * MIB_F32], 3.0, DType::F32, &d));
+    let e = evaluated(Array::full(&[2 * MIB_F32], 3.0, DType::F32, &d).unwrap());
     assert!(d.memory_stats().cache_hits >= hits + 2);
     drop(e);
     d.clear_cache();
@@ -146,8 +146,8 @@ fn the_default_cache_limit_is_the_adapters_max_buffer_size() {
 #[test]
 fn peak_and_reset_peak() {
     let d = device();
-    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
-    let b = evaluated(Array::full(&[2 * MIB_F32], 1.0, DType::F32, &d));
+    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d).unwrap());
+    let b = evaluated(Array::full(&[2 * MIB_F32], 1.0, DType::F32, &d).unwrap());
     assert!(d.peak_memory() >= 3 * MIB);
     drop(b);
     assert!(d.peak_memory() >= 3 * MIB);
@@ -164,8 +164,10 @@ fn memory_limit_evicts_the_cache_then_fails_and_leaves_the_graph_intact() {
     let x = rng.vec_f32(MIB_F32);
     let a = Array::from_slice(&x, &[MIB_F32], &d).unwrap();
     let b = Array::from_slice(&x, &[MIB_F32], &d).unwrap();
-    let junk = evaluated(Array::full(&[MIB_F32], 5.0, DType::F32, &d));
-    drop(evaluated(Array::full(&[2 * MIB_F32], 0.0, DType::F32, &d))); // 2 MiB cached
+    let junk = evaluated(Array::full(&[MIB_F32], 5.0, DType::F32, &d).unwrap());
+    drop(evaluated(
+        Array::full(&[2 * MIB_F32], 0.0, DType::F32, &d).unwrap(),
+    )); // 2 MiB cached
     assert_cache(&d, 2 * MIB);
     let prev = d.set_memory_limit(3 * MIB + MIB / 2);
     assert_eq!(prev, u64::MAX);
@@ -209,8 +211,8 @@ fn memory_limit_evicts_the_cache_then_fails_and_leaves_the_graph_intact() {
 #[test]
 fn an_eval_stopped_midway_keeps_what_it_finished() {
     let d = device();
-    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
-    let junk = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
+    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d).unwrap());
+    let junk = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d).unwrap());
     d.set_memory_limit(3 * MIB + MIB / 2);
     let b = (&a * 2.0).unwrap(); // fits: 3 MiB
     let c = (&b * &a).unwrap(); // would be 4 MiB (b is held, no donation)
@@ -231,7 +233,7 @@ fn an_eval_stopped_midway_keeps_what_it_finished() {
 fn donation_keeps_a_chain_of_50_ops_on_64_mib_within_two_buffers() {
     let d = device();
     let n = 64 * MIB_F32;
-    let x = Array::full(&[n], 0.5, DType::F32, &d);
+    let x = Array::full(&[n], 0.5, DType::F32, &d).unwrap();
     x.eval().unwrap();
     d.reset_peak_memory();
     let mut y = x.clone();
@@ -421,7 +423,7 @@ fn memory_api() -> R {
     let d = device();
     d.set_cache_limit(0);
     {
-        let x = Array::ones(&[1 << 16], DType::F32, &d);
+        let x = Array::ones(&[1 << 16], DType::F32, &d).unwrap();
         let y = (&x * 2.0)?;
         let s = y.sum(Axes::All, false)?;
         d.clear_cache();
@@ -432,7 +434,7 @@ fn memory_api() -> R {
     assert_eq!(d.cache_memory(), 0);
     assert_empty(&d);
     d.set_cache_limit(u64::MAX);
-    let x = Array::ones(&[1 << 16], DType::F32, &d);
+    let x = Array::ones(&[1 << 16], DType::F32, &d).unwrap();
     x.eval()?;
     d.reset_peak_memory();
     assert_eq!(d.peak_memory(), d.active_memory());
@@ -614,8 +616,8 @@ fn divmod_with_donated_inputs() -> R {
             }
         }
         // i32
-        let ai = (&i(&d, &[7, -7, 7, -7, 0, 5], &[6]) * 1.0)?;
-        let (q, r) = ai.divmod(&i(&d, &[3, 3, -3, -3, 0, 0], &[6]))?;
+        let ai = (&i(&d, &[7, -7, 7, -7, 0, 5], &[6]) * 1)?;
+        let (q, r) = ai.divmod(i(&d, &[3, 3, -3, -3, 0, 0], &[6]))?;
         drop(ai);
         assert_eq!(q.to_vec::<i32>()?, vec![2, -3, -3, 2, 0, 0]);
         assert_eq!(r.to_vec::<i32>()?, vec![1, 2, -2, -1, 0, 0]);
@@ -702,13 +704,15 @@ fn a_steady_loop_reuses_every_buffer_after_its_first_step() {
 #[test]
 fn reset_peak_memory_does_not_shrink_the_cache() {
     let d = device();
-    drop(evaluated(Array::full(&[4 * MIB_F32], 1.0, DType::F32, &d)));
+    drop(evaluated(
+        Array::full(&[4 * MIB_F32], 1.0, DType::F32, &d).unwrap(),
+    ));
     assert_cache(&d, 4 * MIB);
     d.reset_peak_memory();
     assert_eq!(d.peak_memory(), 0);
     // A miss: the footprint rule follows the high-water mark (4 MiB), not
     // the user's peak, so the cached 4 MiB stay.
-    let small = evaluated(Array::full(&[1000], 1.0, DType::F32, &d));
+    let small = evaluated(Array::full(&[1000], 1.0, DType::F32, &d).unwrap());
     assert_cache(&d, 4 * MIB);
     drop(small);
     assert_cache(&d, 4 * MIB + 4096);
@@ -800,9 +804,11 @@ fn a_leaked_array_shows_up_in_the_snapshot_with_its_call_site() {
 #[test]
 fn with_history_off_the_snapshot_still_lists_every_buffer() {
     let d = device();
-    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
-    let b = evaluated(Array::full(&[3], 1.0, DType::F32, &d));
-    drop(evaluated(Array::full(&[2 * MIB_F32], 1.0, DType::F32, &d)));
+    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d).unwrap());
+    let b = evaluated(Array::full(&[3], 1.0, DType::F32, &d).unwrap());
+    drop(evaluated(
+        Array::full(&[2 * MIB_F32], 1.0, DType::F32, &d).unwrap(),
+    ));
     let snap = d.memory_snapshot();
     assert!(!snap.history);
     let sizes: Vec<(u64, bool)> = snap.buffers.iter().map(|b| (b.bytes, b.cached)).collect();
@@ -826,12 +832,12 @@ fn the_timeline_records_allocations_hits_releases_and_frees() {
     d.set_cache_limit(2 * MIB);
     d.record_memory_history(true);
     let line_a = line!() + 1;
-    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d));
+    let a = evaluated(Array::full(&[MIB_F32], 1.0, DType::F32, &d).unwrap());
     let line_b = line!() + 1;
-    let b = evaluated(Array::full(&[2 * MIB_F32], 2.0, DType::F32, &d));
+    let b = evaluated(Array::full(&[2 * MIB_F32], 2.0, DType::F32, &d).unwrap());
     drop(a); // to the cache
     let line_c = line!() + 1;
-    let c = evaluated(Array::full(&[MIB_F32], 3.0, DType::F32, &d)); // a's buffer
+    let c = evaluated(Array::full(&[MIB_F32], 3.0, DType::F32, &d).unwrap()); // a's buffer
     drop(b); // to the cache (2 MiB: the limit)
     drop(c); // to the cache, evicting b's buffer (least recently released)
 
@@ -885,7 +891,7 @@ fn the_timeline_records_allocations_hits_releases_and_frees() {
 
     // Off: nothing more is recorded, and the timeline is gone.
     d.record_memory_history(false);
-    drop(evaluated(Array::full(&[8], 1.0, DType::F32, &d)));
+    drop(evaluated(Array::full(&[8], 1.0, DType::F32, &d).unwrap()));
     assert!(d.memory_timeline().events.is_empty());
     d.record_memory_history(true);
     assert!(d.memory_timeline().events.is_empty(), "a fresh timeline");
@@ -905,8 +911,8 @@ fn every_op_records_the_callers_location() {
     let idx = Array::from_slice(&[0i32, 5, -1], &[3], &d).unwrap();
     let xb = x.astype(DType::BF16).unwrap();
     let key = random::key(7, &d).unwrap();
-    let long_a = Array::ones(&[1, 40_000], DType::F32, &d);
-    let long_b = Array::ones(&[40_000, 1], DType::F32, &d);
+    let long_a = Array::ones(&[1, 40_000], DType::F32, &d).unwrap();
+    let long_b = Array::ones(&[40_000, 1], DType::F32, &d).unwrap();
     let positive = (&x.abs().unwrap() + 1.0).unwrap();
     let (q, r) = x.divmod(&positive).unwrap();
     let (tv, ti) = x.topk(3, -1).unwrap();
@@ -917,8 +923,8 @@ fn every_op_records_the_callers_location() {
         &x + &x,
         &x * 2.0,
         -&x,
-        x.maximum(&Array::zeros(&[33], DType::F32, &d)),
-        x.greater(&Array::scalar(0.0, DType::F32, &d).unwrap()),
+        x.maximum(Array::zeros(&[33], DType::F32, &d).unwrap()),
+        x.greater(Array::scalar(0.0, DType::F32, &d).unwrap()),
         wgarray::where_(&x.greater(&positive).unwrap(), &x, &xb),
         x.sum(1isize, false),
         xb.mean(-1isize, true),
@@ -929,14 +935,14 @@ fn every_op_records_the_callers_location() {
         x.softmax(-1),
         xb.softmax(-1),
         xb.layer_norm(None, None, 1e-5),
-        x.rms_norm(Some(&Array::ones(&[33], DType::F32, &d)), 1e-5),
+        x.rms_norm(Some(&Array::ones(&[33], DType::F32, &d).unwrap()), 1e-5),
         x.log_softmax(0),
         x.reshape(&[33, 7]),
         Ok(x.transpose()),
         x.permute(&[1, 0]),
         x.slice(&[Slice::range(1, 5), Slice::step(2)]),
         x.broadcast_to(&[2, 7, 33]),
-        x.expand_dims(0).and_then(|e| e.squeeze(None)),
+        x.expand_dims(0).and_then(|e| e.squeeze(Axes::All)),
         Ok(x.flatten()),
         x.swapaxes(0, 1),
         x.take(&idx, Some(1)),
@@ -944,7 +950,9 @@ fn every_op_records_the_callers_location() {
         wgarray::concatenate(&[&x, &xb], 0),
         wgarray::stack(&[&x, &x], 0),
         x.matmul(&x.transpose()),
-        Array::zeros(&[7], DType::F32, &d).addmm(&x, &x.transpose(), 1.0, 0.5),
+        Array::zeros(&[7], DType::F32, &d)
+            .unwrap()
+            .addmm(&x, &x.transpose(), 1.0, 0.5),
         long_a.matmul(&long_b),
         wgarray::baseline::matmul_naive(&x, &x.transpose()),
         random::split(&key, 2),
@@ -952,7 +960,7 @@ fn every_op_records_the_callers_location() {
         random::uniform(&key, &[9], 0.0, 1.0, DType::F32),
         random::normal(&key, &[9], 0.0, 1.0, DType::BF16),
         Array::arange(0.0, 10.0, 1.0, DType::I32, &d),
-        Ok(Array::full(&[3], 2.0, DType::U32, &d)),
+        Ok(Array::full(&[3], 2.0, DType::U32, &d).unwrap()),
         Array::empty(&[5], DType::F32, &d),
     ]
     .into_iter()

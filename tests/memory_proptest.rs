@@ -45,9 +45,9 @@ fn run_case(d: &Device, ops: &[Op], eval_mask: u64, drop_keys: &[u64]) {
                 let v: Vec<f32> = (0..r * c).map(|i| i as f32 * 0.25 - 1.0).collect();
                 arrays.push(Array::from_slice(&v, &[r, c], d).unwrap());
             }
-            Op::Full(r, c) => arrays.push(Array::full(&[r, c], 1.5, DType::F32, d)),
+            Op::Full(r, c) => arrays.push(Array::full(&[r, c], 1.5, DType::F32, d).unwrap()),
             // Shape errors are fine: the op is simply not recorded.
-            Op::Add(a, b) => arrays.extend(pick(a).add(&pick(b)).ok()),
+            Op::Add(a, b) => arrays.extend(pick(a).add(pick(b)).ok()),
             Op::Mul(a, b) => arrays.extend((&pick(a) * &pick(b)).ok()),
             Op::Matmul(a, b) => arrays.extend(pick(a).matmul(&pick(b)).ok()),
             Op::Split(a, s, axis) => {

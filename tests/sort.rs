@@ -11,7 +11,7 @@ use common::arrays::{f, i, of_dtype, random_values};
 use common::reference::{ravel, unravel};
 use common::{Rng, assert_empty, device, poison_pool};
 use std::cmp::Ordering;
-use wgarray::{Array, DType, Error, Slice};
+use wgarray::{Array, DType, Error, Limit, Slice};
 
 /// NumPy's ascending order: NaN last, -0 == +0.
 fn order(a: f64, b: f64) -> Ordering {
@@ -236,11 +236,22 @@ fn sort_errors_are_typed_and_leave_nothing_behind() {
     for axis in [1isize, -2] {
         assert!(matches!(
             x.sort(Some(axis)),
-            Err(Error::InvalidAxis { ndim: 1, .. })
+            Err(Error::InvalidAxis {
+                op: "sort",
+                ndim: 1,
+                ..
+            })
         ));
         assert!(matches!(
             x.argsort(Some(axis)),
-            Err(Error::InvalidAxis { .. })
+            Err(Error::InvalidAxis { op: "argsort", .. })
+        ));
+        assert!(matches!(
+            x.partition(0, Some(axis)),
+            Err(Error::InvalidAxis {
+                op: "partition",
+                ..
+            })
         ));
     }
     for kth in [3isize, -4] {
@@ -256,6 +267,35 @@ fn sort_errors_are_typed_and_leave_nothing_behind() {
     let s = Array::scalar(2.0, DType::F32, &d).unwrap();
     assert!(matches!(s.sort(Some(0)), Err(Error::InvalidAxis { .. })));
     assert_eq!(s.sort(None).unwrap().to_vec::<f32>().unwrap(), vec![2.0]);
+    // What the eval would need is checked at the call, on broadcast views
+    // that hold no memory: a work buffer (8 bytes a padded element) past
+    // the largest storage binding (on Mesa, 128 MiB: a row of 2^24 + 1
+    // pads to 2^25 pairs, 256 MiB), and 2^32 padded elements past the
+    // kernels' 2^31.
+    let one = Array::scalar(1.0f32, DType::F32, &d).unwrap();
+    let max = d.limits().max_storage_buffer_binding_size;
+    let len = (max / 8) as usize + 1;
+    let long = one.broadcast_to(&[len]).unwrap();
+    assert!(matches!(
+        long.sort(None),
+        Err(Error::TooLarge {
+            op: "sort",
+            limit: Limit::StorageBinding,
+            value,
+            ..
+        }) if value == 8 * len.next_power_of_two() as u64
+    ));
+    let wide = one.broadcast_to(&[1 << 21, 1025]).unwrap();
+    assert!(matches!(
+        wide.argsort(Some(-1)),
+        Err(Error::TooLarge {
+            op: "argsort",
+            limit: Limit::KernelIndex,
+            value,
+            ..
+        }) if value == 1 << 32
+    ));
+    drop((long, wide, one));
     assert_eq!(d.live_nodes(), 0);
     drop((x, s));
     assert_empty(&d);

@@ -8,7 +8,7 @@ use common::{Rng, device};
 use half::f16;
 use wgarray::testing::{self, Disagreement, Fixture, KernelTest, Tolerance};
 use wgarray::wgpu::Backend;
-use wgarray::{DType, Error};
+use wgarray::{DType, Error, Limit};
 
 const AXPY: &str = r#"
 override alpha: f32 = 1.0;
@@ -501,10 +501,18 @@ fn an_output_past_the_binding_limit_is_too_large() {
         .input(&[1.0f32])
         .output(DType::F32, &[elems])
         .run();
-    match r {
-        Err(Error::TooLarge { bytes, max: m, .. }) => {
-            assert_eq!(bytes, elems as u64 * 4);
-            assert_eq!(m, max);
+    let e = r.expect_err("expected TooLarge, got Ok");
+    match &e {
+        Error::TooLarge {
+            limit,
+            value,
+            max: m,
+            ..
+        } => {
+            assert_eq!(*limit, Limit::StorageBinding);
+            assert_eq!(*value, elems as u64 * 4);
+            assert_eq!(*m, max);
+            assert!(e.to_string().contains("bytes"), "{e}");
         }
         other => panic!("expected TooLarge, got {other:?}"),
     }

@@ -5,7 +5,9 @@
 // ROW: one workgroup per output: each thread folds a strided share of the R
 // elements, then a shared-memory tree combines the 256 partial results (so
 // a sum of 10^7 ones is exact). Otherwise one thread per output folds all R
-// elements in order (used when R is small).
+// elements in order, in blocks (used when R is small, and on software
+// adapters when there are enough outputs to keep every core busy: there a
+// workgroup barrier costs more than the loads it orders).
 //
 // Generated per specialisation (placeholders in double braces):
 //   ACC      fields of struct Acc
@@ -57,6 +59,10 @@ fn outer_offset(o: u32) -> u32 {
 }
 
 fn inner_offset(r: u32) -> u32 {
+    // One reduced axis (the common case, after merging): no unravelling.
+    if p.head.w == 1u {
+        return r * p.inner_strides[0][0];
+    }
     return unravel(r, p.head.w, p.inner_shape, p.inner_strides);
 }
 
@@ -114,9 +120,17 @@ fn main(
             return;
         }
         let base = outer_offset(o);
+        // Blocks of 256 folded in order, then combined: the rounding error
+        // of a sum grows with 256 + R / 256 terms, not R (every iteration
+        // of both loops counts towards llvmpipe's limit: R stays below it).
         var acc = {{INIT}};
-        for (var r = 0u; r < big_r; r++) {
-            acc = combine(acc, lift(load(base + inner_offset(r)), r));
+        for (var r0 = 0u; r0 < big_r; r0 += WG) {
+            var block = {{INIT}};
+            let end = min(r0 + WG, big_r);
+            for (var r = r0; r < end; r++) {
+                block = combine(block, lift(load(base + inner_offset(r)), r));
+            }
+            acc = combine(acc, block);
         }
         finish(o, acc);
     }

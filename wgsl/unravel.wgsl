@@ -1,4 +1,5 @@
-// Shared by the reduce and topk kernels.
+// Shared by the reduce and topk kernels. `i` must be below the product of
+// the `nd` sizes.
 
 // Straight-line unravelling, no loop: llvmpipe (Mesa's software driver)
 // stops any shader that runs more than 65535 loop iterations in one
@@ -14,6 +15,7 @@ fn unravel(i: u32, nd: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>
     if nd > 3u { off += (rem % shape[0][3]) * strides[0][3]; rem /= shape[0][3]; }
     if nd > 2u { off += (rem % shape[0][2]) * strides[0][2]; rem /= shape[0][2]; }
     if nd > 1u { off += (rem % shape[0][1]) * strides[0][1]; rem /= shape[0][1]; }
-    if nd > 0u { off += (rem % shape[0][0]) * strides[0][0]; }
+    // The outermost index needs no modulo: callers pass i < the product.
+    if nd > 0u { off += rem * strides[0][0]; }
     return off;
 }

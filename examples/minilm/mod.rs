@@ -16,11 +16,12 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokenizers::{Tokenizer, TruncationParams};
 use wgarray::io::SafetensorsFile;
-use wgarray::{Array, DType, Device, concatenate};
+use wgarray::{Array, Compiled, DType, Device, compile, concatenate};
 
 /// Errors from files, JSON, the tokenizer and wgarray alike.
 pub type AnyError = Box<dyn std::error::Error + Send + Sync>;
@@ -104,6 +105,17 @@ pub struct MiniLm {
     pub config: Config,
     tokenizer: Tokenizer,
     device: Device,
+    encoder: Arc<Encoder>,
+    /// The encoder through `wgarray::compile` (see [`MiniLm::set_compiled`]).
+    compiled: Option<Compiled>,
+}
+
+/// The weights and the forward pass from prepared input arrays: a pure
+/// function of arrays, so that it can be compiled.
+struct Encoder {
+    hidden: usize,
+    heads: usize,
+    eps: f32,
     word: Array,
     position: Array,
     token_type: Array,
@@ -230,13 +242,20 @@ impl MiniLm {
                 ln2_b: w.vector(&format!("{p}output.LayerNorm.bias"), h)?,
             });
         }
-        let model = MiniLm {
+        let encoder = Encoder {
+            hidden: h,
+            heads: config.heads,
+            eps: config.layer_norm_eps,
             word,
             position,
             token_type,
             emb_ln_w: w.vector("embeddings.LayerNorm.weight", h)?,
             emb_ln_b: w.vector("embeddings.LayerNorm.bias", h)?,
             layers,
+        };
+        let model = MiniLm {
+            encoder: Arc::new(encoder),
+            compiled: None,
             config,
             tokenizer,
             device: device.clone(),
@@ -251,14 +270,24 @@ impl MiniLm {
         &self.device
     }
 
+    /// Run the encoder through `wgarray::compile` (`on`) or eagerly: the
+    /// compiled handle traces once per batch shape and replays after.
+    pub fn set_compiled(&mut self, on: bool) {
+        self.compiled = on.then(|| {
+            let encoder = Arc::clone(&self.encoder);
+            compile(move |x: &[Array]| Ok(vec![encoder.encode(x)?]))
+        });
+    }
+
     /// Bytes of weights on the device.
     pub fn weight_bytes(&self) -> usize {
-        let mut n = self.word.nbytes()
-            + self.position.nbytes()
-            + self.token_type.nbytes()
-            + self.emb_ln_w.nbytes()
-            + self.emb_ln_b.nbytes();
-        for l in &self.layers {
+        let e = &self.encoder;
+        let mut n = e.word.nbytes()
+            + e.position.nbytes()
+            + e.token_type.nbytes()
+            + e.emb_ln_w.nbytes()
+            + e.emb_ln_b.nbytes();
+        for l in &e.layers {
             for a in [
                 &l.qkv_w, &l.qkv_b, &l.out_w, &l.out_b, &l.ln1_w, &l.ln1_b, &l.ff1_w, &l.ff1_b,
                 &l.ff2_w, &l.ff2_b, &l.ln2_w, &l.ln2_b,
@@ -316,8 +345,6 @@ impl MiniLm {
         if l > c.max_position {
             return Err(format!("{l} tokens, the model takes {}", c.max_position).into());
         }
-        let (h, nh) = (c.hidden, c.heads);
-        let dh = h / nh;
         let n: usize = batch.iter().map(|t| t.ids.len()).sum();
         let mut ids = Vec::with_capacity(n);
         let mut types = Vec::with_capacity(n);
@@ -344,31 +371,50 @@ impl MiniLm {
             }
             row += len;
         }
-        let ids = Array::from_slice(&ids, &[n], dev)?;
-        let types = Array::from_slice(&types, &[n], dev)?;
-        let positions = Array::from_slice(&positions, &[n], dev)?;
-        let to_padded = Array::from_slice(&to_padded, &[b * l], dev)?;
-        let to_packed = Array::from_slice(&to_packed, &[n], dev)?;
-        let bias = Array::from_slice(&bias, &[b, 1, 1, l], dev)?;
-        let pool = Array::from_slice(&pool, &[b, n], dev)?;
-        let eps = c.layer_norm_eps;
+        let inputs = [
+            Array::from_slice(&ids, &[n], dev)?,
+            Array::from_slice(&types, &[n], dev)?,
+            Array::from_slice(&positions, &[n], dev)?,
+            Array::from_slice(&to_padded, &[b * l], dev)?,
+            Array::from_slice(&to_packed, &[n], dev)?,
+            Array::from_slice(&bias, &[b, 1, 1, l], dev)?,
+            Array::from_slice(&pool, &[b, n], dev)?,
+        ];
+        Ok(match &self.compiled {
+            Some(f) => f.call(&inputs.iter().collect::<Vec<_>>())?.remove(0),
+            None => self.encoder.encode(&inputs)?,
+        })
+    }
+}
+
+impl Encoder {
+    /// The forward pass on prepared inputs: token ids, type ids and
+    /// positions (`[n]`, u32), the padded-to-packed and packed-to-padded
+    /// row maps (`[b * l]`, `[n]`), the attention bias (`[b, 1, 1, l]`) and
+    /// the pooling matrix (`[b, n]`).
+    fn encode(&self, inputs: &[Array]) -> wgarray::Result<Array> {
+        let [ids, types, positions, to_padded, to_packed, bias, pool] = inputs else {
+            return Err(wgarray::Error::InvalidArgument("seven inputs".into()));
+        };
+        let (b, l) = (bias.shape()[0], bias.shape()[3]);
+        let (h, nh, eps) = (self.hidden, self.heads, self.eps);
+        let dh = h / nh;
 
         // Embeddings, [n, h].
-        let words = self.word.take(&ids, Some(0))?;
-        let pos = self.position.take(&positions, Some(0))?;
-        let tt = self.token_type.take(&types, Some(0))?;
+        let words = self.word.take(ids, Some(0))?;
+        let pos = self.position.take(positions, Some(0))?;
+        let tt = self.token_type.take(types, Some(0))?;
         let mut x = (&(&words + &pos)? + &tt)?.layer_norm(
             Some(&self.emb_ln_w),
             Some(&self.emb_ln_b),
             eps,
         )?;
 
-        let (bi, li, nhi, dhi, hi) = (b as isize, l as isize, nh as isize, dh as isize, h as isize);
         // A packed [n, h] part to padded heads, [b, nh, l, dh] (or, with
         // `perm` [0, 2, 3, 1], K's [b, nh, dh, l]).
         let heads = |t: &Array, perm: &[isize]| -> wgarray::Result<Array> {
-            t.take(&to_padded, Some(0))?
-                .reshape(&[bi, li, nhi, dhi])?
+            t.take(to_padded, Some(0))?
+                .reshape(&[b, l, nh, dh])?
                 .permute(perm)
         };
         for layer in &self.layers {
@@ -379,13 +425,13 @@ impl MiniLm {
             let kt = heads(&parts[1], &[0, 2, 3, 1])?;
             let v = heads(&parts[2], &[0, 2, 1, 3])?;
             // Q already carries 1/sqrt(dh).
-            let scores = (&q.matmul(&kt)? + &bias)?; // [b, nh, l, l]
+            let scores = (&q.matmul(&kt)? + bias)?; // [b, nh, l, l]
             let probs = scores.softmax(-1)?;
             let ctx = probs
                 .matmul(&v)? // [b, nh, l, dh]
                 .permute(&[0, 2, 1, 3])?
-                .reshape(&[bi * li, hi])? // a copy: heads back side by side
-                .take(&to_packed, Some(0))?; // [n, h]
+                .reshape(&[b * l, h])? // a copy: heads back side by side
+                .take(to_packed, Some(0))?; // [n, h]
             let attn = linear(&ctx, &layer.out_w, &layer.out_b)?;
             x = (&attn + &x)?.layer_norm(Some(&layer.ln1_w), Some(&layer.ln1_b), eps)?;
             let ff = linear(&x, &layer.ff1_w, &layer.ff1_b)?.gelu()?;
@@ -395,14 +441,12 @@ impl MiniLm {
 
         // Mean pooling (one matmul), then L2 normalisation.
         let mean = pool.matmul(&x)?; // [b, h]
-        let norm = mean
-            .square()?
-            .sum(-1isize, true)?
-            .sqrt()?
-            .maximum(&Array::scalar(1e-12, DType::F32, dev)?)?;
-        Ok((&mean / &norm)?)
+        let norm = mean.square()?.sum(-1, true)?.sqrt()?.maximum(1e-12)?;
+        &mean / &norm
     }
+}
 
+impl MiniLm {
     /// Embed `sentences` (unit vectors of `hidden` values, in input order):
     /// tokenized, sorted by length so attention pads little, run in batches
     /// of at most `batch_size` (fewer where the attention scores of a long

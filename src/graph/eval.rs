@@ -83,7 +83,7 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
     };
     let device = first.device().clone();
     if arrays.iter().any(|a| *a.device() != device) {
-        return Err(Error::DeviceMismatch);
+        return Err(Error::DeviceMismatch { op: "eval" });
     }
     let guard = device.inner.pool.lock_queue();
     let order = schedule(arrays);

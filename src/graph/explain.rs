@@ -34,7 +34,7 @@ pub fn explain(arrays: &[&Array]) -> Result<String> {
         return Ok("nothing to evaluate\n".into());
     };
     if arrays.iter().any(|a| a.device() != first.device()) {
-        return Err(Error::DeviceMismatch);
+        return Err(Error::DeviceMismatch { op: "explain" });
     }
     let device = first.device();
     let order = schedule(arrays);

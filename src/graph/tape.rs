@@ -94,7 +94,7 @@ pub(crate) fn trace(
         .collect();
     let outputs = f(&placeholders)?;
     if outputs.iter().any(|o| o.device() != device) {
-        return Err(Error::DeviceMismatch);
+        return Err(Error::DeviceMismatch { op: "compile" });
     }
     let targets: Vec<&Array> = outputs.iter().collect();
     fold_constants(&targets)?;

@@ -52,8 +52,9 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// [`Error::TooLarge`] when the uploaded bytes exceed the adapter's
-    /// largest storage binding; [`Error::OutOfMemory`].
+    /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
+    /// dimensions (an `IxDyn` array), or when the uploaded bytes exceed the
+    /// adapter's largest storage binding; [`Error::OutOfMemory`].
     #[track_caller]
     pub fn from_ndarray<T, S, D>(array: &ArrayBase<S, D>, device: &Device) -> Result<Array>
     where
@@ -62,6 +63,7 @@ impl Array {
         D: Dimension,
     {
         let shape = array.shape();
+        crate::shape::check_shape("from_ndarray", shape)?;
         let dtype = T::DTYPE;
         let origin = device.origin(|| "from_ndarray");
         if let Some(slice) = array.as_slice() {

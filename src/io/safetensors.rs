@@ -189,6 +189,7 @@ impl SafetensorsFile {
         let (begin, end) = info.data_offsets;
         // In range: `read_metadata` checked the offsets against the file.
         let bytes = &self.map[self.data_start + begin..self.data_start + end];
+        crate::shape::check_shape("load_safetensors", &info.shape)?;
         let numel = bytes.len() / file_size_in_bytes(dtype);
         device.check_binding("load_safetensors", transfer::device_bytes(numel, dtype))?;
         Ok(Planned {
@@ -285,7 +286,7 @@ pub fn load_safetensors(path: impl AsRef<Path>, device: &Device) -> Result<HashM
 /// ```
 /// use wgarray::{Array, DType, Device, io};
 /// let device = Device::new_default()?;
-/// let w = Array::ones(&[2, 3], DType::F32, &device); // lazy: evaluated here
+/// let w = Array::ones(&[2, 3], DType::F32, &device)?; // lazy: evaluated here
 /// let b = Array::from_slice(&[1i32, 2, 3], &[3], &device)?;
 /// let path = std::env::temp_dir().join(format!("doc-{}.safetensors", std::process::id()));
 /// io::save_safetensors(&path, &[("w", &w), ("b", &b)])?;

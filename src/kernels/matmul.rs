@@ -649,7 +649,8 @@ pub(crate) fn gemm(cx: &Context, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
         // The kernel's flat output index is a u32.
         return Err(crate::Error::TooLarge {
             op: "matmul",
-            bytes: (batch * m * n) as u64,
+            limit: crate::Limit::KernelIndex,
+            value: (batch * m * n) as u64,
             max: u32::MAX as u64,
         });
     }

@@ -60,19 +60,13 @@ impl Context {
 
 /// The axes of `shape` other than `axis` and the number of rows along
 /// `axis` (their product), for kernels that work row by row and unravel
-/// the other axes with wgsl/unravel.wgsl.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] (naming `op`) for more than 8 other axes.
-pub(crate) fn rows_along(op: &str, shape: &[usize], axis: usize) -> Result<(Vec<usize>, usize)> {
+/// the other axes with wgsl/unravel.wgsl (at most 7: every shape was
+/// checked against [`crate::shape::MAX_DIMS`] when it was made).
+pub(crate) fn rows_along(shape: &[usize], axis: usize) -> (Vec<usize>, usize) {
+    debug_assert!(shape.len() <= crate::shape::MAX_DIMS);
     let outer: Vec<usize> = (0..shape.len()).filter(|&d| d != axis).collect();
-    if outer.len() > 8 {
-        return Err(Error::InvalidArgument(format!(
-            "{op} takes at most 9 dimensions"
-        )));
-    }
     let rows = outer.iter().map(|&d| shape[d]).product();
-    Ok((outer, rows))
+    (outer, rows)
 }
 
 /// A kernel operand: elements of `dtype` in `buffer`, read through element
@@ -120,7 +114,8 @@ impl Params {
             if !(i32::MIN as i64..=u32::MAX as i64).contains(&x) {
                 return Err(Error::TooLarge {
                     op: self.op,
-                    bytes: x.unsigned_abs(),
+                    limit: crate::Limit::KernelIndex,
+                    value: x.unsigned_abs(),
                     max: u32::MAX as u64,
                 });
             }
@@ -614,7 +609,8 @@ pub(crate) fn grid(threads: u64, max_per_dim: u32) -> Result<[u32; 3]> {
     if y > max_per_dim as u64 || threads > u32::MAX as u64 {
         return Err(Error::TooLarge {
             op: "dispatch",
-            bytes: threads,
+            limit: crate::Limit::DispatchThreads,
+            value: threads,
             max: u32::MAX as u64,
         });
     }

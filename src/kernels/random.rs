@@ -81,7 +81,8 @@ pub(crate) fn random(
     if n > u32::MAX as usize {
         return Err(crate::Error::TooLarge {
             op: "random",
-            bytes: n as u64,
+            limit: crate::Limit::KernelIndex,
+            value: n as u64,
             max: u32::MAX as u64,
         });
     }

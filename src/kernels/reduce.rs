@@ -147,8 +147,26 @@ impl ReduceOp {
 /// under llvmpipe's 65535 loop iterations per invocation (2 per iteration).
 pub(crate) const MAX_REDUCED: usize = 1 << 26;
 
-/// Whether one workgroup per output (a tree) is used for `r` reduced elements.
-fn row_mode(r: usize) -> bool {
+/// Reduced elements per output up to which a software adapter folds each
+/// output in one thread (when there are [`THREAD_MODE_OUTPUTS`] outputs);
+/// well below llvmpipe's 65535 loop iterations per invocation.
+const THREAD_MODE_MAX_R: usize = 16384;
+
+/// Outputs from which a software adapter reduces one output per thread:
+/// eight workgroups of 256, enough to keep its cores busy.
+const THREAD_MODE_OUTPUTS: usize = 2048;
+
+/// Whether one workgroup per output (a tree) is used for `r` reduced
+/// elements and `n_out` outputs. A GPU takes rows of more than 256 elements
+/// a workgroup at a time (its threads then read neighbouring elements). A
+/// software adapter runs a workgroup's barriers as context switches, so with
+/// enough outputs to share among its cores it folds each in one thread: on
+/// lavapipe (2026-11-30, one run, medians of 5) a sum over the last axis of
+/// f32[4096, 4096] took 0.69 of the time, of f32[16384, 1024] 0.28.
+fn row_mode(r: usize, n_out: usize, software: bool) -> bool {
+    if software && n_out >= THREAD_MODE_OUTPUTS && r <= THREAD_MODE_MAX_R {
+        return false;
+    }
     r > 256
 }
 
@@ -231,8 +249,9 @@ pub(crate) fn reduce(
         return Ok(None);
     }
     if outer_shape.len() > 8 || inner_shape.len() > 8 {
-        return Err(Error::InvalidArgument(
-            "reductions take at most 8 dimensions".into(),
+        // Every array has at most MAX_DIMS dimensions (checked when it is made).
+        return Err(Error::Internal(
+            "a reduction over more than 8 dimensions".into(),
         ));
     }
     // A reduction over nothing (R = 0) still has one (empty) inner dim.
@@ -257,12 +276,13 @@ pub(crate) fn reduce(
     if r > MAX_REDUCED {
         // Only broadcast views get here: no buffer holds this many elements.
         return Err(Error::TooLarge {
-            op: "reduce (elements per output)",
-            bytes: r as u64,
+            op: "reduce",
+            limit: crate::Limit::ReducedElements,
+            value: r as u64,
             max: MAX_REDUCED as u64,
         });
     }
-    let row = row_mode(r);
+    let row = row_mode(r, n_out, cx.software);
     let pipeline = cx.cache.get_quick(
         QuickKey::Reduce {
             op,

@@ -104,7 +104,7 @@ pub(crate) fn scan(
     out_dtype: DType,
     totals: &wgpu::Buffer,
 ) -> Result<Vec<Dispatch>> {
-    let (outer, rows) = super::rows_along("scan", shape, axis)?;
+    let (outer, rows) = super::rows_along(shape, axis);
     let len = shape[axis];
     if rows == 0 || len == 0 {
         return Ok(Vec::new());

@@ -36,26 +36,26 @@ use crate::{Array, Error, Result};
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for an empty list or 0-dimensional arrays;
-/// [`Error::InvalidAxis`]; [`Error::ShapeMismatch`] when ranks or the other
-/// axes differ; [`Error::DeviceMismatch`].
+/// [`Error::InvalidAxis`]; [`Error::DeviceMismatch`]; [`Error::ShapeMismatch`]
+/// when ranks or the other axes differ.
 #[track_caller]
 pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
     let Some(first) = arrays.first() else {
         return Err(Error::InvalidArgument(
-            "concatenate needs at least one array".into(),
+            "concatenate: `arrays` is empty; it needs at least one array".into(),
         ));
     };
     if first.ndim() == 0 {
         return Err(Error::InvalidArgument(
-            "0-dimensional arrays cannot be concatenated".into(),
+            "concatenate: `arrays` are 0-dimensional, which have no axis to join".into(),
         ));
     }
-    let axis = normalize_axis(axis, first.ndim())?;
+    let axis = normalize_axis("concatenate", axis, first.ndim())?;
     let mut shape = first.shape().to_vec();
     shape[axis] = 0;
     let mut dtype = first.dtype();
     for a in arrays {
-        super::same_device(first, a)?;
+        super::same_device("concatenate", first, a)?;
         let same_rest = a.ndim() == first.ndim()
             && (0..a.ndim()).all(|d| d == axis || a.shape()[d] == first.shape()[d]);
         if !same_rest {
@@ -102,16 +102,24 @@ pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for an empty list; [`Error::InvalidAxis`];
-/// [`Error::ShapeMismatch`] when the shapes differ; [`Error::DeviceMismatch`].
+/// [`Error::InvalidArgument`] for an empty list; [`Error::DeviceMismatch`];
+/// [`Error::InvalidAxis`]; [`Error::TooLarge`] for a result of more than
+/// [`crate::shape::MAX_DIMS`] dimensions; [`Error::ShapeMismatch`] when the
+/// shapes differ.
 #[track_caller]
 pub fn stack(arrays: &[&Array], axis: isize) -> Result<Array> {
     let Some(first) = arrays.first() else {
         return Err(Error::InvalidArgument(
-            "stack needs at least one array".into(),
+            "stack: `arrays` is empty; it needs at least one array".into(),
         ));
     };
-    let axis = normalize_axis(axis, first.ndim() + 1)?;
+    let axis = normalize_axis("stack", axis, first.ndim() + 1)?;
+    let mut shape = first.shape().to_vec();
+    shape.insert(axis, arrays.len());
+    crate::shape::check_shape("stack", &shape)?;
+    for a in arrays {
+        super::same_device("stack", first, a)?;
+    }
     let mut expanded = Vec::with_capacity(arrays.len());
     for a in arrays {
         if a.shape() != first.shape() {

@@ -13,9 +13,9 @@
 //! | i32 with u32 | i32 (NumPy gives int64, which WGSL lacks) |
 //! | f16 with bf16, or either with f32 | f32 |
 //!
-//! A scalar (`&a + 2.0`) is weak, as in NumPy 2 and MLX: it takes the
-//! array's dtype, except that a non-integral scalar with an integer or bool
-//! array gives f32, and an integral one with a bool array gives i32.
+//! A scalar (`&a + 2.0`, `a.maximum(0.0)`) is weak, as in NumPy 2 (NEP
+//! 50) and MLX: its dtype comes from the array and from its Rust type's
+//! kind, never from its value; see [`crate::scalar`] for the table.
 //!
 //! Every op computes in f32 for every float dtype (f16 and bf16 are decoded
 //! from their bits and the result rounded to nearest even, so no
@@ -25,10 +25,16 @@
 
 use crate::graph::Primitive;
 use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
+use crate::scalar::sealed::{Arg, Value};
 use crate::shape::broadcast_shapes;
-use crate::{Array, DType, Result};
+use crate::{Array, DType, Operand, Result, Scalar};
 
-/// The dtype two operands promote to (see the module docs).
+/// The dtype two arrays promote to (the module docs' table; NumPy's
+/// `promote_types` on the dtypes wgarray has).
+///
+/// Differs from NumPy and MLX on purpose: i32 with u32 gives i32, where
+/// both give int64, which WGSL lacks (u32 values past `i32::MAX` wrap to
+/// negative numbers); f16 with bf16 gives f32, as in MLX.
 pub fn promote_types(a: DType, b: DType) -> DType {
     use DType::*;
     match (a, b) {
@@ -41,16 +47,6 @@ pub fn promote_types(a: DType, b: DType) -> DType {
     }
 }
 
-fn scalar_dtype(array: DType, value: f64) -> DType {
-    let integral = value.fract() == 0.0 && value.is_finite();
-    match array {
-        d if d.is_float() => d,
-        DType::Bool if integral => DType::I32,
-        d if integral => d,
-        _ => DType::F32,
-    }
-}
-
 impl Array {
     /// Record an elementwise node over `inputs` broadcast together.
     #[track_caller]
@@ -60,11 +56,7 @@ impl Array {
         inputs: &[&Array],
         out: DType,
     ) -> Result<Array> {
-        let mut shape: Vec<usize> = inputs[0].shape().to_vec();
-        for x in &inputs[1..] {
-            super::same_device(inputs[0], x)?;
-            shape = broadcast_shapes(name, &shape, x.shape())?;
-        }
+        let shape = broadcast_all(name, inputs)?;
         Ok(Array::from_node(
             inputs[0].device(),
             Primitive::Elementwise(op),
@@ -119,8 +111,34 @@ impl Array {
         Array::elementwise(ElementwiseOp::Unary(op), name, &[self], out)
     }
 
+    /// `self op other`, with `other` an array or a scalar.
     #[track_caller]
-    fn binary(&self, other: &Array, op: BinaryOp) -> Result<Array> {
+    fn binary(&self, other: impl Operand, op: BinaryOp) -> Result<Array> {
+        let name = op.name();
+        let other = match other.into_arg() {
+            Arg::Array(b) => b,
+            Arg::Scalar { value, dtype } => {
+                if let Some(answer) = out_of_range_comparison(op, value, self.dtype()) {
+                    return Array::full(self.shape(), answer, DType::Bool, self.device());
+                }
+                let value = if matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
+                    // Only the truth of the scalar matters.
+                    Value::Bool(value.to_f64() != 0.0)
+                } else {
+                    value
+                };
+                value.constant(name, value.weak_dtype(dtype, self.dtype()), self.device())?
+            }
+        };
+        self.binary_arrays(&other, op)
+    }
+
+    /// `self op other` for two arrays: checks (devices, shapes), promotion,
+    /// then the node.
+    #[track_caller]
+    pub(crate) fn binary_arrays(&self, other: &Array, op: BinaryOp) -> Result<Array> {
+        let name = op.name();
+        broadcast_all(name, &[self, other])?;
         let t = promote_types(self.dtype(), other.dtype());
         let out = if op.is_predicate() {
             DType::Bool
@@ -131,15 +149,42 @@ impl Array {
         };
         let a = self.astype(t)?;
         let b = other.astype(t)?;
-        Array::elementwise(ElementwiseOp::Binary(op), op.name(), &[&a, &b], out)
+        Array::elementwise(ElementwiseOp::Binary(op), name, &[&a, &b], out)
     }
+}
 
-    #[track_caller]
-    pub(crate) fn binary_scalar(&self, value: f64, op: BinaryOp) -> Result<Array> {
-        // A lazy constant: at eval it becomes a parameter word of the
-        // kernel that reads it (no buffer, no upload, no dispatch).
-        let s = Array::full(&[], value, scalar_dtype(self.dtype(), value), self.device());
-        self.binary(&s, op)
+/// The broadcast shape of `inputs`, after checking that they share a device.
+///
+/// # Errors
+/// [`crate::Error::DeviceMismatch`], then [`crate::Error::ShapeMismatch`],
+/// both naming `op`.
+fn broadcast_all(op: &'static str, inputs: &[&Array]) -> Result<Vec<usize>> {
+    for x in &inputs[1..] {
+        super::same_device(op, inputs[0], x)?;
+    }
+    let mut shape: Vec<usize> = inputs[0].shape().to_vec();
+    for x in &inputs[1..] {
+        shape = broadcast_shapes(op, &shape, x.shape())?;
+    }
+    Ok(shape)
+}
+
+/// The answer of a comparison of an integer array with an integer scalar
+/// its dtype cannot hold (`u32_array > -1`): every element compares alike,
+/// as NumPy 2 answers it. `None` for anything else.
+fn out_of_range_comparison(op: BinaryOp, value: Value, array: DType) -> Option<bool> {
+    use std::cmp::Ordering::*;
+    let side = value.range_check(array);
+    if side == Equal {
+        return None;
+    }
+    let above = side == Greater; // the scalar exceeds every element
+    match op {
+        BinaryOp::Equal => Some(false),
+        BinaryOp::NotEqual => Some(true),
+        BinaryOp::Less | BinaryOp::LessEqual => Some(above),
+        BinaryOp::Greater | BinaryOp::GreaterEqual => Some(!above),
+        _ => None,
     }
 }
 
@@ -225,14 +270,18 @@ macro_rules! binary_fns {
             $(
                 $(#[$doc])*
                 ///
-                /// Shapes broadcast as in NumPy; dtypes promote as the module
-                /// docs say.
+                /// `other` is an array (`&b` or `b`) or a scalar (`2.0`,
+                /// `1i32`, `true`): see [`crate::Operand`]. Shapes
+                /// broadcast as in NumPy; dtypes promote as the module
+                /// docs say, a scalar as a weak one ([`crate::scalar`]).
                 ///
                 /// # Errors
+                /// [`crate::Error::DeviceMismatch`];
                 /// [`crate::Error::ShapeMismatch`] when the shapes do not
-                /// broadcast; [`crate::Error::DeviceMismatch`].
+                /// broadcast; [`crate::Error::InvalidArgument`] for an
+                /// integer scalar the array's integer dtype cannot hold.
                 #[track_caller]
-                pub fn $name(&self, other: &Array) -> Result<Array> {
+                pub fn $name(&self, other: impl Operand) -> Result<Array> {
                     self.binary(other, $op)
                 }
             )*
@@ -279,48 +328,115 @@ binary_fns! {
 
 /// `cond ? a : b` elementwise (NumPy `where`); the three shapes broadcast
 /// together, `a` and `b` promote, `cond` is any dtype (non-zero is true).
+/// `a` and `b` are arrays or scalars ([`crate::Operand`]): `where_(&m, &x,
+/// 0.0)`; a scalar beside an array is weak ([`crate::scalar`]), two scalars
+/// take their own types' dtypes.
 ///
 /// # Errors
-/// [`crate::Error::ShapeMismatch`], [`crate::Error::DeviceMismatch`].
+/// [`crate::Error::DeviceMismatch`], [`crate::Error::ShapeMismatch`],
+/// [`crate::Error::InvalidArgument`] for an integer scalar the other
+/// operand's integer dtype cannot hold.
 #[track_caller]
-pub fn where_(cond: &Array, a: &Array, b: &Array) -> Result<Array> {
+pub fn where_(cond: &Array, a: impl Operand, b: impl Operand) -> Result<Array> {
+    let (a, b) = pair("where", a.into_arg(), b.into_arg(), cond.device())?;
+    broadcast_all("where", &[cond, &a, &b])?;
     let t = promote_types(a.dtype(), b.dtype());
     let (a, b) = (a.astype(t)?, b.astype(t)?);
     Array::elementwise(ElementwiseOp::Where, "where", &[cond, &a, &b], t)
 }
 
+/// Two operands as arrays: a scalar beside an array takes its weak dtype
+/// from it and becomes a lazy 0-d constant on its device; two scalars take
+/// their own types' dtypes, on `device`.
+#[track_caller]
+fn pair(op: &'static str, a: Arg, b: Arg, device: &crate::Device) -> Result<(Array, Array)> {
+    let like = match (&a, &b) {
+        (Arg::Array(x), _) | (_, Arg::Array(x)) => Some(x.dtype()),
+        _ => None,
+    };
+    // A loop-free pair of matches, not a closure: the constants record the
+    // caller's location.
+    let a = match a {
+        Arg::Array(x) => x,
+        Arg::Scalar { value, dtype } => value.constant(
+            op,
+            like.map_or(dtype, |l| value.weak_dtype(dtype, l)),
+            device,
+        )?,
+    };
+    let b = match b {
+        Arg::Array(x) => x,
+        Arg::Scalar { value, dtype } => value.constant(
+            op,
+            like.map_or(dtype, |l| value.weak_dtype(dtype, l)),
+            device,
+        )?,
+    };
+    Ok((a, b))
+}
+
+impl Array {
+    /// `lhs op self` for a scalar `lhs` (`2.0 - &a`): the scalar is weak.
+    #[track_caller]
+    fn binary_scalar_lhs<S: Scalar>(&self, lhs: S, op: BinaryOp) -> Result<Array> {
+        let value = lhs.value();
+        let dtype = value.weak_dtype(S::DTYPE, self.dtype());
+        let c = value.constant(op.name(), dtype, self.device())?;
+        c.binary_arrays(self, op)
+    }
+}
+
 macro_rules! operator {
     ($trait:ident, $method:ident, $op:expr) => {
-        impl std::ops::$trait<&Array> for &Array {
+        impl<T: Operand> std::ops::$trait<T> for &Array {
             type Output = Result<Array>;
+            /// `rhs` is an array (`&b`, `b`) or a weak scalar
+            /// ([`crate::scalar`]).
             #[track_caller]
-            fn $method(self, rhs: &Array) -> Result<Array> {
+            fn $method(self, rhs: T) -> Result<Array> {
                 self.binary(rhs, $op)
             }
         }
-        impl std::ops::$trait<Array> for Array {
+        impl<T: Operand> std::ops::$trait<T> for Array {
             type Output = Result<Array>;
+            /// `rhs` is an array (`&b`, `b`) or a weak scalar
+            /// ([`crate::scalar`]).
+            #[track_caller]
+            fn $method(self, rhs: T) -> Result<Array> {
+                self.binary(rhs, $op)
+            }
+        }
+        // On the left only f64, i32 and bool, as candle's f64: with one
+        // float and one integer type there, an unsuffixed literal (`2.0 *
+        // &a`, `1 - &a`) is unambiguous and `(2.0 * &a)?` compiles; a
+        // second float type would leave `2.0` unresolved where `?` needs
+        // the result's type. Every scalar type works on the right.
+        scalar_lhs_operator!($trait, $method, $op; f64, i32, bool);
+    };
+}
+
+/// `scalar op array`, for each scalar type on the left (a generic impl
+/// over the scalar is not allowed: the scalar would be the uncovered
+/// `Self`).
+macro_rules! scalar_lhs_operator {
+    ($trait:ident, $method:ident, $op:expr; $($t:ty),*) => {$(
+        impl std::ops::$trait<&Array> for $t {
+            type Output = Result<Array>;
+            /// The scalar is weak ([`crate::scalar`]).
+            #[track_caller]
+            fn $method(self, rhs: &Array) -> Result<Array> {
+                rhs.binary_scalar_lhs(self, $op)
+            }
+        }
+        impl std::ops::$trait<Array> for $t {
+            type Output = Result<Array>;
+            /// The scalar is weak ([`crate::scalar`]).
             #[track_caller]
             fn $method(self, rhs: Array) -> Result<Array> {
-                self.binary(&rhs, $op)
+                rhs.binary_scalar_lhs(self, $op)
             }
         }
-        impl std::ops::$trait<f64> for &Array {
-            type Output = Result<Array>;
-            /// The scalar is weak: see the module docs.
-            #[track_caller]
-            fn $method(self, rhs: f64) -> Result<Array> {
-                self.binary_scalar(rhs, $op)
-            }
-        }
-        impl std::ops::$trait<f64> for Array {
-            type Output = Result<Array>;
-            #[track_caller]
-            fn $method(self, rhs: f64) -> Result<Array> {
-                self.binary_scalar(rhs, $op)
-            }
-        }
-    };
+    )*};
 }
 
 operator!(Add, add, BinaryOp::Add);
@@ -354,14 +470,22 @@ impl Array {
     /// its own, before or after eval: a dropped one gets a scratch buffer at
     /// eval that returns to the pool as soon as the dispatch is encoded.
     ///
+    /// `other` is an array or a weak scalar ([`crate::Operand`]).
+    ///
     /// # Errors
-    /// [`crate::Error::ShapeMismatch`], [`crate::Error::DeviceMismatch`].
+    /// [`crate::Error::DeviceMismatch`], [`crate::Error::ShapeMismatch`],
+    /// [`crate::Error::InvalidArgument`] for an integer scalar out of range.
     #[track_caller]
-    pub fn divmod(&self, other: &Array) -> Result<(Array, Array)> {
-        super::same_device(self, other)?;
-        let t = promote_types(self.dtype(), other.dtype());
-        let shape = broadcast_shapes("divmod", self.shape(), other.shape())?;
-        let (a, b) = (self.astype(t)?, other.astype(t)?);
+    pub fn divmod(&self, other: impl Operand) -> Result<(Array, Array)> {
+        let (a, b) = pair(
+            "divmod",
+            Arg::Array(self.clone()),
+            other.into_arg(),
+            self.device(),
+        )?;
+        let shape = broadcast_all("divmod", &[&a, &b])?;
+        let t = promote_types(a.dtype(), b.dtype());
+        let (a, b) = (a.astype(t)?, b.astype(t)?);
         let mut v = Array::from_node(
             self.device(),
             Primitive::Elementwise(ElementwiseOp::DivMod),

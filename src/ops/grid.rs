@@ -9,15 +9,20 @@
 //! plus a `take` for `take_along_axis`). No new WGSL.
 
 use super::same_device;
-use crate::graph::primitive::BinaryOp;
 use crate::ops::elementwise::where_;
-use crate::shape::{broadcast_shapes, contiguous_strides, normalize_axis};
+use crate::scalar::Operand;
+use crate::scalar::sealed::Arg;
+use crate::shape::{broadcast_shapes, check_shape, contiguous_strides, normalize_axis};
+use crate::transfer::device_bytes;
 use crate::{Array, DType, Device, Error, Result};
 
-/// `0, step, 2 step, ...` (`n` values) of `dtype`, shaped to lie along
-/// dimension `dim` of `ndim` (length 1 elsewhere).
+/// `start, start + step, ...` (`n` values) of `dtype`, shaped to lie along
+/// dimension `dim` of `ndim` (length 1 elsewhere); uploaded now, as
+/// [`Array::arange`], with a binding error naming `op`.
+#[allow(clippy::too_many_arguments)]
 #[track_caller]
 fn positions(
+    op: &'static str,
     n: usize,
     start: f64,
     step: f64,
@@ -26,8 +31,9 @@ fn positions(
     ndim: usize,
     device: &Device,
 ) -> Result<Array> {
+    device.check_binding(op, device_bytes(n, dtype))?;
     let v = if n == 0 {
-        Array::zeros(&[0], dtype, device)
+        Array::zeros(&[0], dtype, device)?
     } else {
         Array::arange(
             start,
@@ -47,10 +53,16 @@ fn positions(
 /// the shifted values fit i32): `rows + k` of shape `[n, 1]`, `cols` of
 /// shape `[m]`.
 #[track_caller]
-fn diagonal_grids(n: usize, m: usize, k: isize, device: &Device) -> Result<(Array, Array)> {
+fn diagonal_grids(
+    op: &'static str,
+    n: usize,
+    m: usize,
+    k: isize,
+    device: &Device,
+) -> Result<(Array, Array)> {
     let k = k.clamp(-(n as isize) - 1, m as isize + 1) as f64;
-    let rows = positions(n, k, 1.0, DType::I32, 0, 2, device)?;
-    let cols = positions(m, 0.0, 1.0, DType::I32, 0, 1, device)?;
+    let rows = positions(op, n, k, 1.0, DType::I32, 0, 2, device)?;
+    let cols = positions(op, m, 0.0, 1.0, DType::I32, 0, 1, device)?;
     Ok((rows, cols))
 }
 
@@ -71,7 +83,9 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// [`Error::TooLarge`] when a side exceeds the adapter's largest binding.
+    /// [`Error::TooLarge`] naming `eye` past `usize` elements
+    /// ([`crate::Limit::Elements`]) or when a side's index vector exceeds
+    /// the adapter's largest storage binding.
     #[track_caller]
     pub fn eye(
         n: usize,
@@ -81,7 +95,8 @@ impl Array {
         device: &Device,
     ) -> Result<Array> {
         let m = m.unwrap_or(n);
-        let (rows, cols) = diagonal_grids(n, m, k, device)?;
+        check_shape("eye", &[n, m])?;
+        let (rows, cols) = diagonal_grids("eye", n, m, k, device)?;
         cols.equal(&rows)?.astype(dtype)
     }
 
@@ -95,9 +110,18 @@ impl Array {
     /// ones to f32 rounding (a few ulp). Integer dtypes take the floor, as
     /// NumPy 2 does.
     ///
+    /// ```
+    /// # use wgarray::{Array, DType, Device};
+    /// # let device = Device::new_default()?;
+    /// let x = Array::linspace(0.0, 1.0, 5, DType::F32, &device)?;
+    /// assert_eq!(x.to_vec::<f32>()?, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when `start` or `stop` is not finite;
-    /// [`Error::TooLarge`] past the adapter's largest binding.
+    /// [`Error::InvalidArgument`] naming `linspace` when `start` or `stop`
+    /// is not finite; [`Error::TooLarge`] naming `linspace` past the
+    /// adapter's largest storage binding.
     #[track_caller]
     pub fn linspace(
         start: f64,
@@ -111,18 +135,19 @@ impl Array {
                 "linspace: start ({start}) and stop ({stop}) must be finite"
             )));
         }
-        let i = positions(num, 0.0, 1.0, DType::F32, 0, 1, device)?;
+        check_shape("linspace", &[num])?;
+        device.check_binding("linspace", device_bytes(num, dtype))?;
+        let i = positions("linspace", num, 0.0, 1.0, DType::F32, 0, 1, device)?;
         let step = if num > 1 {
             (stop - start) / (num - 1) as f64
         } else {
             0.0
         };
-        let y = i
-            .binary_scalar(step, BinaryOp::Mul)?
-            .binary_scalar(start, BinaryOp::Add)?;
+        // Weak f64 scalars beside the f32 index vector: f32 parameters.
+        let y = i.multiply(step)?.add(start)?;
         let y = if num > 1 {
-            let last = i.binary_scalar((num - 1) as f64, BinaryOp::Equal)?;
-            where_(&last, &Array::full(&[], stop, DType::F32, device), &y)?
+            let last = i.equal((num - 1) as f64)?;
+            where_(&last, stop, &y)?
         } else {
             y
         };
@@ -168,13 +193,14 @@ impl Array {
             )));
         }
         let (n, m) = (self.shape()[nd - 2], self.shape()[nd - 1]);
-        let (rows, cols) = diagonal_grids(n, m, k, self.device())?;
+        let (rows, cols) = diagonal_grids(op, n, m, k, self.device())?;
         let keep = if op == "tril" {
             cols.less_equal(&rows)?
         } else {
             cols.greater_equal(&rows)?
         };
-        where_(&keep, self, &Array::zeros(&[], self.dtype(), self.device()))
+        // A bool scalar is weak beside every dtype: the result keeps x's.
+        where_(&keep, self, false)
     }
 
     /// One-hot encoding of integer class indices: shape `indices.shape +
@@ -188,9 +214,15 @@ impl Array {
     /// fused dispatch.
     ///
     /// # Errors
-    /// [`Error::DType`] for non-integer indices.
+    /// [`Error::TooLarge`] naming `one_hot` for a result of more than
+    /// [`crate::shape::MAX_DIMS`] dimensions or past `usize` elements, or a
+    /// class vector past the largest storage binding; then
+    /// [`Error::DType`] naming `one_hot` for non-integer indices.
     #[track_caller]
     pub fn one_hot(indices: &Array, num_classes: usize, dtype: DType) -> Result<Array> {
+        let mut shape = indices.shape().to_vec();
+        shape.push(num_classes);
+        check_shape("one_hot", &shape)?;
         if !matches!(indices.dtype(), DType::I32 | DType::U32) {
             return Err(Error::DType {
                 op: "one_hot",
@@ -199,6 +231,7 @@ impl Array {
             });
         }
         let classes = positions(
+            "one_hot",
             num_classes,
             0.0,
             1.0,
@@ -235,25 +268,19 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// [`Error::DType`] for non-integer indices; [`Error::InvalidAxis`];
+    /// Each naming `take_along_axis`, in the house order:
+    /// [`Error::DeviceMismatch`]; [`Error::InvalidAxis`];
     /// [`Error::InvalidArgument`] when `indices` has another number of
     /// dimensions (not 1 for `axis = None`) or the axis is empty while
     /// `indices` is not; [`Error::ShapeMismatch`] when the other axes do not
-    /// broadcast; [`Error::DeviceMismatch`].
+    /// broadcast; then [`Error::DType`] for non-integer indices.
     #[track_caller]
     pub fn take_along_axis(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
         const OP: &str = "take_along_axis";
-        same_device(self, indices)?;
-        if !matches!(indices.dtype(), DType::I32 | DType::U32) {
-            return Err(Error::DType {
-                op: OP,
-                dtype: indices.dtype(),
-                other: None,
-            });
-        }
+        same_device(OP, self, indices)?;
         let (x, axis) = match axis {
             None => (self.flatten(), 0),
-            Some(a) => (self.clone(), normalize_axis(a, self.ndim())?),
+            Some(a) => (self.clone(), normalize_axis(OP, a, self.ndim())?),
         };
         if indices.ndim() != x.ndim() {
             return Err(Error::InvalidArgument(format!(
@@ -271,56 +298,95 @@ impl Array {
                 "{OP}: indices into an empty axis {axis}"
             )));
         }
-        if shape.iter().product::<usize>() == 0 {
-            return Ok(Array::zeros(&shape, x.dtype(), x.device()));
+        if !matches!(indices.dtype(), DType::I32 | DType::U32) {
+            return Err(Error::DType {
+                op: OP,
+                dtype: indices.dtype(),
+                other: None,
+            });
         }
-        // The index along `axis`, wrapped and clamped into [0, len).
+        if shape.iter().product::<usize>() == 0 {
+            return Array::zeros(&shape, x.dtype(), x.device());
+        }
+        // The index along `axis`, wrapped and clamped into [0, len). The
+        // array's length fits the kernels' 32-bit indices (it was checked
+        // against the storage binding when it was made).
+        let len = len as u32;
         let mut idx = indices.broadcast_to(&shape)?;
         if idx.dtype() == DType::I32 {
-            let negative = idx.binary_scalar(0.0, BinaryOp::Less)?;
-            let wrapped = idx.binary_scalar(len as f64, BinaryOp::Add)?;
+            let negative = idx.less(0)?;
+            let wrapped = idx.add(len as i32)?;
             idx = where_(&negative, &wrapped, &idx)?
-                .binary_scalar(0.0, BinaryOp::Maximum)?
+                .maximum(0)?
                 .astype(DType::U32)?;
         }
-        let idx = idx.binary_scalar((len - 1) as f64, BinaryOp::Minimum)?;
+        let idx = idx.minimum(len - 1)?;
         // Flat index into x's contiguous layout.
         let strides = contiguous_strides(x.shape());
         let nd = x.ndim();
-        let mut flat = idx.binary_scalar(strides[axis] as f64, BinaryOp::Mul)?;
+        let mut flat = idx.multiply(strides[axis] as u32)?;
         for d in (0..nd).filter(|&d| d != axis && x.shape()[d] > 1) {
             let step = strides[d] as f64;
-            let p = positions(shape[d], 0.0, step, DType::U32, d, nd, x.device())?;
+            let p = positions(OP, shape[d], 0.0, step, DType::U32, d, nd, x.device())?;
             flat = flat.add(&p)?;
         }
         x.flatten().take(&flat, Some(0))
     }
 
     /// Values limited to `[min, max]`: `minimum(maximum(x, min), max)`
-    /// (NumPy `clip`, MLX `clip`); either bound may be `None` (no limit on
-    /// that side), not both. The bounds are weak scalars, as for the
-    /// operators (`&x + 1.0`): they take this array's dtype where they fit
-    /// it. NaN stays NaN; with `min > max` every value becomes `max`, as in
-    /// NumPy. For array bounds, use [`Array::maximum`] and
-    /// [`Array::minimum`]. One fused dispatch.
+    /// (NumPy `clip`, MLX `clip`, candle `clamp`). The bounds are arrays or
+    /// scalars ([`Operand`]), as for [`Array::maximum`]: arrays broadcast,
+    /// and scalars are weak (NEP 50, `src/scalar.rs`), so `i32_x.clip(0,
+    /// 9)` stays i32 and `f16_x.clip(-1.0, 1.0)` stays f16, while a float
+    /// bound on an integer array gives f32. NaN stays NaN; with `min > max`
+    /// every value becomes `max`, as in NumPy. For one bound only, use
+    /// [`Array::maximum`] or [`Array::minimum`] (NumPy's `None`). One fused
+    /// dispatch.
+    ///
+    /// ```
+    /// # use wgarray::{Array, Device};
+    /// # let device = Device::new_default()?;
+    /// let x = Array::from_slice(&[-3i32, 0, 5, 12], &[4], &device)?;
+    /// assert_eq!(x.clip(0, 9)?.to_vec::<i32>()?, vec![0, 0, 5, 9]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when both bounds are `None` (NumPy and MLX
-    /// refuse that too).
+    /// Each naming `clip`, in the house order: [`Error::DeviceMismatch`]
+    /// for an array bound on another device, [`Error::ShapeMismatch`] for
+    /// one that does not broadcast, [`Error::InvalidArgument`] for an
+    /// integer bound this array's integer dtype cannot hold (`u32_x.clip(-1,
+    /// 5)`, NumPy 2's `OverflowError`).
     #[track_caller]
-    pub fn clip(&self, min: Option<f64>, max: Option<f64>) -> Result<Array> {
-        if min.is_none() && max.is_none() {
-            return Err(Error::InvalidArgument(
-                "clip: at least one of min and max must be given".into(),
-            ));
+    pub fn clip(&self, min: impl Operand, max: impl Operand) -> Result<Array> {
+        const OP: &str = "clip";
+        let (min, max) = (min.into_arg(), max.into_arg());
+        for b in [&min, &max] {
+            if let Arg::Array(b) = b {
+                same_device(OP, self, b)?;
+            }
         }
-        let mut y = self.clone();
-        if let Some(lo) = min {
-            y = y.binary_scalar(lo, BinaryOp::Maximum)?;
+        let mut shape = self.shape().to_vec();
+        for b in [&min, &max] {
+            if let Arg::Array(b) = b {
+                shape = broadcast_shapes(OP, &shape, b.shape())?;
+            }
         }
-        if let Some(hi) = max {
-            y = y.binary_scalar(hi, BinaryOp::Minimum)?;
+        let min = self.clip_bound(min)?;
+        let max = self.clip_bound(max)?;
+        self.maximum(&min)?.minimum(&max)
+    }
+
+    /// A bound of [`Array::clip`] as an array: a scalar becomes a lazy 0-d
+    /// constant of the dtype it takes beside this array (weak), so the
+    /// promotion is the scalar one.
+    #[track_caller]
+    fn clip_bound(&self, bound: Arg) -> Result<Array> {
+        match bound {
+            Arg::Array(b) => Ok(b),
+            Arg::Scalar { value, dtype } => {
+                value.constant("clip", value.weak_dtype(dtype, self.dtype()), self.device())
+            }
         }
-        Ok(y)
     }
 }

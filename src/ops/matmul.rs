@@ -10,7 +10,7 @@ use crate::graph::Primitive;
 use crate::graph::primitive::MAX_MATMUL_BATCH_DIMS as MAX_BATCH_DIMS;
 use crate::ops::shape::Slice;
 use crate::shape::broadcast_shapes;
-use crate::{Array, DType, Error, Result};
+use crate::{Array, DType, Error, Result, Scalar};
 
 /// Shapes of a checked matmul: operands as matrices, the kernel's output
 /// shape `[batch.., m, n]`, and the NumPy result shape.
@@ -21,36 +21,16 @@ struct Plan {
     result: Vec<usize>,
 }
 
+/// The shape checks of `x @ y` (devices first, then shapes; no dtype or
+/// feature checks: [`check_dtypes`] follows once every shape is checked).
 fn plan(op: &'static str, x: &Array, y: &Array) -> Result<Plan> {
-    super::same_device(x, y)?;
+    super::same_device(op, x, y)?;
     for a in [x, y] {
-        match a.dtype() {
-            DType::F32 | DType::BF16 => {}
-            DType::F16 if a.device().features().contains(wgpu::Features::SHADER_F16) => {}
-            DType::F16 => {
-                return Err(Error::MissingFeature {
-                    op,
-                    feature: "SHADER_F16",
-                });
-            }
-            dtype => {
-                return Err(Error::DType {
-                    op,
-                    dtype,
-                    other: None,
-                });
-            }
-        }
         if a.ndim() == 0 {
-            return Err(Error::InvalidArgument(format!("{op} of a 0-d array")));
+            return Err(Error::InvalidArgument(format!(
+                "{op}: an operand is 0-dimensional (shape []); matmul needs at least one axis"
+            )));
         }
-    }
-    if x.dtype() != y.dtype() {
-        return Err(Error::DType {
-            op,
-            dtype: x.dtype(),
-            other: Some(y.dtype()),
-        });
     }
     let mismatch = || Error::ShapeMismatch {
         op,
@@ -75,8 +55,10 @@ fn plan(op: &'static str, x: &Array, y: &Array) -> Result<Plan> {
         broadcast_shapes(op, &a_shape[..ar - 2], &b_shape[..br - 2]).map_err(|_| mismatch())?;
     if batch.len() > MAX_BATCH_DIMS {
         return Err(Error::InvalidArgument(format!(
-            "{op} takes at most {MAX_BATCH_DIMS} batch dimensions, got {}",
-            batch.len()
+            "{op}: at most {MAX_BATCH_DIMS} batch dimensions, got {} (shapes {:?} and {:?})",
+            batch.len(),
+            x.shape(),
+            y.shape()
         )));
     }
     let mut out = batch.clone();
@@ -95,6 +77,43 @@ fn plan(op: &'static str, x: &Array, y: &Array) -> Result<Plan> {
         out,
         result,
     })
+}
+
+/// The dtype checks of a matmul whose shapes are checked: every operand
+/// f32, f16 or bf16 and all of one dtype; then the device's features
+/// (f16 needs `SHADER_F16`).
+fn check_dtypes(op: &'static str, operands: &[&Array]) -> Result<()> {
+    let first = operands[0].dtype();
+    for a in operands {
+        if !matches!(a.dtype(), DType::F32 | DType::F16 | DType::BF16) {
+            return Err(Error::DType {
+                op,
+                dtype: a.dtype(),
+                other: None,
+            });
+        }
+    }
+    for a in operands {
+        if a.dtype() != first {
+            return Err(Error::DType {
+                op,
+                dtype: first,
+                other: Some(a.dtype()),
+            });
+        }
+    }
+    if first == DType::F16
+        && !operands[0]
+            .device()
+            .features()
+            .contains(wgpu::Features::SHADER_F16)
+    {
+        return Err(Error::MissingFeature {
+            op,
+            feature: "SHADER_F16",
+        });
+    }
+    Ok(())
 }
 
 /// The longest reduction dimension one matmul dispatch takes. llvmpipe
@@ -187,15 +206,17 @@ impl Array {
     /// small or skinny outputs, large register blocks otherwise.
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] when the inner dimensions differ or batch
-    /// dimensions do not broadcast; [`Error::InvalidArgument`] for 0-d
-    /// operands or more than four batch dimensions; [`Error::DType`] for
-    /// mixed dtypes or dtypes other than f32, f16, bf16;
-    /// [`Error::MissingFeature`] for f16 without `SHADER_F16`;
-    /// [`Error::DeviceMismatch`].
+    /// In this order, as every op: [`Error::DeviceMismatch`]; shapes:
+    /// [`Error::InvalidArgument`] for 0-d operands or more than four batch
+    /// dimensions, [`Error::ShapeMismatch`] when the inner dimensions differ
+    /// or batch dimensions do not broadcast; dtypes: [`Error::DType`] for
+    /// dtypes other than f32, f16, bf16, or mixed dtypes; features:
+    /// [`Error::MissingFeature`] for f16 without `SHADER_F16`. So an empty
+    /// f32 @ f16 is a dtype error on every backend.
     #[track_caller]
     pub fn matmul(&self, other: &Array) -> Result<Array> {
         let p = plan("matmul", self, other)?;
+        check_dtypes("matmul", &[self, other])?;
         Ok(record(
             p,
             Primitive::Matmul {
@@ -216,20 +237,23 @@ impl Array {
     /// the one rounding to the output dtype: no separate kernel, no
     /// intermediate array. The result has the shape of `a @ b`.
     ///
+    /// `alpha` and `beta` are any [`Scalar`] (`2.0`, `0.5f32`, `1`),
+    /// applied in f32.
+    ///
     /// # Errors
-    /// As [`Array::matmul`]; [`Error::ShapeMismatch`] when `c` does not
-    /// broadcast to the result, [`Error::DType`] when its dtype differs.
+    /// As [`Array::matmul`], in its order; [`Error::ShapeMismatch`] when `c`
+    /// does not broadcast to the result (with the shapes), [`Error::DType`]
+    /// when its dtype differs (with the dtypes).
     #[track_caller]
-    pub fn addmm(&self, a: &Array, b: &Array, alpha: f32, beta: f32) -> Result<Array> {
+    pub fn addmm(
+        &self,
+        a: &Array,
+        b: &Array,
+        alpha: impl Scalar,
+        beta: impl Scalar,
+    ) -> Result<Array> {
+        super::same_device("addmm", self, a)?;
         let p = plan("addmm", a, b)?;
-        super::same_device(self, a)?;
-        if self.dtype() != a.dtype() {
-            return Err(Error::DType {
-                op: "addmm",
-                dtype: self.dtype(),
-                other: Some(a.dtype()),
-            });
-        }
         let mismatch = || Error::ShapeMismatch {
             op: "addmm",
             lhs: self.shape().to_vec(),
@@ -253,6 +277,8 @@ impl Array {
             Ok(s) if s == p.out => {}
             _ => return Err(mismatch()),
         }
+        check_dtypes("addmm", &[a, b, self])?;
+        let (alpha, beta) = (alpha.value().to_f64() as f32, beta.value().to_f64() as f32);
         let c = self.reshape_to(&c_shape);
         Ok(record(p, Primitive::Matmul { alpha, beta }, Some(c)))
     }
@@ -308,17 +334,16 @@ mod tests {
             let b_dense = Array::from_slice(&y, &[k, n], &device).unwrap();
             // Column-major views of A and B, at offset 4 (vec4-aligned) and
             // at offset 4 of a buffer read with odd strides (scalar).
-            let (mi, ki, ni) = (m as isize, k as isize, n as isize);
             let a_cm = at
                 .slice(&[(4..).into()])
                 .unwrap()
-                .reshape(&[ki, mi])
+                .reshape(&[k, m])
                 .unwrap()
                 .transpose();
             let b_cm = bt
                 .slice(&[(4..).into()])
                 .unwrap()
-                .reshape(&[ni, ki])
+                .reshape(&[n, k])
                 .unwrap()
                 .transpose();
             for (a, b) in [(&a_cm, &b_cm), (&a_cm, &b_dense), (&a_dense, &b_cm)] {
@@ -343,7 +368,7 @@ mod tests {
                 .unwrap()
                 .slice(&[(1..).into()])
                 .unwrap()
-                .reshape(&[mi, ki])
+                .reshape(&[m, k])
                 .unwrap();
             let got = a_off.matmul(&b_cm).unwrap().to_vec::<f32>().unwrap();
             let num: f64 = got

@@ -15,9 +15,10 @@ pub mod topk;
 
 use crate::{Array, Error, Result};
 
-pub(crate) fn same_device(a: &Array, b: &Array) -> Result<()> {
+/// [`Error::DeviceMismatch`] naming `op` unless `a` and `b` live on one device.
+pub(crate) fn same_device(op: &'static str, a: &Array, b: &Array) -> Result<()> {
     if a.device() != b.device() {
-        return Err(Error::DeviceMismatch);
+        return Err(Error::DeviceMismatch { op });
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! and rounds the result back.
 
 use crate::ops::reduce::Axes;
-use crate::{Array, DType, Result};
+use crate::{Array, DType, Result, Scalar};
 
 impl Array {
     // The ops compute between `widen` and `narrow_like` in straight-line
@@ -44,7 +44,7 @@ impl Array {
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
     pub fn softmax(&self, axis: isize) -> Result<Array> {
-        let Some((shifted, sum)) = self.max_sum_exp(axis)? else {
+        let Some((shifted, sum)) = self.max_sum_exp("softmax", axis)? else {
             return self.narrow_like(self.as_float()?);
         };
         let y = (&shifted.exp()? / &sum)?;
@@ -61,7 +61,7 @@ impl Array {
     /// [`crate::Error::InvalidAxis`].
     #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Result<Array> {
-        let Some((shifted, sum)) = self.max_sum_exp(axis)? else {
+        let Some((shifted, sum)) = self.max_sum_exp("log_softmax", axis)? else {
             return self.narrow_like(self.as_float()?);
         };
         let y = (&shifted - &(&sum - 1.0)?.log1p()?)?;
@@ -84,12 +84,13 @@ impl Array {
     /// integers are widened in its loads, not in a kernel of their own);
     /// `None` for an empty array (nothing to compute).
     #[track_caller]
-    fn max_sum_exp(&self, axis: isize) -> Result<Option<(Array, Array)>> {
-        crate::shape::normalize_axis(axis, self.ndim())?;
+    fn max_sum_exp(&self, op: &'static str, axis: isize) -> Result<Option<(Array, Array)>> {
+        crate::shape::normalize_axis(op, axis, self.ndim())?;
         if self.size() == 0 {
             return Ok(None);
         }
         let mut ms = self.reduce(
+            op,
             crate::graph::primitive::ReduceOp::MaxSumExp,
             Axes::from(axis),
             true,
@@ -104,22 +105,26 @@ impl Array {
     /// PyTorch `layer_norm` with `normalized_shape = x.shape[-1:]`):
     /// `(x - mean) / sqrt(var + eps) * weight + bias`, with the biased
     /// variance. `weight` and `bias` have shape `[x.shape[-1]]` (or
-    /// broadcast to it); either may be absent.
+    /// broadcast to it: `[1]`, `[]`); either may be absent. `eps` is any
+    /// scalar ([`crate::Scalar`]: `1e-5`, `1e-5f32`). Integer input gives
+    /// f32; f16 and bf16 compute in f32 and round once.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`] for a 0-d input,
-    /// [`crate::Error::ShapeMismatch`] for a weight or bias that does not
-    /// broadcast.
+    /// [`crate::Error::DeviceMismatch`]; [`crate::Error::InvalidAxis`] for a
+    /// 0-d input; [`crate::Error::ShapeMismatch`] naming `layer_norm` for a
+    /// weight or bias that does not broadcast to `[x.shape[-1]]`.
     #[track_caller]
     pub fn layer_norm(
         &self,
         weight: Option<&Array>,
         bias: Option<&Array>,
-        eps: f32,
+        eps: impl Scalar,
     ) -> Result<Array> {
+        self.check_norm("layer_norm", &[weight, bias])?;
         // The statistics read the input as it is (f16 widens in the loads).
         let x = &self.widen()?;
         let mut mv = self.reduce(
+            "layer_norm",
             crate::graph::primitive::ReduceOp::Moments,
             Axes::from(-1isize),
             true,
@@ -127,7 +132,7 @@ impl Array {
         )?;
         let var = mv.pop().expect("two outputs");
         let mean = mv.pop().expect("two outputs");
-        let mut y = (&(x - &mean)? * &(&var + eps as f64)?.rsqrt()?)?;
+        let mut y = (&(x - &mean)? * &(&var + eps)?.rsqrt()?)?;
         if let Some(w) = weight {
             y = (&y * &w.astype(DType::F32)?)?;
         }
@@ -140,24 +145,52 @@ impl Array {
     /// RMS normalisation over the last axis (Zhang & Sennrich 2019; MLX
     /// `rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`, in two
     /// dispatches (the mean of squares in one reduction, the rest fused).
+    /// Shapes, dtypes and `eps` as [`Array::layer_norm`].
     ///
     /// # Errors
-    /// As [`Array::layer_norm`].
+    /// As [`Array::layer_norm`], naming `rms_norm`.
     #[track_caller]
-    pub fn rms_norm(&self, weight: Option<&Array>, eps: f32) -> Result<Array> {
+    pub fn rms_norm(&self, weight: Option<&Array>, eps: impl Scalar) -> Result<Array> {
+        self.check_norm("rms_norm", &[weight])?;
         let x = &self.widen()?;
         let ms = self
             .reduce(
+                "rms_norm",
                 crate::graph::primitive::ReduceOp::MeanSquare,
                 Axes::from(-1isize),
                 true,
                 0,
             )?
             .remove(0);
-        let mut y = (x * &(&ms + eps as f64)?.rsqrt()?)?;
+        let mut y = (x * &(&ms + eps)?.rsqrt()?)?;
         if let Some(w) = weight {
             y = (&y * &w.astype(DType::F32)?)?;
         }
         self.narrow_like(y)
+    }
+
+    /// The checks of a normalisation over the last axis, in the house
+    /// order (devices, then shapes), so that a bad parameter is reported
+    /// under the op's own name, not the name of a step inside it.
+    fn check_norm(&self, op: &'static str, params: &[Option<&Array>]) -> Result<()> {
+        for p in params.iter().flatten() {
+            super::same_device(op, self, p)?;
+        }
+        let last = crate::shape::normalize_axis(op, -1, self.ndim())?;
+        let want = [self.shape()[last]];
+        for p in params.iter().flatten() {
+            if crate::shape::broadcast_shapes(op, p.shape(), &want)
+                .ok()
+                .as_deref()
+                != Some(&want)
+            {
+                return Err(crate::Error::ShapeMismatch {
+                    op,
+                    lhs: self.shape().to_vec(),
+                    rhs: p.shape().to_vec(),
+                });
+            }
+        }
+        Ok(())
     }
 }

@@ -14,7 +14,9 @@ use crate::shape::normalize_axis;
 use crate::{Array, DType, Result};
 
 /// Which axes a reduction folds: every axis, or these (negative counts from
-/// the end). `0`, `[0, 2]`, `&[1][..]` and `Axes::All` all convert.
+/// the end). An axis converts from `isize`, `i32` or `usize`, and so do
+/// arrays, slices and `Vec`s of them: `0`, `-1`, `[0, 2]`, `&[1][..]`,
+/// `vec![0usize, 1]` and `Axes::All` all work.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Axes {
     /// Every axis (NumPy `axis=None`).
@@ -23,44 +25,76 @@ pub enum Axes {
     These(Vec<isize>),
 }
 
-impl From<isize> for Axes {
-    fn from(a: isize) -> Axes {
-        Axes::These(vec![a])
+/// An axis given as any of the integer types [`Axes`] takes, as `isize`
+/// (a `usize` past `isize::MAX` becomes `isize::MAX`, which no array has,
+/// so it is refused as [`crate::Error::InvalidAxis`]).
+trait AxisInt: Copy {
+    fn axis(self) -> isize;
+}
+
+impl AxisInt for isize {
+    fn axis(self) -> isize {
+        self
     }
 }
 
-impl From<i32> for Axes {
-    fn from(a: i32) -> Axes {
-        Axes::These(vec![a as isize])
+impl AxisInt for i32 {
+    fn axis(self) -> isize {
+        self as isize
     }
 }
 
-impl<const N: usize> From<[isize; N]> for Axes {
-    fn from(a: [isize; N]) -> Axes {
-        Axes::These(a.to_vec())
+impl AxisInt for usize {
+    fn axis(self) -> isize {
+        isize::try_from(self).unwrap_or(isize::MAX)
     }
 }
 
-impl From<&[isize]> for Axes {
-    fn from(a: &[isize]) -> Axes {
-        Axes::These(a.to_vec())
-    }
+macro_rules! axes_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Axes {
+            fn from(a: $t) -> Axes {
+                Axes::These(vec![a.axis()])
+            }
+        }
+        impl<const N: usize> From<[$t; N]> for Axes {
+            fn from(a: [$t; N]) -> Axes {
+                Axes::These(a.iter().map(|x| x.axis()).collect())
+            }
+        }
+        impl From<&[$t]> for Axes {
+            fn from(a: &[$t]) -> Axes {
+                Axes::These(a.iter().map(|x| x.axis()).collect())
+            }
+        }
+        impl<const N: usize> From<&[$t; N]> for Axes {
+            fn from(a: &[$t; N]) -> Axes {
+                Axes::These(a.iter().map(|x| x.axis()).collect())
+            }
+        }
+        impl From<Vec<$t>> for Axes {
+            fn from(a: Vec<$t>) -> Axes {
+                Axes::These(a.iter().map(|x| x.axis()).collect())
+            }
+        }
+        impl From<&Vec<$t>> for Axes {
+            fn from(a: &Vec<$t>) -> Axes {
+                Axes::These(a.iter().map(|x| x.axis()).collect())
+            }
+        }
+    )*};
 }
 
-impl From<Vec<isize>> for Axes {
-    fn from(a: Vec<isize>) -> Axes {
-        Axes::These(a)
-    }
-}
+axes_from!(isize, i32, usize);
 
 impl Axes {
     /// Sorted, distinct, non-negative axes of an `ndim`-dimensional array.
-    pub(crate) fn resolve(&self, ndim: usize) -> Result<Vec<usize>> {
+    pub(crate) fn resolve(&self, op: &'static str, ndim: usize) -> Result<Vec<usize>> {
         let mut v: Vec<usize> = match self {
             Axes::All => (0..ndim).collect(),
             Axes::These(a) => a
                 .iter()
-                .map(|&x| normalize_axis(x, ndim))
+                .map(|&x| normalize_axis(op, x, ndim))
                 .collect::<Result<_>>()?,
         };
         v.sort_unstable();
@@ -69,24 +103,43 @@ impl Axes {
     }
 }
 
+/// `ddof` as the kernel's parameter word. No axis holds `u32::MAX`
+/// elements (arrays are at most the largest storage binding), so a larger
+/// `ddof` gives the same result as `u32::MAX`: `count - ddof <= 0`, the
+/// variance is infinite or NaN, as NumPy's.
+fn ddof_word(ddof: usize) -> u32 {
+    u32::try_from(ddof).unwrap_or(u32::MAX)
+}
+
 impl Array {
-    /// Record a reduction node and shape its outputs (dtype, keepdims).
+    /// Record a reduction node and shape its outputs (dtype, keepdims);
+    /// errors name `name`, the public op.
     #[track_caller]
     pub(crate) fn reduce(
         &self,
+        name: &'static str,
         op: ReduceOp,
         axes: Axes,
         keepdims: bool,
         ddof: u32,
     ) -> Result<Vec<Array>> {
-        let axes = axes.resolve(self.ndim())?;
-        if let Some(name) = op.without_identity()
-            && axes.iter().any(|&a| self.shape()[a] == 0)
-        {
+        let axes = axes.resolve(name, self.ndim())?;
+        if op.without_identity().is_some() && axes.iter().any(|&a| self.shape()[a] == 0) {
             return Err(crate::Error::EmptyReduction {
                 op: name,
                 shape: self.shape().to_vec(),
                 axes,
+            });
+        }
+        // The kernel's limit on the elements folded into one output,
+        // checked at the call so that the error names the caller's op.
+        let reduced: usize = axes.iter().map(|&a| self.shape()[a]).product();
+        if self.size() > 0 && reduced > crate::kernels::reduce::MAX_REDUCED {
+            return Err(crate::Error::TooLarge {
+                op: name,
+                limit: crate::Limit::ReducedElements,
+                value: reduced as u64,
+                max: crate::kernels::reduce::MAX_REDUCED as u64,
             });
         }
         let input = match (op, self.dtype()) {
@@ -139,8 +192,14 @@ impl Array {
     }
 
     #[track_caller]
-    fn reduce1(&self, op: ReduceOp, axes: Axes, keepdims: bool) -> Result<Array> {
-        Ok(self.reduce(op, axes, keepdims, 0)?.remove(0))
+    fn reduce1(
+        &self,
+        name: &'static str,
+        op: ReduceOp,
+        axes: Axes,
+        keepdims: bool,
+    ) -> Result<Array> {
+        Ok(self.reduce(name, op, axes, keepdims, 0)?.remove(0))
     }
 }
 
@@ -156,10 +215,12 @@ macro_rules! reductions {
                 /// # Errors
                 /// [`crate::Error::InvalidAxis`]; for max and min,
                 /// [`crate::Error::EmptyReduction`] when a reduced axis has
-                /// length 0.
+                /// length 0; [`crate::Error::TooLarge`]
+                /// ([`crate::Limit::ReducedElements`]) when more than 2^26
+                /// elements fold into one output (a broadcast view).
                 #[track_caller]
                 pub fn $name(&self, axes: impl Into<Axes>, keepdims: bool) -> Result<Array> {
-                    self.reduce1($op, axes.into(), keepdims)
+                    self.reduce1(stringify!($name), $op, axes.into(), keepdims)
                 }
             )*
         }
@@ -192,21 +253,39 @@ impl Array {
     /// (Welford, combined pairwise as Chan, Golub & LeVeque 1979).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::TooLarge`]
+    /// ([`crate::Limit::ReducedElements`]) when more than 2^26 elements
+    /// fold into one output (a broadcast view).
     #[track_caller]
-    pub fn var(&self, axes: impl Into<Axes>, keepdims: bool, ddof: u32) -> Result<Array> {
+    pub fn var(&self, axes: impl Into<Axes>, keepdims: bool, ddof: usize) -> Result<Array> {
         Ok(self
-            .reduce(ReduceOp::Moments, axes.into(), keepdims, ddof)?
+            .reduce(
+                "var",
+                ReduceOp::Moments,
+                axes.into(),
+                keepdims,
+                ddof_word(ddof),
+            )?
             .remove(1))
     }
 
     /// Standard deviation: `sqrt(var)` (NumPy `std`).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::TooLarge`]
+    /// ([`crate::Limit::ReducedElements`]) when more than 2^26 elements
+    /// fold into one output (a broadcast view).
     #[track_caller]
-    pub fn std(&self, axes: impl Into<Axes>, keepdims: bool, ddof: u32) -> Result<Array> {
-        self.var(axes, keepdims, ddof)?.sqrt()
+    pub fn std(&self, axes: impl Into<Axes>, keepdims: bool, ddof: usize) -> Result<Array> {
+        self.reduce(
+            "std",
+            ReduceOp::Moments,
+            axes.into(),
+            keepdims,
+            ddof_word(ddof),
+        )?
+        .remove(1)
+        .sqrt()
     }
 
     /// Index of the first maximum along `axis`, or of the flattened array for
@@ -214,7 +293,9 @@ impl Array {
     ///
     /// # Errors
     /// [`crate::Error::InvalidAxis`]; [`crate::Error::EmptyReduction`] when
-    /// the axis (or, for `None`, the array) is empty.
+    /// the axis (or, for `None`, the array) is empty;
+    /// [`crate::Error::TooLarge`] ([`crate::Limit::ReducedElements`]) past
+    /// 2^26 elements per output.
     #[track_caller]
     pub fn argmax(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
         self.arg(ReduceOp::ArgMax, axis, keepdims)
@@ -231,22 +312,23 @@ impl Array {
 
     #[track_caller]
     fn arg(&self, op: ReduceOp, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+        let name = op.name();
         let axes = match axis {
-            Some(a) => vec![normalize_axis(a, self.ndim())?],
+            Some(a) => vec![normalize_axis(name, a, self.ndim())?],
             None => (0..self.ndim()).collect(),
         };
         if self.size() == 0 && (axis.is_none() || self.shape()[axes[0]] == 0) {
             // Named with the caller's shape (the flattened one would hide it).
             return Err(crate::Error::EmptyReduction {
-                op: op.without_identity().unwrap_or("argmax"),
+                op: name,
                 shape: self.shape().to_vec(),
                 axes,
             });
         }
         match axis {
-            Some(a) => self.reduce1(op, Axes::from(a), keepdims),
+            Some(a) => self.reduce1(name, op, Axes::from(a), keepdims),
             None => {
-                let flat = self.flatten().reduce1(op, Axes::All, false)?;
+                let flat = self.flatten().reduce1(name, op, Axes::All, false)?;
                 if keepdims {
                     Ok(flat.reshape_to(&vec![1; self.ndim()]))
                 } else {
@@ -270,15 +352,23 @@ impl Array {
     /// the dispatch is encoded; the input's buffer goes when the node does.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::TooLarge`]
+    /// ([`crate::Limit::ReducedElements`]) when more than 2^26 elements
+    /// fold into one output (a broadcast view).
     #[track_caller]
     pub fn moments(
         &self,
         axes: impl Into<Axes>,
         keepdims: bool,
-        ddof: u32,
+        ddof: usize,
     ) -> Result<(Array, Array)> {
-        let mut v = self.reduce(ReduceOp::Moments, axes.into(), keepdims, ddof)?;
+        let mut v = self.reduce(
+            "moments",
+            ReduceOp::Moments,
+            axes.into(),
+            keepdims,
+            ddof_word(ddof),
+        )?;
         let var = v.pop().expect("two outputs");
         let mean = v.pop().expect("two outputs");
         Ok((mean, var))

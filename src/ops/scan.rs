@@ -35,10 +35,12 @@ use crate::shape::normalize_axis;
 use crate::{Array, Result};
 
 impl Array {
-    /// Record a scan node: the flattened array for `axis = None`.
+    /// Record a scan node for the public op `name`: the flattened array
+    /// for `axis = None`.
     #[track_caller]
     fn scan(
         &self,
+        name: &'static str,
         op: ReduceOp,
         axis: Option<isize>,
         reverse: bool,
@@ -46,7 +48,7 @@ impl Array {
     ) -> Result<Array> {
         let (x, axis) = match axis {
             None => (self.flatten(), 0),
-            Some(a) => (self.clone(), normalize_axis(a, self.ndim())?),
+            Some(a) => (self.clone(), normalize_axis(name, a, self.ndim())?),
         };
         let dtype = out_dtype(op, x.dtype());
         let shape = x.shape().to_vec();
@@ -80,20 +82,20 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`] naming the op.
     #[track_caller]
     pub fn cumsum(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
-        self.scan(ReduceOp::Sum, axis, reverse, inclusive)
+        self.scan("cumsum", ReduceOp::Sum, axis, reverse, inclusive)
     }
 
     /// Cumulative product along `axis` (NumPy `cumprod`, MLX `cumprod`),
     /// as [`Array::cumsum`].
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`] naming the op.
     #[track_caller]
     pub fn cumprod(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
-        self.scan(ReduceOp::Prod, axis, reverse, inclusive)
+        self.scan("cumprod", ReduceOp::Prod, axis, reverse, inclusive)
     }
 
     /// Running maximum along `axis` (NumPy `maximum.accumulate`, MLX
@@ -101,19 +103,19 @@ impl Array {
     /// (bool too).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`] naming the op.
     #[track_caller]
     pub fn cummax(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
-        self.scan(ReduceOp::Max, axis, reverse, inclusive)
+        self.scan("cummax", ReduceOp::Max, axis, reverse, inclusive)
     }
 
     /// Running minimum along `axis` (NumPy `minimum.accumulate`, MLX
     /// `cummin`), as [`Array::cummax`].
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`] naming the op.
     #[track_caller]
     pub fn cummin(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
-        self.scan(ReduceOp::Min, axis, reverse, inclusive)
+        self.scan("cummin", ReduceOp::Min, axis, reverse, inclusive)
     }
 }

@@ -40,12 +40,12 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// [`Error::DType`] for non-integer indices or a bool array;
+    /// Each naming the op, in the house order: [`Error::DeviceMismatch`];
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] when `indices`
     /// has another number of dimensions or indexes an empty axis;
     /// [`Error::ShapeMismatch`] when `indices` and `updates` do not
-    /// broadcast or exceed this array on another axis;
-    /// [`Error::DeviceMismatch`].
+    /// broadcast or exceed this array on another axis; then
+    /// [`Error::DType`] for non-integer indices or a bool array.
     #[track_caller]
     pub fn scatter_add(&self, indices: &Array, updates: &Array, axis: isize) -> Result<Array> {
         let (sums, acc) = self.scatter("scatter_add", indices, updates, axis, true)?;
@@ -80,8 +80,8 @@ impl Array {
     pub fn put_along_axis(&self, indices: &Array, values: &Array, axis: isize) -> Result<Array> {
         const OP: &str = "put_along_axis";
         let (stored, _) = self.scatter(OP, indices, values, axis, false)?;
-        let one = Array::full(&[], 1.0, DType::U32, self.device());
-        let (written, _) = Array::zeros(self.shape(), DType::U32, self.device())
+        let one = Array::scalar(1u32, DType::U32, self.device())?;
+        let (written, _) = Array::zeros(self.shape(), DType::U32, self.device())?
             .scatter(OP, indices, &one, axis, false)?;
         where_(&written, &stored.astype(self.dtype())?, self)
     }
@@ -98,9 +98,9 @@ impl Array {
         axis: isize,
         add: bool,
     ) -> Result<(Array, DType)> {
-        same_device(self, indices)?;
-        same_device(self, updates)?;
-        let axis = normalize_axis(axis, self.ndim())?;
+        same_device(op, self, indices)?;
+        same_device(op, self, updates)?;
+        let axis = normalize_axis(op, axis, self.ndim())?;
         let nd = self.ndim();
         if indices.ndim() != nd {
             return Err(Error::InvalidArgument(format!(
@@ -117,6 +117,12 @@ impl Array {
                 rhs: shape,
             });
         }
+        let n: usize = shape.iter().product();
+        if self.shape()[axis] == 0 && n > 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{op}: indices into an empty axis {axis}"
+            )));
+        }
         for (dtype, bad) in [
             (
                 indices.dtype(),
@@ -131,12 +137,6 @@ impl Array {
                     other: None,
                 });
             }
-        }
-        let n: usize = shape.iter().product();
-        if self.shape()[axis] == 0 && n > 0 {
-            return Err(Error::InvalidArgument(format!(
-                "{op}: indices into an empty axis {axis}"
-            )));
         }
         let acc = match self.dtype() {
             d if d.is_float() => DType::F32,

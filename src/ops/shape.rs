@@ -3,7 +3,8 @@
 //! transpose/permute, broadcast_to, expand_dims, squeeze, flatten, slice.
 
 use crate::graph::{Primitive, View};
-use crate::shape::{broadcast_shapes, normalize_axis, numel};
+use crate::ops::reduce::Axes;
+use crate::shape::{INFER, broadcast_shapes, check_shape, normalize_axis, numel};
 use crate::{Array, DType, Error, Result};
 
 /// One axis of [`Array::slice`]: NumPy's `start:stop:step`. `None` bounds
@@ -43,9 +44,11 @@ impl Slice {
     }
 
     /// NumPy `slice.indices(len)`: (first, count, step).
-    fn resolve(self, len: usize) -> Result<(usize, usize, isize)> {
+    fn resolve(self, axis: usize, len: usize) -> Result<(usize, usize, isize)> {
         if self.step == 0 {
-            return Err(Error::InvalidArgument("slice step cannot be 0".into()));
+            return Err(Error::InvalidArgument(format!(
+                "slice: the step of axis {axis} is 0"
+            )));
         }
         let len = len as isize;
         let clip = |v: isize, lo: isize, hi: isize| v.clamp(lo, hi);
@@ -70,27 +73,50 @@ impl Slice {
     }
 }
 
-impl From<std::ops::Range<isize>> for Slice {
-    fn from(r: std::ops::Range<isize>) -> Slice {
-        Slice::range(r.start, r.end)
-    }
+macro_rules! slice_from_ranges {
+    ($($t:ty),*) => {$(
+        impl From<std::ops::Range<$t>> for Slice {
+            fn from(r: std::ops::Range<$t>) -> Slice {
+                Slice::new(Some(index(r.start)), Some(index(r.end)), 1)
+            }
+        }
+        impl From<std::ops::RangeInclusive<$t>> for Slice {
+            /// `a..=b`: through `b`; `..=-1` is the whole axis, as `..`.
+            fn from(r: std::ops::RangeInclusive<$t>) -> Slice {
+                let end = index(*r.end());
+                Slice::new(Some(index(*r.start())), (end != -1).then(|| end.saturating_add(1)), 1)
+            }
+        }
+        impl From<std::ops::RangeFrom<$t>> for Slice {
+            fn from(r: std::ops::RangeFrom<$t>) -> Slice {
+                Slice::new(Some(index(r.start)), None, 1)
+            }
+        }
+        impl From<std::ops::RangeTo<$t>> for Slice {
+            fn from(r: std::ops::RangeTo<$t>) -> Slice {
+                Slice::new(None, Some(index(r.end)), 1)
+            }
+        }
+        impl From<std::ops::RangeToInclusive<$t>> for Slice {
+            fn from(r: std::ops::RangeToInclusive<$t>) -> Slice {
+                let end = index(r.end);
+                Slice::new(None, (end != -1).then(|| end.saturating_add(1)), 1)
+            }
+        }
+    )*};
 }
+
+/// A slice bound of any integer type [`Slice`] converts from, as `isize`
+/// (a `usize` past `isize::MAX` is clipped like any bound past the end).
+fn index<T: TryInto<isize>>(i: T) -> isize {
+    i.try_into().unwrap_or(isize::MAX)
+}
+
+slice_from_ranges!(isize, i32, usize);
 
 impl From<std::ops::RangeFull> for Slice {
     fn from(_: std::ops::RangeFull) -> Slice {
         Slice::FULL
-    }
-}
-
-impl From<std::ops::RangeFrom<isize>> for Slice {
-    fn from(r: std::ops::RangeFrom<isize>) -> Slice {
-        Slice::new(Some(r.start), None, 1)
-    }
-}
-
-impl From<std::ops::RangeTo<isize>> for Slice {
-    fn from(r: std::ops::RangeTo<isize>) -> Slice {
-        Slice::new(None, Some(r.end), 1)
     }
 }
 
@@ -108,42 +134,55 @@ impl Array {
     }
 
     /// The same elements, in row-major order, under `shape` (NumPy
-    /// `reshape`); one entry may be -1 and is inferred. A view when the
-    /// strides allow it, else a copy on eval.
+    /// `reshape`). One entry may be [`crate::shape::INFER`] (NumPy's and
+    /// MLX's `-1`): its length is inferred from the others. A view when
+    /// the strides allow it, else a copy on eval.
+    ///
+    /// ```
+    /// # use wgarray::{Array, DType, Device, shape::INFER};
+    /// # let device = Device::new_default()?;
+    /// let x = Array::zeros(&[2, 3, 4], DType::F32, &device)?;
+    /// assert_eq!(x.reshape(&[6, INFER])?.shape(), &[6, 4]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the sizes differ, or for more than
-    /// one -1 or another negative entry.
+    /// [`Error::InvalidArgument`] when the sizes differ, for more than one
+    /// `INFER`, or for `INFER` beside a 0 (NumPy refuses it too: any length
+    /// fits); [`Error::TooLarge`] for more than
+    /// [`crate::shape::MAX_DIMS`] dimensions.
     #[track_caller]
-    pub fn reshape(&self, shape: &[isize]) -> Result<Array> {
+    pub fn reshape(&self, shape: &[usize]) -> Result<Array> {
         let size = self.size();
-        let bad =
-            || Error::InvalidArgument(format!("cannot reshape {:?} into {shape:?}", self.shape()));
-        if shape.iter().filter(|&&d| d == -1).count() > 1 || shape.iter().any(|&d| d < -1) {
-            return Err(bad());
+        let bad = |why: &str| {
+            Error::InvalidArgument(format!(
+                "reshape: cannot reshape an array of shape {:?} into `shape` {}: {why}",
+                self.shape(),
+                crate::shape::display_shape(shape),
+            ))
+        };
+        let holes = shape.iter().filter(|&&d| d == INFER).count();
+        if holes > 1 {
+            return Err(bad("at most one length can be inferred"));
         }
-        let known_dims: Vec<usize> = shape
-            .iter()
-            .filter(|&&d| d >= 0)
-            .map(|&d| d as usize)
-            .collect();
-        let known = numel(&known_dims);
-        // NumPy: a -1 beside a 0 is ambiguous.
-        if known == 0 && shape.contains(&-1) {
-            return Err(bad());
+        let known_dims: Vec<usize> = shape.iter().copied().filter(|&d| d != INFER).collect();
+        let known = crate::shape::checked_numel(&known_dims);
+        if holes == 1 && known == Some(0) {
+            return Err(bad("a length beside a 0 cannot be inferred"));
         }
         let new: Vec<usize> = shape
             .iter()
             .map(|&d| {
-                if d == -1 {
-                    size.checked_div(known).unwrap_or(0)
+                if d == INFER {
+                    known.and_then(|k| size.checked_div(k)).unwrap_or(0)
                 } else {
-                    d as usize
+                    d
                 }
             })
             .collect();
+        check_shape("reshape", &new)?;
         if numel(&new) != size {
-            return Err(bad());
+            return Err(bad(&format!("{size} elements do not fit")));
         }
         Ok(self.reshape_to(&new))
     }
@@ -173,7 +212,7 @@ impl Array {
         let nd = self.ndim();
         let axes: Vec<usize> = axes
             .iter()
-            .map(|&a| normalize_axis(a, nd))
+            .map(|&a| normalize_axis("permute", a, nd))
             .collect::<Result<_>>()?;
         let mut seen = vec![false; nd];
         for &a in &axes {
@@ -181,7 +220,7 @@ impl Array {
         }
         if axes.len() != nd || seen.iter().any(|s| !s) {
             return Err(Error::InvalidArgument(format!(
-                "{axes:?} is not a permutation of {nd} axes"
+                "permute: `axes` {axes:?} are not a permutation of {nd} axes"
             )));
         }
         let shape = axes.iter().map(|&a| self.shape()[a]).collect();
@@ -202,8 +241,8 @@ impl Array {
     #[track_caller]
     pub fn swapaxes(&self, a: isize, b: isize) -> Result<Array> {
         let (a, b) = (
-            normalize_axis(a, self.ndim())?,
-            normalize_axis(b, self.ndim())?,
+            normalize_axis("swapaxes", a, self.ndim())?,
+            normalize_axis("swapaxes", b, self.ndim())?,
         );
         let mut axes: Vec<isize> = (0..self.ndim() as isize).collect();
         axes.swap(a, b);
@@ -214,9 +253,12 @@ impl Array {
     /// `broadcast_to`), a view with stride 0 where repeated.
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] when the shapes do not broadcast to `shape`.
+    /// [`Error::ShapeMismatch`] when the shapes do not broadcast to `shape`;
+    /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
+    /// dimensions or an element count past `usize`.
     #[track_caller]
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Array> {
+        check_shape("broadcast_to", shape)?;
         let out = broadcast_shapes("broadcast_to", self.shape(), shape)?;
         if out != shape {
             return Err(Error::ShapeMismatch {
@@ -235,28 +277,31 @@ impl Array {
     /// counts from the end of the result), a view.
     ///
     /// # Errors
-    /// [`Error::InvalidAxis`].
+    /// [`Error::InvalidAxis`]; [`Error::TooLarge`] for a ninth dimension.
     #[track_caller]
     pub fn expand_dims(&self, axis: isize) -> Result<Array> {
-        let a = normalize_axis(axis, self.ndim() + 1)?;
+        let a = normalize_axis("expand_dims", axis, self.ndim() + 1)?;
         let mut shape = self.shape().to_vec();
         shape.insert(a, 1);
+        check_shape("expand_dims", &shape)?;
         Ok(self.reshape_to(&shape))
     }
 
-    /// Without the given axes of length 1, or all of them for `None` (NumPy
-    /// `squeeze`), a view.
+    /// Without the given axes of length 1, or every axis of length 1 for
+    /// [`Axes::All`] (NumPy `squeeze`), a view. `x.squeeze(0)`,
+    /// `x.squeeze([0, 2])`, `x.squeeze(Axes::All)`.
     ///
     /// # Errors
-    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for an axis whose
-    /// length is not 1.
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for a repeated
+    /// axis or an axis whose length is not 1.
     #[track_caller]
-    pub fn squeeze(&self, axes: Option<&[isize]>) -> Result<Array> {
-        let drop: Vec<usize> = match axes {
-            None => (0..self.ndim()).filter(|&a| self.shape()[a] == 1).collect(),
-            Some(ax) => ax
+    pub fn squeeze(&self, axes: impl Into<Axes>) -> Result<Array> {
+        let axes = axes.into();
+        let drop: Vec<usize> = match &axes {
+            Axes::All => (0..self.ndim()).filter(|&a| self.shape()[a] == 1).collect(),
+            Axes::These(ax) => ax
                 .iter()
-                .map(|&a| normalize_axis(a, self.ndim()))
+                .map(|&a| normalize_axis("squeeze", a, self.ndim()))
                 .collect::<Result<_>>()?,
         };
         let mut seen = drop.clone();
@@ -264,12 +309,12 @@ impl Array {
         seen.dedup();
         if seen.len() != drop.len() {
             return Err(Error::InvalidArgument(format!(
-                "repeated axis in squeeze {axes:?}"
+                "squeeze: `axes` {axes:?} repeat an axis"
             )));
         }
         if let Some(&a) = drop.iter().find(|&&a| self.shape()[a] != 1) {
             return Err(Error::InvalidArgument(format!(
-                "cannot squeeze axis {a} of length {}",
+                "squeeze: axis {a} of `axes` has length {}, not 1",
                 self.shape()[a]
             )));
         }
@@ -290,7 +335,7 @@ impl Array {
     pub fn slice(&self, slices: &[Slice]) -> Result<Array> {
         if slices.len() > self.ndim() {
             return Err(Error::InvalidArgument(format!(
-                "{} slices for an array of {} dimensions",
+                "slice: {} slices for an array of {} dimensions",
                 slices.len(),
                 self.ndim()
             )));
@@ -300,7 +345,7 @@ impl Array {
         let mut shape = Vec::with_capacity(self.ndim());
         for (a, &len) in self.shape().iter().enumerate() {
             let s = slices.get(a).copied().unwrap_or(Slice::FULL);
-            let (start, count, step) = s.resolve(len)?;
+            let (start, count, step) = s.resolve(a, len)?;
             starts.push(if count == 0 { 0 } else { start });
             steps.push(step);
             shape.push(count);
@@ -318,11 +363,30 @@ impl Array {
     /// a kernel cannot raise).
     ///
     /// # Errors
-    /// [`Error::DType`] for non-integer indices, [`Error::InvalidAxis`],
-    /// [`Error::InvalidArgument`] for an empty axis, [`Error::DeviceMismatch`].
+    /// [`Error::DeviceMismatch`]; [`Error::InvalidAxis`];
+    /// [`Error::InvalidArgument`] for indices into an empty axis;
+    /// [`Error::TooLarge`] for a result of more than
+    /// [`crate::shape::MAX_DIMS`] dimensions; [`Error::DType`] for indices
+    /// that are not i32 or u32.
     #[track_caller]
     pub fn take(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
-        super::same_device(self, indices)?;
+        super::same_device("take", self, indices)?;
+        let axis = axis
+            .map(|a| normalize_axis("take", a, self.ndim()))
+            .transpose()?;
+        let len = axis.map_or(self.size(), |a| self.shape()[a]);
+        if len == 0 && indices.size() > 0 {
+            return Err(Error::InvalidArgument(format!(
+                "take: `indices` index an empty axis (shape {:?}, axis {axis:?})",
+                self.shape()
+            )));
+        }
+        let (outer, inner) = match axis {
+            None => (&[][..], &[][..]),
+            Some(a) => (&self.shape()[..a], &self.shape()[a + 1..]),
+        };
+        let shape: Vec<usize> = [outer, indices.shape(), inner].concat();
+        check_shape("take", &shape)?;
         if !matches!(indices.dtype(), DType::I32 | DType::U32) {
             return Err(Error::DType {
                 op: "take",
@@ -332,14 +396,8 @@ impl Array {
         }
         let (x, axis) = match axis {
             None => (self.flatten(), 0),
-            Some(a) => (self.clone(), normalize_axis(a, self.ndim())?),
+            Some(a) => (self.clone(), a),
         };
-        if x.shape()[axis] == 0 && indices.size() > 0 {
-            return Err(Error::InvalidArgument("take from an empty axis".into()));
-        }
-        let mut shape = x.shape()[..axis].to_vec();
-        shape.extend_from_slice(indices.shape());
-        shape.extend_from_slice(&x.shape()[axis + 1..]);
         Ok(Array::from_node(
             self.device(),
             Primitive::Take { axis },
@@ -408,15 +466,17 @@ impl Array {
     /// or sections that do not divide the axis.
     #[track_caller]
     pub fn split(&self, spec: impl Into<SplitSpec>, axis: isize) -> Result<Vec<Array>> {
-        let axis = normalize_axis(axis, self.ndim())?;
+        let axis = normalize_axis("split", axis, self.ndim())?;
         let len = self.shape()[axis];
         let bounds: Vec<(usize, usize)> = match spec.into() {
             SplitSpec::Sections(0) => {
-                return Err(Error::InvalidArgument("split into 0 sections".into()));
+                return Err(Error::InvalidArgument(
+                    "split: `indices_or_sections` asks for 0 sections".into(),
+                ));
             }
             SplitSpec::Sections(n) if !len.is_multiple_of(n) => {
                 return Err(Error::InvalidArgument(format!(
-                    "an axis of length {len} does not split into {n} equal sections"
+                    "split: an axis of length {len} does not split into {n} equal sections"
                 )));
             }
             SplitSpec::Sections(n) => (0..n).map(|i| (i * len / n, (i + 1) * len / n)).collect(),

@@ -26,20 +26,37 @@
 //! before it, none smaller after it) and is in fact sorted, which NumPy
 //! does not promise, so code written for NumPy runs unchanged.
 
+use crate::error::Limit;
 use crate::graph::Primitive;
+use crate::kernels::rows_along;
+use crate::kernels::sort::{padded, work_pairs};
 use crate::shape::normalize_axis;
 use crate::{Array, DType, Error, Result};
 
 impl Array {
-    /// Record a sort node: (values, indices) along `axis`, the flattened
-    /// array for `None`.
+    /// Record a sort node for op `op`: (values, indices) along `axis`, the
+    /// flattened array for `None`. Checks what the eval will need: padded
+    /// rows of at most 2^31 elements in all (the kernels index pairs with
+    /// 32-bit words) and a work buffer within the largest storage binding.
     #[track_caller]
-    fn sort_node(&self, axis: Option<isize>) -> Result<(Array, Array)> {
+    fn sort_node(&self, op: &'static str, axis: Option<isize>) -> Result<(Array, Array)> {
         let (x, axis) = match axis {
             None => (self.flatten(), 0),
-            Some(a) => (self.clone(), normalize_axis(a, self.ndim())?),
+            Some(a) => (self.clone(), normalize_axis(op, a, self.ndim())?),
         };
         let shape = x.shape().to_vec();
+        let (_, rows) = rows_along(&shape, axis);
+        let total = rows.saturating_mul(padded(shape[axis])) as u64;
+        if total > 1 << 31 {
+            return Err(Error::TooLarge {
+                op,
+                limit: Limit::KernelIndex,
+                value: total,
+                max: 1 << 31,
+            });
+        }
+        let work = work_pairs(rows, shape[axis]) as u64;
+        self.device().check_binding(op, work.saturating_mul(8))?;
         let mut v = Array::from_node(
             self.device(),
             Primitive::Sort { axis },
@@ -69,11 +86,13 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`] (a 0-dimensional array has no axis to sort);
-    /// [`Error::TooLarge`] at eval when the work buffer exceeds the
-    /// adapter's largest binding.
+    /// [`Error::TooLarge`] naming the op: [`Limit::StorageBinding`] when
+    /// the work buffer (8 bytes per element, rows padded to a power of two,
+    /// for rows longer than 1024) exceeds the adapter's largest storage
+    /// binding, [`Limit::KernelIndex`] past 2^31 padded elements.
     #[track_caller]
     pub fn sort(&self, axis: Option<isize>) -> Result<Array> {
-        Ok(self.sort_node(axis)?.0)
+        Ok(self.sort_node("sort", axis)?.0)
     }
 
     /// The indices (u32) that sort this array along `axis`, as
@@ -93,7 +112,7 @@ impl Array {
     /// As [`Array::sort`].
     #[track_caller]
     pub fn argsort(&self, axis: Option<isize>) -> Result<Array> {
-        Ok(self.sort_node(axis)?.1)
+        Ok(self.sort_node("argsort", axis)?.1)
     }
 
     /// The elements rearranged along `axis` so that the one at position
@@ -104,11 +123,12 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] when `kth` is
-    /// outside `-len..len` for the axis length `len`.
+    /// outside `-len..len` for the axis length `len`; [`Error::TooLarge`]
+    /// as [`Array::sort`]; each naming `partition`.
     #[track_caller]
     pub fn partition(&self, kth: isize, axis: Option<isize>) -> Result<Array> {
         self.check_kth("partition", kth, axis)?;
-        self.sort(axis)
+        Ok(self.sort_node("partition", axis)?.0)
     }
 
     /// The indices (u32) that partition this array along `axis` around
@@ -120,13 +140,13 @@ impl Array {
     #[track_caller]
     pub fn argpartition(&self, kth: isize, axis: Option<isize>) -> Result<Array> {
         self.check_kth("argpartition", kth, axis)?;
-        self.argsort(axis)
+        Ok(self.sort_node("argpartition", axis)?.1)
     }
 
-    fn check_kth(&self, op: &str, kth: isize, axis: Option<isize>) -> Result<()> {
+    fn check_kth(&self, op: &'static str, kth: isize, axis: Option<isize>) -> Result<()> {
         let len = match axis {
             None => self.size(),
-            Some(a) => self.shape()[normalize_axis(a, self.ndim())?],
+            Some(a) => self.shape()[normalize_axis(op, a, self.ndim())?],
         } as isize;
         if kth < -len || kth >= len {
             return Err(Error::InvalidArgument(format!(

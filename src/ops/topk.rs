@@ -49,11 +49,11 @@ impl Array {
     /// kernel keeps `k` candidates per thread in registers).
     #[track_caller]
     pub fn topk(&self, k: usize, axis: isize) -> Result<(Array, Array)> {
-        let axis = normalize_axis(axis, self.ndim())?;
+        let axis = normalize_axis("topk", axis, self.ndim())?;
         let len = self.shape()[axis];
         if k > len || k > MAX_TOPK {
             return Err(Error::InvalidArgument(format!(
-                "topk: k = {k} must be at most the axis length {len} and at most {MAX_TOPK}"
+                "topk: `k` = {k} must be at most the axis length {len} and at most {MAX_TOPK}"
             )));
         }
         let mut shape = self.shape().to_vec();
@@ -76,15 +76,22 @@ impl Array {
     /// share a node as described in the module docs.
     ///
     /// # Errors
-    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for an empty axis.
+    /// [`Error::InvalidAxis`]; [`Error::EmptyReduction`] for an empty axis.
     #[track_caller]
     pub fn max_with_index(&self, axis: isize, keepdims: bool) -> Result<(Array, Array)> {
+        let a = normalize_axis("max_with_index", axis, self.ndim())?;
+        if self.shape()[a] == 0 {
+            return Err(Error::EmptyReduction {
+                op: "max_with_index",
+                shape: self.shape().to_vec(),
+                axes: vec![a],
+            });
+        }
         let (v, i) = self.topk(1, axis)?;
         if keepdims {
             return Ok((v, i));
         }
-        let a = normalize_axis(axis, self.ndim())? as isize;
-        Ok((v.squeeze(Some(&[a]))?, i.squeeze(Some(&[a]))?))
+        Ok((v.squeeze(a)?, i.squeeze(a)?))
     }
 }
 

@@ -624,7 +624,8 @@ impl KernelTest {
             if o.bytes() > storage_max {
                 return Err(Error::TooLarge {
                     op,
-                    bytes: o.bytes(),
+                    limit: crate::Limit::StorageBinding,
+                    value: o.bytes(),
                     max: storage_max,
                 });
             }
@@ -716,14 +717,15 @@ impl KernelTest {
             reflect::check_bindings(&label, &declared, &hosts)?;
             let mut min_bytes = Vec::new();
             for (b, host) in pass.bindings.iter().zip(&hosts) {
-                let max = match b {
-                    Binding::Uniform { .. } => uniform_max,
-                    _ => storage_max,
+                let (limit, max) = match b {
+                    Binding::Uniform { .. } => (crate::Limit::UniformBinding, uniform_max),
+                    _ => (crate::Limit::StorageBinding, storage_max),
                 };
                 if host.bytes > max {
                     return Err(Error::TooLarge {
                         op,
-                        bytes: host.bytes,
+                        limit,
+                        value: host.bytes,
                         max,
                     });
                 }

@@ -45,12 +45,12 @@ pub fn poison_pool(device: &Device, max_elems: usize) {
     let mut n = 1;
     let mut held = Vec::new();
     while n <= max_elems {
-        let a = Array::full(&[n], f64::NAN, DType::F32, device);
+        let a = Array::full(&[n], f64::NAN, DType::F32, device).unwrap();
         a.eval().expect("poison eval");
         held.push(a);
         n = n * 2 + 1;
     }
-    let ints = Array::full(&[max_elems], -7.0, DType::I32, device);
+    let ints = Array::full(&[max_elems], -7.0, DType::I32, device).unwrap();
     ints.eval().expect("poison eval");
     held.push(ints);
     drop(held);

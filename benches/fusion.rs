@@ -1,0 +1,199 @@
+//! Fusion and `compile`, each beside the unfused path in the same run:
+//! - `chain`: 1000 chained `x + 1.0` on f32[256], then one read-back: fused
+//!   (one kernel), unfused (`set_fusion(false)`: one kernel per op), and
+//!   through a compiled function (no graph building from user code, no
+//!   planning); per op, divide by 1000;
+//! - `chain20`: a 20-op elementwise chain on f32[16M] (64 MiB in, 64 MiB
+//!   out), fused and unfused, beside a raw wgpu vec4 copy of the same bytes
+//!   (criterion prints bytes per second: compare the three);
+//! - `softmax` and `layer_norm` on f32[4096, 1024], fused and unfused;
+//! - `mlp`: a transformer MLP block (`layer_norm(x + gelu(x W1 + b1) W2 + b2)`,
+//!   x f32[128, 384], W1 [384, 1536]), eager and compiled.
+//!
+//! `cargo bench --bench fusion`; docs/PERFORMANCE.md records the figures.
+
+mod common;
+
+use common::{Raw, STORAGE_RW};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use wgarray::{Array, Device, compile};
+
+fn ramp(n: usize, scale: f32) -> Vec<f32> {
+    (0..n).map(|i| ((i % 97) as f32 - 48.0) * scale).collect()
+}
+
+fn chain(c: &mut Criterion, d: &Device) {
+    const OPS: usize = 1000;
+    let x = Array::from_slice(&vec![0.0f32; 256], &[256], d).unwrap();
+    let mut g = c.benchmark_group(format!("chain {OPS} x+1 f32[256] ({:?})", d.backend()));
+    for fusion in [true, false] {
+        g.bench_function(if fusion { "fused" } else { "unfused" }, |b| {
+            d.set_fusion(fusion);
+            b.iter(|| {
+                let mut y = x.clone();
+                for _ in 0..OPS {
+                    y = (&y + 1.0).unwrap();
+                }
+                assert_eq!(y.to_vec::<f32>().unwrap()[0], OPS as f32);
+            })
+        });
+    }
+    d.set_fusion(true);
+    let f = compile(|x: &[Array]| {
+        let mut y = x[0].clone();
+        for _ in 0..OPS {
+            y = (&y + 1.0)?;
+        }
+        Ok(vec![y])
+    });
+    g.bench_function("compiled", |b| {
+        b.iter(|| {
+            let y = f.call(&[&x]).unwrap().remove(0);
+            assert_eq!(y.to_vec::<f32>().unwrap()[0], OPS as f32);
+        })
+    });
+    g.finish();
+}
+
+/// 20 elementwise ops that keep values in a small range.
+fn twenty(x: &Array) -> Array {
+    let mut y = x.clone();
+    for i in 0..5 {
+        y = (&y * 0.5).unwrap();
+        y = (&y + 0.25 * i as f64).unwrap();
+        y = y.tanh().unwrap();
+        y = y.abs().unwrap();
+    }
+    y
+}
+
+fn chain20(c: &mut Criterion, d: &Device) {
+    const N: usize = 1 << 24;
+    let x = Array::from_slice(&ramp(N, 1e-2), &[N], d).unwrap();
+    let mut g = c.benchmark_group(format!("chain20 f32[16M] ({:?})", d.backend()));
+    g.sample_size(10);
+    // Bytes a single pass moves: read the input, write the output.
+    g.throughput(Throughput::Bytes(2 * 4 * N as u64));
+    for fusion in [true, false] {
+        g.bench_function(if fusion { "fused" } else { "unfused" }, |b| {
+            d.set_fusion(fusion);
+            b.iter(|| {
+                let y = twenty(&x);
+                y.eval().unwrap();
+                d.synchronize().unwrap();
+            })
+        });
+    }
+    d.set_fusion(true);
+    // A raw vec4 copy of the same bytes, the bandwidth to compare with.
+    let raw = Raw::new(d);
+    let pipeline = raw.pipeline(
+        "@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+         @group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+         @compute @workgroup_size(256)
+         fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+             let i = g.x + g.y * n.x * 256u;
+             if i < arrayLength(&src) { dst[i] = src[i]; }
+         }",
+    );
+    let (src, dst) = (
+        raw.buffer(4 * N as u64, STORAGE_RW),
+        raw.buffer(4 * N as u64, STORAGE_RW),
+    );
+    let bind = raw.bind_buffers(&pipeline.get_bind_group_layout(0), [&src, &dst]);
+    let groups = (N / 4).div_ceil(256) as u32;
+    g.bench_function("raw wgpu vec4 copy", |b| {
+        b.iter(|| {
+            let mut enc = raw.encoder();
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &bind, &[]);
+                pass.dispatch_workgroups(groups.min(65535), groups.div_ceil(65535), 1);
+            }
+            raw.submit_and_wait(enc);
+        })
+    });
+    g.finish();
+}
+
+fn normalisations(c: &mut Criterion, d: &Device) {
+    let (rows, cols) = (4096, 1024);
+    let x = Array::from_slice(&ramp(rows * cols, 0.05), &[rows, cols], d).unwrap();
+    let w = Array::from_slice(&ramp(cols, 0.01), &[cols], d).unwrap();
+    let bias = Array::from_slice(&ramp(cols, 0.02), &[cols], d).unwrap();
+    let mut g = c.benchmark_group(format!("norm f32[4096, 1024] ({:?})", d.backend()));
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(2 * 4 * (rows * cols) as u64));
+    for fusion in [true, false] {
+        let tag = if fusion { "fused" } else { "unfused" };
+        g.bench_function(format!("softmax {tag}"), |b| {
+            d.set_fusion(fusion);
+            b.iter(|| {
+                x.softmax(-1).unwrap().eval().unwrap();
+                d.synchronize().unwrap();
+            })
+        });
+        g.bench_function(format!("layer_norm {tag}"), |b| {
+            d.set_fusion(fusion);
+            b.iter(|| {
+                x.layer_norm(Some(&w), Some(&bias), 1e-5)
+                    .unwrap()
+                    .eval()
+                    .unwrap();
+                d.synchronize().unwrap();
+            })
+        });
+    }
+    d.set_fusion(true);
+    g.finish();
+}
+
+fn mlp_block(x: &Array, p: &[Array]) -> wgarray::Result<Array> {
+    let h = x.matmul(&p[0])?;
+    let h = (&h + &p[1])?.gelu()?;
+    let y = (&h.matmul(&p[2])? + &p[3])?;
+    (x + &y)?.layer_norm(Some(&p[4]), Some(&p[5]), 1e-5)
+}
+
+fn mlp(c: &mut Criterion, d: &Device) {
+    let (m, k, h) = (128, 384, 1536);
+    let a = |n: usize, shape: &[usize], s: f32| Array::from_slice(&ramp(n, s), shape, d).unwrap();
+    let x = a(m * k, &[m, k], 0.02);
+    let params = vec![
+        a(k * h, &[k, h], 1e-3),
+        a(h, &[h], 1e-2),
+        a(h * k, &[h, k], 1e-3),
+        a(k, &[k], 1e-2),
+        a(k, &[k], 1e-2),
+        a(k, &[k], 1e-2),
+    ];
+    let mut g = c.benchmark_group(format!("mlp [128,384]x[384,1536] ({:?})", d.backend()));
+    g.sample_size(10);
+    g.bench_function("eager", |b| {
+        b.iter(|| {
+            mlp_block(&x, &params).unwrap().eval().unwrap();
+            d.synchronize().unwrap();
+        })
+    });
+    let captured = params.clone();
+    let f = compile(move |x: &[Array]| Ok(vec![mlp_block(&x[0], &captured)?]));
+    g.bench_function("compiled", |b| {
+        b.iter(|| {
+            f.call(&[&x]).unwrap();
+            d.synchronize().unwrap();
+        })
+    });
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let d = common::device();
+    chain(c, &d);
+    chain20(c, &d);
+    normalisations(c, &d);
+    mlp(c, &d);
+}
+
+criterion_group!(fusion, benches);
+criterion_main!(fusion);

@@ -1,0 +1,239 @@
+//! Errors in one order, the same on every backend: devices, then shapes,
+//! then dtypes, then the adapter's features (issue 21: an empty f32 @ f16
+//! matmul said `MissingFeature(SHADER_F16)` on GL and a dtype error on
+//! Vulkan). And limits reported at the call, in their own unit, under the
+//! name of the op the caller called. Every case leaks nothing.
+
+mod common;
+
+use common::{assert_empty, device, is_gl};
+use wgarray::{Array, DType, Device, Error, Limit, Result, random, stack, wgpu};
+
+fn zeros(shape: &[usize], dtype: DType, d: &Device) -> Array {
+    Array::zeros(shape, dtype, d).unwrap()
+}
+
+/// What kind of error `r` is, as the order names them.
+fn kind<T: std::fmt::Debug>(r: &Result<T>) -> &'static str {
+    match r {
+        Ok(_) => "ok",
+        Err(Error::DeviceMismatch { .. }) => "device",
+        Err(
+            Error::ShapeMismatch { .. }
+            | Error::InvalidAxis { .. }
+            | Error::TooLarge {
+                limit: Limit::Dimensions,
+                ..
+            },
+        ) => "shape",
+        Err(Error::InvalidArgument(m)) if m.contains("dimension") => "shape",
+        Err(Error::DType { .. }) => "dtype",
+        Err(Error::MissingFeature { .. }) => "feature",
+        Err(e) => panic!("unexpected error {e:?}"),
+    }
+}
+
+#[test]
+fn matmul_checks_shapes_then_dtypes_then_features_on_every_backend() {
+    let d = device();
+    let f16_ok = !is_gl(&d) && d.features().contains(wgpu::Features::SHADER_F16);
+    {
+        // The issue's case: an empty f32 @ f16 is a dtype error everywhere.
+        let r = zeros(&[0, 2], DType::F32, &d).matmul(&zeros(&[2, 3], DType::F16, &d));
+        assert!(
+            matches!(
+                r,
+                Err(Error::DType {
+                    op: "matmul",
+                    dtype: DType::F32,
+                    other: Some(DType::F16)
+                })
+            ),
+            "{r:?}"
+        );
+        // Shapes before dtypes (and before features): i32 and f16 operands
+        // of the wrong shapes are a shape error.
+        for (a, b) in [
+            (DType::F32, DType::F16),
+            (DType::I32, DType::I32),
+            (DType::F16, DType::F16),
+        ] {
+            let r = zeros(&[2, 3], a, &d).matmul(&zeros(&[2, 3], b, &d));
+            assert_eq!(kind(&r), "shape", "{a} @ {b}: {r:?}");
+            let r = zeros(&[], a, &d).matmul(&zeros(&[3], b, &d));
+            assert_eq!(kind(&r), "shape", "0-d {a} @ {b}: {r:?}");
+        }
+        // Dtypes before features: i32 @ f16 is a dtype error on GL too.
+        let r = zeros(&[2, 3], DType::I32, &d).matmul(&zeros(&[3, 2], DType::F16, &d));
+        assert_eq!(kind(&r), "dtype", "{r:?}");
+        let r = zeros(&[2, 3], DType::F16, &d).matmul(&zeros(&[3, 2], DType::BF16, &d));
+        assert_eq!(kind(&r), "dtype", "{r:?}");
+        // Features last: f16 @ f16 of good shapes is fine where f16 is.
+        let r = zeros(&[2, 3], DType::F16, &d).matmul(&zeros(&[3, 2], DType::F16, &d));
+        assert_eq!(kind(&r), if f16_ok { "ok" } else { "feature" }, "{r:?}");
+        // addmm: the bias's shape before the dtypes of all three.
+        let (a, b) = (
+            zeros(&[2, 3], DType::F32, &d),
+            zeros(&[3, 4], DType::F32, &d),
+        );
+        let r = zeros(&[5], DType::I32, &d).addmm(&a, &b, 1.0, 1.0);
+        assert!(
+            matches!(r, Err(Error::ShapeMismatch { op: "addmm", .. })),
+            "{r:?}"
+        );
+        let r = zeros(&[4], DType::BF16, &d).addmm(&a, &b, 1.0, 1.0);
+        assert!(matches!(r, Err(Error::DType { op: "addmm", .. })), "{r:?}");
+        let h = zeros(&[4], DType::F16, &d);
+        let r = h.addmm(&a.astype(DType::F16).unwrap(), &b, 1.0, 1.0);
+        assert_eq!(kind(&r), "dtype", "{r:?}");
+    }
+    assert_empty(&d);
+}
+
+#[test]
+fn other_ops_check_in_the_same_order() {
+    let d = device();
+    let d2 = device();
+    {
+        let x = zeros(&[2, 3], DType::F32, &d);
+        // Devices first: another device's operand of the wrong shape and
+        // dtype is a device error.
+        let other = zeros(&[5], DType::I32, &d2);
+        assert_eq!(kind(&x.matmul(&other)), "device");
+        assert_eq!(kind(&(&x + &other)), "device");
+        assert_eq!(
+            kind(&x.take(&zeros(&[2], DType::F32, &d2), Some(7))),
+            "device"
+        );
+        // take: the axis, then the result's shape, then the indices' dtype.
+        let f_idx = zeros(&[2], DType::F32, &d);
+        assert_eq!(kind(&x.take(&f_idx, Some(2))), "shape");
+        let deep = zeros(&[1; 8], DType::F32, &d);
+        assert_eq!(kind(&x.take(&deep, Some(0))), "shape");
+        assert_eq!(kind(&x.take(&f_idx, Some(1))), "dtype");
+        // random: the key's shape, then its dtype, then the sample's dtype.
+        let bad_key = zeros(&[3], DType::F32, &d);
+        let r = random::uniform(&bad_key, &[4], 0.0, 1.0, DType::I32);
+        assert!(matches!(r, Err(Error::ShapeMismatch { .. })), "{r:?}");
+        let key = random::key(1, &d).unwrap();
+        let r = random::uniform(&key.astype(DType::I32).unwrap(), &[4], 0.0, 1.0, DType::F32);
+        assert!(
+            matches!(
+                r,
+                Err(Error::DType {
+                    dtype: DType::I32,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        let r = random::normal(&key, &[4], 0.0, 1.0, DType::U32);
+        assert!(
+            matches!(
+                r,
+                Err(Error::DType {
+                    dtype: DType::U32,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        // A composite op names itself, not a step inside it.
+        let w = zeros(&[4], DType::F32, &d);
+        for r in [
+            x.layer_norm(Some(&w), None, 1e-5),
+            x.layer_norm(None, Some(&w), 1e-5f32),
+            x.rms_norm(Some(&w), 1e-5),
+        ] {
+            match r {
+                Err(Error::ShapeMismatch { op, .. }) => {
+                    assert!(op == "layer_norm" || op == "rms_norm", "{op}")
+                }
+                r => panic!("expected ShapeMismatch, got {r:?}"),
+            }
+        }
+        assert_eq!(
+            kind(&stack(&[&x, &zeros(&[2, 4], DType::I32, &d)], 0)),
+            "shape"
+        );
+        drop((x, other, f_idx, deep, bad_key, key, w));
+    }
+    assert_empty(&d);
+    assert_empty(&d2);
+}
+
+/// The reduction kernel's limit (2^26 elements into one output) is
+/// reported by the call, in elements, under the caller's op; before, eval
+/// said "reduce: ... bytes" against the adapter's binding.
+#[test]
+fn the_reduction_limit_is_reported_at_the_call_in_elements() {
+    let d = device();
+    {
+        let n = (1usize << 26) + 1;
+        let b = Array::scalar(1.0f32, DType::F32, &d)
+            .unwrap()
+            .broadcast_to(&[3, n])
+            .unwrap();
+        for (r, op) in [
+            (b.sum(-1, false), "sum"),
+            (b.max(wgarray::Axes::All, false), "max"),
+            (b.mean([0usize, 1], true), "mean"),
+            (b.var(1, false, 0), "var"),
+            (b.argmax(None, false), "argmax"),
+        ] {
+            match r {
+                Err(Error::TooLarge {
+                    op: got,
+                    limit: Limit::ReducedElements,
+                    value,
+                    max,
+                }) => {
+                    assert_eq!(got, op);
+                    assert!(value >= n as u64, "{op}: {value}");
+                    assert_eq!(max, 1 << 26);
+                    let msg = Error::TooLarge {
+                        op: got,
+                        limit: Limit::ReducedElements,
+                        value,
+                        max,
+                    }
+                    .to_string();
+                    assert!(msg.starts_with(&format!("{op}: ")), "{msg}");
+                    assert!(msg.contains("elements") && !msg.contains("bytes"), "{msg}");
+                }
+                r => panic!("{op}: expected TooLarge (reduced elements), got {r:?}"),
+            }
+        }
+        // Reducing the short axis of the same view is fine at the call.
+        assert_eq!(b.sum(0, false).unwrap().shape(), &[n]);
+        drop(b);
+    }
+    assert_empty(&d);
+}
+
+#[test]
+fn every_limit_says_its_unit() {
+    for (limit, unit) in [
+        (Limit::StorageBinding, "bytes"),
+        (Limit::UniformBinding, "bytes"),
+        (Limit::Dimensions, "dimensions"),
+        (Limit::Elements, "elements"),
+        (Limit::ReducedElements, "elements"),
+        (Limit::KernelIndex, "elements"),
+        (Limit::DispatchThreads, "threads"),
+    ] {
+        assert_eq!(limit.unit(), unit);
+        let msg = Error::TooLarge {
+            op: "op",
+            limit,
+            value: 10,
+            max: 5,
+        }
+        .to_string();
+        assert!(msg.starts_with("op: "), "{msg}");
+        assert!(msg.contains(unit), "{limit:?}: {msg}");
+        for other in ["bytes", "dimensions", "elements", "threads"] {
+            assert!(other == unit || !msg.contains(other), "{limit:?}: {msg}");
+        }
+    }
+}
