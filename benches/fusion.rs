@@ -2,7 +2,8 @@
 //! - `chain`: 1000 chained `x + 1.0` on f32[256], then one read-back: fused
 //!   (one kernel), unfused (`set_fusion(false)`: one kernel per op), and
 //!   through a compiled function (no graph building from user code, no
-//!   planning); per op, divide by 1000;
+//!   planning); unfused with an array operand, and unfused with an eval
+//!   after every op (200 ops); per op, divide by 1000 (200);
 //! - `chain20`: a 20-op elementwise chain on f32[16M] (64 MiB in, 64 MiB
 //!   out), fused and unfused, beside a raw wgpu vec4 copy of the same bytes
 //!   (criterion prints bytes per second: compare the three);
@@ -38,6 +39,29 @@ fn chain(c: &mut Criterion, d: &Device) {
             })
         });
     }
+    // The eager path's other two shapes (issue 19 item 7), unfused: an
+    // array operand instead of the scalar, and an eval after every op.
+    let one = Array::from_slice(&[1.0f32], &[1], d).unwrap();
+    d.set_fusion(false);
+    g.bench_function("unfused, array operand", |b| {
+        b.iter(|| {
+            let mut y = x.clone();
+            for _ in 0..OPS {
+                y = (&y + &one).unwrap();
+            }
+            assert_eq!(y.to_vec::<f32>().unwrap()[0], OPS as f32);
+        })
+    });
+    g.bench_function("eval after every op (x200, per op: /200)", |b| {
+        b.iter(|| {
+            let mut y = x.clone();
+            for _ in 0..200 {
+                y = (&y + 1.0).unwrap();
+                y.eval().unwrap();
+            }
+            assert_eq!(y.to_vec::<f32>().unwrap()[0], 200.0);
+        })
+    });
     d.set_fusion(true);
     let f = compile(|x: &[Array]| {
         let mut y = x[0].clone();

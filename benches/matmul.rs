@@ -129,5 +129,70 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// Matrix-vector products (M = 1, the decode step of a language model):
+/// the tuned kernel, the previous one (the register-blocked matrix-vector
+/// tile, forced) and CPU sgemm on one core, in the same run. Select with
+/// `cargo bench --bench matmul -- gemv`.
+fn gemv(c: &mut Criterion) {
+    use wgarray::tuning::{GemmKernel, ShapeClass};
+    let device = common::device();
+    let name = format!("{} ({:?})", device.info().name, device.backend());
+    let mut group = c.benchmark_group(format!("gemv f32 on {name}"));
+    group.sample_size(20);
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(2));
+    let previous: GemmKernel = "register 16 1 1 4".parse().unwrap();
+    for (k, n) in [(384, 1152), (1024, 3072), (4096, 4096), (3072, 8192)] {
+        group.throughput(Throughput::Elements(2 * (k * n) as u64));
+        let id = format!("1x{k}x{n}");
+        let x = data(k);
+        let y = data(k * n);
+        let a = Array::from_slice(&x, &[1, k], &device).unwrap();
+        let b = Array::from_slice(&y, &[k, n], &device).unwrap();
+        // Tune (first call) outside the measurement.
+        a.matmul(&b).unwrap().eval().unwrap();
+        device.synchronize().unwrap();
+        let tuned = device.gemm_kernel(wgarray::DType::F32, ShapeClass::Gemv);
+        let label = tuned.map_or("?".into(), |k| k.to_string());
+        for (what, kernel) in [
+            (format!("wgarray tuned [{label}]"), None),
+            (format!("wgarray previous [{previous}]"), Some(previous)),
+        ] {
+            device.set_gemm_kernel(kernel).unwrap();
+            group.bench_function(BenchmarkId::new(what, &id), |bch| {
+                bch.iter(|| {
+                    a.matmul(&b).unwrap().eval().unwrap();
+                    device.synchronize().unwrap();
+                })
+            });
+        }
+        device.set_gemm_kernel(None).unwrap();
+        let mut out = vec![0.0f32; n];
+        group.bench_function(BenchmarkId::new("cpu sgemm 1 thread", &id), |bch| {
+            bch.iter(|| unsafe {
+                // SAFETY: row-major 1 x k, k x n and 1 x n buffers of exactly
+                // those sizes, as the strides say.
+                matrixmultiply::sgemm(
+                    1,
+                    k,
+                    n,
+                    1.0,
+                    x.as_ptr(),
+                    k as isize,
+                    1,
+                    y.as_ptr(),
+                    n as isize,
+                    1,
+                    0.0,
+                    out.as_mut_ptr(),
+                    n as isize,
+                    1,
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, gemv);
 criterion_main!(benches);

@@ -170,22 +170,16 @@ pub struct Array {
     pub(crate) inner: Arc<ArrayInner>,
 }
 
-/// The 32-bit word that holds `value` as `dtype` (twice over for 2-byte dtypes).
-pub(crate) fn dtype_word(value: f64, dtype: DType) -> u32 {
-    match dtype {
-        DType::F32 => (value as f32).to_bits(),
-        DType::F16 => {
-            let h = half::f16::from_f64(value).to_bits() as u32;
-            h | (h << 16)
-        }
-        DType::BF16 => {
-            let h = half::bf16::from_f64(value).to_bits() as u32;
-            h | (h << 16)
-        }
-        DType::I32 => (value as i32) as u32,
-        DType::U32 => value as u32,
-        DType::Bool => (value != 0.0) as u32,
-    }
+/// Device bytes of `values` as `dtype` (each as [`DType::bits_of`] gives
+/// it, little-endian), not yet padded to a whole word.
+pub(crate) fn device_bytes_of(values: impl Iterator<Item = f64>, dtype: DType) -> Vec<u8> {
+    let size = dtype.size_in_bytes();
+    values
+        .flat_map(|v| {
+            let b = dtype.bits_of(v).to_le_bytes();
+            b.into_iter().take(size)
+        })
+        .collect()
 }
 
 impl Array {
@@ -223,12 +217,16 @@ impl Array {
     /// An evaluated array holding a copy of `data`, shape `shape`: one
     /// host copy, from `data` straight into wgpu's staging memory
     /// (`Queue::write_buffer_with`), which goes to the GPU with the next
-    /// submission.
+    /// submission. `i64` and `u64` data become `I32` and `U32` arrays (see
+    /// [`Element`]).
     ///
     /// # Errors
     /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
     /// dimensions; [`Error::DataLength`] when `data.len()` is not the
-    /// product of `shape`; [`Error::TooLarge`] past the adapter's largest
+    /// product of `shape`; [`Error::MissingFeature`] for f64 on an adapter
+    /// without `SHADER_F64` and `SHADER_INT64`; [`Error::OutOfRange`] for
+    /// the first `i64`/`u64` value that does not fit 32 bits (nothing is
+    /// uploaded then); [`Error::TooLarge`] past the adapter's largest
     /// storage binding; [`Error::OutOfMemory`].
     #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: &Device) -> Result<Array> {
@@ -241,11 +239,21 @@ impl Array {
                 expected,
             });
         }
+        device.check_dtype("from_slice", T::DTYPE)?;
+        if let Some((index, value)) = T::first_out_of_range(data) {
+            return Err(Error::OutOfRange {
+                op: "from_slice",
+                tensor: None,
+                index,
+                value,
+                dtype: T::DTYPE,
+            });
+        }
         // One copy: from `data` straight into wgpu's staging memory.
         let origin = device.origin(|| "from_slice");
         let bytes = crate::transfer::device_bytes(data.len(), T::DTYPE);
         let buffer = crate::transfer::upload(device, "from_slice", bytes, origin, |dst| {
-            crate::transfer::write_host_bytes(dst, T::as_host_bytes(data), T::DTYPE)
+            T::write_device(data, dst)
         })?;
         Ok(Array::ready(shape, T::DTYPE, device, buffer, origin))
     }
@@ -275,10 +283,12 @@ impl Array {
     /// # Errors
     /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
     /// dimensions or past the adapter's largest storage binding;
+    /// [`Error::MissingFeature`] for f64 without `SHADER_F64`;
     /// [`Error::OutOfMemory`], [`Error::DeviceLost`].
     #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         check_shape("empty", shape)?;
+        device.check_dtype("empty", dtype)?;
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         device.check_binding("empty", bytes)?;
         device.probe_lost()?;
@@ -342,11 +352,15 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an integer `value` outside an integer
-    /// `dtype`'s range; [`Error::OutOfMemory`].
+    /// `dtype`'s range; [`Error::MissingFeature`] for f64 without
+    /// `SHADER_F64`; [`Error::OutOfMemory`].
     #[track_caller]
     pub fn scalar(value: impl Scalar, dtype: DType, device: &Device) -> Result<Array> {
-        let word = value.value().word("scalar", dtype)?;
-        Array::upload(&word.to_ne_bytes(), &[], dtype, device, "scalar")
+        let bits = value.value().bits("scalar", dtype)?;
+        device.check_dtype("scalar", dtype)?;
+        let mut bytes = bits.to_le_bytes()[..dtype.size_in_bytes()].to_vec();
+        bytes.resize(bytes.len().next_multiple_of(4), 0);
+        Array::upload(&bytes, &[], dtype, device, "scalar")
     }
 
     /// An array of `shape` with every element `value` (NumPy `full`), of
@@ -354,16 +368,17 @@ impl Array {
     /// (or, read by an elementwise kernel, passed to it as a parameter).
     ///
     /// `value` is any [`Scalar`]: `Array::full(&[2, 3], 0.5, DType::F16,
-    /// &device)`, `Array::full(&[4], -1, DType::I32, &device)`. Floats
-    /// round to nearest even into f16, bf16 and f32; floats into integers
-    /// truncate toward zero and saturate, as [`Array::astype`]; anything
-    /// into bool is `value != 0`.
+    /// &device)`, `Array::full(&[4], -1, DType::I8, &device)`. Floats
+    /// round to nearest even into f16, bf16 and f32 (f64 keeps them);
+    /// floats into integers truncate toward zero and saturate, as
+    /// [`Array::astype`]; anything into bool is `value != 0`.
     ///
     /// # Errors
     /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
     /// dimensions or an element count past `usize`;
     /// [`Error::InvalidArgument`] for an integer `value` outside an integer
-    /// `dtype`'s range (`-1` as u32: NumPy 2 refuses it too).
+    /// `dtype`'s range (`-1` as u8: NumPy 2 refuses it too);
+    /// [`Error::MissingFeature`] for f64 without `SHADER_F64`.
     #[track_caller]
     pub fn full(
         shape: &[usize],
@@ -372,16 +387,18 @@ impl Array {
         device: &Device,
     ) -> Result<Array> {
         check_shape("full", shape)?;
-        let word = value.value().word("full", dtype)?;
-        Ok(Array::full_word(shape, word, dtype, device))
+        let bits = value.value().bits("full", dtype)?;
+        device.check_dtype("full", dtype)?;
+        Ok(Array::full_bits(shape, bits, dtype, device))
     }
 
-    /// A lazy constant of a checked shape whose every 32-bit word is `word`.
+    /// A lazy constant of a checked shape and a dtype the device has whose
+    /// every element has the bits `bits` (as [`DType::bits_of`] gives them).
     #[track_caller]
-    pub(crate) fn full_word(shape: &[usize], word: u32, dtype: DType, device: &Device) -> Array {
+    pub(crate) fn full_bits(shape: &[usize], bits: u64, dtype: DType, device: &Device) -> Array {
         Array::from_node(
             device,
-            Primitive::Full { word },
+            Primitive::Full { bits },
             vec![],
             vec![(shape.to_vec(), dtype)],
         )
@@ -396,7 +413,8 @@ impl Array {
     #[track_caller]
     pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         check_shape("zeros", shape)?;
-        Ok(Array::full_word(shape, 0, dtype, device))
+        device.check_dtype("zeros", dtype)?;
+        Ok(Array::full_bits(shape, 0, dtype, device))
     }
 
     /// `full(shape, 1, dtype)` (NumPy `ones`).
@@ -406,8 +424,9 @@ impl Array {
     #[track_caller]
     pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         check_shape("ones", shape)?;
-        let word = true.value().word("ones", dtype)?;
-        Ok(Array::full_word(shape, word, dtype, device))
+        let bits = true.value().bits("ones", dtype)?;
+        device.check_dtype("ones", dtype)?;
+        Ok(Array::full_bits(shape, bits, dtype, device))
     }
 
     /// NumPy's `arange(start, stop, step)`: `ceil((stop - start) / step)`
@@ -416,7 +435,7 @@ impl Array {
     /// truncate toward zero). Computed on the host and uploaded at the call.
     ///
     /// An infinite `step` gives `[start]` when it points from `start`
-    /// towards `stop`, else an empty array, as NumPy (since 1.15).
+    /// towards `stop`, else an empty array, as NumPy (since 1.15) and MLX.
     ///
     /// Differs from NumPy and MLX on purpose: with an integer `dtype` and a
     /// fractional `start` or `step`, each value is `start + i * step`
@@ -427,8 +446,9 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the argument when `step` is 0 or
-    /// NaN, or `start` or `stop` is not finite; [`Error::TooLarge`] past
-    /// the adapter's largest storage binding.
+    /// NaN, or `start` or `stop` is not finite; [`Error::MissingFeature`]
+    /// for f64 without `SHADER_F64`; [`Error::TooLarge`] past the adapter's
+    /// largest storage binding.
     #[track_caller]
     pub fn arange(
         start: f64,
@@ -456,6 +476,7 @@ impl Array {
         } else {
             ((stop - start) / step).ceil().max(0.0) as usize
         };
+        device.check_dtype("arange", dtype)?;
         // Refuse before building the host vector.
         device.check_binding("arange", n.saturating_mul(dtype.size_in_bytes()) as u64)?;
         let values: Vec<f64> = (0..n)
@@ -471,8 +492,9 @@ impl Array {
     }
 
     /// An evaluated 1-D array of `values` converted to `dtype` as
-    /// [`dtype_word`] converts, made by the constructor `op` (which checked
-    /// the size against the adapter's limit before building `values`).
+    /// [`DType::bits_of`] converts, made by the constructor `op` (which
+    /// checked the size against the adapter's limit and the dtype against
+    /// its features before building `values`).
     #[track_caller]
     pub(crate) fn from_f64_values(
         values: &[f64],
@@ -480,15 +502,8 @@ impl Array {
         device: &Device,
         op: &'static str,
     ) -> Result<Array> {
-        let words = values.iter().map(|&x| dtype_word(x, dtype));
-        let bytes: Vec<u8> = match dtype {
-            DType::F16 | DType::BF16 => {
-                let mut v: Vec<u8> = words.flat_map(|w| (w as u16).to_ne_bytes()).collect();
-                v.resize(v.len().next_multiple_of(4), 0);
-                v
-            }
-            _ => words.flat_map(|w| w.to_ne_bytes()).collect(),
-        };
+        let mut bytes = device_bytes_of(values.iter().copied(), dtype);
+        bytes.resize(bytes.len().next_multiple_of(4), 0);
         Array::upload(&bytes, &[values.len()], dtype, device, op)
     }
 
@@ -614,32 +629,11 @@ impl Array {
     /// the dense bytes are copied to a staging buffer and mapped.
     #[track_caller]
     pub(crate) fn read_mapped<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
-        // No loss probe when nothing is pending: the read-back's own
-        // submission tells.
-        crate::graph::eval::evaluate(&[self])?;
-        let nbytes = self.nbytes();
-        if nbytes == 0 {
-            self.device().probe_lost()?;
+        let Some((storage, _copy)) = self.dense_storage()? else {
             return Ok(f(&[]));
-        }
-        let storage = self.inner.storage()?;
-        let elem = self.dtype().size_in_bytes();
-        let aligned = crate::shape::is_contiguous(self.shape(), &storage.strides)
-            && (storage.offset * elem).is_multiple_of(4);
-        let (storage, _copy) = if aligned {
-            (storage, None)
-        } else {
-            let copy = Array::from_node(
-                self.device(),
-                Primitive::Elementwise(ElementwiseOp::Copy),
-                vec![self.clone()],
-                vec![(self.shape().to_vec(), self.dtype())],
-            )
-            .pop()
-            .expect("one output");
-            crate::graph::eval::evaluate(&[&copy])?;
-            (copy.inner.storage()?, Some(copy))
         };
+        let nbytes = self.nbytes();
+        let elem = self.dtype().size_in_bytes();
         let device = self.device();
         let dev = &device.inner;
         let origin = device.origin(|| "read-back");
@@ -655,6 +649,39 @@ impl Array {
                 |b| f(&b[..nbytes]),
             )
         })
+    }
+
+    /// Evaluate, and return a storage holding the elements densely in
+    /// row-major order from a word-aligned offset, for a read-back: this
+    /// array's own, or that of a `Copy` of it (returned too: it holds the
+    /// buffer), evaluated like any other node. `None` for an empty array
+    /// (after checking the device, since nothing else will).
+    #[track_caller]
+    pub(crate) fn dense_storage(&self) -> Result<Option<(Storage, Option<Array>)>> {
+        // No loss probe when nothing is pending: the read-back's own
+        // submission tells.
+        crate::graph::eval::evaluate(&[self])?;
+        if self.nbytes() == 0 {
+            self.device().probe_lost()?;
+            return Ok(None);
+        }
+        let storage = self.inner.storage()?;
+        let elem = self.dtype().size_in_bytes();
+        let aligned = crate::shape::is_contiguous(self.shape(), &storage.strides)
+            && (storage.offset * elem).is_multiple_of(4);
+        if aligned {
+            return Ok(Some((storage, None)));
+        }
+        let copy = Array::from_node(
+            self.device(),
+            Primitive::Elementwise(ElementwiseOp::Copy),
+            vec![self.clone()],
+            vec![(self.shape().to_vec(), self.dtype())],
+        )
+        .pop()
+        .expect("one output");
+        crate::graph::eval::evaluate(&[&copy])?;
+        Ok(Some((copy.inner.storage()?, Some(copy))))
     }
 
     /// The values as f64, row-major (for printing and tests).
@@ -675,8 +702,13 @@ impl Array {
                 .into_iter()
                 .map(|x| x.to_f64())
                 .collect(),
+            DType::F64 => self.to_vec::<f64>()?,
             DType::I32 => self.to_vec::<i32>()?.into_iter().map(f64::from).collect(),
             DType::U32 => self.to_vec::<u32>()?.into_iter().map(f64::from).collect(),
+            DType::I16 => self.to_vec::<i16>()?.into_iter().map(f64::from).collect(),
+            DType::U16 => self.to_vec::<u16>()?.into_iter().map(f64::from).collect(),
+            DType::I8 => self.to_vec::<i8>()?.into_iter().map(f64::from).collect(),
+            DType::U8 => self.to_vec::<u8>()?.into_iter().map(f64::from).collect(),
             DType::Bool => self
                 .to_vec::<bool>()?
                 .into_iter()
@@ -694,7 +726,7 @@ const EDGE_ITEMS: usize = 3;
 fn format_value(v: f64, dtype: DType) -> String {
     match dtype {
         DType::Bool => (if v != 0.0 { "True" } else { "False" }).to_string(),
-        DType::I32 | DType::U32 => format!("{v}"),
+        d if d.is_integer() => format!("{v}"),
         _ if v.is_nan() => "nan".to_string(),
         _ if v.is_infinite() => (if v > 0.0 { "inf" } else { "-inf" }).to_string(),
         // NumPy prints integral floats as `1.`.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::kernels::{self, KernelCache};
+use crate::kernels;
 use crate::memory::{MemoryStats, MemoryTimeline, Origin, Pool};
 use crate::snapshot::{MemorySnapshot, Registry};
 use crate::{Error, Result};
@@ -23,10 +23,23 @@ pub const ADAPTER_ENV: &str = "WGARRAY_ADAPTER";
 /// seconds), so that a hung device becomes an error instead of a hang.
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The wgpu features wgarray uses when the adapter has them.
+/// The wgpu features wgarray uses when the adapter has them: f16 shaders,
+/// timestamps, subgroups, the driver's pipeline cache (kept on disk, see
+/// [`crate::tuning`]), cooperative matrices (the GEMM's tensor-core
+/// family; an experimental wgpu feature, not requested when
+/// [`COOPERATIVE_MATRIX_ENV`] is `0`), and `SHADER_F64` and `SHADER_INT64`
+/// ([`crate::DType::F64`] arrays).
 pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY)
-    .union(wgpu::Features::SUBGROUP);
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::PIPELINE_CACHE)
+    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+    .union(wgpu::Features::SHADER_F64)
+    .union(wgpu::Features::SHADER_INT64);
+
+/// Environment variable: `0` (or `off`) keeps wgpu's experimental
+/// `EXPERIMENTAL_COOPERATIVE_MATRIX` off even where the adapter offers it.
+pub const COOPERATIVE_MATRIX_ENV: &str = "WGARRAY_COOPERATIVE_MATRIX";
 
 /// How to choose an adapter. `Default` names nothing: the best adapter of any
 /// backend (see [`Device::new`]).
@@ -45,6 +58,10 @@ pub struct DeviceOptions {
     /// results on a laptop with a GPU and on a CI machine without one
     /// ([`crate::testing`] uses this).
     pub prefer_software: bool,
+    /// Where the device keeps its GEMM tuning and compiled pipelines
+    /// between processes; `Default` follows `WGARRAY_CACHE_DIR`, else the
+    /// user's cache directory (see [`crate::tuning`]).
+    pub cache_dir: crate::tuning::CacheDir,
 }
 
 impl DeviceOptions {
@@ -65,7 +82,15 @@ impl DeviceOptions {
             adapter_name,
             power_preference: wgpu::PowerPreference::None,
             prefer_software: false,
+            cache_dir: crate::tuning::CacheDir::Default,
         })
+    }
+
+    /// These options with the cache directory `dir` (see
+    /// [`DeviceOptions::cache_dir`]).
+    pub fn with_cache_dir(mut self, dir: crate::tuning::CacheDir) -> Self {
+        self.cache_dir = dir;
+        self
     }
 
     /// These options restricted to `backend`.
@@ -257,6 +282,9 @@ pub(crate) struct DeviceInner {
     uncaptured: Arc<Mutex<Vec<String>>>,
     /// The wait limit in nanoseconds (see [`Device::set_wait_timeout`]).
     wait_timeout_ns: AtomicU64,
+    /// Polls the device for asynchronous waits (`Array::to_vec_async`,
+    /// `eval_async`); its thread starts at the first one.
+    pub(crate) poller: crate::memory::Poller,
 }
 
 /// A GPU device: one wgpu adapter, device and queue, with its buffer pool and
@@ -358,7 +386,7 @@ impl Device {
         first_accepted(&ranked, &options.describe(), |a| {
             (
                 AdapterDescription::from(a.get_info()),
-                Device::from_adapter(a),
+                Device::open(a, &options.cache_dir),
             )
         })
     }
@@ -369,14 +397,33 @@ impl Device {
     /// # Errors
     /// [`Error::RequestDevice`] when the adapter refuses.
     pub fn from_adapter(adapter: &wgpu::Adapter) -> Result<Device> {
+        Device::open(adapter, &crate::tuning::CacheDir::Default)
+    }
+
+    fn open(adapter: &wgpu::Adapter, cache_dir: &crate::tuning::CacheDir) -> Result<Device> {
         let info = AdapterDescription::from(adapter.get_info());
-        let features = adapter.features() & OPTIONAL_FEATURES;
+        let mut features = adapter.features() & OPTIONAL_FEATURES;
+        let coop = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        if std::env::var(COOPERATIVE_MATRIX_ENV)
+            .is_ok_and(|v| ["0", "off", "false"].contains(&v.trim().to_ascii_lowercase().as_str()))
+        {
+            features.remove(coop);
+        }
+        let experimental = if features.contains(coop) {
+            // SAFETY: wgpu asks callers of experimental features to accept
+            // that its implementation may have bugs; wgarray uses only
+            // cooperative matrices, in the GEMM family that tests compare
+            // with the plain path (tests/matmul.rs).
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("wgarray"),
             required_features: features,
             required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            experimental_features: experimental,
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
@@ -401,18 +448,16 @@ impl Device {
             device.clone(),
             crate::memory::default_cache_limit(limits.max_buffer_size),
         ));
+        let poller = crate::memory::Poller::new(device.clone());
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 id: {
                     static NEXT: AtomicU64 = AtomicU64::new(0);
                     NEXT.fetch_add(1, Ordering::Relaxed)
                 },
-                kernels: kernels::Context {
-                    cache: KernelCache::new(device.clone()),
-                    limits,
-                    features,
-                    software: info.device_type == wgpu::DeviceType::Cpu,
-                },
+                kernels: kernels::Context::new(
+                    &device, &queue, adapter, &info, limits, features, cache_dir,
+                ),
                 device,
                 queue,
                 info,
@@ -426,6 +471,7 @@ impl Device {
                 lost,
                 uncaptured,
                 wait_timeout_ns: AtomicU64::new(DEFAULT_WAIT_TIMEOUT.as_nanos() as u64),
+                poller,
             }),
         })
     }
@@ -451,6 +497,15 @@ impl Device {
     /// `max_compute_invocations_per_workgroup`.
     pub fn limits(&self) -> &wgpu::Limits {
         &self.inner.kernels.limits
+    }
+
+    /// [`Error::MissingFeature`] (named `op`) when this device cannot hold
+    /// arrays of `dtype` (f64 without `SHADER_F64` or `SHADER_INT64`).
+    pub(crate) fn check_dtype(&self, op: &'static str, dtype: crate::DType) -> Result<()> {
+        match dtype.missing_feature(self.features()) {
+            Some(feature) => Err(Error::MissingFeature { op, feature }),
+            None => Ok(()),
+        }
     }
 
     /// [`Error::TooLarge`] when one binding of `bytes` would pass the
@@ -636,6 +691,16 @@ impl Device {
     /// Graph nodes alive on this device: for lifetime tests.
     pub fn live_nodes(&self) -> u64 {
         self.inner.live_nodes.load(Ordering::SeqCst)
+    }
+
+    /// wgpu callbacks that asynchronous waits registered and that have not
+    /// run yet: a read-back future's buffer map ([`crate::Array::to_vec_async`]),
+    /// an eval future's work-done callback ([`crate::eval_async`]). A
+    /// dropped read-back future cancels its map, so this goes back at once;
+    /// a dropped eval future's callback runs when the GPU finishes. For
+    /// lifetime tests: 0 when nothing is pending.
+    pub fn pending_callbacks(&self) -> u64 {
+        self.inner.poller.outstanding()
     }
 
     /// Kernel dispatches submitted on this device so far (each eval submits

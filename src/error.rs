@@ -158,6 +158,39 @@ pub enum Error {
         other: Option<DType>,
     },
 
+    /// An op does not take arrays of this dtype (a bitwise op on floats,
+    /// `exp` on float64); `takes` says which dtypes it does take, or what
+    /// to do instead.
+    #[error("{op} does not take {dtype} arrays: it takes {takes}")]
+    OpDType {
+        /// The operation that failed.
+        op: &'static str,
+        /// The offending dtype.
+        dtype: DType,
+        /// What the op takes, in words (`"integer and bool arrays"`).
+        takes: &'static str,
+    },
+
+    /// A host value does not fit the device dtype it converts to (an `i64`
+    /// index past `i32`, in [`crate::Array::from_slice`] or a safetensors
+    /// file): nothing was uploaded.
+    #[error("{op}{}: element {index} ({value}) does not fit in {dtype}", match tensor {
+        Some(t) => format!(", tensor `{t}`"),
+        None => String::new(),
+    })]
+    OutOfRange {
+        /// The operation that failed.
+        op: &'static str,
+        /// The tensor, when the value comes from a file.
+        tensor: Option<String>,
+        /// The element's position in row-major order.
+        index: usize,
+        /// Its value.
+        value: i128,
+        /// The device dtype it had to fit.
+        dtype: DType,
+    },
+
     /// The adapter lacks a wgpu feature the operation needs (for example
     /// `SHADER_F16` for f16 arithmetic on GL).
     #[error("{op} needs the wgpu feature {feature}, which this adapter does not have")]
@@ -284,10 +317,11 @@ pub enum Error {
     },
 
     /// A tensor in a file has an element type that no [`DType`] holds
-    /// (F64, I64, U8, ...).
+    /// (F8_E4M3, C64, ...).
     #[error(
         "{}, tensor `{tensor}`: dtype {dtype} is not supported \
-         (wgarray reads F32, F16, BF16, I32, U32 and BOOL)",
+         (wgarray reads F64, F32, F16, BF16, I64 and U64 (narrowed to 32 bits), \
+         I32, U32, I16, U16, I8, U8 and BOOL)",
         path.display()
     )]
     UnsupportedDType {

@@ -37,17 +37,19 @@ mod kernels;
 mod memory;
 pub mod ops;
 pub mod random;
+mod read_async;
 pub mod scalar;
 pub mod shape;
 mod snapshot;
 pub mod testing;
 mod transfer;
+pub mod tuning;
 
 pub use array::Array;
 pub use compile::{Compiled, compile, compile_with_capacity};
 pub use device::{
-    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, DEFAULT_WAIT_TIMEOUT, Device, DeviceOptions,
-    OPTIONAL_FEATURES, parse_backend,
+    ADAPTER_ENV, AdapterDescription, BACKEND_ENV, COOPERATIVE_MATRIX_ENV, DEFAULT_WAIT_TIMEOUT,
+    Device, DeviceOptions, OPTIONAL_FEATURES, parse_backend,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Limit, Result};
@@ -55,11 +57,14 @@ pub use graph::eval::eval;
 pub use graph::explain::explain;
 pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeline, Origin};
 pub use ops::concat::{concatenate, stack};
+pub use ops::creation::{Indexing, PadMode, broadcast_arrays, meshgrid};
 pub use ops::elementwise::{promote_types, where_};
+pub use ops::linalg::TensordotAxes;
 pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
 pub use ops::shape::SplitSpec;
 pub use ops::topk::topk;
+pub use read_async::{EvalFuture, ReadFuture, eval_async};
 pub use scalar::{Operand, Scalar};
 pub use snapshot::{ArrayView, BufferSnapshot, MemorySnapshot};
 

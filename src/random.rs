@@ -31,8 +31,20 @@
 //! `log`, `sqrt`, `sin` and `cos`, whose accuracy WGSL bounds but does not
 //! fix. The underlying bits never differ.
 //!
-//! Every sampler is one node and one dispatch; the key may itself be lazy
-//! (the result of [`split`] and a slice of it, for example).
+//! - [`randint`]: 64 bits per element (words of block `b` under counter
+//!   `(b, stream, 0, 0)` and `(b, stream, 1, 0)`) scaled to the range by a
+//!   widened multiply-shift (Lemire 2019): `low + floor(w * (high - low) /
+//!   2^64)`, exact integer arithmetic, identical on every backend.
+//! - [`laplace`], [`gumbel`], [`truncated_normal`]: inversion of the CDF
+//!   at `u = (2 (word >> 9) + 1) 2^-24`, a float in (0, 1) that is never 0
+//!   or 1 and symmetric about 1/2, with wgarray's accurate `log`, `log1p`
+//!   and `erfinv` (wgsl/math.wgsl).
+//! - [`bernoulli`] and [`categorical`] are composed: `uniform < p`, and
+//!   `argmax(logits + gumbel)` (the Gumbel-max trick).
+//!
+//! Every sampler is one node and one dispatch (the composed ones a few);
+//! the key may itself be lazy (the result of [`split`] and a slice of it,
+//! for example).
 //!
 //! ```
 //! use wgarray::{DType, Device, Slice, random};
@@ -50,6 +62,7 @@
 
 use crate::graph::Primitive;
 use crate::graph::primitive::Distribution;
+use crate::shape::normalize_axis;
 use crate::{Array, DType, Device, Error, Result};
 
 /// A key from a seed (JAX `PRNGKey`): the u32 array `[seed >> 32, seed &
@@ -129,6 +142,14 @@ pub fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
 }
 
 fn check_float(op: &'static str, dtype: DType) -> Result<()> {
+    if dtype == DType::F64 {
+        return Err(Error::OpDType {
+            op,
+            dtype,
+            takes: "float32, float16 and bfloat16 (the sampler makes 24-bit uniforms; \
+                    cast with astype for float64)",
+        });
+    }
     if !dtype.is_float() {
         return Err(Error::DType {
             op,
@@ -243,4 +264,284 @@ pub fn normal(key: &Array, shape: &[usize], mean: f64, std: f64, dtype: DType) -
         std: std as f32,
     };
     Ok(sample(key, shape, dtype, dist, 0))
+}
+
+/// Uniform integers of `shape` in `[low, high)` under `key` (JAX
+/// `random.randint(key, shape, minval, maxval, dtype)`, MLX `randint`), as
+/// `dtype` (i32 or u32).
+///
+/// Each element takes 64 Philox bits `w` (see the module docs) and is
+/// `low + floor(w * (high - low) / 2^64)`: every value of the range is
+/// equally likely to within `(high - low) / 2^64` (MLX and JAX, from 32
+/// bits or a float, are biased by up to `(high - low) / 2^32`). Integer
+/// arithmetic only, so identical on every backend. One dispatch on eval.
+///
+/// # Errors
+/// As [`split`]; [`Error::DType`] unless `dtype` is i32 or u32;
+/// [`Error::InvalidArgument`] unless `low < high` and both lie in the
+/// dtype's range (`high` may be one past its largest value).
+#[track_caller]
+pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) -> Result<Array> {
+    crate::shape::check_shape("random::randint", shape)?;
+    check_key("random::randint", key)?;
+    let (min, max) = match dtype {
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::U32 => (0, u32::MAX as i64),
+        _ => {
+            return Err(Error::DType {
+                op: "random::randint",
+                dtype,
+                other: None,
+            });
+        }
+    };
+    if !(low < high && low >= min && high <= max + 1) {
+        return Err(Error::InvalidArgument(format!(
+            "random::randint: needs low < high within {dtype}'s range [{min}, {max}], \
+             got low={low}, high={high}"
+        )));
+    }
+    let dist = Distribution::Integer {
+        low: low as u32,
+        range: (high - low) as u64 as u32,
+    };
+    Ok(sample(key, shape, dtype, dist, 0))
+}
+
+/// Laplace (double exponential) floats of `shape` with location `loc` and
+/// scale `scale` under `key` (NumPy `laplace(loc, scale)`, JAX
+/// `random.laplace` scaled, MLX `laplace`), as `dtype` (f32, f16 or bf16):
+/// `loc - scale * sign(w) * log(1 - |w|)` for `w = 2u - 1` uniform in
+/// (-1, 1) (see the module docs), in f32, rounded to `dtype`. One dispatch.
+///
+/// # Errors
+/// As [`split`]; [`Error::DType`] for a non-float `dtype`;
+/// [`Error::InvalidArgument`] unless `loc` and `scale` are finite and
+/// `scale` positive.
+#[track_caller]
+pub fn laplace(key: &Array, shape: &[usize], loc: f64, scale: f64, dtype: DType) -> Result<Array> {
+    crate::shape::check_shape("random::laplace", shape)?;
+    check_key("random::laplace", key)?;
+    check_float("random::laplace", dtype)?;
+    if !(loc.is_finite() && scale.is_finite() && scale > 0.0) {
+        return Err(Error::InvalidArgument(format!(
+            "random::laplace: needs a finite loc and a finite scale > 0, got loc={loc}, scale={scale}"
+        )));
+    }
+    let dist = Distribution::Laplace {
+        loc: loc as f32,
+        scale: scale as f32,
+    };
+    Ok(sample(key, shape, dtype, dist, 0))
+}
+
+/// Standard Gumbel floats of `shape` under `key` (JAX `random.gumbel`, MLX
+/// `gumbel`), as `dtype` (f32, f16 or bf16): `-log(-log(u))` with `u`
+/// uniform in (0, 1) (see the module docs), so every value is finite
+/// (within about [-2.8, 16.6]); `-log(u)` is `-log1p(u - 1)` for `u >= 1/2`,
+/// accurate where `u` is near 1. One dispatch.
+///
+/// # Errors
+/// As [`split`]; [`Error::DType`] for a non-float `dtype`.
+#[track_caller]
+pub fn gumbel(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
+    crate::shape::check_shape("random::gumbel", shape)?;
+    check_key("random::gumbel", key)?;
+    check_float("random::gumbel", dtype)?;
+    Ok(sample(key, shape, dtype, Distribution::Gumbel, 0))
+}
+
+/// Standard normal floats of `shape` truncated to `(lower, upper)` under
+/// `key` (JAX `random.truncated_normal(key, lower, upper, shape)`, MLX
+/// `truncated_normal`; bounds in standard deviations, infinite bounds
+/// allowed), as `dtype` (f32, f16 or bf16).
+///
+/// Inversion of the normal CDF, as JAX and MLX, but in the tails with the
+/// complementary function: for `lower >= 0` the sample is
+/// `sqrt(2) erfinv(1 - q)` with `q` uniform between `erfc(upper/sqrt 2)`
+/// and `erfc(lower/sqrt 2)` and `erfinv`'s log taken of `q (2 - q)`, so a
+/// tail interval such as `(3, 6)` keeps f32's relative precision instead
+/// of the few values `erf` near 1 can tell apart; `upper <= 0` mirrors
+/// that. The CDF values come from f64 `erf`/`erfc` on the host (the `libm`
+/// crate). Results are clamped to the smallest and largest values of
+/// `dtype` strictly inside the bounds. One dispatch.
+///
+/// # Errors
+/// As [`split`]; [`Error::DType`] for a non-float `dtype`;
+/// [`Error::InvalidArgument`] unless `lower < upper` (neither NaN), the
+/// interval holds probability that f32 can resolve (roughly: within 13
+/// standard deviations of 0), and a value of `dtype` lies strictly inside.
+#[track_caller]
+pub fn truncated_normal(
+    key: &Array,
+    shape: &[usize],
+    lower: f64,
+    upper: f64,
+    dtype: DType,
+) -> Result<Array> {
+    crate::shape::check_shape("random::truncated_normal", shape)?;
+    check_key("random::truncated_normal", key)?;
+    check_float("random::truncated_normal", dtype)?;
+    let bad = |why: &str| {
+        Error::InvalidArgument(format!(
+            "random::truncated_normal over ({lower}, {upper}) as {dtype}: {why}"
+        ))
+    };
+    if lower.is_nan() || upper.is_nan() || lower >= upper {
+        return Err(bad("needs lower < upper"));
+    }
+    // The dtype's values strictly inside (lower, upper).
+    let inside = |x: f64, up: bool| -> f64 {
+        if x.is_infinite() {
+            let max = from_bits(step(to_bits(f64::INFINITY, dtype), dtype, false), dtype);
+            return if up { -max } else { max };
+        }
+        let mut b = to_bits(x, dtype);
+        let v = from_bits(b, dtype);
+        if (up && v <= x) || (!up && v >= x) {
+            b = step(b, dtype, up);
+        }
+        from_bits(b, dtype)
+    };
+    let (lo, hi) = (inside(lower, true), inside(upper, false));
+    if lo.is_nan() || hi.is_nan() || lo > hi {
+        return Err(bad("the dtype has no value strictly inside"));
+    }
+    let s = std::f64::consts::SQRT_2;
+    // (u at lower, u at upper) and the branch: erf in the middle, erfc in
+    // the tails, where 1 - erf keeps no precision.
+    let (ua, ub, tail) = if lower >= 0.0 {
+        (libm::erfc(lower / s), libm::erfc(upper / s), 1)
+    } else if upper <= 0.0 {
+        (libm::erfc(-upper / s), libm::erfc(-lower / s), 2)
+    } else {
+        (libm::erf(lower / s), libm::erf(upper / s), 0)
+    };
+    let (u0, du) = (ua as f32, (ub - ua) as f32);
+    if du == 0.0 || !du.is_finite() || (tail != 0 && u0.max(u0 + du) <= 0.0) {
+        return Err(bad("the interval holds no probability f32 can resolve"));
+    }
+    let dist = Distribution::TruncatedNormal {
+        u0,
+        du,
+        lo: lo as f32,
+        hi: hi as f32,
+        tail,
+    };
+    Ok(sample(key, shape, dtype, dist, 0))
+}
+
+/// Bernoulli draws: bool of `shape`, true with probability `p` (JAX
+/// `random.bernoulli(key, p, shape)`, MLX `bernoulli`; dropout's mask):
+/// `uniform(key, shape, 0, 1) < p` with the 24-bit uniform of [`uniform`],
+/// so `p` counts in steps of 2^-24 (`p = 0` is never, `p = 1` always).
+/// Two dispatches (the uniform draw, the comparison). For a `p` per element see
+/// [`bernoulli_with`].
+///
+/// # Errors
+/// As [`split`]; [`Error::InvalidArgument`] unless `0 <= p <= 1`.
+#[track_caller]
+pub fn bernoulli(key: &Array, p: f64, shape: &[usize]) -> Result<Array> {
+    crate::shape::check_shape("random::bernoulli", shape)?;
+    check_key("random::bernoulli", key)?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Error::InvalidArgument(format!(
+            "random::bernoulli: p must lie in [0, 1], got {p}"
+        )));
+    }
+    let u = uniform(key, shape, 0.0, 1.0, DType::F32)?;
+    u.less(p)
+}
+
+/// Bernoulli draws with a probability per element: `p` (any float or
+/// integer dtype, taken to f32) broadcast to `shape`, or `p`'s own shape
+/// for `None` (MLX `bernoulli(p, shape)`). As [`bernoulli`]; a `p` below 0
+/// (or NaN) never draws true and above 1 always does (the values are not
+/// checked: they are on the device).
+///
+/// # Errors
+/// [`Error::DeviceMismatch`]; as [`split`]; [`Error::ShapeMismatch`] when
+/// `p` does not broadcast to `shape`; [`Error::DType`] for a bool `p`.
+#[track_caller]
+pub fn bernoulli_with(key: &Array, p: &Array, shape: Option<&[usize]>) -> Result<Array> {
+    crate::ops::same_device("random::bernoulli", key, p)?;
+    let shape = shape.unwrap_or(p.shape()).to_vec();
+    crate::shape::check_shape("random::bernoulli", &shape)?;
+    check_key("random::bernoulli", key)?;
+    let pb = p.broadcast_to(&shape).map_err(|_| Error::ShapeMismatch {
+        op: "random::bernoulli",
+        lhs: p.shape().to_vec(),
+        rhs: shape.clone(),
+    })?;
+    if p.dtype() == DType::Bool {
+        return Err(Error::DType {
+            op: "random::bernoulli",
+            dtype: p.dtype(),
+            other: None,
+        });
+    }
+    let u = uniform(key, &shape, 0.0, 1.0, DType::F32)?;
+    u.less(&pb.astype(DType::F32)?)
+}
+
+/// Indices drawn from the categorical distributions `softmax(logits)`
+/// along `axis` (JAX `random.categorical`, MLX `categorical(logits, axis,
+/// num_samples)`): the token sampler of every text-generation loop. The
+/// result (u32) drops `axis`; with `num_samples`, it gains a last axis of
+/// that many independent draws per distribution.
+///
+/// The Gumbel-max trick (Gumbel 1954; as JAX and MLX): `argmax(logits +
+/// g)` with `g` standard [`gumbel`] noise in f32, so the logits need no
+/// normalisation and `-inf` marks an impossible category. Logits of any
+/// float dtype (added in f32). Three dispatches: the noise, the sum, the
+/// argmax. Zero samples, or an empty batch, give an empty result.
+///
+/// # Errors
+/// [`Error::DeviceMismatch`]; as [`split`]; [`Error::InvalidAxis`];
+/// [`Error::InvalidArgument`] when the axis is empty (no category to
+/// draw); [`Error::TooLarge`] for a result past `usize` elements;
+/// [`Error::DType`] for non-float logits.
+#[track_caller]
+pub fn categorical(
+    key: &Array,
+    logits: &Array,
+    axis: isize,
+    num_samples: Option<usize>,
+) -> Result<Array> {
+    crate::ops::same_device("random::categorical", key, logits)?;
+    check_key("random::categorical", key)?;
+    let a = normalize_axis("random::categorical", axis, logits.ndim())?;
+    if logits.shape()[a] == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "random::categorical: axis {axis} of `logits` (shape {:?}) is empty: no category to draw",
+            logits.shape()
+        )));
+    }
+    if let Some(s) = num_samples {
+        let mut shape = logits.shape().to_vec();
+        shape.push(s);
+        crate::shape::check_shape("random::categorical", &shape)?;
+    }
+    if !logits.dtype().is_float() {
+        return Err(Error::DType {
+            op: "random::categorical",
+            dtype: logits.dtype(),
+            other: None,
+        });
+    }
+    let mut x = logits.moveaxis(a as isize, -1)?;
+    if let Some(s) = num_samples {
+        let mut shape = x.shape().to_vec();
+        shape.insert(shape.len() - 1, s);
+        x = x.expand_dims(-2isize)?.broadcast_to(&shape)?;
+    }
+    let g = gumbel(key, x.shape(), DType::F32)?;
+    let y = (&x.astype(DType::F32)? + &g)?;
+    if y.size() == 0 {
+        // No draw to make (a zero-length batch axis or zero samples).
+        let mut shape = y.shape().to_vec();
+        shape.pop();
+        return Array::zeros(&shape, DType::U32, key.device());
+    }
+    y.argmax(Some(-1), false)
 }

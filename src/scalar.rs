@@ -11,12 +11,13 @@
 //! | array | bool scalar | integer scalar (`i32`, `u32`, `i64`, `usize`, ...) | float scalar (`f32`, `f64`, `f16`, `bf16`) |
 //! |---|---|---|---|
 //! | bool | bool | the scalar's type: i32 for signed, u32 for unsigned | f32 (the default float) |
-//! | i32, u32 | the array's | the array's | f32 (the default float) |
-//! | f32, f16, bf16 | the array's | the array's | the array's |
+//! | i8, u8, i16, u16, i32, u32 | the array's | the array's | f32 (the default float) |
+//! | f32, f16, bf16, f64 | the array's | the array's | the array's |
 //!
 //! The op then runs as it would on two arrays of those dtypes (so
 //! `i32 / 2` is f32, `x > 0` is bool). An integer scalar that the array's
-//! integer dtype cannot hold (`u32_array + -1`, `i32_array * 3_000_000_000u32`)
+//! integer dtype cannot hold (`u32_array + -1`, `i8_array + 200`,
+//! `i32_array * 3_000_000_000u32`)
 //! is refused with [`crate::Error::InvalidArgument`], as NumPy 2 refuses
 //! `uint32_array + -1`; a comparison with one has its answer anyway
 //! (`u32_array.greater(-1)` is all true), as in NumPy 2. Float scalars are rounded to the
@@ -41,7 +42,7 @@
 //! ([`Operand`]).
 //!
 //! A scalar never makes a buffer: it is recorded as a lazy 0-d
-//! [`crate::Array::full`] constant, which kernels read as a parameter word.
+//! [`crate::Array::full`] constant, which kernels read as a parameter.
 
 use std::fmt;
 
@@ -143,13 +144,15 @@ impl<S: Scalar> Operand for S {
     }
 }
 
-/// The most and least values of an integer dtype.
+/// The most and least values of an integer dtype (not bool: anything
+/// converts to bool as `!= 0`).
 fn int_range(dtype: DType) -> Option<(i128, i128)> {
-    match dtype {
-        DType::I32 => Some((i32::MIN as i128, i32::MAX as i128)),
-        DType::U32 => Some((0, u32::MAX as i128)),
-        _ => None,
+    if !dtype.is_integer() {
+        return None;
     }
+    dtype
+        .integer_range()
+        .map(|(lo, hi)| (i128::from(lo), i128::from(hi)))
 }
 
 impl Value {
@@ -185,38 +188,40 @@ impl Value {
         }
     }
 
-    /// The 32-bit word holding the value as `dtype` (twice over for 2-byte
-    /// dtypes): floats round to nearest even; floats into integers truncate
-    /// toward zero and saturate (NaN is 0), as `astype`; anything into bool
-    /// is `!= 0`.
+    /// The bits of the value as `dtype`, in the low
+    /// [`DType::size_in_bytes`] bytes (as [`DType::bits_of`] gives them):
+    /// floats round to nearest even (f64 keeps them); floats into integers
+    /// truncate toward zero and saturate (NaN is 0), as `astype`; anything
+    /// into bool is `!= 0`; an integer into an integer dtype is exact.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming `op` for an integer outside an
     /// integer dtype's range.
-    pub(crate) fn word(self, op: &'static str, dtype: DType) -> Result<u32> {
-        match (self, dtype) {
-            (Value::Int(i), DType::I32 | DType::U32) => {
+    pub(crate) fn bits(self, op: &'static str, dtype: DType) -> Result<u64> {
+        match self {
+            Value::Int(i) if dtype.is_integer() => {
                 if self.range_check(dtype) != std::cmp::Ordering::Equal {
                     return Err(Error::InvalidArgument(format!(
                         "{op}: the scalar {i} is out of range for {dtype} \
                          (NumPy 2 refuses it too); cast the array to a wider dtype first"
                     )));
                 }
-                Ok(i as u32)
+                let width = 8 * dtype.size_in_bytes() as u32;
+                Ok(i as u64 & (u64::MAX >> (64 - width)))
             }
-            _ => Ok(crate::array::dtype_word(self.to_f64(), dtype)),
+            _ => Ok(dtype.bits_of(self.to_f64())),
         }
     }
 
     /// The value as a lazy 0-d constant of `dtype` on `device` (no buffer:
-    /// kernels read it as a parameter word).
+    /// kernels read it as a parameter).
     ///
     /// # Errors
-    /// As [`Value::word`].
+    /// As [`Value::bits`].
     #[track_caller]
     pub(crate) fn constant(self, op: &'static str, dtype: DType, device: &Device) -> Result<Array> {
-        let word = self.word(op, dtype)?;
-        Ok(Array::full_word(&[], word, dtype, device))
+        let bits = self.bits(op, dtype)?;
+        Ok(Array::full_bits(&[], bits, dtype, device))
     }
 }
 
@@ -255,15 +260,30 @@ mod tests {
     }
 
     #[test]
-    fn words_are_exact_and_out_of_range_integers_are_refused() {
-        assert_eq!((-1i32).value().word("t", DType::I32).unwrap(), u32::MAX);
-        assert_eq!(u32::MAX.value().word("t", DType::U32).unwrap(), u32::MAX);
-        assert!((-1i32).value().word("t", DType::U32).is_err());
-        assert!(3_000_000_000u32.value().word("t", DType::I32).is_err());
+    fn bits_are_exact_and_out_of_range_integers_are_refused() {
+        assert_eq!((-1i32).value().bits("t", DType::I32).unwrap(), 0xffff_ffff);
+        assert_eq!(u32::MAX.value().bits("t", DType::U32).unwrap(), 0xffff_ffff);
+        assert_eq!((-1i32).value().bits("t", DType::I8).unwrap(), 0xff);
+        assert_eq!((-2i32).value().bits("t", DType::I16).unwrap(), 0xfffe);
+        assert_eq!(255u32.value().bits("t", DType::U8).unwrap(), 0xff);
+        assert!((-1i32).value().bits("t", DType::U32).is_err());
+        assert!((-1i32).value().bits("t", DType::U8).is_err());
+        assert!(128i32.value().bits("t", DType::I8).is_err());
+        assert!(65536u32.value().bits("t", DType::U16).is_err());
+        assert!(3_000_000_000u32.value().bits("t", DType::I32).is_err());
         assert_eq!(
-            16777217i32.value().word("t", DType::F32).unwrap(),
-            16777216f32.to_bits()
+            16777217i32.value().bits("t", DType::F32).unwrap(),
+            u64::from(16777216f32.to_bits())
         );
-        assert_eq!(1.5f64.value().word("t", DType::Bool).unwrap(), 1);
+        assert_eq!(
+            16777217i32.value().bits("t", DType::F64).unwrap(),
+            16777217f64.to_bits()
+        );
+        assert_eq!(
+            0.1f64.value().bits("t", DType::F64).unwrap(),
+            0.1f64.to_bits()
+        );
+        assert_eq!(1.5f64.value().bits("t", DType::Bool).unwrap(), 1);
+        assert_eq!(7i32.value().bits("t", DType::Bool).unwrap(), 1);
     }
 }

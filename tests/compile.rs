@@ -309,3 +309,39 @@ fn explain_lists_fused_kernels() -> R {
     assert!(text.starts_with("4 kernels"), "{text}");
     Ok(())
 }
+
+#[test]
+fn a_compiled_chain_fuses_like_the_eager_one() -> R {
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let chain = |x: &Array| -> wgarray::Result<Array> {
+        let mut y = x.clone();
+        for i in 0..100 {
+            y = (&y + (i % 3) as f32)?;
+        }
+        Ok(y)
+    };
+    let g = compile(move |x: &[Array]| Ok(vec![chain(&x[0])?]));
+    let x = f(&d, &[0.5, -1.0, 2.0], &[3]);
+    let eager = {
+        let y = chain(&x)?;
+        let before = d.dispatches();
+        y.eval()?;
+        d.dispatches() - before
+    };
+    for _ in 0..2 {
+        let before = d.dispatches();
+        let y = g.call(&[&x])?.remove(0);
+        // Scalars stay constants of the tape (parameter words), not buffers.
+        assert_eq!(d.dispatches() - before, eager, "{}", g.explain(&[&x])?);
+        close(&y.to_vec::<f32>()?, &[99.5, 98.0, 101.0]);
+    }
+    assert_eq!(eager, 1);
+    Ok(())
+}
+
+#[test]
+fn a_handle_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<wgarray::Compiled>();
+}

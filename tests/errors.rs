@@ -27,7 +27,7 @@ fn kind<T: std::fmt::Debug>(r: &Result<T>) -> &'static str {
             },
         ) => "shape",
         Err(Error::InvalidArgument(m)) if m.contains("dimension") => "shape",
-        Err(Error::DType { .. }) => "dtype",
+        Err(Error::DType { .. } | Error::OpDType { .. }) => "dtype",
         Err(Error::MissingFeature { .. }) => "feature",
         Err(e) => panic!("unexpected error {e:?}"),
     }

@@ -44,6 +44,7 @@ impl Drop for Scratch {
 }
 
 /// One tensor as the file holds it: dtype, shape, little-endian bytes.
+#[derive(Clone)]
 struct HostTensor {
     name: String,
     dtype: FileDType,
@@ -84,6 +85,19 @@ fn random_tensor(rng: &mut Rng, name: &str, dtype: FileDType, shape: &[usize]) -
         FileDType::F64 => (0..n)
             .flat_map(|_| (rng.f32() as f64).to_le_bytes())
             .collect(),
+        FileDType::F8_E4M3 | FileDType::U8 | FileDType::I8 => {
+            (0..n).map(|_| rng.next_u64() as u8).collect()
+        }
+        FileDType::U16 | FileDType::I16 => (0..n)
+            .flat_map(|_| (rng.next_u64() as u16).to_le_bytes())
+            .collect(),
+        // In the 32-bit range (by sign extension for I64).
+        FileDType::I64 => (0..n)
+            .flat_map(|_| (rng.next_u64() as i32 as i64).to_le_bytes())
+            .collect(),
+        FileDType::U64 => (0..n)
+            .flat_map(|_| (rng.next_u64() as u32 as u64).to_le_bytes())
+            .collect(),
         other => panic!("no generator for {other:?}"),
     };
     HostTensor {
@@ -103,37 +117,26 @@ fn write_with_crate(path: &Path, tensors: &[HostTensor], meta: Option<HashMap<St
 /// read back through the typed API (an independent path from the file
 /// writer's raw copy).
 fn file_bytes_of(a: &Array) -> Vec<u8> {
+    macro_rules! le {
+        ($t:ty) => {
+            a.to_vec::<$t>()
+                .unwrap()
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect()
+        };
+    }
     match a.dtype() {
-        DType::F32 => a
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
-        DType::F16 => a
-            .to_vec::<f16>()
-            .unwrap()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
-        DType::BF16 => a
-            .to_vec::<bf16>()
-            .unwrap()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
-        DType::I32 => a
-            .to_vec::<i32>()
-            .unwrap()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
-        DType::U32 => a
-            .to_vec::<u32>()
-            .unwrap()
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect(),
+        DType::F32 => le!(f32),
+        DType::F16 => le!(f16),
+        DType::BF16 => le!(bf16),
+        DType::F64 => le!(f64),
+        DType::I32 => le!(i32),
+        DType::U32 => le!(u32),
+        DType::I16 => le!(i16),
+        DType::U16 => le!(u16),
+        DType::I8 => le!(i8),
+        DType::U8 => le!(u8),
         DType::Bool => a
             .to_vec::<bool>()
             .unwrap()
@@ -151,6 +154,11 @@ fn dtype_of(d: FileDType) -> DType {
         FileDType::I32 => DType::I32,
         FileDType::U32 => DType::U32,
         FileDType::BOOL => DType::Bool,
+        FileDType::I8 => DType::I8,
+        FileDType::U8 => DType::U8,
+        FileDType::I16 => DType::I16,
+        FileDType::U16 => DType::U16,
+        FileDType::F64 => DType::F64,
         other => panic!("{other:?}"),
     }
 }
@@ -163,14 +171,24 @@ fn every_dtype_round_trips_through_files_of_the_safetensors_crate() {
     let device = device();
     let dir = Scratch::new("round-trip");
     let mut rng = Rng::new(7);
-    let dtypes = [
+    let mut dtypes = vec![
         FileDType::F32,
         FileDType::F16,
         FileDType::BF16,
         FileDType::I32,
         FileDType::U32,
         FileDType::BOOL,
+        FileDType::I8,
+        FileDType::U8,
+        FileDType::I16,
+        FileDType::U16,
     ];
+    if device
+        .features()
+        .contains(wgarray::wgpu::Features::SHADER_F64 | wgarray::wgpu::Features::SHADER_INT64)
+    {
+        dtypes.push(FileDType::F64);
+    }
     let shapes: [&[usize]; 6] = [&[1], &[7], &[3, 11], &[1025], &[], &[0, 3]];
     let mut tensors = Vec::new();
     for (i, &d) in dtypes.iter().enumerate() {
@@ -486,19 +504,19 @@ fn bad_files_are_typed_errors_and_leave_nothing_on_the_device() {
         &mixed,
         &[
             random_tensor(&mut rng, "ok", FileDType::F32, &[7]),
-            random_tensor(&mut rng, "doubles", FileDType::F64, &[3]),
+            random_tensor(&mut rng, "fp8", FileDType::F8_E4M3, &[3]),
         ],
         None,
     );
     match load_safetensors(&mixed, &device).unwrap_err() {
         Error::UnsupportedDType { tensor, dtype, .. } => {
-            assert_eq!((tensor.as_str(), dtype.as_str()), ("doubles", "F64"));
+            assert_eq!((tensor.as_str(), dtype.as_str()), ("fp8", "F8_E4M3"));
         }
         e => panic!("{e}"),
     }
     let file = SafetensorsFile::open(&mixed).unwrap();
     assert!(matches!(
-        file.load("doubles", &device),
+        file.load("fp8", &device),
         Err(Error::UnsupportedDType { .. })
     ));
     assert!(matches!(
@@ -696,4 +714,86 @@ fn from_slice_round_trips_every_dtype_at_odd_sizes() {
         );
     }
     common::assert_empty(&device);
+}
+
+/// PyTorch's int64 tensors (and uint64) load as int32 (uint32), every
+/// value checked: one that does not fit is named by tensor, index and
+/// value, and nothing of the file stays on the device. float64 without
+/// `SHADER_F64` is `MissingFeature`.
+#[test]
+fn int64_tensors_narrow_with_a_range_check() {
+    let device = device();
+    let dir = Scratch::new("int64");
+    let mut rng = Rng::new(64);
+    let ok = [
+        random_tensor(&mut rng, "ids", FileDType::I64, &[3, 11]),
+        random_tensor(&mut rng, "counts", FileDType::U64, &[1025]),
+    ];
+    let path = dir.path("ok.safetensors");
+    write_with_crate(&path, &ok, None);
+    let loaded = load_safetensors(&path, &device).unwrap();
+    let ids = &loaded["ids"];
+    assert_eq!((ids.dtype(), ids.shape()), (DType::I32, &[3usize, 11][..]));
+    let want: Vec<i64> = ok[0]
+        .bytes
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(ids.to_vec::<i64>().unwrap(), want);
+    let counts = &loaded["counts"];
+    assert_eq!(counts.dtype(), DType::U32);
+    let want: Vec<u64> = ok[1]
+        .bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(counts.to_vec::<u64>().unwrap(), want);
+    drop(loaded);
+    common::assert_empty(&device);
+
+    // Element 5 of `big` is 2^31: named, and `ids` before it is not
+    // uploaded either.
+    let mut big = random_tensor(&mut rng, "big", FileDType::I64, &[7]);
+    big.bytes[40..48].copy_from_slice(&(1i64 << 31).to_le_bytes());
+    let bad = dir.path("bad.safetensors");
+    write_with_crate(&bad, &[ok[0].clone(), big], None);
+    match load_safetensors(&bad, &device).unwrap_err() {
+        e @ Error::OutOfRange { .. } => {
+            let msg = e.to_string();
+            let Error::OutOfRange {
+                tensor,
+                index,
+                value,
+                dtype,
+                ..
+            } = e
+            else {
+                unreachable!()
+            };
+            assert_eq!(
+                (tensor.as_deref(), index, value, dtype),
+                (Some("big"), 5, 1 << 31, DType::I32)
+            );
+            assert!(msg.contains("big") && msg.contains("2147483648"), "{msg}");
+        }
+        e => panic!("{e}"),
+    }
+    common::assert_empty(&device);
+
+    if !device
+        .features()
+        .contains(wgarray::wgpu::Features::SHADER_F64)
+    {
+        let doubles = dir.path("doubles.safetensors");
+        write_with_crate(
+            &doubles,
+            &[random_tensor(&mut rng, "d", FileDType::F64, &[3])],
+            None,
+        );
+        assert!(matches!(
+            load_safetensors(&doubles, &device),
+            Err(Error::MissingFeature { .. })
+        ));
+        common::assert_empty(&device);
+    }
 }

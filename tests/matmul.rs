@@ -344,13 +344,20 @@ fn bf16_inputs_accumulate_in_f32_on_every_adapter() {
 }
 
 #[test]
-fn mixed_and_integer_dtypes_are_rejected() {
+fn mixed_dtypes_bool_and_integer_addmm_are_rejected() {
     let device = device();
     let a = Array::zeros(&[2, 2], DType::F32, &device).unwrap();
     let b = Array::zeros(&[2, 2], DType::BF16, &device).unwrap();
     let i = Array::zeros(&[2, 2], DType::I32, &device).unwrap();
+    let t = Array::zeros(&[2, 2], DType::Bool, &device).unwrap();
     assert!(matches!(a.matmul(&b), Err(Error::DType { .. })));
-    assert!(matches!(i.matmul(&i), Err(Error::DType { .. })));
+    // Integers take the exact path (tests/dtypes.rs), but not with floats.
+    assert!(matches!(i.matmul(&a), Err(Error::DType { .. })));
+    assert!(matches!(t.matmul(&t), Err(Error::DType { .. })));
+    assert!(matches!(
+        i.addmm(&i, &i, 1.0, 1.0),
+        Err(Error::OpDType { op: "addmm", .. })
+    ));
     assert!(matches!(
         b.addmm(&a, &a, 1.0, 1.0),
         Err(Error::DType { .. })

@@ -943,7 +943,7 @@ fn every_op_records_the_callers_location() {
         x.slice(&[Slice::range(1, 5), Slice::step(2)]),
         x.broadcast_to(&[2, 7, 33]),
         x.expand_dims(0).and_then(|e| e.squeeze(Axes::All)),
-        Ok(x.flatten()),
+        Ok(x.ravel()),
         x.swapaxes(0, 1),
         x.take(&idx, Some(1)),
         x.contiguous(),

@@ -120,7 +120,31 @@ fn other_dtypes_and_odd_sizes() {
         let t = bits.t();
         let x = Array::from_ndarray(&t, &device).unwrap();
         assert_eq!(x.to_vec::<bool>().unwrap(), logical(&t));
+
+        // Packed small integers from strided views.
+        let bytes = Array2::from_shape_fn((3, n), |_| rng.next_u64() as i8);
+        let rev = bytes.slice(s![.., ..;-1]);
+        let x = Array::from_ndarray(&rev, &device).unwrap();
+        assert_eq!(x.dtype(), DType::I8);
+        assert_eq!(x.to_ndarray::<i8, Ix2>().unwrap(), rev);
+        let shorts = Array2::from_shape_fn((n, 3), |_| rng.next_u64() as u16);
+        let t = shorts.t();
+        let x = Array::from_ndarray(&t, &device).unwrap();
+        assert_eq!(x.to_vec::<u16>().unwrap(), logical(&t));
+        // i64 narrows to i32, checked in logical order.
+        let wide = Array2::from_shape_fn((n, 2), |(i, j)| i as i64 * 3 - j as i64 * 1000);
+        let t = wide.t();
+        let x = Array::from_ndarray(&t, &device).unwrap();
+        assert_eq!(x.dtype(), DType::I32);
+        assert_eq!(x.to_vec::<i64>().unwrap(), logical(&t));
     }
+    let mut wide = Array2::<i64>::zeros((3, 4));
+    wide[[2, 1]] = -(1 << 35);
+    let t = wide.t();
+    assert!(matches!(
+        Array::from_ndarray(&t, &device),
+        Err(wgarray::Error::OutOfRange { index: 5, .. })
+    ));
     // 0-dimensional.
     let scalar = ndarray::arr0(2.5f32);
     let x = Array::from_ndarray(&scalar, &device).unwrap();

@@ -79,12 +79,18 @@ fn device_bits_give_the_known_answer_for_key_zero_counter_zero() {
 fn the_kernels_philox_function_gives_all_three_known_answers_on_the_device() {
     // The counters of two vectors are out of reach of the public stream
     // (counter word 1 is the stream tag), so run the kernel's own WGSL
-    // functions, cut from wgsl/random.wgsl, on arbitrary counters.
+    // functions, cut from wgsl/random.wgsl (and the 64-bit product from
+    // wgsl/math.wgsl), on arbitrary counters.
     let src = include_str!("../wgsl/random.wgsl");
-    let start = src.find("fn mulhilo").expect("mulhilo in random.wgsl");
+    let start = src.find("fn philox4x32_10").expect("philox in random.wgsl");
     let end = src.find("// A float in [0, 1)").expect("end marker");
+    let math = include_str!("../wgsl/math.wgsl");
+    let wide = &math[math
+        .find("fn mul_u32_wide")
+        .expect("mul_u32_wide in math.wgsl")..];
+    let wide = &wide[..wide.find("\n}\n").expect("its end") + 3];
     let kernel = format!(
-        "{}\n\
+        "{wide}\n{}\n\
          @group(0) @binding(0) var<storage, read> ctr: array<u32>;\n\
          @group(0) @binding(1) var<storage, read> key: array<u32>;\n\
          @group(0) @binding(2) var<storage, read_write> out: array<u32>;\n\
@@ -401,4 +407,451 @@ fn random_arrays_release_everything() {
         drop((u, z));
     }
     assert_empty(&d);
+}
+
+// ---- the samplers of issue 21 ----
+
+/// `(2 (w >> 9) + 1) 2^-24`: the open unit interval of the module docs.
+fn open_unit(w: u32) -> f64 {
+    ((w >> 9) as f64 + 0.5) / 8_388_608.0
+}
+
+/// Kolmogorov-Smirnov distance of `v` from the CDF `cdf`.
+fn ks_distance(v: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = s.len() as f64;
+    s.iter().enumerate().fold(0.0f64, |d, (i, &x)| {
+        let f = cdf(x);
+        d.max(f - i as f64 / n).max((i + 1) as f64 / n - f)
+    })
+}
+
+/// The KS critical distance at significance 0.001 for `n` samples.
+fn ks_critical(n: usize) -> f64 {
+    1.95 / (n as f64).sqrt()
+}
+
+/// Pearson's chi-square of `counts` against `probs` (expected counts n p).
+fn chi_square(counts: &[u64], probs: &[f64]) -> f64 {
+    let n: u64 = counts.iter().sum();
+    counts
+        .iter()
+        .zip(probs)
+        .map(|(&c, &p)| {
+            let e = n as f64 * p;
+            (c as f64 - e).powi(2) / e
+        })
+        .sum()
+}
+
+/// The 99.9th percentile of chi-square with `k` degrees of freedom
+/// (Wilson-Hilferty).
+fn chi_square_critical(k: usize) -> f64 {
+    let k = k as f64;
+    let z = 3.090; // the 0.999 quantile of the standard normal
+    k * (1.0 - 2.0 / (9.0 * k) + z * (2.0 / (9.0 * k)).sqrt()).powi(3)
+}
+
+/// randint bit for bit against the documented transform (64 bits from
+/// counters (b, 0, 0, 0) and (b, 0, 1, 0), widened multiply-shift), in
+/// i32 and u32, over small, negative, and full ranges; and uniform by
+/// chi-square at a fixed key.
+#[test]
+fn randint_is_the_documented_transform_and_uniform() {
+    let d = device();
+    let seed = 77;
+    let k = random::key(seed, &d).unwrap();
+    let n = 1025;
+    let cases: [(i64, i64, DType); 6] = [
+        (0, 7, DType::I32),
+        (-5, 6, DType::I32),
+        (i32::MIN as i64, i32::MAX as i64 + 1, DType::I32),
+        (3, 1_000_003, DType::U32),
+        (0, 1 << 32, DType::U32),
+        (4_000_000_000, 4_000_000_001, DType::U32),
+    ];
+    for (low, high, dtype) in cases {
+        let x = random::randint(&k, &[n], low, high, dtype).unwrap();
+        assert_eq!(x.dtype(), dtype);
+        let got = x.to_f64_vec().unwrap();
+        let range = (high - low) as u128;
+        for (e, &g) in got.iter().enumerate() {
+            let b = (e / 4) as u32;
+            let hi = philox([b, 0, 0, 0], key_words(seed))[e % 4] as u128;
+            let lo = philox([b, 0, 1, 0], key_words(seed))[e % 4] as u128;
+            let want = low + (((hi << 32 | lo) * range) >> 64) as i64;
+            assert_eq!(g as i64, want, "randint({low}, {high}) {dtype}[{e}]");
+        }
+    }
+    // Ten values, 100003 draws: chi-square with 9 degrees of freedom.
+    let m = 100_003;
+    let v = random::randint(&k, &[m], 10, 20, DType::I32)
+        .unwrap()
+        .to_vec::<i32>()
+        .unwrap();
+    let mut counts = [0u64; 10];
+    for x in v {
+        assert!((10..20).contains(&x));
+        counts[(x - 10) as usize] += 1;
+    }
+    let chi = chi_square(&counts, &[0.1; 10]);
+    assert!(chi < chi_square_critical(9), "chi-square {chi}: {counts:?}");
+}
+
+#[test]
+fn laplace_and_gumbel_follow_their_cdfs() {
+    let d = device();
+    let seed = 31;
+    let k = random::key(seed, &d).unwrap();
+    let n = 100_003;
+    let w = host_bits(key_words(seed), 4096, 0);
+    // Laplace(loc 1.5, scale 2).
+    let (loc, scale) = (1.5, 2.0);
+    let v = random::laplace(&k, &[n], loc, scale, DType::F32)
+        .unwrap()
+        .to_f64_vec()
+        .unwrap();
+    for (i, &x) in w.iter().enumerate() {
+        let t = 2.0 * open_unit(x) - 1.0;
+        let want = loc - scale * t.signum() * (1.0 - t.abs()).ln();
+        assert!(
+            (v[i] - want).abs() <= 1e-6 * (1.0 + want.abs()),
+            "laplace[{i}]: {} vs {want}",
+            v[i]
+        );
+    }
+    let (m, var) = mean_and_variance(&v, 0.0);
+    assert!((m - loc).abs() < 0.05, "laplace mean {m}");
+    assert!((var - 2.0 * scale * scale).abs() < 0.2, "laplace var {var}");
+    let cdf = |x: f64| {
+        let z = (x - loc) / scale;
+        if z < 0.0 {
+            0.5 * z.exp()
+        } else {
+            1.0 - 0.5 * (-z).exp()
+        }
+    };
+    let ks = ks_distance(&v, cdf);
+    assert!(ks < ks_critical(n), "laplace KS {ks}");
+    // Standard Gumbel.
+    let g = random::gumbel(&k, &[n], DType::F32)
+        .unwrap()
+        .to_f64_vec()
+        .unwrap();
+    for (i, &x) in w.iter().enumerate() {
+        let want = -(-open_unit(x).ln()).ln();
+        assert!(
+            (g[i] - want).abs() <= 2e-6 * (1.0 + want.abs()),
+            "gumbel[{i}]: {} vs {want}",
+            g[i]
+        );
+    }
+    assert!(g.iter().all(|x| x.is_finite()));
+    let (m, var) = mean_and_variance(&g, 0.0);
+    assert!((m - 0.577_215_664_9).abs() < 0.02, "gumbel mean {m}");
+    assert!(
+        (var - std::f64::consts::PI.powi(2) / 6.0).abs() < 0.05,
+        "gumbel var {var}"
+    );
+    let ks = ks_distance(&g, |x| (-(-x).exp()).exp());
+    assert!(ks < ks_critical(n), "gumbel KS {ks}");
+    // 16-bit dtypes: moments.
+    for dtype in [DType::F16, DType::BF16] {
+        let v = random::laplace(&k, &[n], 0.0, 1.0, dtype).unwrap();
+        assert_eq!(v.dtype(), dtype);
+        let (m, var) = mean_and_variance(&v.to_f64_vec().unwrap(), 0.0);
+        assert!(
+            m.abs() < 0.03 && (var - 2.0).abs() < 0.1,
+            "{dtype}: {m} {var}"
+        );
+        let g = random::gumbel(&k, &[n], dtype)
+            .unwrap()
+            .to_f64_vec()
+            .unwrap();
+        let (m, _) = mean_and_variance(&g, 0.0);
+        assert!((m - 0.5772).abs() < 0.03, "{dtype}: gumbel mean {m}");
+    }
+}
+
+/// The standard normal CDF.
+fn phi(x: f64) -> f64 {
+    0.5 * libm::erfc(-x / std::f64::consts::SQRT_2)
+}
+
+#[test]
+fn truncated_normal_stays_inside_and_follows_its_cdf() {
+    let d = device();
+    let k = random::key(123, &d).unwrap();
+    let n = 100_003;
+    let inf = f64::INFINITY;
+    for (a, b) in [
+        (-2.0, 2.0),
+        (3.0, 6.0),
+        (-inf, -1.0),
+        (-1.0, inf),
+        (-inf, inf),
+        (0.5, 0.75),
+        (-8.0, -7.5),
+    ] {
+        let v = random::truncated_normal(&k, &[n], a, b, DType::F32)
+            .unwrap()
+            .to_f64_vec()
+            .unwrap();
+        assert!(
+            v.iter().all(|&x| a < x && x < b),
+            "({a}, {b}): a value outside"
+        );
+        // The CDF of the truncated law, the tails by erfc.
+        let (pa, pb) = (phi(a), phi(b));
+        let cdf = |x: f64| {
+            if a >= 0.0 {
+                let q = |t: f64| 0.5 * libm::erfc(t / std::f64::consts::SQRT_2);
+                (q(a) - q(x)) / (q(a) - q(b))
+            } else {
+                (phi(x) - pa) / (pb - pa)
+            }
+        };
+        let ks = ks_distance(&v, cdf);
+        assert!(ks < ks_critical(n), "({a}, {b}): KS {ks}");
+    }
+    for dtype in [DType::F16, DType::BF16] {
+        for (a, b) in [(-2.0, 2.0), (1.0, 1.01)] {
+            let v = random::truncated_normal(&k, &[4099], a, b, dtype).unwrap();
+            assert_eq!(v.dtype(), dtype);
+            assert!(
+                v.to_f64_vec().unwrap().iter().all(|&x| a < x && x < b),
+                "{dtype} ({a}, {b})"
+            );
+        }
+    }
+}
+
+#[test]
+fn bernoulli_with_a_scalar_and_an_array_of_probabilities() {
+    let d = device();
+    let seed = 8;
+    let k = random::key(seed, &d).unwrap();
+    let n = 100_003;
+    let v = random::bernoulli(&k, 0.3, &[n]).unwrap();
+    assert_eq!(v.dtype(), DType::Bool);
+    let v = v.to_vec::<bool>().unwrap();
+    // Exactly `uniform < p` on the 24-bit uniform.
+    let w = host_bits(key_words(seed), 2048, 0);
+    for (i, &x) in w.iter().enumerate() {
+        assert_eq!(v[i], unit(x) < 0.3f32, "[{i}]");
+    }
+    let p = v.iter().filter(|&&b| b).count() as f64 / n as f64;
+    assert!((p - 0.3).abs() < 0.005, "frequency {p}");
+    assert!(
+        random::bernoulli(&k, 0.0, &[999])
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap()
+            .iter()
+            .all(|b| !b)
+    );
+    assert!(
+        random::bernoulli(&k, 1.0, &[999])
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap()
+            .iter()
+            .all(|&b| b)
+    );
+    // A probability per column, broadcast over rows.
+    let probs = [0.0f32, 0.1, 0.5, 0.9, 1.0];
+    let pa = Array::from_slice(&probs, &[1, 5], &d).unwrap();
+    let rows = 20_000;
+    let m = random::bernoulli_with(&k, &pa, Some(&[rows, 5])).unwrap();
+    assert_eq!(m.shape(), &[rows, 5]);
+    let m = m.to_vec::<bool>().unwrap();
+    for (j, &p) in probs.iter().enumerate() {
+        let f = (0..rows).filter(|&r| m[r * 5 + j]).count() as f64 / rows as f64;
+        assert!((f - p as f64).abs() < 0.015, "column {j}: {f} vs {p}");
+    }
+    // p's own shape when none is given; f16 probabilities.
+    let ph = pa.astype(DType::F16).unwrap();
+    assert_eq!(
+        random::bernoulli_with(&k, &ph, None).unwrap().shape(),
+        &[1, 5]
+    );
+}
+
+#[test]
+fn categorical_samples_softmax_of_the_logits() {
+    let d = device();
+    let k = random::key(2024, &d).unwrap();
+    let probs = [0.1f64, 0.2, 0.0, 0.7];
+    let logits: Vec<f32> = probs.iter().map(|&p| (p as f32).ln()).collect();
+    // Two distributions along axis 0 (the second one shifted by +3: the
+    // same probabilities), as columns of a [4, 2] array.
+    let mut cols = Vec::new();
+    for &l in &logits {
+        cols.push(l);
+        cols.push(l + 3.0);
+    }
+    let x = Array::from_slice(&cols, &[4, 2], &d).unwrap();
+    let s = 40_000;
+    let draws = random::categorical(&k, &x, 0, Some(s)).unwrap();
+    assert_eq!(
+        (draws.dtype(), draws.shape()),
+        (DType::U32, &[2usize, s][..])
+    );
+    let v = draws.to_vec::<u32>().unwrap();
+    for row in 0..2 {
+        let mut counts = [0u64; 4];
+        for &c in &v[row * s..(row + 1) * s] {
+            counts[c as usize] += 1;
+        }
+        assert_eq!(counts[2], 0, "a category of probability 0 was drawn");
+        let chi = chi_square(&[counts[0], counts[1], counts[3]], &[0.1, 0.2, 0.7]);
+        assert!(
+            chi < chi_square_critical(2),
+            "row {row}: chi-square {chi}: {counts:?}"
+        );
+    }
+    // One draw per row of a batch of logits along the last axis, in
+    // every float dtype; the same key gives the same tokens.
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        let l = Array::from_slice(&[0.0f32, 0.0, 50.0, 0.0, 60.0, 0.0], &[2, 3], &d)
+            .unwrap()
+            .astype(dtype)
+            .unwrap();
+        let t = random::categorical(&k, &l, -1, None).unwrap();
+        assert_eq!(t.shape(), &[2]);
+        assert_eq!(t.to_vec::<u32>().unwrap(), vec![2, 1], "{dtype}");
+    }
+    let a = random::categorical(&k, &x.transpose(), -1, Some(7)).unwrap();
+    let b = random::categorical(&k, &x.transpose(), -1, Some(7)).unwrap();
+    assert_eq!(a.to_vec::<u32>().unwrap(), b.to_vec::<u32>().unwrap());
+    // Zero samples, or an empty batch: an empty result.
+    assert_eq!(
+        random::categorical(&k, &x, 0, Some(0)).unwrap().shape(),
+        &[2, 0]
+    );
+    let e = Array::zeros(&[0, 3], DType::F32, &d).unwrap();
+    assert_eq!(random::categorical(&k, &e, 1, None).unwrap().shape(), &[0]);
+}
+
+#[test]
+fn new_sampler_errors_name_the_op_and_leave_nothing() {
+    let d = device();
+    {
+        let k = random::key(1, &d).unwrap();
+        let bad = |r: wgarray::Result<Array>, op: &str| match r {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains(op), "{m}"),
+            other => panic!(
+                "{op}: expected InvalidArgument, got {:?}",
+                other.map(|a| a.shape().to_vec())
+            ),
+        };
+        bad(random::randint(&k, &[3], 5, 5, DType::I32), "randint");
+        bad(random::randint(&k, &[3], -1, 5, DType::U32), "randint");
+        bad(
+            random::randint(&k, &[3], 0, (1i64 << 31) + 1, DType::I32),
+            "randint",
+        );
+        assert!(matches!(
+            random::randint(&k, &[3], 0, 5, DType::F32),
+            Err(Error::DType {
+                op: "random::randint",
+                ..
+            })
+        ));
+        bad(random::laplace(&k, &[3], 0.0, 0.0, DType::F32), "laplace");
+        bad(
+            random::laplace(&k, &[3], f64::NAN, 1.0, DType::F32),
+            "laplace",
+        );
+        assert!(matches!(
+            random::gumbel(&k, &[3], DType::U32),
+            Err(Error::DType {
+                op: "random::gumbel",
+                ..
+            })
+        ));
+        bad(
+            random::truncated_normal(&k, &[3], 1.0, 1.0, DType::F32),
+            "truncated_normal",
+        );
+        bad(
+            random::truncated_normal(&k, &[3], f64::NAN, 1.0, DType::F32),
+            "truncated_normal",
+        );
+        bad(
+            random::truncated_normal(&k, &[3], 40.0, 50.0, DType::F32),
+            "truncated_normal",
+        );
+        bad(
+            random::truncated_normal(&k, &[3], 1.0, 1.001, DType::BF16),
+            "truncated_normal",
+        );
+        bad(random::bernoulli(&k, 1.5, &[3]), "bernoulli");
+        let bools = Array::zeros(&[3], DType::Bool, &d).unwrap();
+        assert!(matches!(
+            random::bernoulli_with(&k, &bools, None),
+            Err(Error::DType {
+                op: "random::bernoulli",
+                ..
+            })
+        ));
+        let p = Array::zeros(&[3], DType::F32, &d).unwrap();
+        assert!(matches!(
+            random::bernoulli_with(&k, &p, Some(&[4])),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        let logits = Array::zeros(&[2, 0], DType::F32, &d).unwrap();
+        bad(random::categorical(&k, &logits, -1, None), "categorical");
+        assert!(matches!(
+            random::categorical(&k, &logits, 2, None),
+            Err(Error::InvalidAxis { .. })
+        ));
+        let ints = Array::zeros(&[2, 3], DType::I32, &d).unwrap();
+        assert!(matches!(
+            random::categorical(&k, &ints, -1, None),
+            Err(Error::DType {
+                op: "random::categorical",
+                ..
+            })
+        ));
+        assert!(matches!(
+            random::laplace(
+                &Array::zeros(&[3], DType::U32, &d).unwrap(),
+                &[3],
+                0.0,
+                1.0,
+                DType::F32
+            ),
+            Err(Error::ShapeMismatch { .. })
+        ));
+    }
+    assert_empty(&d);
+}
+
+/// The dispatch counts docs/OPS.md gives for the samplers composed of
+/// several nodes (with fusion on).
+#[test]
+fn composed_samplers_cost_the_documented_dispatches() {
+    let d = device();
+    d.set_fusion(true);
+    let k = random::key(5, &d).unwrap();
+    k.eval().unwrap();
+    let count = |a: Array| {
+        let before = d.dispatches();
+        a.eval().unwrap();
+        d.dispatches() - before
+    };
+    let logits = Array::from_slice(&[0.5f32, 1.0, -1.0, 2.0, 0.0, 0.25], &[2, 3], &d).unwrap();
+    logits.eval().unwrap();
+    assert_eq!(
+        count(random::categorical(&k, &logits, -1, None).unwrap()),
+        3,
+        "categorical"
+    );
+    assert_eq!(
+        count(random::bernoulli(&k, 0.3, &[33]).unwrap()),
+        2,
+        "bernoulli"
+    );
 }

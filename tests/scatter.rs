@@ -157,6 +157,19 @@ fn scatter_add_errors_are_typed() {
             ..
         }
     ));
+    for dtype in [DType::I8, DType::U8, DType::I16, DType::U16, DType::F64] {
+        let Ok(y) = Array::zeros(&[2, 3], dtype, &d) else {
+            continue; // f64 without SHADER_F64
+        };
+        assert!(matches!(
+            op(y.scatter_add(&idx, &up, 0)),
+            Error::OpDType { op: "scatter_add", dtype: t, .. } if t == dtype
+        ));
+        assert!(matches!(
+            op(y.put_along_axis(&idx, &up, 0)),
+            Error::OpDType { op: "put_along_axis", dtype: t, .. } if t == dtype
+        ));
+    }
     let b = Array::zeros(&[2, 3], DType::Bool, &d).unwrap();
     assert!(matches!(
         op(b.scatter_add(&idx, &up, 0)),

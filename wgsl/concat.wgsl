@@ -17,13 +17,17 @@
 //
 // Generated per specialisation (placeholders in double braces):
 //   NIN        inputs in the group
-//   OUT_BYTES  4, or 2 (a thread owns one output word, two elements)
+//   OUT_BYTES  4, 2 or 1 (packed: a thread owns one output word, 4 /
+//              OUT_BYTES elements); 8-byte dtypes come as pairs of words
+//              (an extra axis of length 2)
 //   BINDINGS   in0 .. in{NIN-1}, out
 //   LOAD_WORD  statements of fn load_word(j, i): word i of input j
 
 const WG: u32 = 256u;
 const NIN: u32 = {{NIN}}u;
 const OUT_BYTES: u32 = {{OUT_BYTES}}u;
+// Elements per output word.
+const EPW: u32 = 4u / OUT_BYTES;
 
 struct Params {
     w: array<vec4<u32>, 16>,
@@ -46,7 +50,7 @@ fn in_group(e: u32) -> bool {
     return a >= w(4u) && a < w(5u);
 }
 
-// The bits of output element e (low 16 bits for 2-byte dtypes).
+// The bits of output element e (the low 8 or 16 for packed dtypes).
 fn element(e: u32) -> u32 {
     let nd = w(1u);
     let a = (e / w(2u)) % w(3u);
@@ -69,7 +73,10 @@ fn element(e: u32) -> u32 {
     if OUT_BYTES == 4u {
         return load_word(j, off);
     }
-    return (load_word(j, off >> 1u) >> ((off & 1u) * 16u)) & 0xffffu;
+    if OUT_BYTES == 2u {
+        return half_word(load_word(j, off >> 1u), off);
+    }
+    return byte_of(load_word(j, off >> 2u), off);
 }
 
 @compute @workgroup_size(256)
@@ -82,29 +89,35 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }
         out[t] = element(t);
     } else {
-        let e = 2u * t;
+        let e = EPW * t;
         if e >= n {
             return;
         }
-        let lo_in = in_group(e);
-        let hi_in = e + 1u < n && in_group(e + 1u);
-        if !lo_in && !hi_in {
-            return;
-        }
-        // A half owned by another group keeps what that dispatch wrote:
-        // wgpu puts a barrier between two dispatches that use one buffer
-        // as read-write storage (no wgpu-hal back end counts
+        // Elements of this word owned by another group keep what that
+        // dispatch wrote: wgpu puts a barrier between two dispatches that
+        // use one buffer as read-write storage (no wgpu-hal back end counts
         // STORAGE_READ_WRITE among its ordered uses), so the earlier
         // dispatch's writes are visible here.
+        let width = 8u * OUT_BYTES;
+        let ones = select(0xffffu, 0xffu, OUT_BYTES == 1u);
         var word = 0u;
-        if !lo_in || (!hi_in && e + 1u < n) {
-            word = out[t];
+        var keep = 0u;
+        var mine = false;
+        for (var k = 0u; k < EPW; k++) {
+            if e + k < n {
+                if in_group(e + k) {
+                    word |= element(e + k) << (k * width);
+                    mine = true;
+                } else {
+                    keep |= ones << (k * width);
+                }
+            }
         }
-        if lo_in {
-            word = (word & 0xffff0000u) | element(e);
+        if !mine {
+            return;
         }
-        if hi_in {
-            word = (word & 0xffffu) | (element(e + 1u) << 16u);
+        if keep != 0u {
+            word |= out[t] & keep;
         }
         out[t] = word;
     }

@@ -3,6 +3,17 @@
 // every backend: round to nearest even, as the `half` crate's
 // f32_to_f16_fallback / bf16::from_f32 (half 2.x, src/binary16/arch.rs).
 
+// Element i of a packed buffer, from the word w that holds it: the 16-bit
+// half (2-byte dtypes, two to a word) or the byte (1-byte dtypes, four to a
+// word), little-endian as on the host.
+fn half_word(w: u32, i: u32) -> u32 {
+    return (w >> ((i & 1u) * 16u)) & 0xffffu;
+}
+
+fn byte_of(w: u32, i: u32) -> u32 {
+    return (w >> ((i & 3u) * 8u)) & 0xffu;
+}
+
 // NaN test on the bits. A float comparison (x != x) is not enough: WGSL
 // lets implementations assume no NaN in float arithmetic, and NVIDIA's
 // Vulkan driver folds such tests away (relu(NaN) gave 0 on an H200).

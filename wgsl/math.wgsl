@@ -311,3 +311,712 @@ fn fdiv_u(a: u32, b: u32) -> u32 {
     }
     return a / b;
 }
+
+// ---- Accurate f32 elementary functions (ops from issue 21) ----
+//
+// Each is a transcription of a float routine from musl (after Sun's
+// fdlibm) or of a published algorithm, named at the function; only
+// `+ - * /`, `sqrt` and bit operations, never WGSL's `exp`, `log`, `tan`,
+// `asin`, ... whose WGSL accuracy bounds are loose (3 ulp and worse, an
+// absolute 2^-21 for `log` near 1, `tan` inherited from sin/cos with an
+// absolute 2^-11). Special values (NaN, infinities, thresholds) are tested
+// on the bits: drivers may assume no NaN in float comparisons. Measured
+// maxima are in docs/OPS.md, "Accuracy".
+
+const LN2_F: f32 = 0.693147180559945309;
+
+// 2^k as an f32, for -126 <= k <= 127.
+fn exp2i_f(k: i32) -> f32 {
+    return bitcast<f32>(u32(0x7f + k) << 23u);
+}
+
+// y 2^k for -252 <= k <= 254 in two exact steps (musl's scalbnf, without
+// its subnormal care: a GPU may flush subnormal results to zero).
+fn scalbn_f(y: f32, k: i32) -> f32 {
+    let k1 = k / 2;
+    return y * exp2i_f(k1) * exp2i_f(k - k1);
+}
+
+// e^x (musl's expf before 2017, after fdlibm): x = k ln 2 + r with ln 2
+// split in an exact part and a correction, a degree-2 rational in r.
+fn exp_f(x: f32) -> f32 {
+    let ux = bitcast<u32>(x);
+    let negative = (ux >> 31u) != 0u;
+    let hx = ux & 0x7fffffffu;
+    if is_nan(x) {
+        return x;
+    }
+    if hx >= 0x42aeac50u {
+        if hx >= 0x42b17218u && !negative {
+            return bitcast<f32>(INF_BITS);
+        }
+        if negative && hx >= 0x42cff1b5u {
+            return 0.0;
+        }
+    }
+    var k = 0;
+    var hi = x;
+    var lo = 0.0;
+    if hx > 0x3eb17218u {
+        // |x| > ln 2 / 2
+        if hx > 0x3f851592u {
+            k = i32(bitcast<f32>(0x3fb8aa3bu) * x + select(0.5, -0.5, negative));
+        } else {
+            k = select(1, -1, negative);
+        }
+        let dk = f32(k);
+        hi = x - dk * bitcast<f32>(0x3f317200u);
+        lo = dk * bitcast<f32>(0x35bfbe8eu);
+    } else if hx <= 0x39000000u {
+        // |x| <= 2^-14
+        return 1.0 + x;
+    }
+    let r = hi - lo;
+    let rr = r * r;
+    let c = r - rr * (bitcast<f32>(0x3e2aaa8fu) + rr * bitcast<f32>(0xbb355215u));
+    let y = 1.0 + (r * c / (2.0 - c) - lo + hi);
+    if k == 0 {
+        return y;
+    }
+    return scalbn_f(y, k);
+}
+
+// The shared part of log, log2 and log10 (musl's logf, log2f, log10f
+// before 2017, after fdlibm): x = 2^k (1 + f) with 1 + f in
+// [sqrt(2)/2, sqrt(2)), exact. Returns (k, f, s (hfsq + R), hfsq), where
+// log(1 + f) = f - hfsq + s (hfsq + R). Subnormal x are normalised with
+// integer operations (a GPU may flush them to zero in float arithmetic).
+fn log_parts(x: f32) -> vec4<f32> {
+    var ix = bitcast<u32>(x);
+    var k = 0;
+    if ix < 0x00800000u {
+        // x = ix 2^-149 and f32(ix) is exact.
+        ix = bitcast<u32>(f32(ix));
+        k = -149;
+    }
+    ix += 0x3f800000u - 0x3f3504f3u;
+    k += i32(ix >> 23u) - 0x7f;
+    ix = (ix & 0x007fffffu) + 0x3f3504f3u;
+    let f = bitcast<f32>(ix) - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * (bitcast<f32>(0x3eccce13u) + w * bitcast<f32>(0x3e789e26u));
+    let t2 = z * (bitcast<f32>(0x3f2aaaaau) + w * bitcast<f32>(0x3e91e9eeu));
+    let hfsq = 0.5 * f * f;
+    return vec4<f32>(f32(k), f, s * (hfsq + t2 + t1), hfsq);
+}
+
+// log, log2, log10 of special x (NaN, <= 0, +inf, 1), as the bits of the
+// result; 1u (not a float result here) when x is ordinary.
+fn log_special_bits(x: f32) -> u32 {
+    let ix = bitcast<u32>(x);
+    if is_nan(x) {
+        return ix;
+    }
+    if (ix << 1u) == 0u {
+        return 0xff800000u;
+    }
+    if (ix >> 31u) != 0u {
+        return NAN_BITS;
+    }
+    if ix == INF_BITS {
+        return INF_BITS;
+    }
+    if ix == 0x3f800000u {
+        return 0u;
+    }
+    return 1u;
+}
+
+fn log_f(x: f32) -> f32 {
+    let special = log_special_bits(x);
+    if special != 1u {
+        return bitcast<f32>(special);
+    }
+    let p = log_parts(x);
+    let dk = p.x;
+    return p.z + dk * bitcast<f32>(0x3717f7d1u) - p.w + p.y + dk * bitcast<f32>(0x3f317180u);
+}
+
+// log2 and log10: f - hfsq split in a 12-bit head and a tail, so the
+// products with the head of 1/ln 2 (1/ln 10) are exact.
+fn log2_f(x: f32) -> f32 {
+    let special = log_special_bits(x);
+    if special != 1u {
+        return bitcast<f32>(special);
+    }
+    let p = log_parts(x);
+    let hi = bitcast<f32>(bitcast<u32>(p.y - p.w) & 0xfffff000u);
+    let lo = p.y - hi - p.w + p.z;
+    let ivln2hi = bitcast<f32>(0x3fb8b000u);
+    let ivln2lo = bitcast<f32>(0xb9389ad4u);
+    return (lo + hi) * ivln2lo + lo * ivln2hi + hi * ivln2hi + p.x;
+}
+
+fn log10_f(x: f32) -> f32 {
+    let special = log_special_bits(x);
+    if special != 1u {
+        return bitcast<f32>(special);
+    }
+    let p = log_parts(x);
+    let hi = bitcast<f32>(bitcast<u32>(p.y - p.w) & 0xfffff000u);
+    let lo = p.y - hi - p.w + p.z;
+    let ivln10hi = bitcast<f32>(0x3ede6000u);
+    let ivln10lo = bitcast<f32>(0xb804ead9u);
+    let log10_2hi = bitcast<f32>(0x3e9a2080u);
+    let log10_2lo = bitcast<f32>(0x355427dbu);
+    return p.x * log10_2lo + (lo + hi) * ivln10lo + lo * ivln10hi + hi * ivln10hi + p.x * log10_2hi;
+}
+
+// e^|x| / 2 times sign for |x| beyond ln(f32::MAX), without overflowing
+// on the way (musl's __expo2f): e^(x - k ln 2) 2^(k - 1), k = 235. The
+// second factor 2^117 goes into the exponent bits: a shader compiler may
+// reassociate `y * 2^117 * 2^117` into `y * inf` (lavapipe does).
+fn expo2_f(x: f32, sign: f32) -> f32 {
+    let y = exp_f(x - bitcast<f32>(0x4322e3bcu)) * (sign * exp2i_f(117));
+    let uy = bitcast<u32>(y);
+    if ((uy >> 23u) & 0xffu) + 117u >= 0xffu {
+        return bitcast<f32>((uy & 0x80000000u) | INF_BITS);
+    }
+    return bitcast<f32>(uy + (117u << 23u));
+}
+
+// sinh and cosh (musl's sinhf, coshf): from expm1 near 0, from exp
+// further out, expo2 past ln(f32::MAX).
+fn sinh_f(x: f32) -> f32 {
+    let h = select(0.5, -0.5, (bitcast<u32>(x) >> 31u) != 0u);
+    let w = bitcast<u32>(x) & 0x7fffffffu;
+    let a = bitcast<f32>(w);
+    if is_nan(x) {
+        return x;
+    }
+    if w < 0x42b17217u {
+        let t = expm1_f(a);
+        if w < 0x3f800000u {
+            if w < 0x39800000u {
+                return x;
+            }
+            return h * (2.0 * t - t * t / (t + 1.0));
+        }
+        return h * (t + t / (t + 1.0));
+    }
+    return expo2_f(a, 2.0 * h);
+}
+
+fn cosh_f(x: f32) -> f32 {
+    let w = bitcast<u32>(x) & 0x7fffffffu;
+    let a = bitcast<f32>(w);
+    if is_nan(x) {
+        return x;
+    }
+    if w < 0x3f317217u {
+        if w < 0x39800000u {
+            return 1.0;
+        }
+        let t = expm1_f(a);
+        return 1.0 + t * t / (2.0 * (1.0 + t));
+    }
+    if w < 0x42b17217u {
+        let t = exp_f(a);
+        return 0.5 * (t + 1.0 / t);
+    }
+    return expo2_f(a, 1.0);
+}
+
+// The rational approximation of asin near 0 shared by asin and acos
+// (musl's asinf/acosf R(z)): asin(x) = x + x R(x^2).
+fn asin_r(z: f32) -> f32 {
+    let p = z * (bitcast<f32>(0x3e2aaa75u) + z * (bitcast<f32>(0xbd2f13bau) + z * bitcast<f32>(0xbc0dd36bu)));
+    let q = 1.0 + z * bitcast<f32>(0xbf34e5aeu);
+    return p / q;
+}
+
+// pi/2 as a head exact in f32 and a tail.
+const PIO2_HI_BITS: u32 = 0x3fc90fdau;
+const PIO2_LO_BITS: u32 = 0x33a22168u;
+
+// asin (musl's asinf; for |x| >= 1/2 fdlibm's split of sqrt((1 - |x|)/2)
+// into a 12-bit head and a correction, so that no double is needed).
+fn asin_f(x: f32) -> f32 {
+    let hx = bitcast<u32>(x);
+    let ix = hx & 0x7fffffffu;
+    if ix >= 0x3f800000u {
+        if ix == 0x3f800000u {
+            return x * bitcast<f32>(PIO2_HI_BITS) + x * bitcast<f32>(PIO2_LO_BITS);
+        }
+        return bitcast<f32>(NAN_BITS);
+    }
+    if ix < 0x3f000000u {
+        if ix < 0x39800000u {
+            return x;
+        }
+        return x + x * asin_r(x * x);
+    }
+    let z = (1.0 - bitcast<f32>(ix)) * 0.5;
+    let s = sqrt(z);
+    let df = bitcast<f32>(bitcast<u32>(s) & 0xfffff000u);
+    let c = (z - df * df) / (s + df);
+    let pio4_hi = bitcast<f32>(0x3f490fdau);
+    let p = 2.0 * s * asin_r(z) - (bitcast<f32>(PIO2_LO_BITS) - 2.0 * c);
+    let q = pio4_hi - 2.0 * df;
+    let t = pio4_hi - (p - q);
+    return select(t, -t, (hx >> 31u) != 0u);
+}
+
+// acos (musl's acosf).
+fn acos_f(x: f32) -> f32 {
+    let hx = bitcast<u32>(x);
+    let ix = hx & 0x7fffffffu;
+    let pio2_hi = bitcast<f32>(PIO2_HI_BITS);
+    let pio2_lo = bitcast<f32>(PIO2_LO_BITS);
+    if ix >= 0x3f800000u {
+        if ix == 0x3f800000u {
+            return select(0.0, 2.0 * pio2_hi + 2.0 * pio2_lo, (hx >> 31u) != 0u);
+        }
+        return bitcast<f32>(NAN_BITS);
+    }
+    if ix < 0x3f000000u {
+        if ix <= 0x32800000u {
+            return pio2_hi + pio2_lo;
+        }
+        return pio2_hi - (x - (pio2_lo - x * asin_r(x * x)));
+    }
+    if (hx >> 31u) != 0u {
+        let z = (1.0 + x) * 0.5;
+        let s = sqrt(z);
+        let w = asin_r(z) * s - pio2_lo;
+        return 2.0 * (pio2_hi - (s + w));
+    }
+    let z = (1.0 - x) * 0.5;
+    let s = sqrt(z);
+    let df = bitcast<f32>(bitcast<u32>(s) & 0xfffff000u);
+    let c = (z - df * df) / (s + df);
+    let w = asin_r(z) * s + c;
+    return 2.0 * (df + w);
+}
+
+// atan (musl's atanf, after fdlibm): reduction to |x| < 7/16 around
+// atan(1/2), atan(1), atan(3/2) and atan(inf), each a head and a tail.
+fn atan_f(x_in: f32) -> f32 {
+    let ux = bitcast<u32>(x_in);
+    let negative = (ux >> 31u) != 0u;
+    let ix = ux & 0x7fffffffu;
+    if ix >= 0x4c800000u {
+        // |x| >= 2^26
+        if is_nan(x_in) {
+            return x_in;
+        }
+        let z = bitcast<f32>(PIO2_HI_BITS) + bitcast<f32>(PIO2_LO_BITS);
+        return select(z, -z, negative);
+    }
+    var x = x_in;
+    var hi = 0.0;
+    var lo = 0.0;
+    var reduced = true;
+    if ix < 0x3ee00000u {
+        // |x| < 7/16
+        if ix < 0x39800000u {
+            return x;
+        }
+        reduced = false;
+    } else {
+        x = abs(x);
+        if ix < 0x3f300000u {
+            // 7/16 <= |x| < 11/16
+            hi = bitcast<f32>(0x3eed6338u);
+            lo = bitcast<f32>(0x31ac3769u);
+            x = (2.0 * x - 1.0) / (2.0 + x);
+        } else if ix < 0x3f980000u {
+            // 11/16 <= |x| < 19/16
+            hi = bitcast<f32>(0x3f490fdau);
+            lo = bitcast<f32>(0x33222168u);
+            x = (x - 1.0) / (x + 1.0);
+        } else if ix < 0x401c0000u {
+            // 19/16 <= |x| < 39/16
+            hi = bitcast<f32>(0x3f7b985eu);
+            lo = bitcast<f32>(0x33140fb4u);
+            x = (x - 1.5) / (1.0 + 1.5 * x);
+        } else {
+            hi = bitcast<f32>(PIO2_HI_BITS);
+            lo = bitcast<f32>(PIO2_LO_BITS);
+            x = -1.0 / x;
+        }
+    }
+    let z = x * x;
+    let w = z * z;
+    let s1 = z * (bitcast<f32>(0x3eaaaaa9u) + w * (bitcast<f32>(0x3e11f50du) + w * bitcast<f32>(0x3d7cac25u)));
+    let s2 = w * (bitcast<f32>(0xbe4cca98u) + w * bitcast<f32>(0xbdda1247u));
+    if !reduced {
+        return x - x * (s1 + s2);
+    }
+    let r = hi - ((x * (s1 + s2) - lo) - x);
+    return select(r, -r, negative);
+}
+
+// atan2(y, x) (musl's atan2f), NumPy's `arctan2` argument order.
+fn atan2_f(y: f32, x: f32) -> f32 {
+    if is_nan(x) || is_nan(y) {
+        return bitcast<f32>(NAN_BITS);
+    }
+    let pi = bitcast<f32>(0x40490fdbu);
+    let pi_lo = bitcast<f32>(0xb3bbbd2eu);
+    let pio2 = bitcast<f32>(0x3fc90fdbu);
+    let pio4 = bitcast<f32>(0x3f490fdbu);
+    let ux = bitcast<u32>(x);
+    let uy = bitcast<u32>(y);
+    if ux == 0x3f800000u {
+        return atan_f(y);
+    }
+    // m = 2 sign(x) + sign(y)
+    let m = ((uy >> 31u) & 1u) | ((ux >> 30u) & 2u);
+    let ix = ux & 0x7fffffffu;
+    let iy = uy & 0x7fffffffu;
+    let ysign = (m & 1u) != 0u;
+    if iy == 0u {
+        if m < 2u {
+            return y;
+        }
+        return select(pi, -pi, ysign);
+    }
+    if ix == 0u {
+        return select(pio2, -pio2, ysign);
+    }
+    if ix == INF_BITS {
+        var r = 0.0;
+        if iy == INF_BITS {
+            r = select(pio4, 3.0 * pio4, m >= 2u);
+        } else if m >= 2u {
+            r = pi;
+        }
+        return select(r, -r, ysign);
+    }
+    if ix + (26u << 23u) < iy || iy == INF_BITS {
+        return select(pio2, -pio2, ysign);
+    }
+    var z = 0.0;
+    if !((m & 2u) != 0u && iy + (26u << 23u) < ix) {
+        z = atan_f(abs(y / x));
+    }
+    if m == 0u {
+        return z;
+    }
+    if m == 1u {
+        return -z;
+    }
+    if m == 2u {
+        return pi - (z - pi_lo);
+    }
+    return (z - pi_lo) - pi;
+}
+
+// asinh, acosh, atanh (musl's asinhf, acoshf, atanhf).
+fn asinh_f(x_in: f32) -> f32 {
+    let i = bitcast<u32>(x_in) & 0x7fffffffu;
+    let x = bitcast<f32>(i);
+    var r = x;
+    if i >= 0x45800000u {
+        // |x| >= 2^12, inf and NaN
+        r = log_f(x) + LN2_F;
+    } else if i >= 0x40000000u {
+        // |x| >= 2
+        r = log_f(2.0 * x + 1.0 / (sqrt(x * x + 1.0) + x));
+    } else if i >= 0x39800000u {
+        // |x| >= 2^-12
+        r = log1p_f(x + x * x / (sqrt(x * x + 1.0) + 1.0));
+    }
+    return select(r, -r, (bitcast<u32>(x_in) >> 31u) != 0u);
+}
+
+fn acosh_f(x: f32) -> f32 {
+    let u = bitcast<u32>(x);
+    if is_nan(x) {
+        return x;
+    }
+    if u < 0x3f800000u || (u >> 31u) != 0u {
+        // x < 1
+        return bitcast<f32>(NAN_BITS);
+    }
+    if u < 0x40000000u {
+        // 1 <= x < 2
+        let t = x - 1.0;
+        return log1p_f(t + sqrt(t * t + 2.0 * t));
+    }
+    if u < 0x45800000u {
+        // 2 <= x < 2^12
+        return log_f(2.0 * x - 1.0 / (x + sqrt(x * x - 1.0)));
+    }
+    return log_f(x) + LN2_F;
+}
+
+fn atanh_f(x: f32) -> f32 {
+    let u = bitcast<u32>(x) & 0x7fffffffu;
+    let a = bitcast<f32>(u);
+    if is_nan(x) {
+        return x;
+    }
+    var y = a;
+    if u > 0x3f800000u {
+        return bitcast<f32>(NAN_BITS);
+    } else if u == 0x3f800000u {
+        y = bitcast<f32>(INF_BITS);
+    } else if u >= 0x3f000000u {
+        // 1/2 <= |x| < 1
+        y = 0.5 * log1p_f(2.0 * (a / (1.0 - a)));
+    } else if u >= 0x2f800000u {
+        // 2^-32 <= |x| < 1/2
+        y = 0.5 * log1p_f(2.0 * a + 2.0 * a * a / (1.0 - a));
+    }
+    return select(y, -y, (bitcast<u32>(x) >> 31u) != 0u);
+}
+
+// tan. The argument is reduced by pi/2 exactly, for every finite f32
+// (Payne and Hanek 1983, with 32-bit integer words as CUDA's slow path
+// does it): the 24-bit significand times 256 bits of 2/pi, the quadrant
+// and 64 bits of the fraction picked at the binary point, the fraction
+// times pi/2 as a head and a tail; then fdlibm's __kernel_tan (k_tan.c,
+// its coefficients rounded to f32), which takes the tail and gives
+// -1/tan for odd quadrants accurately.
+
+// The high and low words of the 64-bit product a * b.
+fn mul_u32_wide(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let p11 = a1 * b1;
+    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+    return vec2<u32>(p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u), a * b);
+}
+
+// 32 bits of the 288-bit number `p` (nine words, least significant first)
+// starting at bit `bit` (bits past the top are zero).
+fn wide_bits(p: ptr<function, array<u32, 10>>, bit: u32) -> u32 {
+    let w = bit >> 5u;
+    let s = bit & 31u;
+    let lo = (*p)[min(w, 9u)];
+    let hi = (*p)[min(w + 1u, 9u)];
+    if s == 0u {
+        return lo;
+    }
+    return (lo >> s) | (hi << (32u - s));
+}
+
+// |x| >= pi/4, finite: |x| = (q + f) pi/2 with |f| <= 1/2. Returns the
+// quadrant q mod 4 (x, as a float) and f pi/2 as a head (y) and tail (z).
+fn rem_pio2_f(x: f32) -> vec3<f32> {
+    let ix = bitcast<u32>(x) & 0x7fffffffu;
+    let e = i32(ix >> 23u) - 127;
+    let m = (ix & 0x7fffffu) | 0x800000u;
+    // m times 2/pi 2^256 (the words of 2/pi, least significant first).
+    var p: array<u32, 10>;
+    var words = array<u32, 8>(
+        0xdebbc561u, 0xfe5163abu, 0x3c439041u, 0xdb629599u,
+        0xf534ddc0u, 0xfc2757d1u, 0x4e441529u, 0xa2f9836eu,
+    );
+    var carry = 0u;
+    for (var i = 0u; i < 8u; i++) {
+        let prod = mul_u32_wide(m, words[i]);
+        p[i] = prod.y + carry;
+        carry = prod.x + select(0u, 1u, p[i] < prod.y);
+    }
+    p[8] = carry;
+    p[9] = 0u;
+    // x 2/pi = (m T) 2^(e - 23 - 256): the binary point is at bit 279 - e.
+    let b0 = u32(279 - e);
+    let w0 = wide_bits(&p, b0 - 64u);
+    var fh = wide_bits(&p, b0 - 32u);
+    var fl = w0;
+    var q = wide_bits(&p, b0) & 3u;
+    let neg = (fh >> 31u) != 0u;
+    if neg {
+        // f >= 1/2: one more quadrant, and f - 1 (negated: 2^64 - f).
+        q = (q + 1u) & 3u;
+        fl = ~fl + 1u;
+        fh = ~fh + select(0u, 1u, fl == 0u);
+    }
+    if fh == 0u && fl == 0u {
+        return vec3<f32>(f32(q), 0.0, 0.0);
+    }
+    // Normalise: the top bit of (nh, nl) is the fraction's first 1.
+    let lz = select(32u + countLeadingZeros(fl), countLeadingZeros(fh), fh != 0u);
+    var nh = fh;
+    var nl = fl;
+    if lz >= 32u {
+        nh = fl << (lz - 32u);
+        nl = 0u;
+    } else if lz > 0u {
+        nh = (fh << lz) | (fl >> (32u - lz));
+        nl = fl << lz;
+    }
+    // |f| = a + b: a = a_int 2^(-24 - lz) (24 bits), b the next 24 bits.
+    let a_int = nh >> 8u;
+    let b_int = ((nh & 0xffu) << 16u) | (nl >> 16u);
+    let ilz = i32(lz);
+    let ah = f32(a_int >> 12u) * exp2i_f(-12 - ilz);
+    let al = f32(a_int & 0xfffu) * exp2i_f(-24 - ilz);
+    let b = f32(b_int) * exp2i_f(-24 - ilz) * exp2i_f(-24);
+    // pi/2 = c1 + c2: c1 has 12 bits, so ah c1 is exact.
+    let c1 = bitcast<f32>(0x3fc91000u);
+    let c2 = bitcast<f32>(0xb6957000u) + bitcast<f32>(0xb06f5000u);
+    let hi = ah * c1;
+    let lo = al * c1 + b * c1 + (ah + al) * c2;
+    let r = hi + lo;
+    let rlo = lo - (r - hi);
+    return vec3<f32>(f32(q), select(r, -r, neg), select(rlo, -rlo, neg));
+}
+
+// tan(x + y) for |x + y| <= pi/4 + a little, or -1/tan(x + y) when `odd`
+// (fdlibm's __kernel_tan in f32, as newlib's kf_tan.c).
+fn kernel_tan_f(x_in: f32, y_in: f32, odd: bool) -> f32 {
+    var x = x_in;
+    var y = y_in;
+    let hx = bitcast<u32>(x);
+    let big = (hx & 0x7fffffffu) >= 0x3f2ca140u;
+    let negative = (hx >> 31u) != 0u;
+    if big {
+        // tan(pi/4 - x) = (1 - tan x) / (1 + tan x): work with pi/4 - |x|.
+        if negative {
+            x = -x;
+            y = -y;
+        }
+        x = (bitcast<f32>(0x3f490fdau) - x) + (bitcast<f32>(0x33222168u) - y);
+        y = 0.0;
+    }
+    let z = x * x;
+    let w = z * z;
+    let r0 = bitcast<f32>(0x3e088889u) + w * (bitcast<f32>(0x3cb327a4u) + w * (bitcast<f32>(0x3b6b6916u)
+        + w * (bitcast<f32>(0x3a1a26c8u) + w * (bitcast<f32>(0x38a3f445u) + w * bitcast<f32>(0xb79bae5fu)))));
+    let v0 = z * (bitcast<f32>(0x3d5d0dd1u) + w * (bitcast<f32>(0x3c11371fu) + w * (bitcast<f32>(0x3abede48u)
+        + w * (bitcast<f32>(0x398137b9u) + w * (bitcast<f32>(0x3895c07au) + w * bitcast<f32>(0x37d95384u))))));
+    let s = z * x;
+    var r = y + z * (s * (r0 + v0) + y);
+    r += bitcast<f32>(0x3eaaaaabu) * s;
+    let sum = x + r;
+    if big {
+        let v = select(1.0, -1.0, odd);
+        let t = v - 2.0 * (x - (sum * sum / (sum + v) - r));
+        return select(t, -t, negative);
+    }
+    if !odd {
+        return sum;
+    }
+    // -1 / (x + r), with heads of 12 bits so the products are exact.
+    let zh = bitcast<f32>(bitcast<u32>(sum) & 0xfffff000u);
+    let vt = r - (zh - x);
+    let a = -1.0 / sum;
+    let th = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u);
+    let st = 1.0 + th * zh;
+    return th + a * (st + th * vt);
+}
+
+fn tan_f(x: f32) -> f32 {
+    let ix = bitcast<u32>(x) & 0x7fffffffu;
+    if ix >= INF_BITS {
+        return bitcast<f32>(NAN_BITS);
+    }
+    if ix < 0x39800000u {
+        return x;
+    }
+    if ix <= 0x3f490fdau {
+        return kernel_tan_f(x, 0.0, false);
+    }
+    let red = rem_pio2_f(x);
+    let t = kernel_tan_f(red.y, red.z, (u32(red.x) & 1u) == 1u);
+    return select(t, -t, (bitcast<u32>(x) >> 31u) != 0u);
+}
+
+// erfinv (Giles, "Approximating the erfinv function", GPU Computing Gems
+// Jade, 2011: the single-precision version): erfinv(x) = x p(w) with
+// w = -log((1 - x)(1 + x)), p a polynomial in w - 2.5 for w < 5, in
+// sqrt(w) - 3 beyond. `erfinv_poly` is p; the callers compute w: from x,
+// with log1p(-x^2) for |x| < 1/2, where (1 - x)(1 + x) would lose the low
+// bits of x^2; or (random::truncated_normal) from q = 1 - x, as
+// -log(q (2 - q)), exact in the tail where 1 - x is not.
+fn erfinv_poly(w_in: f32) -> f32 {
+    var p = 0.0;
+    if w_in < 5.0 {
+        let w = w_in - 2.5;
+        p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w;
+        p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w;
+        p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w;
+        p = 1.50140941 + p * w;
+    } else {
+        let w = sqrt(w_in) - 3.0;
+        p = -0.000200214257;
+        p = 0.000100950558 + p * w;
+        p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w;
+        p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w;
+        p = 2.83297682 + p * w;
+    }
+    return p;
+}
+
+// sqrt(2) erfcinv(q) for 0 < q <= 2^-20 (x > 4.9): the x with
+// Q(x) = q / 2, Q the normal upper tail, where Giles' polynomial no longer
+// holds. Newton's method on log Q(x) = log R(x) - x^2 / 2 - log sqrt(2 pi),
+// R = Q / phi Mills' ratio by Laplace's continued fraction (Abramowitz &
+// Stegun 26.2.14, 40 terms, converged to f32 for x > 4); the derivative of
+// log Q is -1 / R, so each step is x += g(x) R(x). Starts at
+// sqrt(2 c), c = -log(q sqrt(pi / 2)), above the root.
+fn erfcinv_tail_sqrt2(q: f32) -> f32 {
+    let c = -log_f(q) - 0.22579135264472743;
+    var x = sqrt(2.0 * c);
+    for (var i = 0; i < 6; i++) {
+        var r = x;
+        for (var k = 40; k >= 1; k--) {
+            r = x + f32(k) / r;
+        }
+        let mills = 1.0 / r;
+        // log sqrt(2 pi) = log 2 + log sqrt(pi / 2): the constants cancel.
+        let g = log_f(mills) - 0.5 * x * x + c;
+        x += g * mills;
+    }
+    return x;
+}
+
+fn erfinv_f(x: f32) -> f32 {
+    let ux = bitcast<u32>(x);
+    let ax = bitcast<f32>(ux & 0x7fffffffu);
+    if is_nan(x) || (ux & 0x7fffffffu) > 0x3f800000u {
+        return bitcast<f32>(NAN_BITS);
+    }
+    if (ux & 0x7fffffffu) == 0x3f800000u {
+        return select(bitcast<f32>(INF_BITS), bitcast<f32>(0xff800000u), (ux >> 31u) != 0u);
+    }
+    var w = 0.0;
+    if ax < 0.5 {
+        w = -log1p_f(-x * x);
+    } else {
+        w = -log_f((1.0 - ax) * (1.0 + ax));
+    }
+    return erfinv_poly(w) * x;
+}
+
+// log(e^a + e^b) (NumPy's npy_logaddexpf): equal arguments (infinities
+// of one sign included) give a + ln 2, else max + log1p(e^-|a - b|).
+fn logaddexp_f(a: f32, b: f32) -> f32 {
+    if is_nan(a) || is_nan(b) {
+        return bitcast<f32>(NAN_BITS);
+    }
+    if a == b {
+        return a + LN2_F;
+    }
+    let d = a - b;
+    if d > 0.0 {
+        return a + log1p_f(exp_f(-d));
+    }
+    return b + log1p_f(exp_f(d));
+}

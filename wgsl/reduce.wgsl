@@ -14,7 +14,8 @@
 //   INIT     the identity Acc
 //   LIFT     an Acc from one element x (compute type CT) at reduced index r
 //   COMBINE  statements of fn combine(a: Acc, b: Acc) -> Acc
-//   FINAL    statements writing output o from `acc` (out0, out1)
+//   FINAL    statements writing output o from `acc` (out0, out1; an f64
+//            output as two words)
 //   BINDINGS, LOAD as in the elementwise kernel.
 
 const WG: u32 = 256u;
@@ -36,10 +37,6 @@ struct Params {
 
 struct Acc {
 {{ACC}}
-}
-
-fn half_word(w: u32, i: u32) -> u32 {
-    return (w >> ((i & 1u) * 16u)) & 0xffffu;
 }
 
 fn load(i: u32) -> {{CT}} {
@@ -66,9 +63,9 @@ fn inner_offset(r: u32) -> u32 {
     return unravel(r, p.head.w, p.inner_shape, p.inner_strides);
 }
 
+// FINAL declares what it needs of the element count (p.head.y) and ddof
+// (p.misc.y), in its float type.
 fn finish(o: u32, acc: Acc) {
-    let count = f32(p.head.y);
-    let ddof = f32(p.misc.y);
 {{FINAL}}
 }
 

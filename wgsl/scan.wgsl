@@ -59,10 +59,6 @@ struct Acc {
 var<workgroup> tile: array<Acc, 1024>;
 var<workgroup> part: array<Acc, 256>;
 
-fn half_word(w: u32, i: u32) -> u32 {
-    return (w >> ((i & 1u) * 16u)) & 0xffffu;
-}
-
 fn load(i: u32) -> {{CT}} {
 {{LOAD}}
 }

@@ -56,10 +56,6 @@ struct Params {
 
 var<workgroup> s: array<vec2<u32>, 1024>;
 
-fn half_word(w: u32, i: u32) -> u32 {
-    return (w >> ((i & 1u) * 16u)) & 0xffffu;
-}
-
 fn key(i: u32) -> u32 {
 {{KEY}}
 }

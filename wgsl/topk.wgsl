@@ -50,10 +50,6 @@ var<private> ti: array<u32, KMAX>;
 var<workgroup> sk: array<u32, 256>;
 var<workgroup> si: array<u32, 256>;
 
-fn half_word(w: u32, i: u32) -> u32 {
-    return (w >> ((i & 1u) * 16u)) & 0xffffu;
-}
-
 fn key(i: u32) -> u32 {
 {{KEY}}
 }

@@ -12,8 +12,9 @@ use crate::DType;
 /// none (views).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Primitive {
-    /// Every 32-bit word of the output is `word`.
-    Full { word: u32 },
+    /// Every element of the output has the bits `bits` (the low
+    /// `size_in_bytes` bytes, as `DType::bits_of` gives them).
+    Full { bits: u64 },
     /// An elementwise op; inputs broadcast to the output's shape.
     Elementwise(ElementwiseOp),
     /// NumPy matmul (shapes already checked by the op): inputs `a`, `b`
@@ -60,6 +61,11 @@ pub(crate) enum Primitive {
     /// output's shape at input 0's indices (i32 or u32, the updates' shape)
     /// along `axis`.
     Scatter { axis: usize, add: bool },
+    /// The input's bits read as the output's dtype, of the same size
+    /// (NumPy `view(dtype)`): the output shares the input's buffer, strides
+    /// and offset. Not a [`View`]: fusion does not look through it, so the
+    /// elements it reads are always in memory.
+    Bitcast,
     /// Input `index` of a function being traced by `compile`: it has no
     /// value, so evaluating anything that depends on it is an error.
     Placeholder { index: usize },
@@ -139,12 +145,37 @@ pub(crate) enum UnaryOp {
     Round,
     /// Logical not: 1 where the input is 0.
     LogicalNot,
+    /// `~x` on integers (NumPy `bitwise_invert`; bool uses LogicalNot).
+    BitwiseInvert,
+    Log2,
+    Log10,
+    Tan,
+    Sinh,
+    Cosh,
+    Arcsin,
+    Arccos,
+    Arctan,
+    Arcsinh,
+    Arccosh,
+    Arctanh,
+    /// Inverse error function (Giles 2010).
+    Erfinv,
+    /// Radians to degrees: `x * (180 / pi)`.
+    Degrees,
+    /// Degrees to radians: `x * (pi / 180)`.
+    Radians,
+    /// Predicates on float bits, bool results.
+    IsNan,
+    IsInf,
+    IsFinite,
+    IsPosInf,
+    IsNegInf,
 }
 
 impl UnaryOp {
     /// Every unary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [UnaryOp; 24] = [
+    pub(crate) const ALL: [UnaryOp; 44] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
@@ -169,7 +200,61 @@ impl UnaryOp {
         UnaryOp::Ceil,
         UnaryOp::Round,
         UnaryOp::LogicalNot,
+        UnaryOp::BitwiseInvert,
+        UnaryOp::Log2,
+        UnaryOp::Log10,
+        UnaryOp::Tan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Arcsin,
+        UnaryOp::Arccos,
+        UnaryOp::Arctan,
+        UnaryOp::Arcsinh,
+        UnaryOp::Arccosh,
+        UnaryOp::Arctanh,
+        UnaryOp::Erfinv,
+        UnaryOp::Degrees,
+        UnaryOp::Radians,
+        UnaryOp::IsNan,
+        UnaryOp::IsInf,
+        UnaryOp::IsFinite,
+        UnaryOp::IsPosInf,
+        UnaryOp::IsNegInf,
     ];
+
+    /// The output dtype on an input of dtype `d`, or `None` when the op
+    /// does not take `d`: bitwise_invert takes integers and bool (which
+    /// `ops` records as logical_not), and f64 takes only the ops WGSL's
+    /// f64 builtins compute exactly (Vulkan's GLSL.std.450 has no 64-bit
+    /// exp, log, sin, tanh, ...).
+    pub(crate) fn out_dtype(self, d: DType) -> Option<DType> {
+        Some(match self {
+            UnaryOp::LogicalNot => DType::Bool,
+            UnaryOp::BitwiseInvert if d.is_float() => return None,
+            _ if d == DType::F64 && !self.takes_f64() => return None,
+            _ if self.takes_integers() || d.is_float() => d,
+            _ => DType::F32,
+        })
+    }
+
+    /// Whether the op computes on f64.
+    pub(crate) fn takes_f64(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Neg
+                | UnaryOp::Abs
+                | UnaryOp::Sign
+                | UnaryOp::Sqrt
+                | UnaryOp::Rsqrt
+                | UnaryOp::Square
+                | UnaryOp::Reciprocal
+                | UnaryOp::Relu
+                | UnaryOp::Floor
+                | UnaryOp::Ceil
+                | UnaryOp::Round
+                | UnaryOp::LogicalNot
+        )
+    }
 
     /// Whether the op is defined on integers (else integers compute in f32).
     pub(crate) fn takes_integers(self) -> bool {
@@ -184,6 +269,7 @@ impl UnaryOp {
                 | UnaryOp::Round
                 | UnaryOp::Relu
                 | UnaryOp::LogicalNot
+                | UnaryOp::BitwiseInvert
         )
     }
 }
@@ -211,12 +297,25 @@ pub(crate) enum BinaryOp {
     GreaterEqual,
     LogicalAnd,
     LogicalOr,
+    /// `&`, `|`, `^` on integers and bool.
+    BitwiseAnd,
+    BitwiseOr,
+    BitwiseXor,
+    /// NumPy `left_shift`: 0 for counts at or past the dtype's width.
+    LeftShift,
+    /// NumPy `right_shift` (arithmetic for signed integers): 0, or -1 for a
+    /// negative value, for counts at or past the dtype's width.
+    RightShift,
+    /// `log(e^a + e^b)`; float only (the ops layer casts integers to f32).
+    LogAddExp,
+    /// `atan2(a, b)`, the angle of the point `(b, a)`; float only.
+    Arctan2,
 }
 
 impl BinaryOp {
     /// Every binary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [BinaryOp; 17] = [
+    pub(crate) const ALL: [BinaryOp; 24] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -234,6 +333,13 @@ impl BinaryOp {
         BinaryOp::GreaterEqual,
         BinaryOp::LogicalAnd,
         BinaryOp::LogicalOr,
+        BinaryOp::BitwiseAnd,
+        BinaryOp::BitwiseOr,
+        BinaryOp::BitwiseXor,
+        BinaryOp::LeftShift,
+        BinaryOp::RightShift,
+        BinaryOp::LogAddExp,
+        BinaryOp::Arctan2,
     ];
 
     /// NumPy's name for the op.
@@ -256,7 +362,40 @@ impl BinaryOp {
             BinaryOp::GreaterEqual => "greater_equal",
             BinaryOp::LogicalAnd => "logical_and",
             BinaryOp::LogicalOr => "logical_or",
+            BinaryOp::BitwiseAnd => "bitwise_and",
+            BinaryOp::BitwiseOr => "bitwise_or",
+            BinaryOp::BitwiseXor => "bitwise_xor",
+            BinaryOp::LeftShift => "left_shift",
+            BinaryOp::RightShift => "right_shift",
+            BinaryOp::LogAddExp => "logaddexp",
+            BinaryOp::Arctan2 => "arctan2",
         }
+    }
+
+    /// The output dtype for operands promoted to `t`, or `None` when the op
+    /// does not take `t`: bitwise ops take integers and bool (shifts of
+    /// bool give int8, as NumPy's), power has no f64 (no 64-bit `pow`).
+    pub(crate) fn out_dtype(self, t: DType) -> Option<DType> {
+        Some(match self {
+            _ if self.is_bitwise() && t.is_float() => return None,
+            BinaryOp::LeftShift | BinaryOp::RightShift if t == DType::Bool => DType::I8,
+            BinaryOp::Pow if t == DType::F64 => return None,
+            _ if self.is_predicate() => DType::Bool,
+            BinaryOp::Div if !t.is_float() => DType::F32,
+            _ => t,
+        })
+    }
+
+    /// Whether the op takes integers and bool only (bitwise ops, shifts).
+    pub(crate) fn is_bitwise(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::BitwiseAnd
+                | BinaryOp::BitwiseOr
+                | BinaryOp::BitwiseXor
+                | BinaryOp::LeftShift
+                | BinaryOp::RightShift
+        )
     }
 
     /// Whether the result is bool.
@@ -322,11 +461,13 @@ impl ReduceOp {
         ReduceOp::Any,
     ];
 
-    /// The dtype the accumulator works in for an `input` dtype: f32 for
-    /// every float dtype and for the ops that average (mean, moments,
-    /// logsumexp), else the input's own integer type (bool as u32).
+    /// The dtype the accumulator works in for an `input` dtype: f64 for
+    /// f64, f32 for every other float dtype and for the ops that average
+    /// (mean, moments, logsumexp), else a 32-bit integer of the input's
+    /// signedness (bool as u32).
     pub(crate) fn accumulator(self, input: DType) -> DType {
         match (self, input) {
+            (_, DType::F64) => DType::F64,
             (
                 ReduceOp::Mean
                 | ReduceOp::Moments
@@ -336,9 +477,16 @@ impl ReduceOp {
                 _,
             ) => DType::F32,
             (_, d) if d.is_float() => DType::F32,
-            (_, DType::I32) => DType::I32,
+            (_, d) if d.is_signed_integer() => DType::I32,
             _ => DType::U32,
         }
+    }
+
+    /// Whether the reduction takes `input` (logsumexp and the softmax
+    /// statistics have no f64: WGSL's `exp` and `log` are 32-bit on
+    /// Vulkan).
+    pub(crate) fn takes(self, input: DType) -> bool {
+        !(matches!(self, ReduceOp::LogSumExp | ReduceOp::MaxSumExp) && input == DType::F64)
     }
 
     /// The op's name if it has no identity (nothing to return for an
@@ -359,7 +507,7 @@ impl ReduceOp {
         match self {
             ReduceOp::ArgMax | ReduceOp::ArgMin => vec![DType::U32],
             ReduceOp::All | ReduceOp::Any => vec![DType::Bool],
-            ReduceOp::Moments | ReduceOp::MaxSumExp => vec![DType::F32, DType::F32],
+            ReduceOp::Moments | ReduceOp::MaxSumExp => vec![self.accumulator(input); 2],
             _ => vec![self.accumulator(input)],
         }
     }
@@ -376,6 +524,23 @@ pub(crate) enum Distribution {
     Uniform { low: f32, scale: f32, max: f32 },
     /// `mean + std * z`, `z` standard normal by Box-Muller.
     Normal { mean: f32, std: f32 },
+    /// `low + floor(w * range / 2^64)` (wrapping u32 arithmetic) from 64
+    /// random bits `w` per element; `range` 0 stands for 2^32.
+    Integer { low: u32, range: u32 },
+    /// `loc - scale * sign(w) * log(1 - |w|)`, `w` uniform in (-1, 1).
+    Laplace { loc: f32, scale: f32 },
+    /// Standard Gumbel: `-log(-log(u))`, `u` uniform in (0, 1).
+    Gumbel,
+    /// The normal CDF inverted over `[u0, u0 + du]` of `u` (`tail` 0:
+    /// `u` is `erf(x / sqrt 2)`; 1: `u` is `erfc(x / sqrt 2)`, the upper
+    /// tail; 2: the upper tail negated), clamped to `[lo, hi]`.
+    TruncatedNormal {
+        u0: f32,
+        du: f32,
+        lo: f32,
+        hi: f32,
+        tail: u32,
+    },
 }
 
 impl Primitive {
@@ -407,6 +572,10 @@ impl Primitive {
                 Distribution::Bits => "random::bits",
                 Distribution::Uniform { .. } => "random::uniform",
                 Distribution::Normal { .. } => "random::normal",
+                Distribution::Integer { .. } => "random::randint",
+                Distribution::Laplace { .. } => "random::laplace",
+                Distribution::Gumbel => "random::gumbel",
+                Distribution::TruncatedNormal { .. } => "random::truncated_normal",
             },
             Primitive::Concatenate { .. } => "concatenate",
             Primitive::TopK { .. } => "topk",
@@ -419,6 +588,7 @@ impl Primitive {
             Primitive::Sort { .. } => "sort",
             Primitive::Scatter { add: true, .. } => "scatter_add",
             Primitive::Scatter { add: false, .. } => "put_along_axis",
+            Primitive::Bitcast => "view",
             Primitive::Placeholder { .. } => "compile input",
         }
     }
@@ -452,6 +622,26 @@ impl UnaryOp {
             UnaryOp::Ceil => "ceil",
             UnaryOp::Round => "round",
             UnaryOp::LogicalNot => "logical_not",
+            UnaryOp::BitwiseInvert => "bitwise_invert",
+            UnaryOp::Log2 => "log2",
+            UnaryOp::Log10 => "log10",
+            UnaryOp::Tan => "tan",
+            UnaryOp::Sinh => "sinh",
+            UnaryOp::Cosh => "cosh",
+            UnaryOp::Arcsin => "arcsin",
+            UnaryOp::Arccos => "arccos",
+            UnaryOp::Arctan => "arctan",
+            UnaryOp::Arcsinh => "arcsinh",
+            UnaryOp::Arccosh => "arccosh",
+            UnaryOp::Arctanh => "arctanh",
+            UnaryOp::Erfinv => "erfinv",
+            UnaryOp::Degrees => "degrees",
+            UnaryOp::Radians => "radians",
+            UnaryOp::IsNan => "isnan",
+            UnaryOp::IsInf => "isinf",
+            UnaryOp::IsFinite => "isfinite",
+            UnaryOp::IsPosInf => "isposinf",
+            UnaryOp::IsNegInf => "isneginf",
         }
     }
 }

@@ -7,7 +7,8 @@
 //! Tracing calls the function on placeholder arrays (nodes of
 //! [`Primitive::Placeholder`], which cannot be evaluated), evaluates what
 //! does not depend on them (constant folding: a captured lazy array is
-//! computed once, not every call), and records what does, with common
+//! computed once, not every call; `full` constants and scalars stay, as they
+//! are free in a fused kernel), and records what does, with common
 //! subexpressions merged and everything the outputs do not need dropped.
 //! Replaying builds fresh nodes from the tape for new inputs of the same
 //! signature; the schedule is the tape's order, so the plan made for the
@@ -113,8 +114,13 @@ fn fold_constants(targets: &[&Array]) -> Result<()> {
     };
     let mut needed: Vec<Array> = Vec::new();
     for node in &order {
-        let d = matches!(node.primitive, Primitive::Placeholder { .. })
-            || node.inputs.iter().any(|a| dep(a, &depends));
+        // Constants (`full`, scalars) stay in the tape: they cost no
+        // dispatch there (parameter words of the kernels that read them),
+        // while an evaluated one would be a buffer to load.
+        let d = matches!(
+            node.primitive,
+            Primitive::Placeholder { .. } | Primitive::Full { .. }
+        ) || node.inputs.iter().any(|a| dep(a, &depends));
         if d {
             needed.extend(
                 node.inputs

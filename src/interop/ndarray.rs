@@ -3,7 +3,7 @@
 use ndarray::{ArrayBase, Data, Dimension, IxDyn};
 use wgpu::WriteOnly;
 
-use crate::transfer::{self, device_bytes, write_host_bytes};
+use crate::transfer::{self, device_bytes};
 use crate::{Array, Device, Element, Error, Result};
 
 /// Elements per chunk when gathering a strided ndarray.
@@ -18,7 +18,7 @@ fn write_elements<T: Element>(mut dst: WriteOnly<'_, [u8]>, values: impl Iterato
         chunk.clear();
         chunk.extend(values.by_ref().take(GATHER_CHUNK));
         let (head, rest) = dst.split_at(chunk.len() * T::DTYPE.size_in_bytes());
-        write_host_bytes(head, T::as_host_bytes(&chunk), T::DTYPE);
+        T::write_device(&chunk, head);
         dst = rest;
     }
     dst.fill(0);
@@ -51,10 +51,15 @@ impl Array {
     /// # Ok::<(), wgarray::Error>(())
     /// ```
     ///
+    /// `i64` and `u64` elements become `I32` and `U32` (see [`Element`]).
+    ///
     /// # Errors
     /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
     /// dimensions (an `IxDyn` array), or when the uploaded bytes exceed the
-    /// adapter's largest storage binding; [`Error::OutOfMemory`].
+    /// adapter's largest storage binding; [`Error::OutOfMemory`];
+    /// [`Error::OutOfRange`] for the first `i64`/`u64` element (row-major)
+    /// that does not fit 32 bits; [`Error::MissingFeature`] for f64 without
+    /// `SHADER_F64`.
     #[track_caller]
     pub fn from_ndarray<T, S, D>(array: &ArrayBase<S, D>, device: &Device) -> Result<Array>
     where
@@ -69,6 +74,22 @@ impl Array {
         if let Some(slice) = array.as_slice() {
             return Array::from_slice(slice, shape, device);
         }
+        device.check_dtype("from_ndarray", dtype)?;
+        // i64 and u64 are narrowed: every value must fit (row-major order
+        // names the culprit, as from_slice does).
+        if let Some((index, value)) = array
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| T::first_out_of_range(std::slice::from_ref(x)).map(|(_, v)| (i, v)))
+        {
+            return Err(Error::OutOfRange {
+                op: "from_ndarray",
+                tensor: None,
+                index,
+                value,
+                dtype,
+            });
+        }
         if let Some(block) = array.as_slice_memory_order() {
             // The first element in logical order, counted from the lowest
             // address (not the block's start when an axis is reversed).
@@ -79,7 +100,7 @@ impl Array {
                 "from_ndarray",
                 device_bytes(block.len(), dtype),
                 origin,
-                |dst| write_host_bytes(dst, T::as_host_bytes(block), dtype),
+                |dst| T::write_device(block, dst),
             )?;
             return Ok(Array::ready_strided(
                 shape, dtype, device, buffer, strides, offset, origin,

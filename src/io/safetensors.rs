@@ -26,14 +26,20 @@ use crate::{Array, DType, Device, Error, Result};
 /// that loading a file holds at most about this much staging memory.
 const FLUSH_BYTES: u64 = 64 << 20;
 
-/// The device dtype of a file dtype, if wgarray has one.
+/// The device dtype of a file dtype, if wgarray has one: I64 and U64
+/// (PyTorch's index dtype) load as I32 and U32, every value checked.
 fn device_dtype(d: FileDType) -> Option<DType> {
     Some(match d {
+        FileDType::F64 => DType::F64,
         FileDType::F32 => DType::F32,
         FileDType::F16 => DType::F16,
         FileDType::BF16 => DType::BF16,
-        FileDType::I32 => DType::I32,
-        FileDType::U32 => DType::U32,
+        FileDType::I64 | FileDType::I32 => DType::I32,
+        FileDType::U64 | FileDType::U32 => DType::U32,
+        FileDType::I16 => DType::I16,
+        FileDType::U16 => DType::U16,
+        FileDType::I8 => DType::I8,
+        FileDType::U8 => DType::U8,
         FileDType::BOOL => DType::Bool,
         _ => return None,
     })
@@ -42,11 +48,16 @@ fn device_dtype(d: FileDType) -> Option<DType> {
 /// The file dtype of a device dtype.
 fn file_dtype(d: DType) -> FileDType {
     match d {
+        DType::F64 => FileDType::F64,
         DType::F32 => FileDType::F32,
         DType::F16 => FileDType::F16,
         DType::BF16 => FileDType::BF16,
         DType::I32 => FileDType::I32,
         DType::U32 => FileDType::U32,
+        DType::I16 => FileDType::I16,
+        DType::U16 => FileDType::U16,
+        DType::I8 => FileDType::I8,
+        DType::U8 => FileDType::U8,
         DType::Bool => FileDType::BOOL,
     }
 }
@@ -54,6 +65,25 @@ fn file_dtype(d: DType) -> FileDType {
 /// Bytes one element of `d` takes in a file (a bool takes one).
 fn file_size_in_bytes(d: DType) -> usize {
     file_dtype(d).bitsize() / 8
+}
+
+/// The first element of little-endian I64 (`signed`) or U64 `bytes` that
+/// does not fit 32 bits, as its index and value.
+fn first_wide_out_of_range(bytes: &[u8], signed: bool) -> Option<(usize, i128)> {
+    bytes.chunks_exact(8).enumerate().find_map(|(i, c)| {
+        let c: [u8; 8] = c.try_into().expect("8 bytes");
+        let v = if signed {
+            i64::from_le_bytes(c) as i128
+        } else {
+            u64::from_le_bytes(c) as i128
+        };
+        let fits = if signed {
+            i32::try_from(v).is_ok()
+        } else {
+            u32::try_from(v).is_ok()
+        };
+        (!fits).then_some((i, v))
+    })
 }
 
 /// A safetensors file, memory-mapped, its header parsed and checked.
@@ -97,9 +127,11 @@ impl std::fmt::Debug for SafetensorsFile {
     }
 }
 
-/// A tensor checked for loading: its dtype, shape and bytes in the file.
+/// A tensor checked for loading: its dtype on the device and in the file,
+/// shape and bytes in the file.
 struct Planned<'a> {
     dtype: DType,
+    file: FileDType,
     shape: &'a [usize],
     bytes: &'a [u8],
 }
@@ -190,33 +222,61 @@ impl SafetensorsFile {
         // In range: `read_metadata` checked the offsets against the file.
         let bytes = &self.map[self.data_start + begin..self.data_start + end];
         crate::shape::check_shape("load_safetensors", &info.shape)?;
-        let numel = bytes.len() / file_size_in_bytes(dtype);
+        device.check_dtype("load_safetensors", dtype)?;
+        // The file's element size: I64 and U64 load as I32 and U32.
+        let numel = bytes.len() / (info.dtype.bitsize() / 8);
         device.check_binding("load_safetensors", transfer::device_bytes(numel, dtype))?;
+        if matches!(info.dtype, FileDType::I64 | FileDType::U64)
+            && let Some((index, value)) =
+                first_wide_out_of_range(bytes, info.dtype == FileDType::I64)
+        {
+            return Err(Error::OutOfRange {
+                op: "load_safetensors",
+                tensor: Some(name.to_string()),
+                index,
+                value,
+                dtype,
+            });
+        }
         Ok(Planned {
             dtype,
+            file: info.dtype,
             shape: &info.shape,
             bytes,
         })
     }
 
     fn upload(&self, t: &Planned<'_>, device: &Device) -> Result<Array> {
-        let numel = t.bytes.len() / file_size_in_bytes(t.dtype);
+        let numel = t.bytes.len() / (t.file.bitsize() / 8);
         let size = transfer::device_bytes(numel, t.dtype);
         let origin = device.origin(|| "load_safetensors");
         let buffer = transfer::upload(device, "load_safetensors", size, origin, |dst| {
-            transfer::write_host_bytes(dst, t.bytes, t.dtype)
+            if matches!(t.file, FileDType::I64 | FileDType::U64) {
+                // The low 4 bytes of each little-endian value: `plan`
+                // checked that every value fits.
+                let (head, mut tail) = dst.split_at(numel * 4);
+                let (words, _) = head.into_chunks::<4>();
+                words.write_iter(t.bytes.chunks_exact(8).map(|c| [c[0], c[1], c[2], c[3]]));
+                tail.fill(0);
+            } else {
+                transfer::write_host_bytes(dst, t.bytes, t.dtype)
+            }
         })?;
         Ok(Array::ready(t.shape, t.dtype, device, buffer, origin))
     }
 
     /// Tensor `name` as an evaluated array on `device`: its bytes copied
-    /// once, from the map into wgpu's staging memory (F16 and BF16 padded
-    /// to a whole 4-byte word, a BOOL byte widened to the device's `u32`).
+    /// once, from the map into wgpu's staging memory (1- and 2-byte dtypes
+    /// packed as in the file and padded to a whole 4-byte word, a BOOL byte
+    /// widened to the device's `u32`, I64 and U64 narrowed to 32 bits).
     /// The copy to the GPU happens with the next submission.
     ///
     /// # Errors
     /// [`Error::Format`] when the file has no tensor `name`;
-    /// [`Error::UnsupportedDType`]; [`Error::TooLarge`] when the tensor
+    /// [`Error::UnsupportedDType`]; [`Error::OutOfRange`] for the first
+    /// I64/U64 value that does not fit 32 bits (named by its row-major
+    /// index; nothing is uploaded); [`Error::MissingFeature`] for F64 on an
+    /// adapter without `SHADER_F64`; [`Error::TooLarge`] when the tensor
     /// exceeds the adapter's largest storage binding (128 MiB on Mesa);
     /// [`Error::OutOfMemory`]. Nothing stays allocated on an error.
     pub fn load(&self, name: &str, device: &Device) -> Result<Array> {
@@ -253,7 +313,9 @@ impl SafetensorsFile {
 }
 
 /// Every tensor of the safetensors file at `path`, by name, as evaluated
-/// arrays on `device` (F32, F16, BF16, I32, U32 and BOOL tensors; see
+/// arrays on `device` (F64, F32, F16, BF16, I32, U32, I16, U16, I8, U8
+/// and BOOL tensors, and I64 and U64 ones narrowed to I32 and U32 with
+/// every value checked; see
 /// [`SafetensorsFile`] for loading some of them). The file is read
 /// through a memory map and each tensor is copied once, from the map into
 /// wgpu's staging memory.

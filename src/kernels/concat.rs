@@ -2,12 +2,12 @@
 //! up to [`MAX_GROUP`] inputs, each read through its own strides.
 
 use super::{Context, Dispatch, Kernel, Operand, PARAMS_WORDS, Params, Spec};
-use crate::Result;
+use crate::{DType, Result};
 
 /// Concatenation of same-dtype inputs along an axis.
 pub(crate) static CONCAT: Kernel = Kernel {
     name: "concat",
-    prelude: &[],
+    prelude: &[super::CONVERT],
     source: include_str!("../../wgsl/concat.wgsl"),
     reads: 1,
     writes: 1,
@@ -59,7 +59,7 @@ pub(crate) fn spec(nin: usize, bytes: usize) -> (Spec, &'static Kernel) {
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for nin in 1..=MAX_GROUP {
-        for bytes in [2, 4] {
+        for bytes in [1, 2, 4] {
             out.push(spec(nin, bytes));
         }
     }
@@ -84,6 +84,33 @@ pub(crate) fn concat(
     parts: &[Part<'_>],
     out: &wgpu::Buffer,
 ) -> Result<Vec<Dispatch>> {
+    if parts
+        .first()
+        .is_some_and(|p| p.src.dtype.size_in_bytes() == 8)
+    {
+        // An 8-byte element is two words: join words, over an extra last
+        // axis of length 2 (stride 1) and doubled strides and offsets.
+        let mut words_shape = shape.to_vec();
+        words_shape.push(2);
+        let words: Vec<Part<'_>> = parts
+            .iter()
+            .map(|p| {
+                let mut strides: Vec<isize> = p.src.strides.iter().map(|s| 2 * s).collect();
+                strides.push(1);
+                Part {
+                    src: Operand {
+                        buffer: p.src.buffer,
+                        dtype: DType::U32,
+                        offset: 2 * p.src.offset,
+                        strides,
+                    },
+                    start: p.start,
+                    len: p.len,
+                }
+            })
+            .collect();
+        return concat(cx, &words_shape, axis, &words, out);
+    }
     // Axes of length 1 (but the joined one) carry no index: dropping them
     // leaves parameter room for more inputs per dispatch.
     let keep: Vec<usize> = (0..shape.len())
@@ -149,7 +176,7 @@ fn concat_group(
     let mut p = Params::new("concatenate");
     p.put(0, words)?;
     let (spec, kernel) = spec(parts.len(), bytes);
-    let threads = if bytes == 2 { n.div_ceil(2) } else { n };
+    let threads = n.div_ceil(4 / bytes);
     let mut buffers: Vec<wgpu::Buffer> = parts.iter().map(|q| q.src.buffer.clone()).collect();
     buffers.push(out.clone());
     Ok(Some(Dispatch {

@@ -1,9 +1,19 @@
-//! Matmul kernels: the tiled GEMM (wgsl/gemm.wgsl), specialised per shape
-//! class, dtype and operand layout, and the reference one-thread-per-output
+//! Matmul kernels: the GEMM families, specialised per kernel (family and
+//! tile), dtype and operand layout, and the reference one-thread-per-output
 //! kernel (wgsl/matmul_naive.wgsl) kept for comparison.
+//!
+//! Four families share one prelude (`wgsl/gemm_common.wgsl`: parameters,
+//! operand loads for the dtype, and the epilogue `store_quad`) and one
+//! operand description (load modes from the strides, here): the
+//! register-blocked GEMM (`wgsl/gemm.wgsl`, generated here by
+//! `gemm_body`), the workgroup-memory GEMM (`gemm_shared.rs`), the split-K
+//! matrix-vector kernel (`gemm_splitk.rs`) and the cooperative-matrix GEMM
+//! (`gemm_coop.rs`). Which one runs is decided per adapter, shape class and
+//! dtype by `tuning.rs`.
 
 use super::{
-    Context, Dispatch, GEMM, GEMM_BIAS, Kernel, MATMUL_NAIVE, Operand, Params, QuickKey, Spec,
+    Context, Dispatch, GEMM, GEMM_COOP, GEMM_SHARED, GEMM_SPLITK, Kernel, MATMUL_NAIVE, Operand,
+    Params, QuickKey, Spec, gemm_coop, gemm_shared, gemm_splitk,
 };
 use crate::DType;
 use crate::Result;
@@ -71,24 +81,356 @@ fn naive_spec() -> (Spec, &'static Kernel) {
     MATMUL_NAIVE.spec(&[])
 }
 
+/// The shape classes the GEMM picks a kernel for (and tunes, once per
+/// adapter and dtype): by the output's rows `m` and columns `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ShapeClass {
+    /// `m == 1`: matrix-vector products (the decode step of a language
+    /// model), bound by reading B once.
+    Gemv,
+    /// `m < 32` or `n < 64`: small or skinny outputs.
+    Small,
+    /// `m < 128` or `n < 128`.
+    Medium,
+    /// Everything larger.
+    Large,
+}
+
+impl ShapeClass {
+    /// Every class, in order.
+    pub const ALL: [ShapeClass; 4] = [
+        ShapeClass::Gemv,
+        ShapeClass::Small,
+        ShapeClass::Medium,
+        ShapeClass::Large,
+    ];
+
+    /// The class of an `m x n` output.
+    pub fn of(m: usize, n: usize) -> ShapeClass {
+        if m == 1 {
+            ShapeClass::Gemv
+        } else if m < 32 || n < 64 {
+            ShapeClass::Small
+        } else if m < 128 || n < 128 {
+            ShapeClass::Medium
+        } else {
+            ShapeClass::Large
+        }
+    }
+
+    /// The class's name in the tuning cache file: `gemv`, `small`,
+    /// `medium`, `large`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShapeClass::Gemv => "gemv",
+            ShapeClass::Small => "small",
+            ShapeClass::Medium => "medium",
+            ShapeClass::Large => "large",
+        }
+    }
+
+    /// The class named `name` (see [`ShapeClass::name`]).
+    pub fn from_name(name: &str) -> Option<ShapeClass> {
+        ShapeClass::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// A GEMM kernel: one of four families and its tile. [`crate::Device`]
+/// picks one per shape class and dtype by timing candidates on the adapter
+/// (see `Device::gemm_kernel` and `docs/ARCHITECTURE.md`, "Matmul"); tests
+/// and benchmarks can force one with `Device::set_gemm_kernel`.
+///
+/// Every family computes `alpha * (A @ B) + beta * bias` with f32
+/// accumulation over f32, f16 or bf16 operands read through strides, and
+/// stores through the same epilogue (`store_quad` in `wgsl/gemm_common.wgsl`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmKernel {
+    /// Register-blocked, no workgroup memory (`wgsl/gemm.wgsl`): `wg_x *
+    /// wg_y` threads, each `tm` rows by `4 * nv` columns of accumulators,
+    /// operands read straight from storage. What software adapters take
+    /// (on lavapipe every load is a per-lane loop, so the per-thread block
+    /// decides). Limits: at most 256 threads, `tm * nv` at most 128.
+    Register {
+        wg_x: u32,
+        wg_y: u32,
+        tm: u32,
+        nv: u32,
+    },
+    /// Workgroup-memory tiles (`wgsl/gemm_shared.wgsl`): `wg_x * wg_y`
+    /// threads stage a `(wg_y tm) x bk` block of A and a `bk x (4 wg_x nv)`
+    /// block of B through workgroup memory with vec4 loads, double
+    /// buffered (one barrier per step), each thread `tm x 4 nv` outputs.
+    /// The GPU family. Limits: `tm` and `bk` multiples of 4, each thread
+    /// loads whole vec4s of both blocks, both buffers within 16 KiB.
+    Shared {
+        wg_x: u32,
+        wg_y: u32,
+        tm: u32,
+        nv: u32,
+        bk: u32,
+    },
+    /// Split-K matrix-vector (`wgsl/gemm_splitk.wgsl`): `ks` threads share
+    /// K for each of `cq` column quads and add their sums with subgroup
+    /// shuffles (`subgroups`, needs `Features::SUBGROUP` and subgroups of at
+    /// least `ks` lanes) or through workgroup memory. For small `m` with
+    /// long K. Limits: `ks` a power of two from 2 to 64, `ks * cq` at most 256.
+    SplitK { ks: u32, cq: u32, subgroups: bool },
+    /// Cooperative matrices (`wgsl/gemm_coop.wgsl`, tensor cores or
+    /// simdgroup matrices; needs `Features::EXPERIMENTAL_COOPERATIVE_MATRIX`
+    /// with a `size x size x size` configuration of the input type and f32
+    /// accumulators, `Features::SUBGROUP`, and a fixed subgroup size): four
+    /// subgroups, each `frags x frags` fragments, staged like `Shared` in
+    /// steps of 16 k. Limits: `size` 8 or 16, staging and the
+    /// subgroups' store space within 16 KiB.
+    /// `half`: f16 fragments (for f16 operands), else f32.
+    Coop { size: u32, half: bool, frags: u32 },
+}
+
+impl GemmKernel {
+    /// The family's name: `register`, `shared`, `splitk`, `coop`.
+    pub fn family(&self) -> &'static str {
+        match self {
+            GemmKernel::Register { .. } => "register",
+            GemmKernel::Shared { .. } => "shared",
+            GemmKernel::SplitK { .. } => "splitk",
+            GemmKernel::Coop { .. } => "coop",
+        }
+    }
+
+    /// Whether the parameters are within the family's limits (see each
+    /// variant).
+    pub fn is_valid(&self) -> bool {
+        match *self {
+            GemmKernel::Register { wg_x, wg_y, tm, nv } => {
+                (1..=256).contains(&(wg_x as u64 * wg_y as u64))
+                    && (1..=128).contains(&(tm as u64 * nv as u64))
+            }
+            GemmKernel::Shared {
+                wg_x,
+                wg_y,
+                tm,
+                nv,
+                bk,
+            } => {
+                let threads = wg_x as u64 * wg_y as u64;
+                let (bm, bn) = (wg_y as u64 * tm as u64, 4 * wg_x as u64 * nv as u64);
+                let bk = bk as u64;
+                (1..=256).contains(&threads)
+                    && (1..=128).contains(&(tm as u64 * nv as u64))
+                    && tm % 4 == 0
+                    && bk.is_multiple_of(4)
+                    && bk > 0
+                    && threads > 0
+                    && (bm * bk / 4).is_multiple_of(threads)
+                    && (bn * bk / 4).is_multiple_of(threads)
+                    && 2 * bk * (bm + bn) * 4 <= 16384
+            }
+            GemmKernel::SplitK { ks, cq, .. } => {
+                ks.is_power_of_two() && (2..=64).contains(&ks) && (1..=256).contains(&(ks * cq))
+            }
+            GemmKernel::Coop { size, half, frags } => {
+                let (bm, elem) = (2 * frags * size, if half { 2 } else { 4 });
+                (size == 8 || size == 16)
+                    && (1..=4).contains(&frags)
+                    && 2 * COOP_BK * 2 * bm * elem + 4 * size * size * 4 <= 16384
+            }
+        }
+    }
+
+    /// Output rows and columns one workgroup computes.
+    fn block(&self) -> (usize, usize) {
+        let (r, c) = match *self {
+            GemmKernel::Register { wg_x, wg_y, tm, nv }
+            | GemmKernel::Shared {
+                wg_x, wg_y, tm, nv, ..
+            } => (wg_y * tm, wg_x * 4 * nv),
+            GemmKernel::SplitK { cq, .. } => (1, 4 * cq),
+            GemmKernel::Coop { size, frags, .. } => (2 * frags * size, 2 * frags * size),
+        };
+        (r as usize, c as usize)
+    }
+
+    /// The K step whose multiples need no masked tail.
+    fn k_step(&self) -> usize {
+        match *self {
+            GemmKernel::Register { .. } | GemmKernel::SplitK { .. } => 4,
+            GemmKernel::Shared { bk, .. } => bk as usize,
+            GemmKernel::Coop { .. } => COOP_BK as usize,
+        }
+    }
+
+    /// Rows per thread that A's transposed-view (vec4 along m) loads need
+    /// in multiples of four.
+    fn a_outer_ok(&self) -> bool {
+        match *self {
+            GemmKernel::Register { tm, .. } => tm.is_multiple_of(4),
+            GemmKernel::Shared { .. } | GemmKernel::Coop { .. } => true,
+            GemmKernel::SplitK { .. } => false,
+        }
+    }
+}
+
+impl std::fmt::Display for GemmKernel {
+    /// The form [`GemmKernel::from_str`](std::str::FromStr) reads (and the
+    /// tuning cache file stores): the family, then its parameters.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            GemmKernel::Register { wg_x, wg_y, tm, nv } => {
+                write!(f, "register {wg_x} {wg_y} {tm} {nv}")
+            }
+            GemmKernel::Shared {
+                wg_x,
+                wg_y,
+                tm,
+                nv,
+                bk,
+            } => write!(f, "shared {wg_x} {wg_y} {tm} {nv} {bk}"),
+            GemmKernel::SplitK { ks, cq, subgroups } => {
+                write!(f, "splitk {ks} {cq} {}", subgroups as u32)
+            }
+            GemmKernel::Coop { size, half, frags } => {
+                write!(f, "coop {size} {} {frags}", half as u32)
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for GemmKernel {
+    type Err = crate::Error;
+
+    /// Parse the form [`GemmKernel`]'s `Display` writes, e.g.
+    /// `register 8 8 16 4` or `shared 16 16 8 2 8`.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for an unknown family, a wrong
+    /// number of parameters, or parameters outside the family's limits.
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || crate::Error::InvalidArgument(format!("not a GEMM kernel: {s:?}"));
+        let mut words = s.split_whitespace();
+        let family = words.next().ok_or_else(bad)?;
+        let x: Vec<u32> = words
+            .map(|w| w.parse().map_err(|_| bad()))
+            .collect::<Result<_>>()?;
+        let k = match (family, &x[..]) {
+            ("register", &[wg_x, wg_y, tm, nv]) => GemmKernel::Register { wg_x, wg_y, tm, nv },
+            ("shared", &[wg_x, wg_y, tm, nv, bk]) => GemmKernel::Shared {
+                wg_x,
+                wg_y,
+                tm,
+                nv,
+                bk,
+            },
+            ("splitk", &[ks, cq, sg]) if sg <= 1 => GemmKernel::SplitK {
+                ks,
+                cq,
+                subgroups: sg == 1,
+            },
+            ("coop", &[size, half, frags]) if half <= 1 => GemmKernel::Coop {
+                size,
+                half: half == 1,
+                frags,
+            },
+            _ => return Err(bad()),
+        };
+        if k.is_valid() { Ok(k) } else { Err(bad()) }
+    }
+}
+
+/// The K step of the cooperative-matrix family (one or two fragments).
+pub(crate) const COOP_BK: u32 = 16;
+
+/// The register-blocked tile for a shape class on a software adapter, and
+/// the previous kernel's choice on GPUs (kept as a tuning candidate there).
+/// Measured on lavapipe (AVX2, 8 lanes), see docs/PERFORMANCE.md: every
+/// storage load there is a per-lane loop that costs far more than the
+/// multiply-adds it feeds, so the per-thread block (loads per multiply-add
+/// fall as `1/tm + 1/(4 nv)`) decides, bounded by the compile time of the
+/// generated code (about 25 ms for 4 x 16 accumulators, 45 ms for 8 x 16,
+/// 120 ms for 16 x 16, 350 ms for 16 x 32).
+pub(crate) fn register_tile(class: ShapeClass, software: bool) -> GemmKernel {
+    let tile = |wg_x, wg_y, tm, nv| GemmKernel::Register { wg_x, wg_y, tm, nv };
+    match class {
+        // Matrix-vector (decode steps): one row, threads across columns. On
+        // lavapipe 16 columns per thread share each load of A, and 16-thread
+        // workgroups give both cores work at N = 1152 (2x the 64 x 4 tile at
+        // 1 x 4096 x 4096); GPUs want more threads per workgroup.
+        ShapeClass::Gemv if software => tile(16, 1, 1, 4),
+        ShapeClass::Gemv => tile(64, 1, 1, 1),
+        // Small or skinny: 32 x 32 tiles waste little on edges.
+        ShapeClass::Small => tile(8, 8, 4, 1),
+        // Medium: 64 x 128 tiles.
+        ShapeClass::Medium => tile(8, 8, 8, 4),
+        // Large: 128 x 128 tiles of 16 x 16 per thread on lavapipe (at
+        // 1024^3 16 x 32 is 20% faster but compiles in 350 ms instead of
+        // 120); on an H200 (Vulkan) at 4096^3 16 x 16 spills registers and
+        // runs at half the speed of 8 x 16.
+        ShapeClass::Large if software => tile(8, 8, 16, 4),
+        ShapeClass::Large => tile(8, 8, 8, 4),
+    }
+}
+
+/// The workgroup-memory tile for a shape class (GPUs): 128 x 128 blocks of
+/// 8 x 8 per thread for large outputs, 64 x 64 blocks of 4 x 4 otherwise.
+pub(crate) fn shared_tile(class: ShapeClass) -> GemmKernel {
+    match class {
+        ShapeClass::Large => GemmKernel::Shared {
+            wg_x: 16,
+            wg_y: 16,
+            tm: 8,
+            nv: 2,
+            bk: 8,
+        },
+        _ => GemmKernel::Shared {
+            wg_x: 16,
+            wg_y: 16,
+            tm: 4,
+            nv: 1,
+            bk: 16,
+        },
+    }
+}
+
 #[cfg(test)]
 /// Every specialisation the matmul dispatch functions can ask for.
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = vec![naive_spec()];
-    // Every dtype, load mode, store mode and bias choice of the GEMM, in
-    // each shape class's tile.
+    // Every dtype, load mode, store mode and bias choice of every family,
+    // in each family's tiles (the tuning candidates and the defaults).
     let modes = [Mode::Scalar, Mode::Inner, Mode::Outer];
-    let tiles = [
-        tile_for(1, 100, true),
-        tile_for(1, 100, false),
-        tile_for(8, 8, true),
-        tile_for(64, 64, true),
-        tile_for(512, 512, true),
-    ];
+    let mut kernels: Vec<GemmKernel> = Vec::new();
+    for class in ShapeClass::ALL {
+        for software in [false, true] {
+            kernels.extend(super::tuning::candidates(
+                class,
+                software,
+                DType::F32,
+                &|_| true,
+            ));
+        }
+    }
+    kernels.push(GemmKernel::SplitK {
+        ks: 8,
+        cq: 8,
+        subgroups: false,
+    });
+    let mut seen = std::collections::HashSet::new();
+    // Subgroup and cooperative-matrix kernels need capabilities WebGPU
+    // lacks: `extended_specs` lists them.
+    kernels.retain(|k| {
+        seen.insert(*k)
+            && !matches!(
+                k,
+                GemmKernel::Coop { .. }
+                    | GemmKernel::SplitK {
+                        subgroups: true,
+                        ..
+                    }
+            )
+    });
     for dtype in [DType::F32, DType::F16, DType::BF16] {
-        for tile in tiles {
+        for &kernel in &kernels {
             for a_mode in modes {
-                if a_mode == Mode::Outer && !tile.tm.is_multiple_of(4) {
+                if a_mode == Mode::Outer && !kernel.a_outer_ok() {
                     continue;
                 }
                 for b_mode in modes {
@@ -98,14 +440,14 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                                 out.push(
                                     GemmVariant {
                                         dtype,
-                                        tile,
+                                        kernel,
                                         a_mode,
                                         b_mode,
                                         out_vec,
                                         has_bias,
                                         k_tail,
                                     }
-                                    .spec(),
+                                    .spec(32),
                                 );
                             }
                         }
@@ -117,96 +459,76 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     out
 }
 
-/// A tile shape of the GEMM kernel: a workgroup of `wg_x * wg_y` threads,
-/// each computing `tm` rows by `4 * nv` columns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Tile {
-    pub wg_x: u32,
-    pub wg_y: u32,
-    pub tm: u32,
-    pub nv: u32,
-}
-
-impl Tile {
-    /// Output rows per workgroup.
-    fn rows(self) -> usize {
-        (self.wg_y * self.tm) as usize
-    }
-    /// Output columns per workgroup.
-    fn cols(self) -> usize {
-        (self.wg_x * 4 * self.nv) as usize
-    }
-}
-
-/// The tile for a shape class. Measured on lavapipe (AVX2, 8 lanes), see
-/// docs/PERFORMANCE.md: every storage load there is a per-lane loop that
-/// costs far more than the multiply-adds it feeds, so the per-thread block
-/// (loads per multiply-add fall as `1/tm + 1/(4 nv)`) decides, bounded by the
-/// compile time of the generated code (about 25 ms for 4 x 16 accumulators,
-/// 45 ms for 8 x 16, 120 ms for 16 x 16, 350 ms for 16 x 32).
-///
-/// `software`: the adapter is a CPU one (device type `Cpu`), which takes
-/// a bigger large-class tile than a GPU (see [`large_tile`]).
-pub(crate) fn tile_for(m: usize, n: usize, software: bool) -> Tile {
-    let tile = |wg_x, wg_y, tm, nv| Tile { wg_x, wg_y, tm, nv };
-    if m == 1 {
-        // Matrix-vector (decode steps): one row, threads across columns. On
-        // lavapipe 16 columns per thread share each load of A, and 16-thread
-        // workgroups give both cores work at N = 1152 (2x the 64 x 4 tile at
-        // 1 x 4096 x 4096); GPUs want more threads per workgroup.
-        if software {
-            tile(16, 1, 1, 4)
-        } else {
-            tile(64, 1, 1, 1)
-        }
-    } else if m < 32 || n < 64 {
-        // Small or skinny: 32 x 32 tiles waste little on edges.
-        tile(8, 8, 4, 1)
-    } else if m < 128 || n < 128 {
-        // Medium: 64 x 128 tiles.
-        tile(8, 8, 8, 4)
-    } else {
-        large_tile(software)
-    }
-}
-
-/// The tile of the large class: 128 x 128 tiles of 16 x 16 outputs per
-/// thread on a software adapter, the medium tile (8 x 16 per thread) on a
-/// GPU. `WGARRAY_GEMM_TILE=wg_x,wg_y,tm,nv` overrides it (for tuning on a
-/// new adapter; read once; at most 256 threads and 512 accumulators per
-/// thread).
-///
-/// Measured (docs/PERFORMANCE.md): on lavapipe at 1024^3, 16 x 32 per thread
-/// is about 20% faster than 16 x 16 but compiles in 350 ms instead of 120;
-/// on an H200 (Vulkan) at 4096^3, 16 x 16 spills registers and runs at half
-/// the speed of 8 x 16.
-fn large_tile(software: bool) -> Tile {
-    static OVERRIDE: std::sync::OnceLock<Option<Tile>> = std::sync::OnceLock::new();
-    let chosen = OVERRIDE.get_or_init(|| {
-        let v = std::env::var("WGARRAY_GEMM_TILE").ok()?;
-        let x: Vec<u32> = v.split(',').filter_map(|s| s.trim().parse().ok()).collect();
-        match x[..] {
-            [wg_x, wg_y, tm, nv]
-                if (1..=256).contains(&(wg_x as u64 * wg_y as u64))
-                    && (1..=128).contains(&(tm as u64 * nv as u64)) =>
-            {
-                Some(Tile { wg_x, wg_y, tm, nv })
+/// The specialisations that need more than WebGPU's capabilities, with the
+/// capabilities: the split-K kernel with subgroup shuffles (SUBGROUP), and
+/// the cooperative-matrix family (with 32-lane subgroups; naga's HLSL and
+/// GLSL back ends have no cooperative matrices, so SPIR-V and MSL only).
+#[cfg(test)]
+pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capabilities)> {
+    use naga::valid::Capabilities as C;
+    let mut out = Vec::new();
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        for (a_mode, b_mode) in [
+            (Mode::Inner, Mode::Inner),
+            (Mode::Inner, Mode::Outer),
+            (Mode::Scalar, Mode::Scalar),
+        ] {
+            for (out_vec, has_bias, k_tail) in [(true, false, false), (false, true, true)] {
+                let (spec, kernel) = GemmVariant {
+                    dtype,
+                    kernel: GemmKernel::SplitK {
+                        ks: 32,
+                        cq: 8,
+                        subgroups: true,
+                    },
+                    a_mode,
+                    b_mode,
+                    out_vec,
+                    has_bias,
+                    k_tail,
+                }
+                .spec(32);
+                out.push((spec, kernel, C::SUBGROUP));
             }
-            _ => None,
         }
-    });
-    let (tm, nv) = if software { (16, 4) } else { (8, 4) };
-    chosen.unwrap_or(Tile {
-        wg_x: 8,
-        wg_y: 8,
-        tm,
-        nv,
-    })
+    }
+    for (dtype, half, size) in [
+        (DType::F32, false, 8),
+        (DType::F32, false, 16),
+        (DType::F16, true, 8),
+        (DType::F16, true, 16),
+        (DType::BF16, false, 8),
+    ] {
+        for (a_mode, b_mode) in [
+            (Mode::Inner, Mode::Inner),
+            (Mode::Outer, Mode::Outer),
+            (Mode::Scalar, Mode::Scalar),
+        ] {
+            for (out_vec, has_bias, k_tail) in [(true, false, false), (false, true, true)] {
+                let (spec, kernel) = GemmVariant {
+                    dtype,
+                    kernel: GemmKernel::Coop {
+                        size,
+                        half,
+                        frags: if size == 16 && !half { 1 } else { 2 },
+                    },
+                    a_mode,
+                    b_mode,
+                    out_vec,
+                    has_bias,
+                    k_tail,
+                }
+                .spec(32);
+                out.push((spec, kernel, C::SUBGROUP | C::COOPERATIVE_MATRIX));
+            }
+        }
+    }
+    out
 }
 
 /// How the kernel loads an operand (see `gemm_body`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Mode {
+pub(crate) enum Mode {
     /// Scalar loads through both strides.
     Scalar,
     /// vec4 loads along the contiguous inner dimension (k for A, n for B).
@@ -346,15 +668,25 @@ fn store(dtype: DType, vec: bool) -> (&'static str, String, String) {
     }
 }
 
+/// The register family's tile: a workgroup of `wg_x * wg_y` threads, each
+/// computing `tm` rows by `4 * nv` columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Tile {
+    pub wg_x: u32,
+    pub wg_y: u32,
+    pub tm: u32,
+    pub nv: u32,
+}
+
 /// The generated, straight-line parts of the GEMM (see `wgsl/gemm.wgsl`)
 /// for a tile and the operand load modes.
-struct GemmBody {
+pub(crate) struct GemmBody {
     /// `DECLS`: per-thread row offsets, column quads and accumulators.
-    decls: String,
+    pub decls: String,
     /// `CHUNK`: the loads and multiply-adds of one chunk of four k.
-    chunk: String,
+    pub chunk: String,
     /// `EPILOGUE`: one `store_quad` per accumulator.
-    epilogue: String,
+    pub epilogue: String,
 }
 
 /// Generates [`GemmBody`]. Why straight-line code: on lavapipe a private
@@ -363,7 +695,7 @@ struct GemmBody {
 /// bodies; named variables and literal indices keep every accumulator in
 /// registers (or plain stack slots) at any tile size, so the tile is limited
 /// only by register pressure and compile time.
-fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode) -> GemmBody {
+pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode) -> GemmBody {
     let (tm, nv) = (tile.tm, tile.nv);
     let mut decls = Vec::new();
     for r in 0..tm {
@@ -462,13 +794,6 @@ fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode) -> GemmBody {
             ));
         }
     }
-    let indent = |lines: Vec<String>, depth: usize| {
-        let pad = " ".repeat(depth * 4);
-        lines
-            .iter()
-            .map(|l| format!("{pad}{l}\n"))
-            .collect::<String>()
-    };
     GemmBody {
         decls: indent(decls, 1),
         chunk: indent(c, 2),
@@ -476,27 +801,38 @@ fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode) -> GemmBody {
     }
 }
 
+/// Generated WGSL lines, each indented `depth` levels and ended.
+pub(crate) fn indent(lines: Vec<String>, depth: usize) -> String {
+    let pad = " ".repeat(depth * 4);
+    lines
+        .iter()
+        .map(|l| format!("{pad}{l}\n"))
+        .collect::<String>()
+}
+
 /// One specialisation of the GEMM: everything its WGSL depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct GemmVariant {
     /// f32, f16 or bf16: A, B, the bias and the output.
     dtype: DType,
-    tile: Tile,
+    kernel: GemmKernel,
     a_mode: Mode,
     b_mode: Mode,
     /// Vector stores; needs `n % 4 == 0`.
     out_vec: bool,
     has_bias: bool,
-    /// `k % 4 != 0`: the last chunk of K is masked.
+    /// K is not a multiple of the kernel's K step: the last step is masked.
     k_tail: bool,
 }
 
 impl GemmVariant {
-    /// The kernel text's substitutions for this variant.
-    fn spec(self) -> (super::Spec, &'static super::Kernel) {
+    /// The kernel text's substitutions for this variant; `subgroup` is the
+    /// adapter's subgroup size (the cooperative family's workgroup is four
+    /// subgroups).
+    fn spec(self, subgroup: u32) -> (Spec, &'static Kernel) {
         let GemmVariant {
             dtype,
-            tile,
+            kernel,
             a_mode,
             b_mode,
             out_vec,
@@ -525,39 +861,52 @@ impl GemmVariant {
             "@group(0) @binding({out_binding}) var<storage, read_write> out: array<{out_arr}>;"
         ));
         let bias_one = if has_bias { ca.one } else { "0.0".into() };
-        let (wg_x, wg_y, tm, nv) = (
-            tile.wg_x.to_string(),
-            tile.wg_y.to_string(),
-            tile.tm.to_string(),
-            tile.nv.to_string(),
-        );
-        let kernel = if has_bias { &GEMM_BIAS } else { &GEMM };
-        let body = gemm_body(tile, a_mode, b_mode);
-        let (spec, kernel) = kernel.spec(&[
-            ("WG_X", &wg_x),
-            ("WG_Y", &wg_y),
-            ("TM", &tm),
-            ("NV", &nv),
-            ("DECLS", &body.decls),
-            ("CHUNK", &body.chunk),
-            ("EPILOGUE", &body.epilogue),
-            ("OUT_VEC", if out_vec { "true" } else { "false" }),
-            ("HAS_BIAS", if has_bias { "true" } else { "false" }),
-            ("K_TAIL", if k_tail { "true" } else { "false" }),
+        let flag = |b: bool| if b { "true" } else { "false" }.to_string();
+        let (family, mut subs): (&'static Kernel, Vec<(&'static str, String)>) = match kernel {
+            GemmKernel::Register { wg_x, wg_y, tm, nv } => {
+                let body = gemm_body(Tile { wg_x, wg_y, tm, nv }, a_mode, b_mode);
+                (
+                    &GEMM,
+                    vec![
+                        ("WG_X", wg_x.to_string()),
+                        ("WG_Y", wg_y.to_string()),
+                        ("TM", tm.to_string()),
+                        ("NV", nv.to_string()),
+                        ("DECLS", body.decls),
+                        ("CHUNK", body.chunk),
+                        ("EPILOGUE", body.epilogue),
+                    ],
+                )
+            }
+            GemmKernel::Shared { .. } => (&GEMM_SHARED, gemm_shared::subs(kernel, a_mode, b_mode)),
+            GemmKernel::SplitK { ks, cq, subgroups } => (
+                &GEMM_SPLITK,
+                gemm_splitk::subs(ks, cq, subgroups, a_mode, b_mode),
+            ),
+            GemmKernel::Coop { .. } => (
+                &GEMM_COOP,
+                gemm_coop::subs(kernel, subgroup, a_mode, b_mode),
+            ),
+        };
+        subs.extend([
+            ("OUT_VEC", flag(out_vec)),
+            ("HAS_BIAS", flag(has_bias)),
+            ("K_TAIL", flag(k_tail)),
             (
                 "ENABLE_F16",
-                if dtype == DType::F16 { "true" } else { "false" },
+                flag(dtype == DType::F16 || matches!(kernel, GemmKernel::Coop { half: true, .. })),
             ),
-            ("BINDINGS", &bindings),
-            ("A_ONE", &aa.one),
-            ("A_FOUR", &aa.four),
-            ("B_ONE", &ba.one),
-            ("B_FOUR", &ba.four),
-            ("BIAS_ONE", &bias_one),
-            ("OUT_ONE", &out_one),
-            ("OUT_FOUR", &out_four),
+            ("BINDINGS", bindings),
+            ("A_ONE", aa.one),
+            ("A_FOUR", aa.four),
+            ("B_ONE", ba.one),
+            ("B_FOUR", ba.four),
+            ("BIAS_ONE", bias_one),
+            ("OUT_ONE", out_one),
+            ("OUT_FOUR", out_four),
         ]);
-        (spec, kernel)
+        let subs: Vec<(&'static str, &str)> = subs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        family.spec_with_bindings(&subs, 2 + has_bias as u32, 1)
     }
 }
 
@@ -579,26 +928,68 @@ pub(crate) struct Gemm<'a> {
     pub beta: f32,
     /// Dense `[batch.., m, n]` output.
     pub out: &'a wgpu::Buffer,
-    /// Force a tile (benchmarks and tuning); `None` picks by shape.
-    pub tile: Option<Tile>,
 }
 
-/// The dispatches of the tiled GEMM: one, several when the grid passes the
-/// per-dimension workgroup limit, none for an empty output.
+/// The dispatches of the GEMM: one, several when the grid passes the
+/// per-dimension workgroup limit, none for an empty output. The kernel is
+/// the one forced on the device, else the one chosen for the shape class
+/// and dtype (timed on first use, see `kernels::tuning`), else the
+/// family's default, where the adapter can run it.
 ///
 /// # Errors
 /// [`crate::Error::TooLarge`] for sizes, strides or offsets past `u32`,
-/// [`crate::Error::Kernel`] if the specialisation fails to compile.
+/// [`crate::Error::Kernel`] if the specialisation fails to compile; a
+/// failed tuning run's errors (a lost device).
 pub(crate) fn gemm(cx: &Context, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
+    let batch: usize = g.batch_shape.iter().product();
+    if batch * g.m * g.n == 0 {
+        return Ok(Vec::new());
+    }
+    let class = ShapeClass::of(g.m, g.n);
+    let kernel = cx
+        .tuning
+        .kernel(cx, g.dtype, class, [batch, g.m, g.n, g.k])?;
+    dispatches(cx, g, kernel)
+}
+
+/// Whether `kernel` can run `dtype` on this device.
+pub(crate) fn usable(cx: &Context, kernel: GemmKernel, dtype: DType) -> bool {
+    let threads = |n: u32| n <= cx.limits.max_compute_invocations_per_workgroup;
+    kernel.is_valid()
+        && match kernel {
+            GemmKernel::Register { wg_x, wg_y, .. } => threads(wg_x * wg_y),
+            GemmKernel::Shared { wg_x, wg_y, .. } => {
+                threads(wg_x * wg_y) && cx.limits.max_compute_workgroup_storage_size >= 16384
+            }
+            GemmKernel::SplitK { ks, cq, subgroups } => {
+                threads(ks * cq)
+                    && (!subgroups
+                        || (cx.features.contains(wgpu::Features::SUBGROUP)
+                            && cx.subgroup_min_size >= ks))
+            }
+            GemmKernel::Coop { size, half, .. } => {
+                half == (dtype == DType::F16)
+                    && cx.features.contains(wgpu::Features::SUBGROUP)
+                    && cx.subgroup_min_size == cx.subgroup_max_size
+                    && threads(4 * cx.subgroup_min_size)
+                    && cx.coop_ok(size, half)
+            }
+        }
+}
+
+/// The dispatches of `kernel` (see [`gemm`]) on the operands of `g`.
+///
+/// # Errors
+/// As [`gemm`].
+pub(crate) fn dispatches(cx: &Context, g: &Gemm<'_>, kernel: GemmKernel) -> Result<Vec<Dispatch>> {
     let (m, n, k) = (g.m, g.n, g.k);
     let batch: usize = g.batch_shape.iter().product();
     if batch * m * n == 0 {
         return Ok(Vec::new());
     }
-    let tile = g.tile.unwrap_or_else(|| tile_for(m, n, cx.software));
     let a_mode = if vec_ok(&g.a, m, k, true) {
         Mode::Inner
-    } else if tile.tm.is_multiple_of(4) && vec_ok(&g.a, m, k, false) {
+    } else if kernel.a_outer_ok() && vec_ok(&g.a, m, k, false) {
         Mode::Outer
     } else {
         Mode::Scalar
@@ -612,12 +1003,12 @@ pub(crate) fn gemm(cx: &Context, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
     };
     let variant = GemmVariant {
         dtype: g.dtype,
-        tile,
+        kernel,
         a_mode,
         b_mode,
         out_vec: n.is_multiple_of(4),
         has_bias: g.bias.is_some(),
-        k_tail: !k.is_multiple_of(4),
+        k_tail: !k.is_multiple_of(kernel.k_step()),
     };
     let zero = Operand {
         buffer: g.out,
@@ -654,9 +1045,10 @@ pub(crate) fn gemm(cx: &Context, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
             max: u32::MAX as u64,
         });
     }
+    let subgroup = cx.subgroup_min_size;
     let pipeline = cx
         .cache
-        .get_quick(QuickKey::Gemm(variant), || variant.spec())?;
+        .get_quick(QuickKey::Gemm(variant), || variant.spec(subgroup))?;
     let mut buffers = vec![g.a.buffer.clone(), g.b.buffer.clone()];
     if let Some(c) = &g.bias {
         buffers.push(c.buffer.clone());
@@ -665,7 +1057,8 @@ pub(crate) fn gemm(cx: &Context, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
     // A grid past the per-dimension limit runs as several dispatches, each
     // told its workgroup offset (`group0`).
     let max = cx.limits.max_compute_workgroups_per_dimension as usize;
-    let groups = [n.div_ceil(tile.cols()), m.div_ceil(tile.rows()), batch];
+    let (rows, cols) = kernel.block();
+    let groups = [n.div_ceil(cols), m.div_ceil(rows), batch];
     let mut out = Vec::new();
     for z0 in (0..groups[2]).step_by(max) {
         for y0 in (0..groups[1]).step_by(max) {

@@ -11,7 +11,11 @@
 
 pub(crate) mod bits;
 pub(crate) mod concat;
+pub(crate) mod disk;
 pub(crate) mod elementwise;
+pub(crate) mod gemm_coop;
+pub(crate) mod gemm_shared;
+pub(crate) mod gemm_splitk;
 pub(crate) mod matmul;
 #[cfg(test)]
 mod portability;
@@ -22,6 +26,7 @@ pub(crate) mod scan;
 pub(crate) mod scatter;
 pub(crate) mod sort;
 pub(crate) mod topk;
+pub(crate) mod tuning;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Mutex;
@@ -46,11 +51,72 @@ pub(crate) struct Context {
     pub limits: wgpu::Limits,
     pub features: wgpu::Features,
     /// A software adapter (device type `Cpu`: lavapipe, llvmpipe, WARP):
-    /// some tile choices differ there.
+    /// the GEMM's default kernels and tuning budget differ there.
     pub software: bool,
+    /// The adapter's subgroup sizes (equal where the size is fixed).
+    pub subgroup_min_size: u32,
+    pub subgroup_max_size: u32,
+    /// The cooperative-matrix configurations the adapter offers (empty
+    /// unless the device has `EXPERIMENTAL_COOPERATIVE_MATRIX`).
+    pub coop: Vec<wgpu::CooperativeMatrixProperties>,
+    /// The GEMM's kernel choices: tuned, remembered, forced.
+    pub tuning: tuning::Tuning,
 }
 
 impl Context {
+    /// The kernel context of a new device on `adapter`: the pipeline cache
+    /// (with the driver's cache file, where the device has
+    /// `PIPELINE_CACHE`) and the GEMM's choices, both kept in `cache_dir`.
+    pub(crate) fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        adapter: &wgpu::Adapter,
+        info: &crate::AdapterDescription,
+        limits: wgpu::Limits,
+        features: wgpu::Features,
+        cache_dir: &disk::CacheDir,
+    ) -> Context {
+        let owner = disk::Owner::new(info);
+        let dir = cache_dir.resolve();
+        let pipelines = dir
+            .as_ref()
+            .filter(|_| features.contains(wgpu::Features::PIPELINE_CACHE))
+            .map(|d| d.join(format!("pipelines-{}.bin", owner.stem())));
+        let raw = adapter.get_info();
+        let coop = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            adapter.cooperative_matrix_properties()
+        } else {
+            Vec::new()
+        };
+        Context {
+            cache: KernelCache::new(device.clone(), pipelines),
+            limits,
+            features,
+            software: info.device_type == wgpu::DeviceType::Cpu,
+            subgroup_min_size: raw.subgroup_min_size,
+            subgroup_max_size: raw.subgroup_max_size,
+            coop,
+            tuning: tuning::Tuning::new(device, queue, owner, dir),
+        }
+    }
+
+    /// Whether the device multiplies `size x size x size` cooperative
+    /// matrices of f16 (`half`) or f32 into f32 accumulators.
+    pub(crate) fn coop_ok(&self, size: u32, half: bool) -> bool {
+        let ab = if half {
+            wgpu::CooperativeScalarType::F16
+        } else {
+            wgpu::CooperativeScalarType::F32
+        };
+        self.coop.iter().any(|c| {
+            c.m_size == size
+                && c.n_size == size
+                && c.k_size == size
+                && c.ab_type == ab
+                && c.cr_type == wgpu::CooperativeScalarType::F32
+        })
+    }
+
     /// Workgroup counts for `threads` threads (see [`grid`]) under this
     /// device's per-dimension limit.
     pub(crate) fn grid(&self, threads: u64) -> Result<[u32; 3]> {
@@ -151,6 +217,9 @@ pub(crate) struct Kernel {
 
 const CONVERT: &str = include_str!("../../wgsl/convert.wgsl");
 const MATH: &str = include_str!("../../wgsl/math.wgsl");
+/// f64 helpers (word pairs, NaN tests, conversions): only for kernels that
+/// use f64, since the types need `SHADER_F64` and `SHADER_INT64`.
+const MATH_F64: &str = include_str!("../../wgsl/math_f64.wgsl");
 /// Straight-line index unravelling (reduce, topk).
 pub(crate) const UNRAVEL: &str = include_str!("../../wgsl/unravel.wgsl");
 /// Order keys of element bits (topk, sort).
@@ -165,6 +234,15 @@ pub(crate) static REDUCE: Kernel = Kernel {
     writes: 1,
 };
 
+/// Reductions over f64: the f64 helpers too.
+pub(crate) static REDUCE_F64: Kernel = Kernel {
+    name: "reduce_f64",
+    prelude: &[CONVERT, UNRAVEL, MATH_F64],
+    source: include_str!("../../wgsl/reduce.wgsl"),
+    reads: 1,
+    writes: 1,
+};
+
 pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
     name: "matmul_naive",
     prelude: &[],
@@ -173,25 +251,42 @@ pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
     writes: 1,
 };
 
-const GEMM_SOURCE: &str = include_str!("../../wgsl/gemm.wgsl");
+const GEMM_COMMON: &str = include_str!("../../wgsl/gemm_common.wgsl");
 
-/// The tiled GEMM without a bias (its bindings: A, B, out). Specialised and
-/// validated in `matmul.rs`.
+/// The register-blocked GEMM (`wgsl/gemm.wgsl`; bindings A, B, [bias,]
+/// out). Specialised and validated in `matmul.rs`.
 pub(crate) static GEMM: Kernel = Kernel {
     name: "gemm",
-    prelude: &[],
-    source: GEMM_SOURCE,
+    prelude: &[GEMM_COMMON],
+    source: include_str!("../../wgsl/gemm.wgsl"),
     reads: 2,
     writes: 1,
 };
 
-/// The same GEMM source with a bias binding (A, B, bias, out): one source,
-/// two binding layouts.
-pub(crate) static GEMM_BIAS: Kernel = Kernel {
-    name: "gemm_bias",
-    prelude: &[],
-    source: GEMM_SOURCE,
-    reads: 3,
+/// The workgroup-memory GEMM (`wgsl/gemm_shared.wgsl`, `gemm_shared.rs`).
+pub(crate) static GEMM_SHARED: Kernel = Kernel {
+    name: "gemm_shared",
+    prelude: &[GEMM_COMMON],
+    source: include_str!("../../wgsl/gemm_shared.wgsl"),
+    reads: 2,
+    writes: 1,
+};
+
+/// The split-K matrix-vector kernel (`wgsl/gemm_splitk.wgsl`).
+pub(crate) static GEMM_SPLITK: Kernel = Kernel {
+    name: "gemm_splitk",
+    prelude: &[GEMM_COMMON],
+    source: include_str!("../../wgsl/gemm_splitk.wgsl"),
+    reads: 2,
+    writes: 1,
+};
+
+/// The cooperative-matrix GEMM (`wgsl/gemm_coop.wgsl`, `gemm_coop.rs`).
+pub(crate) static GEMM_COOP: Kernel = Kernel {
+    name: "gemm_coop",
+    prelude: &["enable wgpu_cooperative_matrix;", GEMM_COMMON],
+    source: include_str!("../../wgsl/gemm_coop.wgsl"),
+    reads: 2,
     writes: 1,
 };
 
@@ -327,6 +422,84 @@ pub(crate) struct KernelCache {
     /// Pipelines by a family's compact key, so that the hot path does not
     /// build and hash WGSL text for every dispatch.
     quick: Mutex<HashMap<QuickKey, Pipeline>>,
+    /// The driver's pipeline cache and its file, where the device has
+    /// `PIPELINE_CACHE` and the cache directory is on.
+    disk: Option<DiskPipelines>,
+}
+
+/// wgpu's `PipelineCache` kept in a file: loaded when the device is made,
+/// written after tuning and when the device goes, if pipelines were
+/// compiled meanwhile. The file is wgarray's header (magic, length, FNV-1a
+/// hash of the data) then wgpu's data, so a damaged file is refused before
+/// wgpu or the driver sees it; wgpu itself refuses data from another
+/// adapter or driver (`fallback: true` then starts an empty cache).
+struct DiskPipelines {
+    cache: wgpu::PipelineCache,
+    path: std::path::PathBuf,
+    /// Pipelines compiled since the file was read or written.
+    dirty: std::sync::atomic::AtomicBool,
+}
+
+const PIPELINES_MAGIC: &[u8; 8] = b"WGAPIPE1";
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl DiskPipelines {
+    fn open(device: &wgpu::Device, path: std::path::PathBuf) -> DiskPipelines {
+        let data = disk::read(&path).and_then(|bytes| {
+            let data = bytes.get(24..)?;
+            let ok = bytes.starts_with(PIPELINES_MAGIC)
+                && bytes[8..16] == (data.len() as u64).to_le_bytes()
+                && bytes[16..24] == fnv1a(data).to_le_bytes();
+            if !ok {
+                log::warn!(
+                    "wgarray: ignoring damaged pipeline cache file {}",
+                    path.display()
+                );
+            }
+            ok.then(|| data.to_vec())
+        });
+        // SAFETY: `data` is what `PipelineCache::get_data` returned when it
+        // was saved (checked against its length and hash above); wgpu
+        // checks that it belongs to this adapter and driver, and starts an
+        // empty cache otherwise (`fallback`).
+        let cache = unsafe {
+            device.create_pipeline_cache(&wgpu::PipelineCacheDescriptor {
+                label: Some("wgarray pipelines"),
+                data: data.as_deref(),
+                fallback: true,
+            })
+        };
+        DiskPipelines {
+            cache,
+            path,
+            dirty: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn save(&self) {
+        if !self.dirty.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        if let Some(data) = self.cache.get_data() {
+            let mut bytes = Vec::with_capacity(24 + data.len());
+            bytes.extend_from_slice(PIPELINES_MAGIC);
+            bytes.extend_from_slice(&(data.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(&fnv1a(&data).to_le_bytes());
+            bytes.extend_from_slice(&data);
+            disk::write(&self.path, &bytes);
+        }
+    }
+}
+
+impl Drop for KernelCache {
+    fn drop(&mut self) {
+        self.save_pipelines();
+    }
 }
 
 /// A kernel family's compact, exact description of a specialisation: equal
@@ -347,8 +520,9 @@ pub(crate) enum QuickKey {
 const PARAMS_KEEP_BYTES: u64 = 1 << 20;
 
 impl KernelCache {
-    pub(crate) fn new(device: wgpu::Device) -> Self {
+    pub(crate) fn new(device: wgpu::Device, pipelines: Option<std::path::PathBuf>) -> Self {
         KernelCache {
+            disk: pipelines.map(|p| DiskPipelines::open(&device, p)),
             device,
             pipelines: Mutex::new(HashMap::default()),
             layouts: Mutex::new(HashMap::default()),
@@ -406,6 +580,14 @@ impl KernelCache {
         });
         *slot = (size <= PARAMS_KEEP_BYTES).then(|| buffer.clone());
         buffer
+    }
+
+    /// Write the driver's pipeline cache to its file, if pipelines were
+    /// compiled since it was read or written.
+    pub(crate) fn save_pipelines(&self) {
+        if let Some(d) = &self.disk {
+            d.save();
+        }
     }
 
     pub(crate) fn created(&self) -> u64 {
@@ -527,8 +709,11 @@ impl KernelCache {
                 module: &shader,
                 entry_point: Some("main"),
                 compilation_options: Default::default(),
-                cache: None,
+                cache: self.disk.as_ref().map(|d| &d.cache),
             });
+        if let Some(d) = &self.disk {
+            d.dirty.store(true, Ordering::SeqCst);
+        }
         let i = pollster::block_on(internal.pop());
         let v = pollster::block_on(scope.pop());
         if let Some(e) = v.or(i) {
@@ -626,6 +811,34 @@ pub(crate) struct Dispatch {
     pub workgroups: [u32; 3],
 }
 
+/// The bind group of dispatch `d`: its parameter slot of `params` (bound
+/// with a dynamic offset) at 0, then its buffers at 1, 2, ...
+pub(crate) fn bind_group(
+    device: &wgpu::Device,
+    params: &wgpu::Buffer,
+    d: &Dispatch,
+) -> wgpu::BindGroup {
+    let mut entries = vec![wgpu::BindGroupEntry {
+        binding: 0,
+        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: params,
+            offset: 0,
+            size: wgpu::BufferSize::new(4 * d.params.len() as u64),
+        }),
+    }];
+    for (i, b) in d.buffers.iter().enumerate() {
+        entries.push(wgpu::BindGroupEntry {
+            binding: 1 + i as u32,
+            resource: b.as_entire_binding(),
+        });
+    }
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &d.pipeline.layout,
+        entries: &entries,
+    })
+}
+
 /// Encode `dispatches` (one compute pass) into one command buffer and submit
 /// it once. Identical parameter blocks share one slot of
 /// the parameter buffer.
@@ -663,27 +876,7 @@ pub(crate) fn submit(
         let params = params.as_ref().expect("made above");
         let groups: Vec<wgpu::BindGroup> = dispatches
             .iter()
-            .map(|d| {
-                let mut entries = vec![wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: params,
-                        offset: 0,
-                        size: wgpu::BufferSize::new(4 * d.params.len() as u64),
-                    }),
-                }];
-                for (i, b) in d.buffers.iter().enumerate() {
-                    entries.push(wgpu::BindGroupEntry {
-                        binding: 1 + i as u32,
-                        resource: b.as_entire_binding(),
-                    });
-                }
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: None,
-                    layout: &d.pipeline.layout,
-                    entries: &entries,
-                })
-            })
+            .map(|d| bind_group(device, params, d))
             .collect();
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("wgarray eval"),

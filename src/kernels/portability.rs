@@ -51,10 +51,16 @@ fn every_kernel_specialisation_translates_for_every_backend() {
 }
 
 /// Every file in wgsl/ is the source or prelude of a kernel that
-/// [`all_specs`] enumerates, so no shader escapes the test above.
+/// [`all_specs`] (or the GEMM's `extended_specs`) enumerates, so no shader
+/// escapes the tests here.
 #[test]
 fn every_wgsl_file_belongs_to_an_enumerated_kernel() {
-    let kernels: Vec<&Kernel> = all_specs().into_iter().map(|(_, k)| k).collect();
+    let mut kernels: Vec<&Kernel> = all_specs().into_iter().map(|(_, k)| k).collect();
+    kernels.extend(
+        super::matmul::extended_specs()
+            .into_iter()
+            .map(|(_, k, _)| k),
+    );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("wgsl");
     let mut files = 0;
     for entry in std::fs::read_dir(&dir).expect("wgsl/ exists") {
@@ -74,4 +80,39 @@ fn every_wgsl_file_belongs_to_an_enumerated_kernel() {
         );
     }
     assert!(files > 0, "no .wgsl files in {}", dir.display());
+}
+
+/// The GEMM kernels that need more than WebGPU's capabilities (subgroup
+/// shuffles; cooperative matrices), with those capabilities, on the back
+/// ends that can express them: every one for subgroups but GLSL ES (wgpu's
+/// GL back end offers no subgroups), SPIR-V and MSL for cooperative
+/// matrices (naga has no HLSL or GLSL for them).
+#[test]
+fn subgroup_and_cooperative_matrix_gemms_translate() {
+    use crate::testing::portability::{Stage, check_with};
+    let specs = super::matmul::extended_specs();
+    let mut failures = Vec::new();
+    for (spec, kernel, caps) in &specs {
+        let source = kernel.source_for(spec);
+        assert!(
+            !source.contains("{{"),
+            "unsubstituted placeholder in {spec:?}"
+        );
+        let skip: &[Stage] = if caps.contains(naga::valid::Capabilities::COOPERATIVE_MATRIX) {
+            &[Stage::Hlsl, Stage::Glsl]
+        } else {
+            &[Stage::Glsl]
+        };
+        for issue in check_with(&source, None, &Default::default(), *caps, skip) {
+            failures.push(fail(spec, issue.stage.name(), issue.message));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} kernel specialisations failed:\n\n{}",
+        failures.len(),
+        specs.len(),
+        failures.join("\n\n")
+    );
+    assert!(specs.len() > 20, "only {} specs", specs.len());
 }

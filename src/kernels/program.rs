@@ -1,7 +1,8 @@
 //! Generated elementwise kernels: a [`Program`] (loads, constants and ops in
 //! topological order, some of them written out) becomes one WGSL compute
-//! shader, one thread per output element (two for 2-byte outputs, so that
-//! every thread writes whole words).
+//! shader, one thread per output element (two for 2-byte outputs, four for
+//! 1-byte ones, so that every thread writes whole words and no two threads
+//! share one).
 //!
 //! Every elementwise dispatch goes through here: one op alone (the unfused
 //! path) or a fused chain of them (`graph::fuse`). A program is keyed by its
@@ -11,13 +12,18 @@
 //! new pipeline.
 //!
 //! Each value is held in its dtype's compute type (f32 for every float
-//! dtype, i32, u32 for u32 and bool) and rounded to its own dtype after the
-//! op that makes it (f16 and bf16 through their bits, bools to 0 or 1,
-//! floats to integers saturating), exactly as if it had been stored and
+//! dtype but f64, f64, i32 for signed and u32 for unsigned integers and
+//! bool) and rounded to its own dtype after the op that makes it (f16 and
+//! bf16 through their bits, bools to 0 or 1, floats to integers saturating,
+//! integers wrapping to their width), exactly as if it had been stored and
 //! loaded again: a fused program gives the bits of the unfused ops.
 
-use super::elementwise::{compute_type, decode, encode, op_compute_type, op_wgsl};
-use super::{CONVERT, Context, Dispatch, Kernel, MATH, PARAMS_WORDS, Params, QuickKey, Spec};
+use super::elementwise::{
+    bits_type, compute_type, decode, element_bits, encode, op_compute_type, op_wgsl,
+};
+use super::{
+    CONVERT, Context, Dispatch, Kernel, MATH, MATH_F64, PARAMS_WORDS, Params, QuickKey, Spec,
+};
 use crate::graph::primitive::ElementwiseOp;
 use crate::shape::contiguous_strides;
 use crate::{DType, Error, Result};
@@ -29,6 +35,16 @@ pub(crate) const MAX_RANK: usize = 8;
 pub(crate) static PROGRAM: Kernel = Kernel {
     name: "elementwise",
     prelude: &[CONVERT, MATH],
+    source: "{{BODY}}",
+    reads: 0,
+    writes: 1,
+};
+
+/// Generated programs that touch f64: the f64 helpers too (they need
+/// `SHADER_F64` and `SHADER_INT64`, so other programs go without them).
+pub(crate) static PROGRAM_F64: Kernel = Kernel {
+    name: "elementwise_f64",
+    prelude: &[CONVERT, MATH, MATH_F64],
     source: "{{BODY}}",
     reads: 0,
     writes: 1,
@@ -107,31 +123,34 @@ pub(crate) struct Bound<'a> {
     pub shape: Vec<usize>,
     /// One per `Def::Load`, in order.
     pub loads: Vec<LoadData>,
-    /// One word per `Def::Const`, in order: the constant's bits as its
-    /// dtype's compute type (f32 bits, i32, u32).
-    pub consts: Vec<u32>,
+    /// One per `Def::Const`, in order: the constant's bits as its dtype's
+    /// compute type (f32 bits, i32, u32 in the low word; f64 bits).
+    pub consts: Vec<u64>,
     pub inputs: Vec<&'a wgpu::Buffer>,
     pub outputs: Vec<&'a wgpu::Buffer>,
 }
 
 impl Program {
-    /// Elements each thread computes: 2 when an output is 2 bytes wide.
+    /// Elements each thread computes: 4 when an output is 1 byte wide, 2
+    /// when one is 2 bytes wide, else 1 (a thread writes whole words).
     fn elems_per_thread(&self) -> usize {
-        if self
-            .outputs
+        self.outputs
             .iter()
-            .any(|&v| self.defs[v as usize].dtype().size_in_bytes() == 2)
-        {
-            2
-        } else {
-            1
-        }
+            .map(|&v| 4 / self.defs[v as usize].dtype().size_in_bytes().min(4))
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// Whether any value is f64 (the program needs [`PROGRAM_F64`]).
+    pub(super) fn uses_f64(&self) -> bool {
+        self.defs.iter().any(|d| d.dtype() == DType::F64)
     }
 
     /// Parameter layout after `head` words: per load its offset, then its
     /// strides over each index space of `ranks` (the elementwise kernel has
     /// one, unless the load is dense; a reduction has the kept and the
-    /// reduced axes), its gather stride and length; then the constants.
+    /// reduced axes), its gather stride and length; then the constants (two
+    /// words for f64, low first).
     pub(super) fn layout(&self, head: usize, ranks: &[usize]) -> Layout {
         let mut w = head;
         let (mut loads, mut gathers, mut consts) = (Vec::new(), Vec::new(), Vec::new());
@@ -148,9 +167,9 @@ impl Program {
                         w += 2;
                     }
                 }
-                Def::Const { .. } => {
+                Def::Const { dtype } => {
                     consts.push(w);
-                    w += 1;
+                    w += if *dtype == DType::F64 { 2 } else { 1 };
                 }
                 Def::Op { .. } => {}
             }
@@ -184,8 +203,7 @@ impl Program {
             ));
         }
         s.push_str(
-            "\nfn half_word(w: u32, i: u32) -> u32 {\n    return (w >> ((i & 1u) * 16u)) & 0xffffu;\n}\n\n\
-             fn gather_index(i: i32, len: u32) -> u32 {\n    var j = i;\n    if j < 0 {\n        j += i32(len);\n    }\n    return u32(clamp(j, 0, i32(len) - 1));\n}\n",
+            "\nfn gather_index(i: i32, len: u32) -> u32 {\n    var j = i;\n    if j < 0 {\n        j += i32(len);\n    }\n    return u32(clamp(j, 0, i32(len) - 1));\n}\n",
         );
         // One function per op: its arguments in the op's own types.
         for (k, d) in self.defs.iter().enumerate() {
@@ -234,7 +252,7 @@ impl Program {
                     if let (Some(g), Some(gw)) = (gather, layout.gathers[li]) {
                         let (stride, len) = (pw(gw), pw(gw + 1));
                         let idx = format!("v{g}");
-                        let index = if self.defs[*g as usize].dtype() == DType::U32 {
+                        let index = if compute_type(self.defs[*g as usize].dtype()) == "u32" {
                             format!("min({idx}, {len} - 1u)")
                         } else {
                             format!("gather_index({idx}, {len})")
@@ -246,11 +264,7 @@ impl Program {
                         Source::Input(i) => format!("in{i}"),
                         Source::Output(j) => format!("o{j}"),
                     };
-                    let bits = if dtype.size_in_bytes() == 2 {
-                        format!("half_word({array}[a{k} >> 1u], a{k})")
-                    } else {
-                        format!("{array}[a{k}]")
-                    };
+                    let bits = element_bits(*dtype, &array, &format!("a{k}"));
                     s.push_str(&format!(
                         "    let a{k} = {addr};\n    let v{k}: {ct} = {};\n",
                         decode(*dtype, &bits)
@@ -258,12 +272,16 @@ impl Program {
                 }
                 Def::Const { .. } => {
                     let w = pw(layout.consts[ci]);
-                    ci += 1;
                     let value = match ct {
                         "f32" => format!("bitcast<f32>({w})"),
                         "i32" => format!("bitcast<i32>({w})"),
+                        "f64" => format!(
+                            "bitcast<f64>(word_pair({w}, {}))",
+                            pw(layout.consts[ci] + 1)
+                        ),
                         _ => w,
                     };
+                    ci += 1;
                     s.push_str(&format!("    let v{k}: {ct} = {value};\n"));
                 }
                 Def::Op { op, args, dtype } => {
@@ -305,8 +323,19 @@ impl Program {
         let layout = self.layout(4 + rank, &[rank]);
         let outputs: Vec<String> = (0..self.outputs.len()).map(|j| format!("o{j}")).collect();
         let mut s = self.bindings(layout.words, &outputs);
-        let n_out = self.outputs.len();
-        s.push_str(&format!("\nfn compute(e: u32) -> array<u32, {n_out}> {{\n"));
+        // `compute` returns every output's bits as words: one each, two
+        // (low, high) for f64. Output j's first word is slot[j].
+        let mut slot = Vec::with_capacity(self.outputs.len());
+        let mut slots = 0;
+        for &v in &self.outputs {
+            slot.push(slots);
+            slots += if self.defs[v as usize].dtype() == DType::F64 {
+                2
+            } else {
+                1
+            };
+        }
+        s.push_str(&format!("\nfn compute(e: u32) -> array<u32, {slots}> {{\n"));
         let strided = self.defs.iter().any(|d| {
             matches!(
                 d,
@@ -340,17 +369,21 @@ impl Program {
             }
         };
         s.push_str(&self.statements(&layout, &address));
-        let outs: Vec<String> = self
-            .outputs
-            .iter()
-            .map(|&v| {
-                let d = self.defs[v as usize].dtype();
-                encode(d, &format!("v{v}"), compute_type(d))
-            })
-            .collect();
+        let mut words = Vec::with_capacity(slots);
+        for (j, &v) in self.outputs.iter().enumerate() {
+            let d = self.defs[v as usize].dtype();
+            let bits = encode(d, &format!("v{v}"), compute_type(d));
+            if bits_type(d) == "u64" {
+                s.push_str(&format!("    let b{j} = {bits};\n"));
+                words.push(format!("u32(b{j})"));
+                words.push(format!("u32(b{j} >> 32u)"));
+            } else {
+                words.push(bits);
+            }
+        }
         s.push_str(&format!(
-            "    return array<u32, {n_out}>({});\n}}\n",
-            outs.join(", ")
+            "    return array<u32, {slots}>({});\n}}\n",
+            words.join(", ")
         ));
         s.push_str(&format!(
             "\n@compute @workgroup_size({WG})\n\
@@ -359,26 +392,49 @@ impl Program {
              \x20   let n = {};\n",
             pw(0)
         ));
-        if self.elems_per_thread() == 1 {
-            s.push_str("    if t >= n {\n        return;\n    }\n    let r = compute(t);\n");
-            for j in 0..n_out {
-                s.push_str(&format!("    o{j}[t] = r[{j}];\n"));
-            }
-        } else {
+        // Thread t computes elements e .. e + epl (those below n; the rest
+        // are 0, the padding of a packed output's last word) and writes
+        // whole words of every output: the packed ones' words hold
+        // consecutive elements, so no word is shared between threads.
+        let epl = self.elems_per_thread();
+        s.push_str(&format!(
+            "    let e = {epl}u * t;\n    if e >= n {{\n        return;\n    }}\n    let r0 = compute(e);\n"
+        ));
+        for q in 1..epl {
             s.push_str(&format!(
-                "    let e = 2u * t;\n    if e >= n {{\n        return;\n    }}\n    \
-                 let lo = compute(e);\n    var hi = array<u32, {n_out}>();\n    \
-                 let two = e + 1u < n;\n    if two {{\n        hi = compute(e + 1u);\n    }}\n"
+                "    var r{q} = array<u32, {slots}>();\n    if e + {q}u < n {{\n        r{q} = compute(e + {q}u);\n    }}\n"
             ));
-            for (j, &v) in self.outputs.iter().enumerate() {
-                if self.defs[v as usize].dtype().size_in_bytes() == 2 {
-                    s.push_str(&format!(
-                        "    o{j}[t] = (lo[{j}] & 0xffffu) | (hi[{j}] << 16u);\n"
-                    ));
+        }
+        for (j, &v) in self.outputs.iter().enumerate() {
+            let size = self.defs[v as usize].dtype().size_in_bytes();
+            let w = slot[j];
+            // Word q of this thread's share holds elements e + q * per ..;
+            // it is written when its first element is below n.
+            let per = (4 / size).max(1);
+            for q in 0..(epl / per) {
+                let first = q * per;
+                let guard = if first > 0 {
+                    format!("if e + {first}u < n ")
                 } else {
-                    s.push_str(&format!(
-                        "    o{j}[e] = lo[{j}];\n    if two {{\n        o{j}[e + 1u] = hi[{j}];\n    }}\n"
-                    ));
+                    String::new()
+                };
+                let stmt = match size {
+                    8 => format!(
+                        "o{j}[2u * (e + {first}u)] = r{first}[{w}]; o{j}[2u * (e + {first}u) + 1u] = r{first}[{}];",
+                        w + 1
+                    ),
+                    4 => format!("o{j}[e + {first}u] = r{first}[{w}];"),
+                    _ => {
+                        let parts: Vec<String> = (0..per)
+                            .map(|k| format!("(r{}[{w}] << {}u)", first + k, 8 * size * k))
+                            .collect();
+                        format!("o{j}[(e / {per}u) + {q}u] = {};", parts.join(" | "))
+                    }
+                };
+                if guard.is_empty() {
+                    s.push_str(&format!("    {stmt}\n"));
+                } else {
+                    s.push_str(&format!("    {guard}{{\n        {stmt}\n    }}\n"));
                 }
             }
         }
@@ -390,7 +446,12 @@ impl Program {
     pub(crate) fn spec(&self) -> (Spec, &'static Kernel) {
         let rank = self.rank as usize;
         let layout = self.layout(4 + rank, &[rank]);
-        let (mut spec, kernel) = PROGRAM.spec_with_bindings(
+        let kernel = if self.uses_f64() {
+            &PROGRAM_F64
+        } else {
+            &PROGRAM
+        };
+        let (mut spec, kernel) = kernel.spec_with_bindings(
             &[("BODY", &self.wgsl())],
             self.inputs as u32,
             self.outputs.len() as u32,
@@ -531,7 +592,13 @@ pub(crate) fn dispatch(
         }
     }
     for (&w, &c) in const_words.iter().zip(&bound.consts) {
-        p.put_bits(w, [c]);
+        // The high word lands in the next slot, which only an f64
+        // constant has (the layout gave it two words).
+        if c >> 32 == 0 {
+            p.put_bits(w, [c as u32]);
+        } else {
+            p.put_bits(w, [c as u32, (c >> 32) as u32]);
+        }
     }
     let threads = n.div_ceil(program.elems_per_thread());
     let workgroups = cx.grid(threads as u64)?;
@@ -570,12 +637,10 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for d in DType::ALL {
         for u in UnaryOp::ALL {
-            let dtype = if u == UnaryOp::LogicalNot {
-                DType::Bool
-            } else if u.takes_integers() || d.is_float() {
-                d
-            } else {
-                DType::F32
+            // ops records bitwise_invert of bool as logical_not.
+            let dtype = match u.out_dtype(d) {
+                Some(t) if !(u == UnaryOp::BitwiseInvert && d == DType::Bool) => t,
+                _ => continue,
             };
             let op = Def::Op {
                 op: ElementwiseOp::Unary(u),
@@ -585,12 +650,8 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
             out.push(program(vec![load(d, Source::Input(0), true), op], vec![1], 1, 1).spec());
         }
         for b in BinaryOp::ALL {
-            let dtype = if b.is_predicate() {
-                DType::Bool
-            } else if b == BinaryOp::Div && !d.is_float() {
-                DType::F32
-            } else {
-                d
+            let Some(dtype) = b.out_dtype(d) else {
+                continue;
             };
             let op = Def::Op {
                 op: ElementwiseOp::Binary(b),
@@ -679,7 +740,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
             )
             .spec(),
         );
-        for index in [DType::I32, DType::U32] {
+        for index in [DType::I32, DType::U32, DType::I8, DType::U16] {
             let gather = Def::Load {
                 dtype: d,
                 source: Source::Input(1),
@@ -716,5 +777,22 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         defs.push(Def::Op { op, args, dtype });
     }
     out.push(program(defs, vec![6, 8], 2, 2).spec());
+    // Outputs of every width in one program (four elements per thread):
+    // u8 and f64 of an i16 load, and a u8 dequantised to f32.
+    let mut defs = vec![
+        load(DType::I16, Source::Input(0), false),
+        load(DType::U8, Source::Input(1), true),
+        Def::Const { dtype: DType::F32 },
+    ];
+    let ops = [
+        (ElementwiseOp::Cast, vec![0], DType::U8),
+        (ElementwiseOp::Cast, vec![0], DType::F64),
+        (ElementwiseOp::Cast, vec![1], DType::F32),
+        (ElementwiseOp::Binary(BinaryOp::Mul), vec![5, 2], DType::F32),
+    ];
+    for (op, args, dtype) in ops {
+        defs.push(Def::Op { op, args, dtype });
+    }
+    out.push(program(defs, vec![3, 4, 6, 1], 2, 2).spec());
     out
 }

@@ -1,15 +1,16 @@
 //! The random-number kernel (wgsl/random.wgsl): Philox 4x32-10 blocks under
-//! a key read from a device array, written as raw bits, uniform or normal
-//! floats.
+//! a key read from a device array, written as raw bits, integers in a
+//! range, or floats of a distribution (uniform, normal, Laplace, Gumbel,
+//! truncated normal).
 
-use super::{CONVERT, Context, Dispatch, Kernel, Operand, Params, Spec};
+use super::{CONVERT, Context, Dispatch, Kernel, MATH, Operand, Params, Spec};
 use crate::graph::primitive::Distribution;
 use crate::{DType, Result};
 
 /// Philox 4x32-10 under a key; output dtype chosen by the specialisation.
 pub(crate) static RANDOM: Kernel = Kernel {
     name: "random",
-    prelude: &[CONVERT],
+    prelude: &[CONVERT, MATH],
     source: include_str!("../../wgsl/random.wgsl"),
     reads: 1,
     writes: 1,
@@ -21,12 +22,16 @@ impl Distribution {
             Distribution::Bits => "0",
             Distribution::Uniform { .. } => "1",
             Distribution::Normal { .. } => "2",
+            Distribution::Integer { .. } => "3",
+            Distribution::Laplace { .. } => "4",
+            Distribution::Gumbel => "5",
+            Distribution::TruncatedNormal { .. } => "6",
         }
     }
 }
 
-/// The specialisation for `dist` writing `dtype` (u32 for bits, a float
-/// dtype otherwise).
+/// The specialisation for `dist` writing `dtype` (u32 for bits, i32 or
+/// u32 for integers, a float dtype otherwise).
 pub(crate) fn spec(dist: Distribution, dtype: DType) -> (Spec, &'static Kernel) {
     let encode = match dtype {
         DType::F16 => "    return f32_to_f16_bits(bitcast<u32>(v));",
@@ -44,22 +49,35 @@ pub(crate) fn spec(dist: Distribution, dtype: DType) -> (Spec, &'static Kernel) 
 #[cfg(test)]
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = vec![spec(Distribution::Bits, DType::U32)];
+    for d in [DType::I32, DType::U32] {
+        out.push(spec(Distribution::Integer { low: 0, range: 2 }, d));
+    }
     for d in [DType::F32, DType::F16, DType::BF16] {
-        out.push(spec(
+        for dist in [
             Distribution::Uniform {
                 low: 0.0,
                 scale: 1.0,
                 max: 1.0,
             },
-            d,
-        ));
-        out.push(spec(
             Distribution::Normal {
                 mean: 0.0,
                 std: 1.0,
             },
-            d,
-        ));
+            Distribution::Laplace {
+                loc: 0.0,
+                scale: 1.0,
+            },
+            Distribution::Gumbel,
+            Distribution::TruncatedNormal {
+                u0: -0.5,
+                du: 1.0,
+                lo: -1.0,
+                hi: 1.0,
+                tail: 0,
+            },
+        ] {
+            out.push(spec(dist, d));
+        }
     }
     out
 }
@@ -88,13 +106,21 @@ pub(crate) fn random(
     }
     let mut p = Params::new("random");
     p.put(0, [n as i64, key.offset as i64, key.strides[0] as i64])?;
-    let a: [f32; 3] = match dist {
-        Distribution::Bits => [0.0; 3],
-        Distribution::Uniform { low, scale, max } => [low, scale, max],
-        Distribution::Normal { mean, std } => [mean, std, 0.0],
+    let a: [u32; 4] = match dist {
+        Distribution::Bits | Distribution::Gumbel => [0; 4],
+        Distribution::Uniform { low, scale, max } => [low, scale, max, 0.0].map(f32::to_bits),
+        Distribution::Normal { mean, std } => [mean, std, 0.0, 0.0].map(f32::to_bits),
+        Distribution::Integer { low, range } => [low, range, 0, 0],
+        Distribution::Laplace { loc, scale } => [loc, scale, 0.0, 0.0].map(f32::to_bits),
+        Distribution::TruncatedNormal { u0, du, lo, hi, .. } => [u0, du, lo, hi].map(f32::to_bits),
+    };
+    let tail = match dist {
+        Distribution::TruncatedNormal { tail, .. } => tail,
+        _ => 0,
     };
     p.put_bits(3, [stream]);
-    p.put_bits(4, a.map(f32::to_bits));
+    p.put_bits(4, a);
+    p.put_bits(8, [tail]);
     let (spec, kernel) = spec(dist, dtype);
     Ok(Some(Dispatch {
         pipeline: cx.cache.get(kernel, &spec)?,

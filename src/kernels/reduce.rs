@@ -2,7 +2,9 @@
 //! reduction, the choice between one workgroup and one thread per output.
 
 use super::elementwise::{compute_type, decode, element_bits};
-use super::{Context, Dispatch, Kernel, Operand, Params, QuickKey, REDUCE, Spec, WORKGROUP};
+use super::{
+    Context, Dispatch, Kernel, Operand, Params, QuickKey, REDUCE, REDUCE_F64, Spec, WORKGROUP,
+};
 use crate::graph::primitive::ReduceOp;
 use crate::{DType, Error, Result};
 
@@ -15,24 +17,39 @@ impl ReduceOp {
     /// (ACC, INIT, LIFT, COMBINE, FINAL) for compute type `ct`.
     pub(crate) fn parts(self, ct: &str) -> [String; 5] {
         let (lowest, highest) = match ct {
-            "f32" => ("bitcast<f32>(0xff800000u)", "bitcast<f32>(0x7f800000u)"),
-            "i32" => ("i32(-2147483648)", "2147483647i"),
-            _ => ("0u", "4294967295u"),
+            "f32" => (
+                "bitcast<f32>(0xff800000u)".to_string(),
+                "bitcast<f32>(0x7f800000u)".to_string(),
+            ),
+            "f64" => (
+                "bitcast<f64>(u64(0xfff00000u) << 32u)".to_string(),
+                "bitcast<f64>(u64(0x7ff00000u) << 32u)".to_string(),
+            ),
+            "i32" => ("i32(-2147483648)".to_string(), "2147483647i".to_string()),
+            _ => ("0u".to_string(), "4294967295u".to_string()),
         };
-        let enc = |v: &str| match ct {
-            "f32" | "i32" => format!("bitcast<u32>({v})"),
-            _ => v.to_string(),
+        // The float type of counts and means (f64 stays f64).
+        let fl = if ct == "f64" { "f64" } else { "f32" };
+        let nan = if ct == "f64" { "is_nan64" } else { "is_nan" };
+        let counts = format!("    let count = {fl}(p.head.y);\n    let ddof = {fl}(p.misc.y);\n");
+        // Statements writing value `v` (of type `t`) as element o of `out`.
+        let store = |out: &str, v: &str, t: &str| match t {
+            "f32" | "i32" => format!("    {out}[o] = bitcast<u32>({v});\n"),
+            "f64" => format!(
+                "    let {out}_bits = bitcast<u64>({v});\n    {out}[2u * o] = u32({out}_bits);\n    {out}[2u * o + 1u] = u32({out}_bits >> 32u);\n"
+            ),
+            _ => format!("    {out}[o] = {v};\n"),
         };
         let one = |acc: &str, init: &str, lift: &str, comb: &str, fin: &str| {
             [acc, init, lift, comb, fin].map(str::to_string)
         };
-        let nan_first = ct == "f32";
+        let nan_first = ct == "f32" || ct == "f64";
         match self {
             ReduceOp::Sum | ReduceOp::Mean => {
                 let fin = if self == ReduceOp::Mean {
-                    "    out0[o] = bitcast<u32>(acc.v / count);".to_string()
+                    format!("{counts}{}", store("out0", "acc.v / count", fl))
                 } else {
-                    format!("    out0[o] = {};", enc("acc.v"))
+                    store("out0", "acc.v", ct)
                 };
                 one(
                     &format!("    v: {ct},"),
@@ -47,17 +64,17 @@ impl ReduceOp {
                 &format!("Acc({ct}(1))"),
                 "Acc(x)",
                 "    return Acc(a.v * b.v);",
-                &format!("    out0[o] = {};", enc("acc.v")),
+                &store("out0", "acc.v", ct),
             ),
             ReduceOp::Max | ReduceOp::Min => {
                 let (init, pick) = if self == ReduceOp::Max {
-                    (lowest, "max")
+                    (&lowest, "max")
                 } else {
-                    (highest, "min")
+                    (&highest, "min")
                 };
                 let comb = if nan_first {
                     format!(
-                        "    if is_nan(a.v) {{ return a; }}\n    if is_nan(b.v) {{ return b; }}\n    return Acc({pick}(a.v, b.v));"
+                        "    if {nan}(a.v) {{ return a; }}\n    if {nan}(b.v) {{ return b; }}\n    return Acc({pick}(a.v, b.v));"
                     )
                 } else {
                     format!("    return Acc({pick}(a.v, b.v));")
@@ -67,20 +84,22 @@ impl ReduceOp {
                     &format!("Acc({init})"),
                     "Acc(x)",
                     &comb,
-                    &format!("    out0[o] = {};", enc("acc.v")),
+                    &store("out0", "acc.v", ct),
                 )
             }
             ReduceOp::ArgMax | ReduceOp::ArgMin => {
                 let (init, better) = if self == ReduceOp::ArgMax {
-                    (lowest, ">")
+                    (&lowest, ">")
                 } else {
-                    (highest, "<")
+                    (&highest, "<")
                 };
                 // NaN wins; among equals (or two NaNs) the smaller index.
                 let nan = if nan_first {
-                    "    let an = is_nan(a.v);\n    let bn = is_nan(b.v);\n    if an || bn {\n        if an && bn { if a.i <= b.i { return a; } return b; }\n        if an { return a; }\n        return b;\n    }\n"
+                    format!(
+                        "    let an = {nan}(a.v);\n    let bn = {nan}(b.v);\n    if an || bn {{\n        if an && bn {{ if a.i <= b.i {{ return a; }} return b; }}\n        if an {{ return a; }}\n        return b;\n    }}\n"
+                    )
                 } else {
-                    ""
+                    String::new()
                 };
                 one(
                     &format!("    v: {ct},\n    i: u32,"),
@@ -93,11 +112,15 @@ impl ReduceOp {
                 )
             }
             ReduceOp::Moments => one(
-                "    n: f32,\n    mean: f32,\n    m2: f32,",
+                &format!("    n: {fl},\n    mean: {fl},\n    m2: {fl},"),
                 "Acc(0.0, 0.0, 0.0)",
                 "Acc(1.0, x, 0.0)",
                 "    let n = a.n + b.n;\n    if n == 0.0 { return a; }\n    let d = b.mean - a.mean;\n    let f = b.n / n;\n    return Acc(n, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f);",
-                "    out0[o] = bitcast<u32>(acc.mean);\n    out1[o] = bitcast<u32>(acc.m2 / max(count - ddof, 0.0));",
+                &format!(
+                    "{counts}{}{}",
+                    store("out0", "acc.mean", fl),
+                    store("out1", "acc.m2 / max(count - ddof, 0.0)", fl)
+                ),
             ),
             ReduceOp::LogSumExp => one(
                 "    m: f32,\n    s: f32,",
@@ -119,11 +142,11 @@ impl ReduceOp {
                 "    out0[o] = bitcast<u32>(acc.m);\n    let finite = (bitcast<u32>(acc.m) & 0x7f800000u) != 0x7f800000u;\n    out1[o] = select(0x7fc00000u, bitcast<u32>(acc.s), finite);",
             ),
             ReduceOp::MeanSquare => one(
-                "    v: f32,",
+                &format!("    v: {fl},"),
                 "Acc(0.0)",
-                "Acc(x * x)",
+                &format!("Acc({fl}(x) * {fl}(x))"),
                 "    return Acc(a.v + b.v);",
-                "    out0[o] = bitcast<u32>(acc.v / count);",
+                &format!("{counts}{}", store("out0", "acc.v / count", fl)),
             ),
             ReduceOp::All | ReduceOp::Any => {
                 let (init, op) = if self == ReduceOp::All {
@@ -188,9 +211,10 @@ pub(crate) fn spec(op: ReduceOp, dtype: DType, row: bool) -> (Spec, &'static Ker
     } else {
         format!("{ct}({decoded})")
     };
-    let bits = element_bits(dtype, "x");
+    let bits = element_bits(dtype, "x", "i");
     let load = format!("    let b = {bits};\n    return {value};");
-    REDUCE.spec_with_bindings(
+    let kernel = if ct == "f64" { &REDUCE_F64 } else { &REDUCE };
+    kernel.spec_with_bindings(
         &[
             ("ROW", if row { "true" } else { "false" }),
             ("BINDINGS", &bindings),
@@ -213,7 +237,9 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for op in ReduceOp::ALL {
         for d in DType::ALL {
-            out.push(spec(op, d, true));
+            if op.takes(d) {
+                out.push(spec(op, d, true));
+            }
         }
         out.push(spec(op, DType::F32, false));
     }

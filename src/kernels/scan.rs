@@ -50,7 +50,7 @@ fn spec(op: ReduceOp, input: DType, out: DType) -> (Spec, &'static Kernel) {
     }
     let load = format!(
         "    let b = {};\n    return {value};",
-        element_bits(input, "x")
+        element_bits(input, "x", "i")
     );
     let (out_type, store) = store_element(out, "out");
     let store = format!("    let v = {};\n{store}", encode(out, "a.v", ct));
@@ -81,7 +81,7 @@ pub(crate) fn out_dtype(op: ReduceOp, input: DType) -> DType {
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for op in OPS {
-        for d in DType::ALL {
+        for d in crate::ops::WORD_DTYPES {
             out.push(spec(op, d, out_dtype(op, d)));
         }
     }

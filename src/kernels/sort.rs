@@ -9,7 +9,7 @@ use crate::{DType, Result};
 /// Every sort; keys, loads and stores generated per dtype.
 pub(crate) static SORT: Kernel = Kernel {
     name: "sort",
-    prelude: &[super::UNRAVEL, super::ORDER],
+    prelude: &[super::CONVERT, super::UNRAVEL, super::ORDER],
     source: include_str!("../../wgsl/sort.wgsl"),
     reads: 1,
     writes: 3,
@@ -34,7 +34,7 @@ enum Pass {
 /// The specialisation for `dtype` (every pass: the pass is a parameter).
 fn spec(dtype: DType) -> (Spec, &'static Kernel) {
     let key = order_key(dtype, "x");
-    let bits = format!("    return {};", element_bits(dtype, "x"));
+    let bits = format!("    return {};", element_bits(dtype, "x", "i"));
     let (vals_type, store) = store_element(dtype, "vals");
     SORT.spec(&[
         ("KEY", &key),
@@ -47,7 +47,7 @@ fn spec(dtype: DType) -> (Spec, &'static Kernel) {
 /// Every specialisation [`sort`] can ask for.
 #[cfg(test)]
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
-    DType::ALL.iter().map(|&d| spec(d)).collect()
+    crate::ops::WORD_DTYPES.iter().map(|&d| spec(d)).collect()
 }
 
 /// Rows of `len` padded to a power of two.

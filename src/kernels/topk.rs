@@ -10,7 +10,7 @@ use crate::{DType, Error, Result};
 /// Top-k along an axis; two outputs (values, u32 indices).
 pub(crate) static TOPK: Kernel = Kernel {
     name: "topk",
-    prelude: &[super::UNRAVEL, super::ORDER],
+    prelude: &[super::CONVERT, super::UNRAVEL, super::ORDER],
     source: include_str!("../../wgsl/topk.wgsl"),
     reads: 1,
     writes: 2,
@@ -30,7 +30,7 @@ fn row_mode(len: usize) -> bool {
 /// The specialisation for rows of `dtype`, lists of `kmax` and `row` mode.
 pub(crate) fn spec(dtype: DType, kmax: usize, row: bool) -> (Spec, &'static Kernel) {
     let key = order_key(dtype, "x");
-    let bits = format!("    return {};", element_bits(dtype, "x"));
+    let bits = format!("    return {};", element_bits(dtype, "x", "i"));
     let (vals_type, store) = store_element(dtype, "vals");
     let mut insert = String::new();
     for j in 0..kmax {
@@ -56,6 +56,9 @@ pub(crate) fn spec(dtype: DType, kmax: usize, row: bool) -> (Spec, &'static Kern
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for d in DType::ALL {
+        if d == DType::F64 {
+            continue;
+        }
         let mut k = 1;
         while k <= MAX_TOPK {
             for row in [false, true] {

@@ -1,6 +1,7 @@
 //! GPU memory: the per-device buffer pool, its statistics and its history
 //! (what each buffer was handed out for, and the timeline of events),
-//! read-back, and waiting for the GPU.
+//! read-back, and waiting for the GPU (blocking here, asynchronous in
+//! `pending.rs`).
 //!
 //! This module knows nothing about arrays or graphs. It hands out
 //! [`PooledBuffer`]s and takes them back in their `Drop`, synchronously; the
@@ -11,12 +12,14 @@
 //! order" in docs/ARCHITECTURE.md.
 
 mod history;
+mod pending;
 mod pool;
 
 use std::time::{Duration, Instant};
 
 pub use history::{Holder, MemoryEvent, MemoryEventKind, MemoryTimeline, Origin};
 pub(crate) use history::{json_origin, json_string};
+pub(crate) use pending::{MapRead, Poller, Slot, Source, read_back_async, work_done};
 pub use pool::MemoryStats;
 pub(crate) use pool::{BufferKind, Pool, PooledBuffer, QueueGuard, default_cache_limit};
 

@@ -15,10 +15,12 @@ use crate::shape::normalize_axis;
 use crate::{Array, Error, Result};
 
 /// NumPy `concatenate(arrays, axis)`: the arrays joined along `axis`
-/// (negative counts from the end).
+/// (negative counts from the end), or, for `None`, the arrays flattened
+/// (row-major) and joined into one 1-D array of any shapes
+/// (`concatenate(&[&a, &b], 0)`, `concatenate(&[&a, &b], None)`).
 ///
-/// Every array must have the same rank (at least 1) and the same length on
-/// every other axis. The result's dtype is the promotion of all the inputs'
+/// Along an axis, every array must have the same rank (at least 1) and the
+/// same length on every other axis. The result's dtype is the promotion of all the inputs'
 /// dtypes ([`crate::promote_types`], applied left to right); an input of
 /// another dtype is converted first, by one cast dispatch of its own. The
 /// join is one dispatch per group of up to 7 inputs (see the module docs).
@@ -39,11 +41,20 @@ use crate::{Array, Error, Result};
 /// [`Error::InvalidAxis`]; [`Error::DeviceMismatch`]; [`Error::ShapeMismatch`]
 /// when ranks or the other axes differ.
 #[track_caller]
-pub fn concatenate(arrays: &[&Array], axis: isize) -> Result<Array> {
+pub fn concatenate(arrays: &[&Array], axis: impl Into<Option<isize>>) -> Result<Array> {
     let Some(first) = arrays.first() else {
         return Err(Error::InvalidArgument(
             "concatenate: `arrays` is empty; it needs at least one array".into(),
         ));
+    };
+    let Some(axis) = axis.into() else {
+        // A loop, not a closure: the reshapes record the caller's location.
+        let mut flat = Vec::with_capacity(arrays.len());
+        for a in arrays {
+            flat.push(a.ravel());
+        }
+        let refs: Vec<&Array> = flat.iter().collect();
+        return concatenate(&refs, 0);
     };
     if first.ndim() == 0 {
         return Err(Error::InvalidArgument(

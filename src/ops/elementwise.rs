@@ -1,27 +1,50 @@
 //! Elementwise operations: unary math, binary arithmetic and comparisons
-//! with NumPy broadcasting, logical ops, `where_`, and `astype`.
+//! with NumPy broadcasting, logical and bitwise ops, shifts, `where_`, and
+//! `astype`.
 //!
 //! # Type promotion
 //!
-//! A NumPy-like subset, as MLX does it (floats win over integers):
+//! NumPy's table among the integers (as far as 32 bits go) and among the
+//! floats; floats win over integers, as in MLX:
 //!
 //! | operands | result |
 //! |---|---|
 //! | same dtype | that dtype |
 //! | bool with any X | X |
-//! | int (i32, u32) with a float | the float |
-//! | i32 with u32 | i32 (NumPy gives int64, which WGSL lacks) |
+//! | two signed (or two unsigned) integers | the wider |
+//! | a signed and a narrower unsigned integer | the signed one (i16 with u8: i16) |
+//! | a signed and an unsigned integer as wide or wider | the signed integer of twice the unsigned one's width: i8 with u8 gives i16, i8 or i16 with u16 gives i32 |
+//! | i32 (or i8, i16) with u32 | i32 (NumPy gives int64, which WGSL lacks) |
+//! | an integer with a float | the float (NumPy widens some: i32 with f16 gives f64 there) |
 //! | f16 with bf16, or either with f32 | f32 |
+//! | f64 with anything | f64 |
 //!
 //! A scalar (`&a + 2.0`, `a.maximum(0.0)`) is weak, as in NumPy 2 (NEP
 //! 50) and MLX: its dtype comes from the array and from its Rust type's
 //! kind, never from its value; see [`crate::scalar`] for the table.
 //!
-//! Every op computes in f32 for every float dtype (f16 and bf16 are decoded
-//! from their bits and the result rounded to nearest even, so no
-//! `SHADER_F16` is needed), in i32 or u32 for integers. `divide` and the
+//! Every op computes in f32 for every float dtype but f64 (f16 and bf16 are
+//! decoded from their bits and the result rounded to nearest even, so no
+//! `SHADER_F16` is needed), in f64 for f64, in i32 or u32 for integers: the
+//! 8- and 16-bit ones are widened and the result wraps back to their width
+//! as NumPy's does (`int8(100) + int8(100) == -56`). `divide` and the
 //! float-only unary ops (exp, log, ...) turn integer input into f32.
 //! Integer division by zero gives 0 (NumPy warns and gives 0).
+//!
+//! f64 (on adapters with `SHADER_F64`) takes the ops WGSL computes in 64
+//! bits: arithmetic, comparisons, floor_divide, remainder, maximum,
+//! minimum, abs, sign, sqrt, rsqrt, square, reciprocal, floor, ceil,
+//! round, relu, casts. The transcendental ones (exp, log, sin, tanh, erf,
+//! power, ...) return [`crate::Error::OpDType`]: Vulkan's GLSL.std.450 has
+//! no 64-bit exp or log, and computing them in f32 would be a silent
+//! downcast. Cast to f32 first where f32 accuracy is enough.
+//!
+//! Bitwise ops (`bitwise_and`, `bitwise_or`, `bitwise_xor`,
+//! `bitwise_invert`) take integers and bool; shifts take integers (bool
+//! operands shift as int8, as in NumPy) and follow NumPy at counts past the
+//! width: `x << n` is 0 and `x >> n` is 0, or -1 for negative `x`, when `n`
+//! is negative or at least the dtype's width (WGSL alone would take `n`
+//! mod 32).
 
 use crate::graph::Primitive;
 use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
@@ -40,11 +63,41 @@ pub fn promote_types(a: DType, b: DType) -> DType {
     match (a, b) {
         (x, y) if x == y => x,
         (Bool, x) | (x, Bool) => x,
-        (I32, U32) | (U32, I32) => I32,
-        (x, y) if x.is_float() && !y.is_float() => x,
-        (x, y) if y.is_float() && !x.is_float() => y,
-        _ => F32,
+        (F64, _) | (_, F64) => F64,
+        (x, y) if x.is_float() && y.is_float() => F32,
+        (x, _) if x.is_float() => x,
+        (_, y) if y.is_float() => y,
+        (x, y) if x.is_signed_integer() == y.is_signed_integer() => {
+            if x.size_in_bytes() >= y.size_in_bytes() {
+                x
+            } else {
+                y
+            }
+        }
+        (x, y) => {
+            let (signed, unsigned) = if x.is_signed_integer() {
+                (x, y)
+            } else {
+                (y, x)
+            };
+            match unsigned {
+                _ if signed.size_in_bytes() > unsigned.size_in_bytes() => signed,
+                U8 => I16,
+                _ => I32,
+            }
+        }
     }
+}
+
+/// The error for an op that does not take `dtype`.
+fn refuse(op: &'static str, dtype: DType) -> crate::Error {
+    let takes = if dtype == DType::F64 {
+        "float32, float16 and bfloat16 arrays: float64 has no 64-bit exp, log, \
+         sin, tanh, erf or pow on the GPU (cast with astype(DType::F32))"
+    } else {
+        "integer and bool arrays"
+    };
+    crate::Error::OpDType { op, dtype, takes }
 }
 
 impl Array {
@@ -69,16 +122,24 @@ impl Array {
 
     /// This array converted to `dtype` (NumPy `astype`): floats to f16/bf16
     /// round to nearest even, bit for bit as the `half` crate; floats to
-    /// integers truncate toward zero and saturate (WGSL conversion); anything
-    /// to bool is `x != 0`. The same dtype gives the same array.
+    /// integers truncate toward zero and saturate at the target's limits
+    /// (WGSL conversion; NumPy leaves these undefined); integers to narrower
+    /// integers keep the low bits (NumPy's wrap-around: `int32(300)` to
+    /// uint8 is 44); f64 to f32 rounds to nearest even, on the bits (f64 to
+    /// f16 or bf16 rounds through f32, so a value a hair off a halfway
+    /// point of the 16-bit type can round twice); anything to bool is
+    /// `x != 0`. The same dtype gives the same array. In short: Rust's `as`
+    /// between the host types.
     ///
     /// # Errors
-    /// None today; `Result` for symmetry with the other ops.
+    /// [`crate::Error::MissingFeature`] for f64 on an adapter without
+    /// `SHADER_F64`.
     #[track_caller]
     pub fn astype(&self, dtype: DType) -> Result<Array> {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
+        self.device().check_dtype("astype", dtype)?;
         Array::elementwise(ElementwiseOp::Cast, "astype", &[self], dtype)
     }
 
@@ -103,11 +164,14 @@ impl Array {
 
     #[track_caller]
     fn unary(&self, op: UnaryOp, name: &'static str) -> Result<Array> {
-        let out = match op {
-            UnaryOp::LogicalNot => DType::Bool,
-            _ if op.takes_integers() || self.dtype().is_float() => self.dtype(),
-            _ => DType::F32,
+        // NumPy: ~ of a bool is logical not.
+        let op = match op {
+            UnaryOp::BitwiseInvert if self.dtype() == DType::Bool => UnaryOp::LogicalNot,
+            op => op,
         };
+        let out = op
+            .out_dtype(self.dtype())
+            .ok_or_else(|| refuse(name, self.dtype()))?;
         Array::elementwise(ElementwiseOp::Unary(op), name, &[self], out)
     }
 
@@ -140,10 +204,10 @@ impl Array {
         let name = op.name();
         broadcast_all(name, &[self, other])?;
         let t = promote_types(self.dtype(), other.dtype());
-        let out = if op.is_predicate() {
-            DType::Bool
-        } else if op == BinaryOp::Div && !t.is_float() {
-            DType::F32
+        let out = op.out_dtype(t).ok_or_else(|| refuse(op.name(), t))?;
+        // Shifts of bools compute as int8 (out), the rest in `t`.
+        let t = if op.is_bitwise() && t == DType::Bool && out != DType::Bool {
+            out
         } else {
             t
         };
@@ -194,12 +258,13 @@ macro_rules! unary_fns {
             $(
                 $(#[$doc])*
                 ///
-                /// Any dtype; shape unchanged. Float-only math on integer or
-                /// bool input returns f32.
+                /// Shape unchanged. Float-only math on integer or bool input
+                /// returns f32.
                 ///
                 /// # Errors
-                /// None today (the op is recorded lazily); `Result` so that
-                /// every op composes with `?`.
+                /// [`crate::Error::OpDType`] for a dtype the op does not
+                /// take (see the module docs: f64 takes no transcendental
+                /// op, bitwise_invert only integers and bool).
                 #[track_caller]
                 pub fn $name(&self) -> Result<Array> {
                     self.unary($op, stringify!($name))
@@ -262,6 +327,47 @@ unary_fns! {
     round => UnaryOp::Round;
     /// `x == 0`, as bool (NumPy `logical_not`).
     logical_not => UnaryOp::LogicalNot;
+    /// `~x`: every bit flipped, in the dtype's own width (NumPy
+    /// `bitwise_invert`); integers and bool (where it is `logical_not`).
+    bitwise_invert => UnaryOp::BitwiseInvert;
+    /// Base-2 logarithm (NumPy `log2`): musl's `log2f` (after fdlibm),
+    /// within 1 ulp; -inf at 0, NaN below.
+    log2 => UnaryOp::Log2;
+    /// Base-10 logarithm (NumPy `log10`): musl's `log10f`, within 1 ulp.
+    log10 => UnaryOp::Log10;
+    /// Tangent (radians; NumPy `tan`), within 2 ulp for every finite f32:
+    /// an exact reduction by pi/2 (Payne-Hanek) and fdlibm's `__kernel_tan`.
+    tan => UnaryOp::Tan;
+    /// Hyperbolic sine (NumPy `sinh`; musl's `sinhf`), within 2 ulp.
+    sinh => UnaryOp::Sinh;
+    /// Hyperbolic cosine (NumPy `cosh`; musl's `coshf`), within 2 ulp.
+    cosh => UnaryOp::Cosh;
+    /// Inverse sine in [-pi/2, pi/2], NaN outside [-1, 1] (NumPy `arcsin`;
+    /// musl's `asinf`, float only), within 1 ulp.
+    arcsin => UnaryOp::Arcsin;
+    /// Inverse cosine in [0, pi], NaN outside [-1, 1] (NumPy `arccos`;
+    /// musl's `acosf`), within 1 ulp.
+    arccos => UnaryOp::Arccos;
+    /// Inverse tangent in [-pi/2, pi/2] (NumPy `arctan`; musl's `atanf`),
+    /// within 1 ulp.
+    arctan => UnaryOp::Arctan;
+    /// Inverse hyperbolic sine (NumPy `arcsinh`; musl's `asinhf`), within 2 ulp.
+    arcsinh => UnaryOp::Arcsinh;
+    /// Inverse hyperbolic cosine, NaN below 1 (NumPy `arccosh`; musl's
+    /// `acoshf`), within 2 ulp.
+    arccosh => UnaryOp::Arccosh;
+    /// Inverse hyperbolic tangent, +-inf at +-1, NaN beyond (NumPy
+    /// `arctanh`; musl's `atanhf`), within 2 ulp.
+    arctanh => UnaryOp::Arctanh;
+    /// Inverse error function on [-1, 1], +-inf at +-1, NaN beyond (SciPy
+    /// `erfinv`, MLX `erfinv`): Giles, "Approximating the erfinv function"
+    /// (GPU Computing Gems, 2011), single precision, within 4 ulp.
+    erfinv => UnaryOp::Erfinv;
+    /// Radians to degrees, `x * (180 / pi)` with the constant correctly
+    /// rounded to f32 (NumPy `degrees`).
+    degrees => UnaryOp::Degrees;
+    /// Degrees to radians, `x * (pi / 180)` (NumPy `radians`).
+    radians => UnaryOp::Radians;
 }
 
 macro_rules! binary_fns {
@@ -279,7 +385,9 @@ macro_rules! binary_fns {
                 /// [`crate::Error::DeviceMismatch`];
                 /// [`crate::Error::ShapeMismatch`] when the shapes do not
                 /// broadcast; [`crate::Error::InvalidArgument`] for an
-                /// integer scalar the array's integer dtype cannot hold.
+                /// integer scalar the array's integer dtype cannot hold;
+                /// [`crate::Error::OpDType`] for a promoted dtype the op
+                /// does not take (see the module docs).
                 #[track_caller]
                 pub fn $name(&self, other: impl Operand) -> Result<Array> {
                     self.binary(other, $op)
@@ -324,6 +432,20 @@ binary_fns! {
     logical_and => BinaryOp::LogicalAnd;
     /// Either non-zero, as bool.
     logical_or => BinaryOp::LogicalOr;
+    /// `self & other` on integers and bool (NumPy `bitwise_and`).
+    bitwise_and => BinaryOp::BitwiseAnd;
+    /// `self | other` on integers and bool (NumPy `bitwise_or`).
+    bitwise_or => BinaryOp::BitwiseOr;
+    /// `self ^ other` on integers and bool (NumPy `bitwise_xor`).
+    bitwise_xor => BinaryOp::BitwiseXor;
+    /// `self << other` on integers (NumPy `left_shift`): 0 for counts that
+    /// are negative or at least the dtype's width; bits shifted past the
+    /// width are lost (`int8(1) << 7 == -128`).
+    left_shift => BinaryOp::LeftShift;
+    /// `self >> other` on integers (NumPy `right_shift`; arithmetic for
+    /// signed dtypes): for counts that are negative or at least the
+    /// dtype's width, 0, or -1 where `self` is negative.
+    right_shift => BinaryOp::RightShift;
 }
 
 /// `cond ? a : b` elementwise (NumPy `where`); the three shapes broadcast
@@ -349,7 +471,12 @@ pub fn where_(cond: &Array, a: impl Operand, b: impl Operand) -> Result<Array> {
 /// from it and becomes a lazy 0-d constant on its device; two scalars take
 /// their own types' dtypes, on `device`.
 #[track_caller]
-fn pair(op: &'static str, a: Arg, b: Arg, device: &crate::Device) -> Result<(Array, Array)> {
+pub(crate) fn pair(
+    op: &'static str,
+    a: Arg,
+    b: Arg,
+    device: &crate::Device,
+) -> Result<(Array, Array)> {
     let like = match (&a, &b) {
         (Arg::Array(x), _) | (_, Arg::Array(x)) => Some(x.dtype()),
         _ => None,
@@ -444,6 +571,11 @@ operator!(Sub, sub, BinaryOp::Sub);
 operator!(Mul, mul, BinaryOp::Mul);
 operator!(Div, div, BinaryOp::Div);
 operator!(Rem, rem, BinaryOp::Remainder);
+operator!(BitAnd, bitand, BinaryOp::BitwiseAnd);
+operator!(BitOr, bitor, BinaryOp::BitwiseOr);
+operator!(BitXor, bitxor, BinaryOp::BitwiseXor);
+operator!(Shl, shl, BinaryOp::LeftShift);
+operator!(Shr, shr, BinaryOp::RightShift);
 
 impl std::ops::Neg for &Array {
     type Output = Result<Array>;
@@ -458,6 +590,134 @@ impl std::ops::Neg for Array {
     #[track_caller]
     fn neg(self) -> Result<Array> {
         self.negative()
+    }
+}
+
+impl std::ops::Not for &Array {
+    type Output = Result<Array>;
+    /// [`Array::bitwise_invert`] (`~x` in NumPy).
+    #[track_caller]
+    fn not(self) -> Result<Array> {
+        self.bitwise_invert()
+    }
+}
+
+impl std::ops::Not for Array {
+    type Output = Result<Array>;
+    #[track_caller]
+    fn not(self) -> Result<Array> {
+        self.bitwise_invert()
+    }
+}
+
+impl Array {
+    /// A predicate on float values (bool result); integer and bool input
+    /// give `on_integers` everywhere, as a lazy constant (no kernel).
+    #[track_caller]
+    fn float_predicate(&self, op: UnaryOp, on_integers: bool) -> Result<Array> {
+        if !self.dtype().is_float() {
+            return Array::full(self.shape(), on_integers, DType::Bool, self.device());
+        }
+        Array::elementwise(ElementwiseOp::Unary(op), op.name(), &[self], DType::Bool)
+    }
+
+    /// Whether each element is NaN, as bool (NumPy `isnan`), tested on the
+    /// bits (drivers may assume no NaN in float comparisons). Any dtype:
+    /// integers and bool are never NaN (a constant, no kernel).
+    ///
+    /// # Errors
+    /// None today; `Result` so that every op composes with `?`.
+    #[track_caller]
+    pub fn isnan(&self) -> Result<Array> {
+        self.float_predicate(UnaryOp::IsNan, false)
+    }
+
+    /// Whether each element is +inf or -inf, as bool (NumPy `isinf`), on
+    /// the bits. Integers and bool: all false.
+    ///
+    /// # Errors
+    /// None today.
+    #[track_caller]
+    pub fn isinf(&self) -> Result<Array> {
+        self.float_predicate(UnaryOp::IsInf, false)
+    }
+
+    /// Whether each element is neither NaN nor infinite, as bool (NumPy
+    /// `isfinite`), on the bits. Integers and bool: all true.
+    ///
+    /// # Errors
+    /// None today.
+    #[track_caller]
+    pub fn isfinite(&self) -> Result<Array> {
+        self.float_predicate(UnaryOp::IsFinite, true)
+    }
+
+    /// Whether each element is +inf, as bool (NumPy `isposinf`).
+    /// Integers and bool: all false.
+    ///
+    /// # Errors
+    /// None today.
+    #[track_caller]
+    pub fn isposinf(&self) -> Result<Array> {
+        self.float_predicate(UnaryOp::IsPosInf, false)
+    }
+
+    /// Whether each element is -inf, as bool (NumPy `isneginf`).
+    /// Integers and bool: all false.
+    ///
+    /// # Errors
+    /// None today.
+    #[track_caller]
+    pub fn isneginf(&self) -> Result<Array> {
+        self.float_predicate(UnaryOp::IsNegInf, false)
+    }
+
+    /// A float-only binary op: `other` an array or a weak scalar, both
+    /// operands promoted, then integers and bool taken to f32 (as `divide`
+    /// does).
+    #[track_caller]
+    fn float_binary(&self, other: impl Operand, op: BinaryOp) -> Result<Array> {
+        let name = op.name();
+        let (a, b) = pair(
+            name,
+            Arg::Array(self.clone()),
+            other.into_arg(),
+            self.device(),
+        )?;
+        broadcast_all(name, &[&a, &b])?;
+        let t = promote_types(a.dtype(), b.dtype());
+        let t = if t.is_float() { t } else { DType::F32 };
+        a.astype(t)?.binary_arrays(&b.astype(t)?, op)
+    }
+
+    /// `log(e^self + e^other)` without overflow (NumPy `logaddexp`, MLX
+    /// `logaddexp`): equal arguments give `self + ln 2` (so two infinities
+    /// of one sign stay infinite), otherwise `max + log1p(e^-|self -
+    /// other|)` with musl's `expf` and `log1pf` (NumPy's
+    /// `npy_logaddexpf`); NaN propagates. Shapes broadcast; integers and
+    /// bool compute in f32, f16 and bf16 in f32 and round once.
+    ///
+    /// `other` is an array or a weak scalar ([`crate::Operand`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::DeviceMismatch`]; [`crate::Error::ShapeMismatch`]
+    /// when the shapes do not broadcast; [`crate::Error::InvalidArgument`]
+    /// for an integer scalar the array's integer dtype cannot hold.
+    #[track_caller]
+    pub fn logaddexp(&self, other: impl Operand) -> Result<Array> {
+        self.float_binary(other, BinaryOp::LogAddExp)
+    }
+
+    /// The angle of the point `(other, self)` in radians, in [-pi, pi]
+    /// (NumPy `arctan2(y, x)` with `self` as `y`; musl's `atan2f`, with
+    /// C99's signed zeros and infinities), within 2 ulp. Shapes broadcast;
+    /// integers and bool compute in f32.
+    ///
+    /// # Errors
+    /// As [`Array::logaddexp`].
+    #[track_caller]
+    pub fn arctan2(&self, other: impl Operand) -> Result<Array> {
+        self.float_binary(other, BinaryOp::Arctan2)
     }
 }
 

@@ -279,7 +279,7 @@ impl Array {
         const OP: &str = "take_along_axis";
         same_device(OP, self, indices)?;
         let (x, axis) = match axis {
-            None => (self.flatten(), 0),
+            None => (self.ravel(), 0),
             Some(a) => (self.clone(), normalize_axis(OP, a, self.ndim())?),
         };
         if indices.ndim() != x.ndim() {
@@ -330,7 +330,7 @@ impl Array {
             let p = positions(OP, shape[d], 0.0, step, DType::U32, d, nd, x.device())?;
             flat = flat.add(&p)?;
         }
-        x.flatten().take(&flat, Some(0))
+        x.ravel().take(&flat, Some(0))
     }
 
     /// Values limited to `[min, max]`: `minimum(maximum(x, min), max)`

@@ -80,12 +80,14 @@ fn plan(op: &'static str, x: &Array, y: &Array) -> Result<Plan> {
 }
 
 /// The dtype checks of a matmul whose shapes are checked: every operand
-/// f32, f16 or bf16 and all of one dtype; then the device's features
-/// (f16 needs `SHADER_F16`).
+/// f32, f16, bf16, f64 or an integer, all of one dtype (integers of any
+/// widths together: the exact path, [`exact_dtype`]); then the device's
+/// features (f16 needs `SHADER_F16`; an f64 array exists only where the
+/// device has f64).
 fn check_dtypes(op: &'static str, operands: &[&Array]) -> Result<()> {
     let first = operands[0].dtype();
     for a in operands {
-        if !matches!(a.dtype(), DType::F32 | DType::F16 | DType::BF16) {
+        if a.dtype() == DType::Bool {
             return Err(Error::DType {
                 op,
                 dtype: a.dtype(),
@@ -94,7 +96,7 @@ fn check_dtypes(op: &'static str, operands: &[&Array]) -> Result<()> {
         }
     }
     for a in operands {
-        if a.dtype() != first {
+        if a.dtype() != first && !(a.dtype().is_integer() && first.is_integer()) {
             return Err(Error::DType {
                 op,
                 dtype: first,
@@ -188,6 +190,60 @@ fn record(p: Plan, primitive: Primitive, bias: Option<Array>) -> Array {
     c.reshape_to(&p.result)
 }
 
+/// The dtype an exact matmul accumulates and returns in, if `a @ b` takes
+/// that path: f64 for f64, a 32-bit integer for integers (signed when
+/// either operand is), as [`Array::sum`] accumulates.
+fn exact_dtype(a: DType, b: DType) -> Option<DType> {
+    match (a, b) {
+        (DType::F64, DType::F64) => Some(DType::F64),
+        (x, y) if x.is_integer() && y.is_integer() => {
+            let t = crate::promote_types(x, y);
+            Some(if t.is_signed_integer() {
+                DType::I32
+            } else {
+                DType::U32
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Bytes of one chunk's products in [`exact_matmul`].
+const EXACT_CHUNK_BYTES: usize = 32 << 20;
+
+/// `a @ b` for integer and f64 operands, exactly in `acc` (i32 or u32
+/// wrapping, as NumPy's int32 matmul; f64): the products `a[.., m, k, 1] *
+/// b[.., 1, k, n]` of a chunk of `k` (at most [`EXACT_CHUNK_BYTES`] of
+/// them) summed along `k` by the reduction kernel, the chunks added. Work
+/// and traffic are those of the naive triple loop: a reference path for
+/// quantised weights and scientific code, not the tiled GEMM.
+#[track_caller]
+fn exact_matmul(p: Plan, acc: DType) -> Result<Array> {
+    let (a, b) = (
+        p.a.astype(acc)?.expand_dims(-1)?,
+        p.b.astype(acc)?.expand_dims(-3)?,
+    );
+    let k = p.a.shape()[p.a.ndim() - 1];
+    let per_k: usize = p.out.iter().product::<usize>() * acc.size_in_bytes();
+    let chunk = (EXACT_CHUNK_BYTES / per_k.max(1)).max(1);
+    let mut total: Option<Array> = None;
+    for start in (0..k).step_by(chunk) {
+        let end = (start + chunk).min(k);
+        let part = along(&a, a.ndim() - 2, start, end)
+            .multiply(along(&b, b.ndim() - 2, start, end))?
+            .sum(-2, false)?;
+        total = Some(match total {
+            None => part,
+            Some(t) => t.add(&part)?,
+        });
+    }
+    let c = match total {
+        Some(c) => c,
+        None => Array::full(&p.out, 0.0, acc, a.device())?,
+    };
+    Ok(c.reshape_to(&p.result))
+}
+
 impl Array {
     /// NumPy `matmul`: `[..., m, k] @ [..., k, n] -> [..., m, n]`.
     ///
@@ -205,18 +261,29 @@ impl Array {
     /// is chosen by shape: a matrix-vector tile for `m == 1`, small tiles for
     /// small or skinny outputs, large register blocks otherwise.
     ///
+    /// Integer operands (any of i8 to u32, mixed widths allowed: int8
+    /// quantised weights) multiply and accumulate in 32 bits, wrapping as
+    /// NumPy's int32 matmul does: the result is i32 when either operand is
+    /// signed, else u32. f64 operands (where the adapter has `SHADER_F64`)
+    /// accumulate in f64. Both take an exact reference path (products of a
+    /// chunk of `k` summed by the reduction kernel, no f32 anywhere), with
+    /// the work of the naive triple loop.
+    ///
     /// # Errors
     /// In this order, as every op: [`Error::DeviceMismatch`]; shapes:
     /// [`Error::InvalidArgument`] for 0-d operands or more than four batch
     /// dimensions, [`Error::ShapeMismatch`] when the inner dimensions differ
     /// or batch dimensions do not broadcast; dtypes: [`Error::DType`] for
-    /// dtypes other than f32, f16, bf16, or mixed dtypes; features:
+    /// bool, mixed float dtypes or a float with an integer; features:
     /// [`Error::MissingFeature`] for f16 without `SHADER_F16`. So an empty
     /// f32 @ f16 is a dtype error on every backend.
     #[track_caller]
     pub fn matmul(&self, other: &Array) -> Result<Array> {
         let p = plan("matmul", self, other)?;
         check_dtypes("matmul", &[self, other])?;
+        if let Some(acc) = exact_dtype(self.dtype(), other.dtype()) {
+            return exact_matmul(p, acc);
+        }
         Ok(record(
             p,
             Primitive::Matmul {
@@ -242,8 +309,9 @@ impl Array {
     ///
     /// # Errors
     /// As [`Array::matmul`], in its order; [`Error::ShapeMismatch`] when `c`
-    /// does not broadcast to the result (with the shapes), [`Error::DType`]
-    /// when its dtype differs (with the dtypes).
+    /// does not broadcast to the result (with the shapes); [`Error::OpDType`]
+    /// for integer and f64 operands `a` and `b`; [`Error::DType`] when `c`'s
+    /// dtype differs (with the dtypes).
     #[track_caller]
     pub fn addmm(
         &self,
@@ -276,6 +344,14 @@ impl Array {
         match broadcast_shapes("addmm", &c_shape, &p.out) {
             Ok(s) if s == p.out => {}
             _ => return Err(mismatch()),
+        }
+        if exact_dtype(a.dtype(), b.dtype()).is_some() {
+            return Err(Error::OpDType {
+                op: "addmm",
+                dtype: a.dtype(),
+                takes: "float32, float16 and bfloat16 operands (integer and float64 \
+                        operands: matmul, then add)",
+            });
         }
         check_dtypes("addmm", &[a, b, self])?;
         let (alpha, beta) = (alpha.value().to_f64() as f32, beta.value().to_f64() as f32);

@@ -12,7 +12,7 @@ impl Array {
 
     /// This array in f32 if it is f16 or bf16, else as it is.
     #[track_caller]
-    fn widen(&self) -> Result<Array> {
+    pub(crate) fn widen(&self) -> Result<Array> {
         match self.dtype() {
             DType::F16 | DType::BF16 => self.astype(DType::F32),
             _ => Ok(self.clone()),
@@ -22,15 +22,17 @@ impl Array {
     /// `y`, computed from [`Array::widen`] of this array, rounded back to
     /// this array's dtype if that is f16 or bf16.
     #[track_caller]
-    fn narrow_like(&self, y: Array) -> Result<Array> {
+    pub(crate) fn narrow_like(&self, y: Array) -> Result<Array> {
         match self.dtype() {
             DType::F16 | DType::BF16 => y.astype(self.dtype()),
             _ => Ok(y),
         }
     }
 
-    /// Softmax along `axis`: `exp(x - m) / s` with `m = max(x)` and
-    /// `s = sum(exp(x - m))` (PyTorch/MLX `softmax`), in two dispatches:
+    /// Softmax over `axes` (one axis, several, or [`Axes::All`]:
+    /// `x.softmax(-1)`, `x.softmax([0, 2])`): `exp(x - m) / s` with
+    /// `m = max(x)` and `s = sum(exp(x - m))` over them (PyTorch/MLX
+    /// `softmax`), in two dispatches:
     /// one pass computes `m` and `s` together with a running maximum
     /// (Milakov & Gimelshein 2018, "Online normalizer calculation for
     /// softmax"), and one fused elementwise kernel writes the result.
@@ -38,30 +40,32 @@ impl Array {
     /// largest element contributes exactly 1, so `n` equal values give
     /// exactly `1 / n` however large they are. Integer input gives f32; f16
     /// and bf16 compute in f32 and round once. A row with NaN, or with an
-    /// infinity, is NaN; an empty array stays empty.
+    /// infinity, is NaN; an empty array stays empty. (A "row" is the group
+    /// of elements the axes span.)
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::OpDType`] for f64.
     #[track_caller]
-    pub fn softmax(&self, axis: isize) -> Result<Array> {
-        let Some((shifted, sum)) = self.max_sum_exp("softmax", axis)? else {
+    pub fn softmax(&self, axes: impl Into<Axes>) -> Result<Array> {
+        let Some((shifted, sum)) = self.max_sum_exp("softmax", axes.into())? else {
             return self.narrow_like(self.as_float()?);
         };
         let y = (&shifted.exp()? / &sum)?;
         self.narrow_like(y)
     }
 
-    /// `(x - m) - log(s)` along `axis`, `m` and `s` as in
-    /// [`Array::softmax`] (PyTorch/MLX `log_softmax`), in two dispatches.
+    /// `(x - m) - log(s)` over `axes` (one axis, several, or
+    /// [`Axes::All`]), `m` and `s` as in [`Array::softmax`] (PyTorch/MLX
+    /// `log_softmax`), in two dispatches.
     /// The log is `log1p(s - 1)` (`s` is at least 1, and `s - 1` is exact
     /// in f32), which is within 2 ulp where WGSL's `log` may be 3 ulp off:
     /// `n` equal values give `-ln n` to 1 ulp. Dtypes as [`Array::softmax`].
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`].
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::OpDType`] for f64.
     #[track_caller]
-    pub fn log_softmax(&self, axis: isize) -> Result<Array> {
-        let Some((shifted, sum)) = self.max_sum_exp("log_softmax", axis)? else {
+    pub fn log_softmax(&self, axes: impl Into<Axes>) -> Result<Array> {
+        let Some((shifted, sum)) = self.max_sum_exp("log_softmax", axes.into())? else {
             return self.narrow_like(self.as_float()?);
         };
         let y = (&shifted - &(&sum - 1.0)?.log1p()?)?;
@@ -79,20 +83,28 @@ impl Array {
         }
     }
 
-    /// `(x - m, s)` along `axis` (keepdims; `m` the maximum, `s` the sum of
+    /// `(x - m, s)` over `axes` (keepdims; `m` the maximum, `s` the sum of
     /// `exp(x - m)`), from one reduction that reads `x` as it is (f16 and
     /// integers are widened in its loads, not in a kernel of their own);
     /// `None` for an empty array (nothing to compute).
     #[track_caller]
-    fn max_sum_exp(&self, op: &'static str, axis: isize) -> Result<Option<(Array, Array)>> {
-        crate::shape::normalize_axis(op, axis, self.ndim())?;
+    fn max_sum_exp(&self, op: &'static str, axes: Axes) -> Result<Option<(Array, Array)>> {
+        axes.resolve(op, self.ndim())?;
+        if self.dtype() == DType::F64 {
+            return Err(crate::Error::OpDType {
+                op,
+                dtype: DType::F64,
+                takes: "float32, float16, bfloat16 and integer arrays (no 64-bit exp \
+                        on the GPU; cast with astype(DType::F32))",
+            });
+        }
         if self.size() == 0 {
             return Ok(None);
         }
         let mut ms = self.reduce(
             op,
             crate::graph::primitive::ReduceOp::MaxSumExp,
-            Axes::from(axis),
+            axes,
             true,
             0,
         )?;

@@ -4,9 +4,11 @@
 //! One dispatch each (see wgsl/reduce.wgsl): a workgroup per output with a
 //! shared-memory tree when more than 256 elements are reduced, a thread per
 //! output otherwise. Float input accumulates in f32 (f16 and bf16 too, then
-//! the result is rounded back to the input dtype), integers in their own
-//! type (sums wrap on overflow, as NumPy's int32 sums would not: NumPy
-//! widens to int64, which WGSL lacks).
+//! the result is rounded back to the input dtype; f64 in f64), integers in
+//! 32 bits of their signedness: sums and products of int8, int16 and int32
+//! give int32, of the unsigned ones uint32 (NumPy widens them to int64,
+//! which WGSL lacks: a 32-bit sum wraps on overflow), max and min give the
+//! input's dtype. logsumexp takes no f64 (no 64-bit `exp`).
 
 use crate::graph::Primitive;
 use crate::graph::primitive::ReduceOp;
@@ -124,6 +126,13 @@ impl Array {
         ddof: u32,
     ) -> Result<Vec<Array>> {
         let axes = axes.resolve(name, self.ndim())?;
+        if !op.takes(self.dtype()) {
+            return Err(crate::Error::OpDType {
+                op: name,
+                dtype: self.dtype(),
+                takes: "every dtype but float64 (no 64-bit exp and log on the GPU; cast with astype)",
+            });
+        }
         if op.without_identity().is_some() && axes.iter().any(|&a| self.shape()[a] == 0) {
             return Err(crate::Error::EmptyReduction {
                 op: name,
@@ -176,12 +185,12 @@ impl Array {
         // location.
         let mut shaped = Vec::with_capacity(outs.len());
         for o in outs {
-            // f16/bf16 accumulate in f32; round the result back.
-            let o = if o.dtype() == DType::F32 && matches!(self.dtype(), DType::F16 | DType::BF16) {
-                o.astype(self.dtype())?
-            } else {
-                o
-            };
+            // f16/bf16 accumulate in f32: round the result back; max and
+            // min of 8- and 16-bit integers go back to their dtype.
+            let back = (o.dtype() == DType::F32
+                && matches!(self.dtype(), DType::F16 | DType::BF16))
+                || (matches!(op, ReduceOp::Max | ReduceOp::Min) && self.dtype().is_integer());
+            let o = if back { o.astype(self.dtype())? } else { o };
             shaped.push(if keepdims {
                 o.reshape_to(&keep_shape)
             } else {
@@ -328,7 +337,7 @@ impl Array {
         match axis {
             Some(a) => self.reduce1(name, op, Axes::from(a), keepdims),
             None => {
-                let flat = self.flatten().reduce1(name, op, Axes::All, false)?;
+                let flat = self.ravel().reduce1(name, op, Axes::All, false)?;
                 if keepdims {
                     Ok(flat.reshape_to(&vec![1; self.ndim()]))
                 } else {

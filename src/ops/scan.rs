@@ -9,7 +9,9 @@
 //!
 //! # Dtypes and numerics
 //!
-//! Every dtype. Floats accumulate in f32 (f16 and bf16 too, rounded once
+//! f32, f16, bf16, i32, u32 and bool; i8, u8, i16, u16 and f64 are
+//! [`crate::Error::OpDType`] (the accumulators are 32-bit: cast with
+//! `astype`, to i32 for NumPy's widening of small integers). Floats accumulate in f32 (f16 and bf16 too, rounded once
 //! when each output is stored); integers in their own type, wrapping on
 //! overflow (NumPy widens to int64, which WGSL lacks); bool sums and
 //! products count in i32 (NumPy and MLX promote bool), bool max and min
@@ -31,6 +33,7 @@
 use crate::graph::Primitive;
 use crate::graph::primitive::ReduceOp;
 use crate::kernels::scan::out_dtype;
+use crate::ops::check_word_dtype;
 use crate::shape::normalize_axis;
 use crate::{Array, Result};
 
@@ -47,9 +50,10 @@ impl Array {
         inclusive: bool,
     ) -> Result<Array> {
         let (x, axis) = match axis {
-            None => (self.flatten(), 0),
+            None => (self.ravel(), 0),
             Some(a) => (self.clone(), normalize_axis(name, a, self.ndim())?),
         };
+        check_word_dtype(name, x.dtype())?;
         let dtype = out_dtype(op, x.dtype());
         let shape = x.shape().to_vec();
         Ok(Array::from_node(
@@ -82,7 +86,8 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`] naming the op.
+    /// [`crate::Error::InvalidAxis`], then [`crate::Error::OpDType`] for
+    /// i8, u8, i16, u16 and f64, naming the op.
     #[track_caller]
     pub fn cumsum(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
         self.scan("cumsum", ReduceOp::Sum, axis, reverse, inclusive)
@@ -92,7 +97,8 @@ impl Array {
     /// as [`Array::cumsum`].
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`] naming the op.
+    /// [`crate::Error::InvalidAxis`], then [`crate::Error::OpDType`] for
+    /// i8, u8, i16, u16 and f64, naming the op.
     #[track_caller]
     pub fn cumprod(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
         self.scan("cumprod", ReduceOp::Prod, axis, reverse, inclusive)
@@ -103,7 +109,8 @@ impl Array {
     /// (bool too).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`] naming the op.
+    /// [`crate::Error::InvalidAxis`], then [`crate::Error::OpDType`] for
+    /// i8, u8, i16, u16 and f64, naming the op.
     #[track_caller]
     pub fn cummax(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
         self.scan("cummax", ReduceOp::Max, axis, reverse, inclusive)
@@ -113,7 +120,8 @@ impl Array {
     /// `cummin`), as [`Array::cummax`].
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`] naming the op.
+    /// [`crate::Error::InvalidAxis`], then [`crate::Error::OpDType`] for
+    /// i8, u8, i16, u16 and f64, naming the op.
     #[track_caller]
     pub fn cummin(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
         self.scan("cummin", ReduceOp::Min, axis, reverse, inclusive)

@@ -1,6 +1,6 @@
 //! Scatters along an axis: [`Array::scatter_add`], [`Array::put_along_axis`].
 
-use super::same_device;
+use super::{check_word_dtype, same_device};
 use crate::graph::Primitive;
 use crate::ops::elementwise::where_;
 use crate::shape::{broadcast_shapes, normalize_axis};
@@ -17,8 +17,9 @@ impl Array {
     /// `indices` and `updates` broadcast together to a shape no longer than
     /// this array on every other axis. A negative index counts from the end;
     /// out-of-range ones are clamped (as [`Array::take`]). The result has
-    /// this array's shape and dtype (any but bool); `updates` are cast to
-    /// it. Views are read in place.
+    /// this array's shape and dtype (f32, f16, bf16, i32 or u32; the
+    /// atomics are 32-bit, so i8, u8, i16, u16 and f64 are refused: cast
+    /// with `astype`); `updates` are cast to it. Views are read in place.
     ///
     /// # Numerics and kernel
     ///
@@ -45,6 +46,7 @@ impl Array {
     /// has another number of dimensions or indexes an empty axis;
     /// [`Error::ShapeMismatch`] when `indices` and `updates` do not
     /// broadcast or exceed this array on another axis; then
+    /// [`Error::OpDType`] for an i8, u8, i16, u16 or f64 array;
     /// [`Error::DType`] for non-integer indices or a bool array.
     #[track_caller]
     pub fn scatter_add(&self, indices: &Array, updates: &Array, axis: isize) -> Result<Array> {
@@ -57,7 +59,7 @@ impl Array {
     /// `put_along_axis`): for every position `u` of the broadcast shape of
     /// `indices` and `values`, `out[u with axis -> indices[u]] = values[u]`;
     /// where indices repeat, one of the values wins (which one is not
-    /// fixed, as in NumPy). Shapes, indices and dtypes (bool too) as
+    /// fixed, as in NumPy). Shapes, indices, dtypes (bool too) and errors as
     /// [`Array::scatter_add`]; `values` are cast to this array's dtype.
     ///
     /// Two scatters of two dispatches each (the values, and a mark of the
@@ -123,6 +125,7 @@ impl Array {
                 "{op}: indices into an empty axis {axis}"
             )));
         }
+        check_word_dtype(op, self.dtype())?;
         for (dtype, bad) in [
             (
                 indices.dtype(),

@@ -5,7 +5,7 @@
 use crate::graph::{Primitive, View};
 use crate::ops::reduce::Axes;
 use crate::shape::{INFER, broadcast_shapes, check_shape, normalize_axis, numel};
-use crate::{Array, DType, Error, Result};
+use crate::{Array, Error, Result};
 
 /// One axis of [`Array::slice`]: NumPy's `start:stop:step`. `None` bounds
 /// mean the whole axis in the step's direction; negative bounds count from
@@ -122,7 +122,7 @@ impl From<std::ops::RangeFull> for Slice {
 
 impl Array {
     #[track_caller]
-    fn view(&self, view: View, shape: Vec<usize>) -> Array {
+    fn view_node(&self, view: View, shape: Vec<usize>) -> Array {
         Array::from_node(
             self.device(),
             Primitive::View(view),
@@ -193,13 +193,50 @@ impl Array {
         if shape == self.shape() {
             return self.clone();
         }
-        self.view(View::Reshape, shape.to_vec())
+        self.view_node(View::Reshape, shape.to_vec())
     }
 
-    /// A 1-D view of all elements (NumPy `ravel`/`flatten`, without the copy).
+    /// A 1-D array of all elements in row-major order (NumPy `ravel`): a
+    /// view when the strides allow, else one copy on eval.
     #[track_caller]
-    pub fn flatten(&self) -> Array {
+    pub fn ravel(&self) -> Array {
         self.reshape_to(&[self.size()])
+    }
+
+    /// Axes `start_axis ..= end_axis` merged into one (MLX `flatten(a,
+    /// start_axis, end_axis)`, PyTorch `flatten`; NumPy's `flatten` is
+    /// `x.flatten(0, -1)`, or [`Array::ravel`]). Negative axes count from
+    /// the end; a 0-d array becomes shape `[1]`. A view when the strides
+    /// allow, else one copy on eval.
+    ///
+    /// # Errors
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] when `start_axis`
+    /// comes after `end_axis`.
+    #[track_caller]
+    pub fn flatten(&self, start_axis: isize, end_axis: isize) -> Result<Array> {
+        if self.ndim() == 0 {
+            // MLX: a scalar flattens to one element; its only axes are 0
+            // and -1 of the (virtual) 1-D result.
+            normalize_axis("flatten", start_axis, 1)?;
+            normalize_axis("flatten", end_axis, 1)?;
+            return Ok(self.reshape_to(&[1]));
+        }
+        let (start, end) = (
+            normalize_axis("flatten", start_axis, self.ndim())?,
+            normalize_axis("flatten", end_axis, self.ndim())?,
+        );
+        if start > end {
+            return Err(Error::InvalidArgument(format!(
+                "flatten: start_axis {start_axis} comes after end_axis {end_axis} \
+                 for an array of {} dimensions",
+                self.ndim()
+            )));
+        }
+        let s = self.shape();
+        let mut shape = s[..start].to_vec();
+        shape.push(s[start..=end].iter().product());
+        shape.extend_from_slice(&s[end + 1..]);
+        Ok(self.reshape_to(&shape))
     }
 
     /// Axes in the order `axes` gives (NumPy `transpose(x, axes)`), a view.
@@ -224,7 +261,7 @@ impl Array {
             )));
         }
         let shape = axes.iter().map(|&a| self.shape()[a]).collect();
-        Ok(self.view(View::Permute(axes), shape))
+        Ok(self.view_node(View::Permute(axes), shape))
     }
 
     /// Axes reversed (NumPy `transpose` / `.T`), a view.
@@ -249,6 +286,23 @@ impl Array {
         self.permute(&axes)
     }
 
+    /// Axis `source` moved to position `destination`, the others keeping
+    /// their order (NumPy/MLX `moveaxis`), a view.
+    ///
+    /// # Errors
+    /// [`Error::InvalidAxis`] for either axis.
+    #[track_caller]
+    pub fn moveaxis(&self, source: isize, destination: isize) -> Result<Array> {
+        let nd = self.ndim();
+        let (src, dst) = (
+            normalize_axis("moveaxis", source, nd)?,
+            normalize_axis("moveaxis", destination, nd)?,
+        );
+        let mut axes: Vec<isize> = (0..nd as isize).filter(|&a| a != src as isize).collect();
+        axes.insert(dst, src as isize);
+        self.permute(&axes)
+    }
+
     /// This array repeated along new or length-1 axes to `shape` (NumPy
     /// `broadcast_to`), a view with stride 0 where repeated.
     ///
@@ -270,19 +324,50 @@ impl Array {
         if shape == self.shape() {
             return Ok(self.clone());
         }
-        Ok(self.view(View::Broadcast, shape.to_vec()))
+        Ok(self.view_node(View::Broadcast, shape.to_vec()))
     }
 
-    /// A new axis of length 1 at `axis` (NumPy `expand_dims`; negative
-    /// counts from the end of the result), a view.
+    /// New axes of length 1 at `axes`, positions in the result (NumPy/MLX
+    /// `expand_dims`; `x.expand_dims(0)`, `x.expand_dims([0, -1])`);
+    /// negative positions count from the end of the result, whose rank is
+    /// this array's plus the number of axes. A view.
     ///
     /// # Errors
-    /// [`Error::InvalidAxis`]; [`Error::TooLarge`] for a ninth dimension.
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for a repeated
+    /// position or [`Axes::All`]; [`Error::TooLarge`] for a result of more
+    /// than [`crate::shape::MAX_DIMS`] dimensions.
     #[track_caller]
-    pub fn expand_dims(&self, axis: isize) -> Result<Array> {
-        let a = normalize_axis("expand_dims", axis, self.ndim() + 1)?;
-        let mut shape = self.shape().to_vec();
-        shape.insert(a, 1);
+    pub fn expand_dims(&self, axes: impl Into<Axes>) -> Result<Array> {
+        let axes = match axes.into() {
+            Axes::These(a) => a,
+            Axes::All => {
+                return Err(Error::InvalidArgument(
+                    "expand_dims: `axes` is Axes::All; it needs the positions of the new axes"
+                        .into(),
+                ));
+            }
+        };
+        let nd = self.ndim() + axes.len();
+        let mut new: Vec<usize> = axes
+            .iter()
+            .map(|&a| normalize_axis("expand_dims", a, nd))
+            .collect::<Result<_>>()?;
+        new.sort_unstable();
+        if new.windows(2).any(|w| w[0] == w[1]) {
+            return Err(Error::InvalidArgument(format!(
+                "expand_dims: `axes` {axes:?} repeat a position"
+            )));
+        }
+        let mut rest = self.shape().iter();
+        let shape: Vec<usize> = (0..nd)
+            .map(|a| {
+                if new.binary_search(&a).is_ok() {
+                    1
+                } else {
+                    *rest.next().expect("one length per remaining axis")
+                }
+            })
+            .collect();
         check_shape("expand_dims", &shape)?;
         Ok(self.reshape_to(&shape))
     }
@@ -350,7 +435,7 @@ impl Array {
             steps.push(step);
             shape.push(count);
         }
-        Ok(self.view(View::Slice { starts, steps }, shape))
+        Ok(self.view_node(View::Slice { starts, steps }, shape))
     }
 }
 
@@ -358,7 +443,8 @@ impl Array {
     /// Elements at `indices` along `axis` (NumPy `take`; an embedding
     /// lookup is `weights.take(&token_ids, Some(0))`). The result's shape is
     /// `x.shape[..axis] + indices.shape + x.shape[axis + 1..]`; `None`
-    /// flattens `x` first. `indices` are i32 or u32; a negative index counts
+    /// flattens `x` first. `indices` are any integer dtype (PyTorch's int64
+    /// indices arrive as i32: see [`crate::Element`]); a negative index counts
     /// from the end, and out-of-range ones are clamped (NumPy `mode="clip"`:
     /// a kernel cannot raise).
     ///
@@ -366,8 +452,8 @@ impl Array {
     /// [`Error::DeviceMismatch`]; [`Error::InvalidAxis`];
     /// [`Error::InvalidArgument`] for indices into an empty axis;
     /// [`Error::TooLarge`] for a result of more than
-    /// [`crate::shape::MAX_DIMS`] dimensions; [`Error::DType`] for indices
-    /// that are not i32 or u32.
+    /// [`crate::shape::MAX_DIMS`] dimensions; [`Error::OpDType`] for
+    /// indices that are not integers.
     #[track_caller]
     pub fn take(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
         super::same_device("take", self, indices)?;
@@ -387,15 +473,15 @@ impl Array {
         };
         let shape: Vec<usize> = [outer, indices.shape(), inner].concat();
         check_shape("take", &shape)?;
-        if !matches!(indices.dtype(), DType::I32 | DType::U32) {
-            return Err(Error::DType {
+        if !indices.dtype().is_integer() {
+            return Err(Error::OpDType {
                 op: "take",
                 dtype: indices.dtype(),
-                other: None,
+                takes: "integer indices (int8 to int32, uint8 to uint32)",
             });
         }
         let (x, axis) = match axis {
-            None => (self.flatten(), 0),
+            None => (self.ravel(), 0),
             Some(a) => (self.clone(), a),
         };
         Ok(Array::from_node(

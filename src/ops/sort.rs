@@ -9,6 +9,13 @@
 //! come back bit for bit (NaN payloads, the sign of zero). Indices are u32,
 //! as MLX's.
 //!
+//! # Dtypes
+//!
+//! f32, f16, bf16, i32, u32 and bool; i8, u8, i16, u16 and f64 are
+//! [`crate::Error::OpDType`] (cast with `astype`): the order keys are
+//! 32-bit, and the packed dtypes are not yet tested here although the
+//! shared key and store helpers (kernels/bits.rs, also top-k's) take them.
+//!
 //! # Kernel
 //!
 //! wgsl/sort.wgsl, a bitonic sorting network (Batcher 1968) on (key, index)
@@ -30,6 +37,7 @@ use crate::error::Limit;
 use crate::graph::Primitive;
 use crate::kernels::rows_along;
 use crate::kernels::sort::{padded, work_pairs};
+use crate::ops::check_word_dtype;
 use crate::shape::normalize_axis;
 use crate::{Array, DType, Error, Result};
 
@@ -41,9 +49,10 @@ impl Array {
     #[track_caller]
     fn sort_node(&self, op: &'static str, axis: Option<isize>) -> Result<(Array, Array)> {
         let (x, axis) = match axis {
-            None => (self.flatten(), 0),
+            None => (self.ravel(), 0),
             Some(a) => (self.clone(), normalize_axis(op, a, self.ndim())?),
         };
+        check_word_dtype(op, x.dtype())?;
         let shape = x.shape().to_vec();
         let (_, rows) = rows_along(&shape, axis);
         let total = rows.saturating_mul(padded(shape[axis])) as u64;
@@ -86,7 +95,8 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`] (a 0-dimensional array has no axis to sort);
-    /// [`Error::TooLarge`] naming the op: [`Limit::StorageBinding`] when
+    /// [`Error::OpDType`] for i8, u8, i16, u16 and f64 (see the module
+    /// docs); [`Error::TooLarge`] naming the op: [`Limit::StorageBinding`] when
     /// the work buffer (8 bytes per element, rows padded to a power of two,
     /// for rows longer than 1024) exceeds the adapter's largest storage
     /// binding, [`Limit::KernelIndex`] past 2^31 padded elements.
@@ -123,8 +133,8 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] when `kth` is
-    /// outside `-len..len` for the axis length `len`; [`Error::TooLarge`]
-    /// as [`Array::sort`]; each naming `partition`.
+    /// outside `-len..len` for the axis length `len`; [`Error::OpDType`] and
+    /// [`Error::TooLarge`] as [`Array::sort`]; each naming `partition`.
     #[track_caller]
     pub fn partition(&self, kth: isize, axis: Option<isize>) -> Result<Array> {
         self.check_kth("partition", kth, axis)?;

@@ -46,7 +46,8 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidAxis`] (so a 0-dimensional array has no top-k);
     /// [`Error::InvalidArgument`] when `k` exceeds the axis length or 64 (the
-    /// kernel keeps `k` candidates per thread in registers).
+    /// kernel keeps `k` candidates per thread in registers);
+    /// [`Error::OpDType`] for f64 (the kernel ranks 32-bit keys).
     #[track_caller]
     pub fn topk(&self, k: usize, axis: isize) -> Result<(Array, Array)> {
         let axis = normalize_axis("topk", axis, self.ndim())?;
@@ -55,6 +56,13 @@ impl Array {
             return Err(Error::InvalidArgument(format!(
                 "topk: `k` = {k} must be at most the axis length {len} and at most {MAX_TOPK}"
             )));
+        }
+        if self.dtype() == DType::F64 {
+            return Err(Error::OpDType {
+                op: "topk",
+                dtype: DType::F64,
+                takes: "every dtype but float64 (its keys are 64 bits; cast with astype)",
+            });
         }
         let mut shape = self.shape().to_vec();
         shape[axis] = k;

@@ -17,15 +17,23 @@ pub const fn poison(dtype: DType) -> u32 {
         DType::F32 => 0x7FC0_DEAD,
         DType::F16 => 0x7EAD_7EAD,
         DType::BF16 => 0x7FAD_7FAD,
-        DType::I32 | DType::U32 | DType::Bool => 0xDEAD_BEEF,
+        // Both words of an f64 element: 0x7FF8DEAD7FF8DEAD is a NaN.
+        DType::F64 => 0x7FF8_DEAD,
+        DType::I32 | DType::U32 | DType::Bool | DType::I8 | DType::U8 | DType::I16 | DType::U16 => {
+            0xDEAD_BEEF
+        }
     }
 }
 
-/// The poison bits of one element of `dtype` (16 bits for 2-byte dtypes).
-pub(super) fn element_poison(dtype: DType) -> u32 {
+/// The poison bits of one element of `dtype` (the low 8 or 16 bits for
+/// packed dtypes, the word twice for f64).
+pub(super) fn element_poison(dtype: DType) -> u64 {
+    let w = poison(dtype) as u64;
     match dtype.size_in_bytes() {
-        2 => poison(dtype) & 0xFFFF,
-        _ => poison(dtype),
+        1 => w & 0xFF,
+        2 => w & 0xFFFF,
+        8 => w | (w << 32),
+        _ => w,
     }
 }
 
@@ -122,8 +130,8 @@ pub struct Mismatch {
     pub got: f64,
     /// The reference value, as f64.
     pub want: f64,
-    /// The bits read back (the low 16 for 2-byte dtypes).
-    pub got_bits: u32,
+    /// The bits read back (the low 8 or 16 for packed dtypes, 64 for f64).
+    pub got_bits: u64,
     /// Whether the element still held the poison pattern: never written.
     pub unwritten: bool,
     /// Distance in units in the last place (`u64::MAX` when one side is NaN).
@@ -233,11 +241,7 @@ impl Mismatches {
             self.tolerance,
             self.first.len()
         )?;
-        let width = if self.dtype.size_in_bytes() == 2 {
-            4
-        } else {
-            8
-        };
+        let width = 2 * self.dtype.size_in_bytes();
         for m in &self.first {
             let at = match &m.position {
                 Some(p) => format!("{p:?} (flat {})", m.index),
@@ -285,7 +289,7 @@ impl std::error::Error for Mismatches {}
 #[derive(Clone, Copy)]
 pub(super) struct Elem {
     pub(super) value: f64,
-    pub(super) bits: u32,
+    pub(super) bits: u64,
 }
 
 pub(super) fn elems_of<T: Element>(values: &[T]) -> Vec<Elem> {
@@ -313,8 +317,13 @@ pub(super) fn elems_from_bytes(dtype: DType, bytes: &[u8]) -> Vec<Elem> {
         DType::F32 => values::<f32>(bytes),
         DType::F16 => values::<half::f16>(bytes),
         DType::BF16 => values::<half::bf16>(bytes),
+        DType::F64 => values::<f64>(bytes),
         DType::I32 => values::<i32>(bytes),
         DType::U32 => values::<u32>(bytes),
+        DType::I16 => values::<i16>(bytes),
+        DType::U16 => values::<u16>(bytes),
+        DType::I8 => values::<i8>(bytes),
+        DType::U8 => values::<u8>(bytes),
         DType::Bool => values::<bool>(bytes),
     };
     values
@@ -327,30 +336,31 @@ pub(super) fn elems_from_bytes(dtype: DType, bytes: &[u8]) -> Vec<Elem> {
         .collect()
 }
 
-pub(super) fn bits_of(b: &[u8]) -> u32 {
-    match *b {
-        [a, b] => u16::from_ne_bytes([a, b]) as u32,
-        [a, b, c, d] => u32::from_ne_bytes([a, b, c, d]),
-        _ => unreachable!("elements are 2 or 4 bytes"),
-    }
+/// One element's bytes (1, 2, 4 or 8, little-endian) as an integer.
+pub(super) fn bits_of(b: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word[..b.len()].copy_from_slice(b);
+    u64::from_le_bytes(word)
 }
 
 /// The position of `bits` on a line where consecutive floats are
 /// consecutive integers (so +0 and -0 meet).
-fn float_order(bits: u32, width_bits: u32) -> i64 {
-    let sign = 1u32 << (width_bits - 1);
+fn float_order(bits: u64, width_bits: u32) -> i128 {
+    let sign = 1u64 << (width_bits - 1);
     if bits & sign != 0 {
-        -((bits & !sign) as i64)
+        -((bits & !sign) as i128)
     } else {
-        bits as i64
+        bits as i128
     }
 }
 
 fn ulp_distance(dtype: DType, got: Elem, want: Elem) -> u64 {
-    match dtype {
-        DType::F32 => float_order(got.bits, 32).abs_diff(float_order(want.bits, 32)),
-        DType::F16 | DType::BF16 => float_order(got.bits, 16).abs_diff(float_order(want.bits, 16)),
-        DType::I32 | DType::U32 | DType::Bool => (got.value - want.value).abs() as u64,
+    if dtype.is_float() {
+        let w = 8 * dtype.size_in_bytes() as u32;
+        let d = float_order(got.bits, w).abs_diff(float_order(want.bits, w));
+        d.min(u64::MAX as u128) as u64
+    } else {
+        (got.value - want.value).abs() as u64
     }
 }
 

@@ -13,6 +13,10 @@
 //!
 //! GLSL ES has no 16-bit floats, so kernels that enable f16 are not
 //! translated to GLSL: wgpu's GL back end never offers `SHADER_F16`.
+//! Kernels that use 64-bit types (`f64`, `u64`, `i64`) are validated with
+//! naga's `FLOAT64` and `SHADER_INT64` capabilities and translated to
+//! SPIR-V only: wgpu 30 offers `SHADER_F64` on Vulkan alone (naga's MSL
+//! back end has no f64, and GLSL ES none either).
 //!
 //! wgarray's own kernels go through the same check as [`check_portability`] (a unit test in
 //! `src/kernels/portability.rs` runs it on every specialisation they can
@@ -141,13 +145,27 @@ pub(crate) fn enables(source: &str, extension: &str) -> bool {
     })
 }
 
+/// Whether `module` uses a 64-bit scalar type (f64, u64, i64).
+pub(crate) fn uses_64_bit(module: &Module) -> bool {
+    module.types.iter().any(|(_, t)| match t.inner {
+        naga::TypeInner::Scalar(s)
+        | naga::TypeInner::Vector { scalar: s, .. }
+        | naga::TypeInner::Atomic(s) => s.width == 8,
+        _ => false,
+    })
+}
+
 /// Parse and validate `source` as WebGPU would: default capabilities, plus
-/// 16-bit floats where the source enables them.
-fn parse_and_validate(source: &str) -> Result<(Module, ModuleInfo), String> {
+/// 16-bit floats where the source enables them, 64-bit types where it
+/// uses them, and `extra`.
+fn parse_and_validate(source: &str, extra: Capabilities) -> Result<(Module, ModuleInfo), String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
-    let mut caps = Capabilities::default();
+    let mut caps = Capabilities::default() | extra;
     if enables(source, "f16") {
         caps |= Capabilities::SHADER_FLOAT16;
+    }
+    if uses_64_bit(&module) {
+        caps |= Capabilities::FLOAT64 | Capabilities::SHADER_INT64;
     }
     let info = Validator::new(ValidationFlags::all(), caps)
         .validate(&module)
@@ -415,8 +433,21 @@ pub(crate) fn check(
     entry_point: Option<&str>,
     constants: &naga::back::PipelineConstants,
 ) -> Vec<Issue> {
+    check_with(source, entry_point, constants, Capabilities::empty(), &[])
+}
+
+/// [`check`] for a kernel that needs `extra` capabilities beyond WebGPU's
+/// (subgroups, cooperative matrices), skipping the back ends in `skip`
+/// (those that cannot express it).
+pub(crate) fn check_with(
+    source: &str,
+    entry_point: Option<&str>,
+    constants: &naga::back::PipelineConstants,
+    extra: Capabilities,
+    skip: &[Stage],
+) -> Vec<Issue> {
     let issue = |stage, message: String| Issue { stage, message };
-    let (module, info) = match parse_and_validate(source) {
+    let (module, info) = match parse_and_validate(source, extra) {
         Ok(m) => m,
         Err(e) => return vec![issue(Stage::Parse, e)],
     };
@@ -462,17 +493,31 @@ pub(crate) fn check(
         );
         let f16 = enables(source, "f16");
         let at = |e: String| format!("entry point `{ep}`: {e}");
-        if let Err(e) = to_spirv(&module, &info, ep) {
+        let run = |s: Stage| !skip.contains(&s);
+        if run(Stage::Spirv)
+            && let Err(e) = to_spirv(&module, &info, ep)
+        {
             issues.push(issue(Stage::Spirv, at(e)));
         }
-        if let Err(e) = to_msl(&module, &info, ep) {
+        // 64-bit kernels: Vulkan only (see the module docs).
+        if uses_64_bit(&module) {
+            continue;
+        }
+        if run(Stage::Msl)
+            && let Err(e) = to_msl(&module, &info, ep)
+        {
             issues.push(issue(Stage::Msl, at(e)));
         }
-        if let Err(e) = to_hlsl(&module, &info, ep, f16) {
+        if run(Stage::Hlsl)
+            && let Err(e) = to_hlsl(&module, &info, ep, f16)
+        {
             issues.push(issue(Stage::Hlsl, at(e)));
         }
         // GLSL ES has no f16 (see the module docs).
-        if !f16 && let Err(e) = to_glsl(&module, &info, ep) {
+        if !f16
+            && run(Stage::Glsl)
+            && let Err(e) = to_glsl(&module, &info, ep)
+        {
             issues.push(issue(Stage::Glsl, at(e)));
         }
     }

@@ -97,12 +97,19 @@ pub(super) fn host_type(dtype: DType) -> &'static str {
         DType::I32 => "i32",
         DType::U32 => "u32",
         DType::Bool => "bool",
+        DType::I8 => "i8",
+        DType::U8 => "u8",
+        DType::I16 => "i16",
+        DType::U16 => "u16",
+        DType::F64 => "f64",
     }
 }
 
 /// Whether host elements of `dtype` can back a binding whose leaf scalars
 /// are `leaves`: the same type, or the documented packings (f16 and bf16
-/// as bits in `u32` words, bool as one `u32` or `i32` each).
+/// as bits in `u32` words, bool as one `u32` or `i32` each, the 8- and
+/// 16-bit integers packed in `u32` or `i32` words, f64 as `f64` or as word
+/// pairs in `u32`).
 pub(super) fn accepts(dtype: DType, leaves: &[Scalar]) -> bool {
     let all = |s: Scalar| !leaves.is_empty() && leaves.iter().all(|l| *l == s);
     match dtype {
@@ -112,6 +119,8 @@ pub(super) fn accepts(dtype: DType, leaves: &[Scalar]) -> bool {
         DType::I32 => all(Scalar::I32),
         DType::U32 => all(Scalar::U32),
         DType::Bool => all(Scalar::U32) || all(Scalar::I32),
+        DType::I8 | DType::U8 | DType::I16 | DType::U16 => all(Scalar::U32) || all(Scalar::I32),
+        DType::F64 => all(Scalar::F64) || all(Scalar::U32),
     }
 }
 

@@ -3,6 +3,8 @@
 //!   fails, never skips, when there is none), pool poisoning, leak checks;
 //! - [`rng`]: deterministic random data;
 //! - [`arrays`]: one-line array constructors from host slices;
+//! - [`host`]: a host n-d array for references, and device copies of it in
+//!   several layouts and every dtype;
 //! - [`reference`]: host references and comparisons (f64 matmul, error
 //!   norms, row-major index arithmetic).
 //!
@@ -11,6 +13,7 @@
 #![allow(dead_code)]
 
 pub mod arrays;
+pub mod host;
 pub mod reference;
 mod rng;
 

@@ -58,7 +58,6 @@ pub(super) fn matmul(
             alpha,
             beta,
             out: s.buffer.buffer(),
-            tile: None,
         },
     )?;
     lw.push(d);

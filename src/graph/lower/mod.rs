@@ -44,7 +44,13 @@ impl Lowering<'_> {
     }
 
     /// A dense buffer for `shape` and `dtype`, from the pool.
+    ///
+    /// # Errors
+    /// [`Error::MissingFeature`] for an f64 result on a device without
+    /// f64 (a lazy `full` or a graph built before the check could run);
+    /// [`Error::TooLarge`], [`Error::OutOfMemory`].
     fn alloc(&self, shape: &[usize], dtype: DType) -> Result<Storage> {
+        self.device.check_dtype("float64", dtype)?;
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         self.device.check_binding("eval", bytes)?;
         let buffer =
@@ -143,6 +149,7 @@ pub(crate) fn lower(
         } => scan::scan(lw, &io, *op, *axis, *reverse, *inclusive),
         Primitive::Sort { axis } => sort::sort(lw, &io, *axis),
         Primitive::Scatter { axis, add } => scatter::scatter(lw, &io, *axis, *add),
+        Primitive::Bitcast => view::bitcast(&io),
         Primitive::Placeholder { .. } => Err(Error::Traced {
             op: node.primitive.name(),
         }),

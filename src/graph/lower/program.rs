@@ -164,17 +164,20 @@ struct Builder<'g> {
     members: &'g HashSet<*const Node>,
     defs: Vec<Def>,
     loads: Vec<Load>,
-    consts: Vec<u32>,
+    consts: Vec<u64>,
     memo: HashMap<(*const ArrayInner, AxisMap), Value>,
-    const_memo: HashMap<(u32, DType), Value>,
+    const_memo: HashMap<(u64, DType), Value>,
 }
 
-/// A constant's compute-type bits from the 32-bit word `full` stores.
-fn const_bits(word: u32, dtype: DType) -> u32 {
+/// A constant's compute-type bits (f32, f64, i32 or u32; see
+/// `kernels::program::Bound::consts`) from the element bits `full` stores.
+fn const_bits(bits: u64, dtype: DType) -> u64 {
     match dtype {
-        DType::F16 => half::f16::from_bits(word as u16).to_f32().to_bits(),
-        DType::BF16 => half::bf16::from_bits(word as u16).to_f32().to_bits(),
-        _ => word,
+        DType::F16 => half::f16::from_bits(bits as u16).to_f32().to_bits() as u64,
+        DType::BF16 => half::bf16::from_bits(bits as u16).to_f32().to_bits() as u64,
+        DType::I8 => bits as u8 as i8 as i32 as u32 as u64,
+        DType::I16 => bits as u16 as i16 as i32 as u32 as u64,
+        _ => bits,
     }
 }
 
@@ -197,8 +200,8 @@ impl Builder<'_> {
             Some(node) => node,
         };
         let v = match &node.primitive {
-            Primitive::Full { word } => {
-                let bits = const_bits(*word, a.dtype);
+            Primitive::Full { bits } => {
+                let bits = const_bits(*bits, a.dtype);
                 match self.const_memo.get(&(bits, a.dtype)) {
                     Some(&v) => v,
                     None => {

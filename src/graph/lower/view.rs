@@ -46,6 +46,13 @@ pub(super) fn view(
     Ok(vec![Some(s)])
 }
 
+/// A bit-level view (`Primitive::Bitcast`): the same buffer, strides and
+/// offset, read as another dtype of the same size. No kernel.
+pub(super) fn bitcast(io: &NodeIo<'_>) -> Result<Vec<Option<Storage>>> {
+    let src = &io.storages[0];
+    Ok(vec![Some(src.view(src.strides.clone(), src.offset))])
+}
+
 /// Strides for `to` that read `src` (of shape `from`) in the same row-major
 /// order, if there are any: the input must be dense up to dimensions of
 /// length 1, which may be added or removed.

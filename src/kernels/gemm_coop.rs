@@ -1,0 +1,101 @@
+//! The cooperative-matrix GEMM family (`wgsl/gemm_coop.wgsl`): tensor cores
+//! (Vulkan's `VK_KHR_cooperative_matrix`) or simdgroup matrices (Metal),
+//! through wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`. A workgroup is four
+//! subgroups in a 2 x 2 grid; each multiplies `frags x frags` fragments of
+//! `size x size` out of the same double-buffered workgroup-memory staging
+//! as the workgroup-memory family (`gemm_shared::staging`, converted to the
+//! fragment type: f16 for f16 operands, f32 otherwise), with f32
+//! accumulators. Each accumulator goes through a subgroup's slot of
+//! workgroup memory to `store_quad`, the epilogue every family shares.
+
+use super::gemm_shared::{Staging, staging};
+use super::matmul::{COOP_BK, GemmKernel, Mode, indent};
+
+/// The substitutions of `wgsl/gemm_coop.wgsl` for a `Coop` kernel on an
+/// adapter whose subgroups have `subgroup` invocations.
+pub(crate) fn subs(
+    kernel: GemmKernel,
+    subgroup: u32,
+    a_mode: Mode,
+    b_mode: Mode,
+) -> Vec<(&'static str, String)> {
+    let GemmKernel::Coop { size, half, frags } = kernel else {
+        unreachable!("gemm_coop::subs takes Coop kernels")
+    };
+    let (bm, bk) = (2 * frags * size, COOP_BK);
+    let threads = 4 * subgroup;
+    let code = staging(
+        Staging {
+            bm,
+            bn: bm,
+            bk,
+            threads,
+        },
+        a_mode,
+        b_mode,
+    );
+    let ty = if half { "f16" } else { "f32" };
+    let mat = |role: &str| format!("coop_mat{size}x{size}<{ty}, {role}>");
+    let acc = format!("coop_mat{size}x{size}<f32, C>");
+    let mut decls = Vec::new();
+    for i in 0..frags {
+        for j in 0..frags {
+            decls.push(format!("var c_{i}_{j} = coopLoad<{acc}>(&sc[0], {size}u);"));
+        }
+    }
+    // One step: BK / size fragments of k; A column-major (element (r, k) at
+    // k BM + r), B row-major (element (k, c) at k BN + c).
+    let mut compute = Vec::new();
+    for kf in 0..bk / size {
+        compute.push("{".to_string());
+        for i in 0..frags {
+            compute.push(format!(
+                "    let a{i} = coopLoad<{}>(&sa[(cur + {}u) * {bm}u + wm + {}u], {bm}u);",
+                mat("A"),
+                kf * size,
+                i * size
+            ));
+        }
+        for j in 0..frags {
+            compute.push(format!(
+                "    let b{j} = coopLoadT<{}>(&sb[(cur + {}u) * {bm}u + wn + {}u], {bm}u);",
+                mat("B"),
+                kf * size,
+                j * size
+            ));
+        }
+        for i in 0..frags {
+            for j in 0..frags {
+                compute.push(format!(
+                    "    c_{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c_{i}_{j});"
+                ));
+            }
+        }
+        compute.push("}".to_string());
+    }
+    let mut epilogue = Vec::new();
+    for i in 0..frags {
+        for j in 0..frags {
+            epilogue.push(format!(
+                "store_fragment(c_{i}_{j}, tile_row0 + wm + {}u, tile_q0 + (wn + {}u) / 4u, slot, lane, lanes, bases);",
+                i * size,
+                j * size
+            ));
+        }
+    }
+    vec![
+        ("SIZE", size.to_string()),
+        ("FRAGS", frags.to_string()),
+        ("CT", ty.to_string()),
+        ("ACC", acc),
+        ("THREADS", threads.to_string()),
+        ("BM", bm.to_string()),
+        ("BK", bk.to_string()),
+        ("STAGE_DECLS", code.decls),
+        ("LOAD", code.load),
+        ("STORE", code.store),
+        ("DECLS", indent(decls, 1)),
+        ("COMPUTE", indent(compute, 2)),
+        ("EPILOGUE", indent(epilogue, 1)),
+    ]
+}

@@ -1,0 +1,53 @@
+//! The split-K matrix-vector family (`wgsl/gemm_splitk.wgsl`): for small
+//! `m` and long K, `ks` threads share the K of each column quad, each
+//! summing every `ks`-th chunk of four k, and their sums are added with
+//! subgroup shuffles (where the adapter has `SUBGROUP`) or through
+//! workgroup memory. One chunk's loads and multiply-adds are the register
+//! family's (`matmul::gemm_body` for a 1 x 4 block), so every load mode
+//! and dtype works the same way.
+
+use super::matmul::{Mode, Tile, gemm_body, indent};
+
+/// The substitutions of `wgsl/gemm_splitk.wgsl`: `ks` threads per column
+/// quad, `cq` quads per workgroup, the reduction by subgroup shuffles or
+/// workgroup memory.
+pub(crate) fn subs(
+    ks: u32,
+    cq: u32,
+    subgroups: bool,
+    a_mode: Mode,
+    b_mode: Mode,
+) -> Vec<(&'static str, String)> {
+    let body = gemm_body(
+        Tile {
+            wg_x: 1,
+            wg_y: 1,
+            tm: 1,
+            nv: 1,
+        },
+        a_mode,
+        b_mode,
+    );
+    // A butterfly over the ks lanes of one quad (consecutive invocations,
+    // aligned to ks within the subgroup), or a tree in workgroup memory.
+    let mut reduce = Vec::new();
+    let mut mask = ks / 2;
+    while mask > 0 {
+        if subgroups {
+            reduce.push(format!("acc_0_0 += subgroupShuffleXor(acc_0_0, {mask}u);"));
+        } else {
+            reduce.push(format!(
+                "red[li] = acc_0_0; workgroupBarrier(); if s < {mask}u {{ acc_0_0 += red[li + {mask}u]; }} workgroupBarrier();"
+            ));
+        }
+        mask /= 2;
+    }
+    vec![
+        ("KS", ks.to_string()),
+        ("CQ", cq.to_string()),
+        ("DECLS", body.decls),
+        ("CHUNK", body.chunk),
+        ("REDUCE", indent(reduce, 1)),
+        ("EPILOGUE", body.epilogue),
+    ]
+}

@@ -1,0 +1,512 @@
+//! Which GEMM kernel runs, per adapter, dtype and shape class: timed once
+//! and remembered.
+//!
+//! On the first GEMM of a shape class and dtype, a device times a few
+//! candidate kernels ([`candidates`]: the families and tiles that suit the
+//! adapter: register-blocked tiles on software adapters, workgroup-memory
+//! and cooperative-matrix tiles on GPUs, split-K kernels for
+//! matrix-vector products) on a proxy of the shape (each dimension capped,
+//! see `proxy`) with operands of its own, and keeps the fastest. The
+//! choice goes into the device's table and into the tuning file of the
+//! adapter (`disk.rs`), which later processes on the same adapter, driver
+//! and wgarray version read instead of timing again; the driver's compiled
+//! pipelines are saved beside it, so that a later process's first call
+//! compiles from the driver's cache where the adapter has one.
+//!
+//! Timing runs inside the first eval that needs the choice, under the
+//! device's queue lock (other threads' evals on the device wait), and is
+//! bounded: at most [`BUDGET_SOFTWARE`] or [`BUDGET_GPU`] of wall time per
+//! class and dtype once the first candidate is timed. `WGARRAY_GEMM_TUNE=0`
+//! turns timing off (every class takes its first candidate, nothing is
+//! written); `Device::set_gemm_kernel` forces one kernel.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::matmul::{self, Gemm, GemmKernel, ShapeClass, register_tile, shared_tile, usable};
+use super::{Context, Dispatch, Operand, disk};
+use crate::{DType, Error, Result};
+
+/// The environment variable that turns tuning off (`0`, `off`, `false`).
+pub const TUNE_ENV: &str = "WGARRAY_GEMM_TUNE";
+
+/// The environment variable that forces one GEMM kernel on every device
+/// of the process, in the form [`GemmKernel`]'s `Display` writes (e.g.
+/// `shared 16 16 8 2 8`), as `Device::set_gemm_kernel` does: to run the
+/// whole suite through the GPU family on a software adapter. A value that
+/// does not parse is ignored with a warning; a kernel the device cannot run
+/// for a dtype leaves that dtype to the tuned choice.
+pub const KERNEL_ENV: &str = "WGARRAY_GEMM_KERNEL";
+
+/// The kernel [`KERNEL_ENV`] forces, if any.
+fn forced_by_env() -> Option<GemmKernel> {
+    let value = std::env::var(KERNEL_ENV).ok()?;
+    if value.trim().is_empty() {
+        return None;
+    }
+    match value.parse() {
+        Ok(k) => Some(k),
+        Err(e) => {
+            log::warn!("wgarray: ignoring {KERNEL_ENV}={value:?}: {e}");
+            None
+        }
+    }
+}
+
+/// Wall time one tuning may take on a software adapter, once one candidate
+/// is timed.
+pub const BUDGET_SOFTWARE: Duration = Duration::from_millis(2500);
+/// The same on a GPU.
+pub const BUDGET_GPU: Duration = Duration::from_millis(1500);
+
+/// The tuning file's format name and version.
+const FORMAT: &str = "wgarray-gemm-tuning";
+const VERSION: u64 = 1;
+
+const DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
+/// The GEMM's kernel choices for one device.
+pub(crate) struct Tuning {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    owner: disk::Owner,
+    /// The tuning file, unless the cache directory is off.
+    file: Option<PathBuf>,
+    /// Choices by dtype and class: read from the file, or timed here.
+    table: Mutex<HashMap<(DType, ShapeClass), GemmKernel>>,
+    /// `Device::set_gemm_kernel`.
+    forced: Mutex<Option<GemmKernel>>,
+    /// Whether candidates are timed (else each class takes its first).
+    timing: bool,
+}
+
+impl Tuning {
+    /// The choices of a new device: the adapter's tuning file from `dir`,
+    /// if there is one and it is the adapter's.
+    pub(crate) fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        owner: disk::Owner,
+        dir: Option<PathBuf>,
+    ) -> Tuning {
+        let file = dir.map(|d| d.join(format!("gemm-{}.json", owner.stem())));
+        let table = file.as_ref().map(|f| load(f, &owner)).unwrap_or_default();
+        let timing = !std::env::var(TUNE_ENV)
+            .is_ok_and(|v| ["0", "off", "false"].contains(&v.trim().to_ascii_lowercase().as_str()));
+        Tuning {
+            device: device.clone(),
+            queue: queue.clone(),
+            owner,
+            file,
+            table: Mutex::new(table),
+            forced: Mutex::new(forced_by_env()),
+            timing,
+        }
+    }
+
+    /// The tuning file, if the cache directory is on.
+    pub(crate) fn file(&self) -> Option<&PathBuf> {
+        self.file.as_ref()
+    }
+
+    /// The choice recorded for `dtype` and `class`, if any.
+    pub(crate) fn chosen(&self, dtype: DType, class: ShapeClass) -> Option<GemmKernel> {
+        lock(&self.table).get(&(dtype, class)).copied()
+    }
+
+    /// Force `kernel` for every GEMM it can run (`None`: back to the
+    /// choices); returns the previous setting.
+    pub(crate) fn force(&self, kernel: Option<GemmKernel>) -> Option<GemmKernel> {
+        std::mem::replace(&mut *lock(&self.forced), kernel)
+    }
+
+    /// The kernel for a GEMM of `dtype` and `class` with dimensions
+    /// `[batch, m, n, k]`: the forced one, the recorded choice, or, the
+    /// first time, the fastest candidate (or the first, with timing off).
+    ///
+    /// # Errors
+    /// What a timing run returns: [`Error::DeviceLost`], [`Error::Timeout`],
+    /// [`Error::TooLarge`].
+    pub(crate) fn kernel(
+        &self,
+        cx: &Context,
+        dtype: DType,
+        class: ShapeClass,
+        dims: [usize; 4],
+    ) -> Result<GemmKernel> {
+        if let Some(k) = *lock(&self.forced)
+            && usable(cx, k, dtype)
+        {
+            return Ok(k);
+        }
+        if let Some(k) = self.chosen(dtype, class)
+            && usable(cx, k, dtype)
+        {
+            return Ok(k);
+        }
+        let cands = candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype));
+        let timed = self.timing && cands.len() > 1;
+        let chosen = if timed {
+            self.tune(cx, dtype, class, dims, &cands)?
+        } else {
+            cands[0]
+        };
+        lock(&self.table).insert((dtype, class), chosen);
+        if timed {
+            self.save();
+            cx.cache.save_pipelines();
+        }
+        Ok(chosen)
+    }
+
+    /// Time `cands` on a proxy of `dims` and return the fastest.
+    fn tune(
+        &self,
+        cx: &Context,
+        dtype: DType,
+        class: ShapeClass,
+        dims: [usize; 4],
+        cands: &[GemmKernel],
+    ) -> Result<GemmKernel> {
+        let started = Instant::now();
+        let budget = if cx.software {
+            BUDGET_SOFTWARE
+        } else {
+            BUDGET_GPU
+        };
+        let [batch, m, n, k] = proxy(class, dims, cx.software);
+        let buffer = |elems: usize| {
+            let bytes = (elems * dtype.size_in_bytes()).next_multiple_of(256) as u64;
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgarray gemm tuning"),
+                size: bytes,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        };
+        let (a, b, out) = (
+            buffer(batch * m * k),
+            buffer(batch * k * n),
+            buffer(batch * m * n),
+        );
+        let dense = |buffer, rows: usize, cols: usize| Operand {
+            buffer,
+            dtype,
+            offset: 0,
+            strides: vec![0, 0, 0, (rows * cols) as isize, cols as isize, 1],
+        };
+        let g = Gemm {
+            dtype,
+            batch_shape: [1, 1, 1, batch],
+            m,
+            n,
+            k,
+            a: dense(&a, m, k),
+            b: dense(&b, k, n),
+            bias: None,
+            alpha: 1.0,
+            beta: 0.0,
+            out: &out,
+        };
+        let mut best: Option<(f64, GemmKernel)> = None;
+        let mut report = Vec::new();
+        for &cand in cands {
+            if best.is_some() && started.elapsed() > budget {
+                report.push(format!("{cand}: not timed (budget)"));
+                continue;
+            }
+            let d = match matmul::dispatches(cx, &g, cand) {
+                Ok(d) => d,
+                Err(Error::Kernel { message, .. }) => {
+                    log::warn!("wgarray: GEMM candidate {cand} failed to compile: {message}");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let t = self.time(&d, cx, best.map(|b| b.0))?;
+            report.push(format!("{cand}: {:.3} ms", t * 1e3));
+            if best.is_none_or(|(bt, _)| t < bt) {
+                best = Some((t, cand));
+            }
+        }
+        let chosen = best.map_or(cands[0], |b| b.1);
+        log::info!(
+            "wgarray: tuned the {} {} GEMM on {} ({batch} x {m} x {k} x {n}) in {:.0} ms: {}; chose {chosen}",
+            dtype,
+            class.name(),
+            self.owner.adapter,
+            started.elapsed().as_secs_f64() * 1e3,
+            report.join(", ")
+        );
+        Ok(chosen)
+    }
+
+    /// Seconds per run of `d`: the best of a few submissions, each
+    /// repeating it often enough to last about 10 ms on a GPU. A candidate
+    /// whose first run is four times the best so far is not timed further.
+    fn time(&self, d: &[Dispatch], cx: &Context, best: Option<f64>) -> Result<f64> {
+        // The first run pays for the driver's lazy work.
+        self.run(d, cx, 1)?;
+        let once = self.run(d, cx, 1)?;
+        if best.is_some_and(|b| once > 4.0 * b) {
+            return Ok(once);
+        }
+        let reps = if cx.software {
+            1
+        } else {
+            ((0.01 / once.max(1e-6)).ceil() as usize).clamp(1, 64)
+        };
+        let mut t = once;
+        for _ in 0..2 {
+            t = t.min(self.run(d, cx, reps)? / reps as f64);
+        }
+        Ok(t)
+    }
+
+    /// Run `d` `reps` times in one submission and wait: the wall time.
+    fn run(&self, d: &[Dispatch], cx: &Context, reps: usize) -> Result<f64> {
+        let stride = super::PARAMS_BYTES.max(cx.limits.min_uniform_buffer_offset_alignment as u64);
+        let params = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgarray gemm tuning params"),
+            size: stride * d.len() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        for (i, x) in d.iter().enumerate() {
+            self.queue
+                .write_buffer(&params, stride * i as u64, bytemuck::cast_slice(&x.params));
+        }
+        let groups: Vec<wgpu::BindGroup> = d
+            .iter()
+            .map(|x| super::bind_group(&self.device, &params, x))
+            .collect();
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("wgarray gemm tuning"),
+            });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("wgarray gemm tuning"),
+                timestamp_writes: None,
+            });
+            for _ in 0..reps {
+                for (i, (x, g)) in d.iter().zip(&groups).enumerate() {
+                    pass.set_pipeline(&x.pipeline.pipeline);
+                    pass.set_bind_group(0, g, &[(stride * i as u64) as u32]);
+                    let [gx, gy, gz] = x.workgroups;
+                    pass.dispatch_workgroups(gx, gy, gz);
+                }
+            }
+        }
+        let t = Instant::now();
+        let index = self.queue.submit([encoder.finish()]);
+        crate::memory::wait(
+            &self.device,
+            Some(index),
+            crate::DEFAULT_WAIT_TIMEOUT,
+            "gemm tuning",
+        )?;
+        Ok(t.elapsed().as_secs_f64())
+    }
+
+    /// Write the table into the tuning file, keeping the file's choices
+    /// for classes this device has not chosen.
+    fn save(&self) {
+        let Some(file) = &self.file else { return };
+        let mut merged = load(file, &self.owner);
+        merged.extend(lock(&self.table).iter().map(|(k, v)| (*k, *v)));
+        let mut keys: Vec<_> = merged.keys().copied().collect();
+        keys.sort_by_key(|(d, c)| (d.name(), *c));
+        let choices: serde_json::Map<String, serde_json::Value> = keys
+            .iter()
+            .map(|key| {
+                (
+                    format!("{} {}", key.0.name(), key.1.name()),
+                    serde_json::Value::String(merged[key].to_string()),
+                )
+            })
+            .collect();
+        let json = serde_json::json!({
+            "format": FORMAT,
+            "version": VERSION,
+            "owner": self.owner.to_json(),
+            "choices": choices,
+        });
+        let text = serde_json::to_string_pretty(&json).expect("a JSON value serialises");
+        disk::write(file, text.as_bytes());
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The choices in tuning file `path` if it is `owner`'s; nothing, with a
+/// warning, if it is corrupt or someone else's.
+fn load(path: &std::path::Path, owner: &disk::Owner) -> HashMap<(DType, ShapeClass), GemmKernel> {
+    let mut table = HashMap::new();
+    let Some(bytes) = disk::read(path) else {
+        return table;
+    };
+    let warn = |why: &str| {
+        log::warn!(
+            "wgarray: ignoring GEMM tuning file {}: {why}",
+            path.display()
+        )
+    };
+    let json: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(j) => j,
+        Err(e) => {
+            warn(&format!("corrupt ({e})"));
+            return table;
+        }
+    };
+    if json["format"] != FORMAT || json["version"] != VERSION {
+        warn("not a wgarray GEMM tuning file of this version");
+        return table;
+    }
+    if json["owner"] != owner.to_json() {
+        warn(&format!(
+            "written for {} (another adapter, driver or wgarray version), not {}",
+            json["owner"],
+            owner.to_json()
+        ));
+        return table;
+    }
+    let Some(choices) = json["choices"].as_object() else {
+        warn("corrupt (no choices)");
+        return table;
+    };
+    for (key, value) in choices {
+        let parsed = key.split_once(' ').and_then(|(d, c)| {
+            let dtype = DTYPES.into_iter().find(|t| t.name() == d)?;
+            let class = ShapeClass::from_name(c)?;
+            let kernel: GemmKernel = value.as_str()?.parse().ok()?;
+            Some(((dtype, class), kernel))
+        });
+        match parsed {
+            Some((k, v)) => {
+                table.insert(k, v);
+            }
+            None => warn(&format!("corrupt entry {key:?}: {value}")),
+        }
+    }
+    table
+}
+
+/// The shape tuning times for a GEMM of `[batch, m, n, k]`: each dimension
+/// capped (512 on software adapters, 2048 on GPUs; 2048 and 4096 for the
+/// matrix-vector class's n and k), in the same class, and the batch cut so
+/// the proxy does about as much work as a `cap^3 / 4` product.
+fn proxy(class: ShapeClass, [batch, m, n, k]: [usize; 4], software: bool) -> [usize; 4] {
+    let cap = if software { 512 } else { 2048 };
+    let (m, n, k) = match class {
+        ShapeClass::Gemv => (1, n.min(4 * cap), k.min(4 * cap)),
+        _ => (m.min(cap), n.min(cap), k.min(cap)),
+    };
+    let per = (m * n * k).max(1);
+    let batch = batch.min((cap * cap * cap / 4 / per).max(1));
+    [batch, m, n, k.max(1)]
+}
+
+/// The kernels worth timing for `class` and `dtype` on a software adapter
+/// or a GPU, those `usable` by the device, first the default (the choice
+/// when timing is off). Never empty: the register family runs everywhere.
+pub(crate) fn candidates(
+    class: ShapeClass,
+    software: bool,
+    dtype: DType,
+    usable: &dyn Fn(&GemmKernel) -> bool,
+) -> Vec<GemmKernel> {
+    let register = register_tile(class, software);
+    let shared = shared_tile(class);
+    let splitk = |ks, cq, subgroups| GemmKernel::SplitK { ks, cq, subgroups };
+    let shared_wide = GemmKernel::Shared {
+        wg_x: 16,
+        wg_y: 8,
+        tm: 8,
+        nv: 2,
+        bk: 8,
+    };
+    let mut v = match (class, software) {
+        (ShapeClass::Gemv, true) => vec![register, splitk(8, 8, true), splitk(8, 8, false)],
+        (ShapeClass::Gemv, false) => vec![
+            splitk(32, 8, true),
+            splitk(16, 16, false),
+            register,
+            register_tile(class, true),
+        ],
+        // Software adapters: the register family only. The workgroup-memory
+        // family's straight-line staging code compiles for about a minute
+        // per variant on llvmpipe through GL (cold Mesa shader cache,
+        // measured 2026-11-30), which a first call must not pay; it stays
+        // reachable with `WGARRAY_GEMM_KERNEL` (tests/gemm_families.rs).
+        (_, true) => vec![register],
+        (ShapeClass::Large, false) => vec![shared, shared_wide, register],
+        (_, false) => vec![shared, shared_wide, register],
+    };
+    if !software && class != ShapeClass::Gemv {
+        for (size, frags) in [(16, 2), (16, 1), (8, 2)] {
+            v.push(GemmKernel::Coop {
+                size,
+                half: dtype == DType::F16,
+                frags,
+            });
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|k| k.is_valid() && usable(k) && seen.insert(*k));
+    if v.is_empty() {
+        v.push(register_tile(class, true));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proxies_stay_in_their_class_and_are_bounded() {
+        for software in [false, true] {
+            for dims in [
+                [1, 1, 4096, 4096],
+                [1, 1, 100_000, 7],
+                [64, 128, 128, 64],
+                [1, 4096, 4096, 4096],
+                [1, 17, 9000, 33],
+                [3, 100, 1000, 70_000],
+            ] {
+                let class = ShapeClass::of(dims[1], dims[2]);
+                let p = proxy(class, dims, software);
+                assert_eq!(ShapeClass::of(p[1], p[2]), class, "{dims:?} -> {p:?}");
+                assert!(p.iter().all(|&x| x >= 1));
+                assert!(p[0] * p[1] * p[2] * p[3] <= 1 << 34, "{dims:?} -> {p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_class_has_valid_candidates_and_a_register_fallback() {
+        for class in ShapeClass::ALL {
+            for software in [false, true] {
+                for dtype in DTYPES {
+                    let all = candidates(class, software, dtype, &|_| true);
+                    assert!(all.iter().all(|k| k.is_valid()), "{all:?}");
+                    // Software adapters time only matrix-vector kernels.
+                    let timed = !software || class == ShapeClass::Gemv;
+                    assert_eq!(all.len() >= 2, timed, "{class:?} {software}: {all:?}");
+                    let none = candidates(class, software, dtype, &|_| false);
+                    assert_eq!(none.len(), 1);
+                    assert_eq!(none[0].family(), "register");
+                    for k in all {
+                        assert_eq!(k.to_string().parse::<GemmKernel>().unwrap(), k);
+                    }
+                }
+            }
+        }
+    }
+}

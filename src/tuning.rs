@@ -1,0 +1,107 @@
+//! How wgarray picks, tunes and remembers its GEMM kernels.
+//!
+//! The GEMM (`Array::matmul`, `Array::addmm`) has four kernel families
+//! ([`GemmKernel`]): register-blocked tiles with no workgroup memory (what
+//! software adapters such as Mesa's lavapipe and llvmpipe run fastest),
+//! workgroup-memory tiles with vec4 loads and double buffering (GPUs),
+//! split-K matrix-vector kernels that add their partial sums with subgroup
+//! operations where the adapter has `SUBGROUP`, and cooperative-matrix
+//! tiles (tensor cores, Metal's simdgroup matrices) where the adapter
+//! offers wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`.
+//!
+//! The first GEMM of a [`ShapeClass`] and dtype on a device times a few
+//! candidates on a proxy of its shape (bounded: a few hundred milliseconds
+//! to about two seconds, once) and keeps the fastest; the choice is written
+//! to a file in the cache directory ([`CacheDir`], moved or turned off with
+//! [`CACHE_DIR_ENV`]), keyed by the adapter's name, backend, driver and
+//! driver version and by wgarray's version, and later processes read it
+//! instead of timing. The driver's compiled pipelines are saved beside it
+//! where the adapter supports wgpu's `PipelineCache` (Vulkan), so a later
+//! process's first call of a shape does not compile from scratch either. A
+//! corrupt or foreign file is ignored with a warning in the log (the `log`
+//! crate), never an error. [`TUNE_ENV`]`=0` turns timing off: each class
+//! then takes its default kernel. [`KERNEL_ENV`] forces one kernel on every
+//! device (e.g. `WGARRAY_GEMM_KERNEL="shared 16 16 8 2 8"` runs the GPU
+//! family on a software adapter, which is how the test suite checks it
+//! without a GPU), as [`Device::set_gemm_kernel`] does.
+//!
+//! ```
+//! use wgarray::tuning::{GemmKernel, ShapeClass};
+//! use wgarray::{Array, DType, Device};
+//! let device = Device::new_default()?;
+//! let a = Array::ones(&[64, 48], DType::F32, &device);
+//! let b = Array::ones(&[48, 256], DType::F32, &device);
+//! a.matmul(&b)?.eval()?;
+//! let chosen = device.gemm_kernel(DType::F32, ShapeClass::of(64, 256));
+//! assert!(chosen.is_some());
+//! // Force the register-blocked family (benchmarks, tests):
+//! device.set_gemm_kernel(Some("register 8 8 4 1".parse::<GemmKernel>()?))?;
+//! # Ok::<(), wgarray::Error>(())
+//! ```
+
+pub use crate::kernels::disk::{CACHE_DIR_ENV, CacheDir};
+pub use crate::kernels::matmul::{GemmKernel, ShapeClass};
+pub use crate::kernels::tuning::{BUDGET_GPU, BUDGET_SOFTWARE, KERNEL_ENV, TUNE_ENV};
+
+use crate::kernels::matmul::usable;
+use crate::{DType, Device, Error, Result};
+
+impl Device {
+    /// The GEMM kernel this device chose for `dtype` (f32, f16, bf16) and
+    /// `class`: timed by its first GEMM of that class and dtype, or read
+    /// from the tuning file; `None` before either. A kernel forced with
+    /// [`Device::set_gemm_kernel`] is not reported here.
+    pub fn gemm_kernel(&self, dtype: DType, class: ShapeClass) -> Option<GemmKernel> {
+        self.inner.kernels.tuning.chosen(dtype, class)
+    }
+
+    /// Force `kernel` for every GEMM on this device that it can run (a
+    /// cooperative-matrix kernel runs only its fragment type's dtype; the
+    /// others fall back to the tuned choice), or `None` to go back to the
+    /// tuned choices. Returns the previous setting. For benchmarks (the
+    /// previous kernel beside the new one) and tests (every family).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the parameters are outside the
+    /// family's limits; [`Error::MissingFeature`] when the device cannot
+    /// run the kernel for any dtype (a cooperative-matrix kernel without
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX` and a matching configuration, a
+    /// subgroup kernel without `SUBGROUP`).
+    pub fn set_gemm_kernel(&self, kernel: Option<GemmKernel>) -> Result<Option<GemmKernel>> {
+        if let Some(k) = kernel {
+            if !k.is_valid() {
+                return Err(Error::InvalidArgument(format!(
+                    "GEMM kernel {k} is outside its family's limits"
+                )));
+            }
+            let cx = &self.inner.kernels;
+            if ![DType::F32, DType::F16, DType::BF16]
+                .into_iter()
+                .any(|d| usable(cx, k, d))
+            {
+                return Err(Error::MissingFeature {
+                    op: "set_gemm_kernel",
+                    feature: match k {
+                        GemmKernel::Coop { .. } => "EXPERIMENTAL_COOPERATIVE_MATRIX",
+                        GemmKernel::SplitK { .. } => "SUBGROUP",
+                        _ => "workgroup size or memory",
+                    },
+                });
+            }
+        }
+        Ok(self.inner.kernels.tuning.force(kernel))
+    }
+
+    /// The file this device reads and writes its GEMM choices in, unless
+    /// the cache directory is off.
+    pub fn gemm_tuning_file(&self) -> Option<std::path::PathBuf> {
+        self.inner.kernels.tuning.file().cloned()
+    }
+
+    /// The cooperative-matrix configurations the device can use (the
+    /// adapter's, when the device has `EXPERIMENTAL_COOPERATIVE_MATRIX`;
+    /// empty otherwise).
+    pub fn cooperative_matrix_properties(&self) -> &[wgpu::CooperativeMatrixProperties] {
+        &self.inner.kernels.coop
+    }
+}

@@ -1,0 +1,296 @@
+//! Every GEMM kernel family, forced with `Device::set_gemm_kernel`, against
+//! an f64 reference: the workgroup-memory GPU family and the split-K
+//! matrix-vector family run on software adapters too, so they are checked
+//! here without a GPU (the whole suite can also be run through one kernel
+//! with `WGARRAY_GEMM_KERNEL`, see `wgarray::tuning`).
+//!
+//! Shapes cover every shape class with edges in M, N and K (K not a
+//! multiple of the family's K step), batches with a broadcast operand, a
+//! bias, row-major, transposed and strided (scalar-load) operands, and the
+//! half types. Error bounds as in tests/matmul.rs.
+
+mod common;
+
+use common::{Rng, device, matmul_ref, poison_pool, rel_frobenius};
+use half::{bf16, f16};
+use wgarray::tuning::GemmKernel;
+use wgarray::{Array, DType, Device, Error, Slice};
+
+/// The kernels every adapter must accept, then those that need subgroups
+/// or cooperative matrices.
+/// One or two tiles per family (the register family's defaults are
+/// tested throughout tests/matmul.rs): few, because each kernel compiles
+/// about a dozen variants here, and a compile costs up to a second on
+/// llvmpipe.
+const ALWAYS: &[&str] = &[
+    "register 8 8 4 1",
+    "shared 16 16 8 2 8",
+    "shared 16 16 4 1 16",
+    "splitk 16 16 0",
+];
+const IF_SUBGROUPS: &[&str] = &["splitk 8 8 1"];
+const IF_COOP: &[&str] = &["coop 16 0 1", "coop 8 0 2", "coop 16 1 2", "coop 8 1 2"];
+
+fn round_to(dtype: DType, x: &[f32]) -> Vec<f32> {
+    match dtype {
+        DType::F16 => x.iter().map(|&v| f16::from_f32(v).to_f32()).collect(),
+        DType::BF16 => x.iter().map(|&v| bf16::from_f32(v).to_f32()).collect(),
+        _ => x.to_vec(),
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    RowMajor,
+    /// A transposed view of the stored transpose (vec4 loads along the
+    /// outer dimension).
+    Transposed,
+    /// Every other stored column (scalar loads).
+    Strided,
+}
+
+/// `values` (`[batch, rows, cols]`, exact in `dtype`) as an array of
+/// `dtype` laid out as `layout`.
+fn operand(
+    d: &Device,
+    values: &[f32],
+    [batch, rows, cols]: [usize; 3],
+    layout: Layout,
+    dtype: DType,
+) -> Array {
+    let mut stored = Vec::new();
+    let shape = match layout {
+        Layout::RowMajor => {
+            stored.extend_from_slice(values);
+            [batch, rows, cols]
+        }
+        Layout::Transposed => {
+            for b in 0..batch {
+                for j in 0..cols {
+                    for i in 0..rows {
+                        stored.push(values[(b * rows + i) * cols + j]);
+                    }
+                }
+            }
+            [batch, cols, rows]
+        }
+        Layout::Strided => {
+            for &v in values {
+                stored.extend([v, f32::NAN]);
+            }
+            [batch, rows, 2 * cols]
+        }
+    };
+    let base = Array::from_slice(&stored, &shape, d)
+        .unwrap()
+        .astype(dtype)
+        .unwrap();
+    match layout {
+        Layout::RowMajor => base,
+        Layout::Transposed => base.swapaxes(1, 2).unwrap(),
+        Layout::Strided => base
+            .slice(&[Slice::FULL, Slice::FULL, Slice::new(None, None, 2)])
+            .unwrap(),
+    }
+}
+
+/// `[batch, m, k] @ [k, n] (+ bias [n])` for `kernel` in `dtype`; `None` if
+/// right, else what went wrong.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    d: &Device,
+    rng: &mut Rng,
+    dtype: DType,
+    [batch, m, k, n]: [usize; 4],
+    la: Layout,
+    lb: Layout,
+    bias: bool,
+) -> Option<String> {
+    let tol = match dtype {
+        DType::F16 => 2e-3,
+        DType::BF16 => 1.6e-2,
+        _ => 1e-5,
+    };
+    let x = round_to(dtype, &rng.vec_f32(batch * m * k));
+    let y = round_to(dtype, &rng.vec_f32(k * n));
+    let c = round_to(dtype, &rng.vec_f32(n));
+    let a = operand(d, &x, [batch, m, k], la, dtype);
+    let b = operand(d, &y, [1, k, n], lb, dtype)
+        .reshape(&[k, n])
+        .unwrap();
+    let (alpha, beta) = (0.5f32, 2.0f32);
+    let got = if bias {
+        let cb = Array::from_slice(&c, &[n], d)
+            .unwrap()
+            .astype(dtype)
+            .unwrap();
+        cb.addmm(&a, &b, alpha, beta)
+    } else {
+        a.matmul(&b)
+    };
+    let got = got
+        .and_then(|r| r.astype(DType::F32))
+        .and_then(|r| r.to_vec::<f32>());
+    let got = match got {
+        Ok(g) => g,
+        Err(e) => return Some(format!("error {e}")),
+    };
+    let mut want = Vec::with_capacity(batch * m * n);
+    for bi in 0..batch {
+        let xb = &x[bi * m * k..(bi + 1) * m * k];
+        let r = matmul_ref(xb, &y, 1, m, k, n);
+        want.extend(r.iter().enumerate().map(|(i, &v)| {
+            if bias {
+                alpha as f64 * v + beta as f64 * c[i % n] as f64
+            } else {
+                v
+            }
+        }));
+    }
+    let err = rel_frobenius(&got, &want);
+    (err >= tol).then(|| format!("error {err:e}"))
+}
+
+/// The kernels `d` accepts: all of [`ALWAYS`] (asserted), and those of the
+/// others its features allow.
+fn kernels(d: &Device) -> Vec<GemmKernel> {
+    let mut out = Vec::new();
+    for s in ALWAYS.iter().chain(IF_SUBGROUPS).chain(IF_COOP) {
+        let k: GemmKernel = s.parse().unwrap();
+        match d.set_gemm_kernel(Some(k)) {
+            Ok(_) => out.push(k),
+            Err(Error::MissingFeature { .. }) if !ALWAYS.contains(s) => {}
+            Err(e) => panic!("{s}: {e}"),
+        }
+    }
+    let subgroups = d.features().contains(wgarray::wgpu::Features::SUBGROUP);
+    let coop = !d.cooperative_matrix_properties().is_empty();
+    if !subgroups {
+        assert!(
+            !out.iter()
+                .any(|k| IF_SUBGROUPS.contains(&k.to_string().as_str()))
+        );
+    }
+    assert_eq!(out.iter().any(|k| k.family() == "coop"), coop);
+    d.set_gemm_kernel(None).unwrap();
+    out
+}
+
+/// Whether `kernel` compiles too slowly on `d` for more than a few
+/// variants: the workgroup-memory family on llvmpipe through GL (about a
+/// minute per variant with a cold Mesa shader cache). There it is checked
+/// in one shape and layout of f32, the rest on Vulkan.
+fn slow_to_compile(d: &Device, kernel: GemmKernel) -> bool {
+    common::is_gl(d) && kernel.family() == "shared"
+}
+
+/// The operand layouts and bias choices `kernel` is checked in.
+fn layouts(d: &Device, kernel: GemmKernel) -> Vec<(Layout, Layout, bool)> {
+    let all = [
+        (Layout::Transposed, Layout::Transposed, true),
+        (Layout::RowMajor, Layout::RowMajor, false),
+        (Layout::Strided, Layout::Strided, false),
+    ];
+    let keep = if slow_to_compile(d, kernel) {
+        1
+    } else {
+        all.len()
+    };
+    all[..keep].to_vec()
+}
+
+#[test]
+fn every_family_in_f32_every_layout_and_edge() {
+    let d = device();
+    poison_pool(&d, 1 << 20);
+    let mut rng = Rng::new(41);
+    let mut failures = Vec::new();
+    let shapes = [[1, 1, 37, 70], [1, 7, 33, 5], [2, 130, 19, 131]];
+    for kernel in kernels(&d) {
+        d.set_gemm_kernel(Some(kernel)).unwrap();
+        let t = std::time::Instant::now();
+        // The last shape has edges in M, N and K and a batch.
+        let skip = if slow_to_compile(&d, kernel) { 2 } else { 0 };
+        for &dims in &shapes[skip..] {
+            for (la, lb, bias) in layouts(&d, kernel) {
+                if let Some(e) = check(&d, &mut rng, DType::F32, dims, la, lb, bias) {
+                    failures.push(format!(
+                        "{kernel} {dims:?} A {la:?} B {lb:?} bias {bias}: {e}"
+                    ));
+                }
+            }
+        }
+        eprintln!("{kernel}: {:.2} s", t.elapsed().as_secs_f64());
+    }
+    d.set_gemm_kernel(None).unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_family_in_the_half_types() {
+    let d = device();
+    poison_pool(&d, 1 << 20);
+    let mut rng = Rng::new(43);
+    let mut dtypes = vec![DType::BF16];
+    if d.features().contains(wgarray::wgpu::Features::SHADER_F16) {
+        dtypes.push(DType::F16);
+    }
+    let mut failures = Vec::new();
+    for kernel in kernels(&d) {
+        d.set_gemm_kernel(Some(kernel)).unwrap();
+        if slow_to_compile(&d, kernel) {
+            continue;
+        }
+        for &dtype in &dtypes {
+            for (dims, la, lb) in [
+                ([1, 1, 37, 70], Layout::RowMajor, Layout::Transposed),
+                ([2, 65, 19, 131], Layout::Transposed, Layout::Strided),
+            ] {
+                if let Some(e) = check(&d, &mut rng, dtype, dims, la, lb, true) {
+                    failures.push(format!(
+                        "{kernel} {dtype:?} {dims:?} A {la:?} B {lb:?}: {e}"
+                    ));
+                }
+            }
+        }
+    }
+    d.set_gemm_kernel(None).unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn forcing_checks_the_kernel_and_the_adapter() {
+    let d = device();
+    for bad in [
+        "register 0 8 4 1",
+        "shared 16 16 3 1 8",
+        "splitk 3 8 0",
+        "tiles 1 2",
+        "",
+    ] {
+        assert!(
+            matches!(bad.parse::<GemmKernel>(), Err(Error::InvalidArgument(_))),
+            "{bad:?}"
+        );
+    }
+    let outside = GemmKernel::Register {
+        wg_x: 64,
+        wg_y: 64,
+        tm: 1,
+        nv: 1,
+    };
+    assert!(matches!(
+        d.set_gemm_kernel(Some(outside)),
+        Err(Error::InvalidArgument(_))
+    ));
+    if d.cooperative_matrix_properties().is_empty() {
+        let coop: GemmKernel = "coop 8 0 2".parse().unwrap();
+        assert!(matches!(
+            d.set_gemm_kernel(Some(coop)),
+            Err(Error::MissingFeature { .. })
+        ));
+    }
+    let k: GemmKernel = "shared 16 16 8 2 8".parse().unwrap();
+    assert_eq!(d.set_gemm_kernel(Some(k)).unwrap(), None);
+    assert_eq!(d.set_gemm_kernel(None).unwrap(), Some(k));
+}

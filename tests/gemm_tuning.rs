@@ -1,0 +1,217 @@
+//! The GEMM's tuning cache (`wgarray::tuning`): a device's choices are
+//! written to a file keyed by adapter, driver and wgarray version, a later
+//! device on the same adapter reads them instead of timing, and a corrupt
+//! or foreign file is ignored with a warning in the log, never an error.
+//! Each test uses a directory of its own (`DeviceOptions::with_cache_dir`)
+//! and clears a kernel forced by `WGARRAY_GEMM_KERNEL`, so the suite's
+//! environment does not change what is tested.
+
+mod common;
+
+use std::sync::Mutex;
+
+use wgarray::tuning::{CacheDir, GemmKernel, ShapeClass};
+use wgarray::{Array, DType, Device, DeviceOptions};
+
+/// Every warning logged in this test binary.
+static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+struct Recorder;
+
+impl log::Log for Recorder {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Warn
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            WARNINGS.lock().unwrap().push(r.args().to_string());
+        }
+    }
+    fn flush(&self) {}
+}
+
+static RECORDER: Recorder = Recorder;
+
+/// The warnings so far that mention `needle`.
+fn warnings_about(needle: &str) -> Vec<String> {
+    let _ = log::set_logger(&RECORDER).map(|()| log::set_max_level(log::LevelFilter::Warn));
+    WARNINGS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|w| w.contains(needle))
+        .cloned()
+        .collect()
+}
+
+/// A device of the suite's adapter keeping its caches in `dir`, with no
+/// forced kernel.
+fn device_in(dir: &std::path::Path) -> Device {
+    // Installs the recorder before the device reads anything.
+    warnings_about("");
+    let options = DeviceOptions::from_env()
+        .unwrap()
+        .with_cache_dir(CacheDir::At(dir.to_path_buf()));
+    let d = Device::new(&options).expect("this test needs an adapter");
+    d.set_gemm_kernel(None).unwrap();
+    d
+}
+
+/// One matrix-vector f32 GEMM (1 x 48 @ 48 x 40), checked against the
+/// host's product.
+fn small_gemm(d: &Device) {
+    let (m, k, n) = (1, 48, 40);
+    let x: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+    let y: Vec<f32> = (0..k * n).map(|i| ((i * 5) % 11) as f32 - 5.0).collect();
+    let a = Array::from_slice(&x, &[m, k], d).unwrap();
+    let b = Array::from_slice(&y, &[k, n], d).unwrap();
+    let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let want: f32 = (0..k).map(|p| x[i * k + p] * y[p * n + j]).sum();
+            assert_eq!(got[i * n + j], want, "({i}, {j})");
+        }
+    }
+}
+
+/// The class tuned here: matrix-vector, which every adapter times (more
+/// than one candidate everywhere).
+const CLASS: ShapeClass = ShapeClass::Gemv;
+
+#[test]
+fn choices_are_written_and_read_by_the_next_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = device_in(dir.path());
+    let file = first.gemm_tuning_file().expect("the cache directory is on");
+    assert!(file.starts_with(dir.path()));
+    assert_eq!(first.gemm_kernel(DType::F32, CLASS), None);
+    small_gemm(&first);
+    let chosen = first
+        .gemm_kernel(DType::F32, CLASS)
+        .expect("the first GEMM chose a kernel");
+    let text = std::fs::read_to_string(&file).expect("the choice was written");
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["owner"]["adapter"], first.info().name.as_str());
+    assert_eq!(json["owner"]["crate_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(json["choices"]["float32 gemv"], chosen.to_string());
+    if first
+        .features()
+        .contains(wgarray::wgpu::Features::PIPELINE_CACHE)
+    {
+        let pipelines = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().starts_with("pipelines-")
+            })
+            .count();
+        assert_eq!(pipelines, 1, "the driver's pipeline cache was saved");
+    }
+    drop(first);
+    // A later device (a later process) on the adapter takes the choice
+    // without timing anything.
+    let second = device_in(dir.path());
+    assert_eq!(second.gemm_kernel(DType::F32, CLASS), Some(chosen));
+    small_gemm(&second);
+    assert!(warnings_about(&dir.path().display().to_string()).is_empty());
+}
+
+#[test]
+fn corrupt_and_foreign_files_are_ignored_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = device_in(dir.path()).gemm_tuning_file().unwrap();
+    let name = file.display().to_string();
+    let valid = |owner: serde_json::Value, kernel: &str| {
+        serde_json::json!({
+            "format": "wgarray-gemm-tuning",
+            "version": 1,
+            "owner": owner,
+            "choices": { "float32 gemv": kernel },
+        })
+        .to_string()
+    };
+    // Learn the owner block this adapter writes.
+    let probe = device_in(dir.path());
+    small_gemm(&probe);
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let owner = written["owner"].clone();
+    drop(probe);
+    let mut foreign = owner.clone();
+    foreign["driver_info"] = "another driver".into();
+    let cases = [
+        ("garbage", b"\x00\xffnot json".to_vec()),
+        (
+            "truncated",
+            valid(owner.clone(), "register 16 1 1 4")[..40].into(),
+        ),
+        ("foreign", valid(foreign, "register 16 1 1 4").into_bytes()),
+        (
+            "bad kernel",
+            valid(owner.clone(), "register 99 99 1 1").into_bytes(),
+        ),
+    ];
+    for (what, bytes) in cases {
+        std::fs::write(&file, &bytes).unwrap();
+        let before = warnings_about(&name).len();
+        let d = device_in(dir.path());
+        assert_eq!(d.gemm_kernel(DType::F32, CLASS), None, "{what}");
+        assert!(warnings_about(&name).len() > before, "{what}: no warning");
+        // The GEMM works, and the file is rewritten whole.
+        small_gemm(&d);
+        let again = device_in(dir.path());
+        assert!(again.gemm_kernel(DType::F32, CLASS).is_some(), "{what}");
+    }
+    // A valid file of this adapter is taken as it is.
+    std::fs::write(&file, valid(owner, "register 16 1 1 4")).unwrap();
+    let d = device_in(dir.path());
+    assert_eq!(
+        d.gemm_kernel(DType::F32, CLASS),
+        Some("register 16 1 1 4".parse::<GemmKernel>().unwrap())
+    );
+    small_gemm(&d);
+}
+
+#[test]
+fn a_damaged_pipeline_cache_is_ignored_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = device_in(dir.path());
+    if !d
+        .features()
+        .contains(wgarray::wgpu::Features::PIPELINE_CACHE)
+    {
+        // GL: nothing to damage; the tuning file alone is tested above.
+        assert!(common::is_gl(&d) || d.backend() != wgarray::wgpu::Backend::Vulkan);
+        return;
+    }
+    small_gemm(&d);
+    drop(d);
+    let path = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("pipelines-")
+        })
+        .expect("the pipeline cache was saved");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x5a;
+    std::fs::write(&path, &bytes).unwrap();
+    let before = warnings_about(&path.display().to_string()).len();
+    let d = device_in(dir.path());
+    assert!(warnings_about(&path.display().to_string()).len() > before);
+    small_gemm(&d);
+}
+
+#[test]
+fn an_off_cache_directory_writes_nothing() {
+    let options = DeviceOptions::from_env()
+        .unwrap()
+        .with_cache_dir(CacheDir::Off);
+    let d = Device::new(&options).unwrap();
+    assert_eq!(d.gemm_tuning_file(), None);
+    small_gemm(&d);
+}
