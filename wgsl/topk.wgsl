@@ -3,7 +3,7 @@
 // above +inf (all NaNs equal), -0 and +0 are equal.
 //
 // Each element maps to a u32 key whose unsigned order is that order (floats:
-// sign-magnitude flipped; i32: sign bit flipped), and candidates compare as
+// sign-magnitude flipped, wgsl/order.wgsl; i32: sign bit flipped), and candidates compare as
 // (key descending, index ascending). A list slot holding key 0 and index
 // 0xffffffff ranks below every real element.
 //
@@ -49,21 +49,6 @@ var<private> tk: array<u32, KMAX>;
 var<private> ti: array<u32, KMAX>;
 var<workgroup> sk: array<u32, 256>;
 var<workgroup> si: array<u32, 256>;
-
-// The order key of float bits b with sign bit `sign` and infinity `inf`.
-fn float_key(b: u32, sign: u32, inf: u32) -> u32 {
-    let mag = b & (sign - 1u);
-    if mag > inf {
-        return 0xffffffffu;
-    }
-    if mag == 0u {
-        return sign;
-    }
-    if (b & sign) != 0u {
-        return sign - 1u - mag;
-    }
-    return sign | mag;
-}
 
 fn key(i: u32) -> u32 {
 {{KEY}}

@@ -43,6 +43,24 @@ pub(crate) enum Primitive {
     /// The `k` largest elements along `axis` (`k <= MAX_TOPK`), sorted:
     /// values and u32 indices.
     TopK { axis: usize, k: usize },
+    /// A scan along `axis` with `op` (`Sum`, `Prod`, `Max` or `Min` of
+    /// [`ReduceOp`]): output `i` combines the elements before it
+    /// (`inclusive`: up to and with it), walking from the end when
+    /// `reverse`. Floats accumulate in f32.
+    Scan {
+        op: ReduceOp,
+        axis: usize,
+        reverse: bool,
+        inclusive: bool,
+    },
+    /// A stable ascending sort along `axis` (NaN last): values and u32
+    /// indices.
+    Sort { axis: usize },
+    /// Input 1 (updates, f32, i32 or u32) added (`add`; duplicate indices
+    /// accumulate) or stored (one of the duplicates wins) into zeros of the
+    /// output's shape at input 0's indices (i32 or u32, the updates' shape)
+    /// along `axis`.
+    Scatter { axis: usize, add: bool },
     /// The input's bits read as the output's dtype, of the same size
     /// (NumPy `view(dtype)`): the output shares the input's buffer, strides
     /// and offset. Not a [`View`]: fusion does not look through it, so the
@@ -561,6 +579,15 @@ impl Primitive {
             },
             Primitive::Concatenate { .. } => "concatenate",
             Primitive::TopK { .. } => "topk",
+            Primitive::Scan { op, .. } => match op {
+                ReduceOp::Prod => "cumprod",
+                ReduceOp::Max => "cummax",
+                ReduceOp::Min => "cummin",
+                _ => "cumsum",
+            },
+            Primitive::Sort { .. } => "sort",
+            Primitive::Scatter { add: true, .. } => "scatter_add",
+            Primitive::Scatter { add: false, .. } => "put_along_axis",
             Primitive::Bitcast => "view",
             Primitive::Placeholder { .. } => "compile input",
         }

@@ -9,6 +9,7 @@
 //! override constants in WGSL, and one source per family keeps kernels that
 //! differ by a constant from being copied.
 
+pub(crate) mod bits;
 pub(crate) mod concat;
 pub(crate) mod disk;
 pub(crate) mod elementwise;
@@ -21,6 +22,9 @@ mod portability;
 pub(crate) mod program;
 pub(crate) mod random;
 pub(crate) mod reduce;
+pub(crate) mod scan;
+pub(crate) mod scatter;
+pub(crate) mod sort;
 pub(crate) mod topk;
 pub(crate) mod tuning;
 
@@ -120,6 +124,17 @@ impl Context {
     }
 }
 
+/// The axes of `shape` other than `axis` and the number of rows along
+/// `axis` (their product), for kernels that work row by row and unravel
+/// the other axes with wgsl/unravel.wgsl (at most 7: every shape was
+/// checked against [`crate::shape::MAX_DIMS`] when it was made).
+pub(crate) fn rows_along(shape: &[usize], axis: usize) -> (Vec<usize>, usize) {
+    debug_assert!(shape.len() <= crate::shape::MAX_DIMS);
+    let outer: Vec<usize> = (0..shape.len()).filter(|&d| d != axis).collect();
+    let rows = outer.iter().map(|&d| shape[d]).product();
+    (outer, rows)
+}
+
 /// A kernel operand: elements of `dtype` in `buffer`, read through element
 /// strides (two's complement: negative for reversed views, 0 where
 /// broadcast) from element `offset`. Each kernel family says which axes the
@@ -207,6 +222,8 @@ const MATH: &str = include_str!("../../wgsl/math.wgsl");
 const MATH_F64: &str = include_str!("../../wgsl/math_f64.wgsl");
 /// Straight-line index unravelling (reduce, topk).
 pub(crate) const UNRAVEL: &str = include_str!("../../wgsl/unravel.wgsl");
+/// Order keys of element bits (topk, sort).
+pub(crate) const ORDER: &str = include_str!("../../wgsl/order.wgsl");
 
 /// Every reduction; accumulator and bindings generated per specialisation.
 pub(crate) static REDUCE: Kernel = Kernel {
@@ -285,6 +302,9 @@ pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     specs.extend(random::specs());
     specs.extend(concat::specs());
     specs.extend(topk::specs());
+    specs.extend(scan::specs());
+    specs.extend(sort::specs());
+    specs.extend(scatter::specs());
     // Ops that share an expression on some dtype (floor of an integer is
     // the identity, like a cast) share a specialisation.
     let mut seen = rustc_hash::FxHashSet::default();

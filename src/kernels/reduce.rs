@@ -15,7 +15,7 @@ impl ReduceOp {
     }
 
     /// (ACC, INIT, LIFT, COMBINE, FINAL) for compute type `ct`.
-    fn parts(self, ct: &str) -> [String; 5] {
+    pub(crate) fn parts(self, ct: &str) -> [String; 5] {
         let (lowest, highest) = match ct {
             "f32" => (
                 "bitcast<f32>(0xff800000u)".to_string(),

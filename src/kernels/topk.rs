@@ -1,6 +1,7 @@
 //! The top-k kernel (wgsl/topk.wgsl): values and indices of the k largest
 //! elements along an axis, both written by one dispatch.
 
+use super::bits::{order_key, store_element};
 use super::elementwise::element_bits;
 use super::{Context, Dispatch, Kernel, Operand, Params, Spec, WORKGROUP};
 use crate::graph::primitive::MAX_TOPK;
@@ -9,7 +10,7 @@ use crate::{DType, Error, Result};
 /// Top-k along an axis; two outputs (values, u32 indices).
 pub(crate) static TOPK: Kernel = Kernel {
     name: "topk",
-    prelude: &[super::CONVERT, super::UNRAVEL],
+    prelude: &[super::CONVERT, super::UNRAVEL, super::ORDER],
     source: include_str!("../../wgsl/topk.wgsl"),
     reads: 1,
     writes: 2,
@@ -28,39 +29,9 @@ fn row_mode(len: usize) -> bool {
 
 /// The specialisation for rows of `dtype`, lists of `kmax` and `row` mode.
 pub(crate) fn spec(dtype: DType, kmax: usize, row: bool) -> (Spec, &'static Kernel) {
-    let raw = element_bits(dtype, "x", "i");
-    let key = match dtype {
-        DType::F32 => "float_key(b, 0x80000000u, 0x7f800000u)",
-        DType::F16 => "float_key(b, 0x8000u, 0x7c00u)",
-        DType::BF16 => "float_key(b, 0x8000u, 0x7f80u)",
-        DType::I32 => "b ^ 0x80000000u",
-        DType::I16 => "b ^ 0x8000u",
-        DType::I8 => "b ^ 0x80u",
-        DType::U32 | DType::U16 | DType::U8 | DType::Bool => "b",
-        DType::F64 => unreachable!("ops::topk refuses f64"),
-    };
-    let key = format!("    let b = {raw};\n    return {key};");
-    let bits = format!("    return {raw};");
-    // Packed values: two rows may share a word, so a value goes in with
-    // atomics on its half or byte.
-    let (vals_type, store) = match dtype.size_in_bytes() {
-        4 => ("u32", "    vals[q] = v;".to_string()),
-        size => {
-            let (per, mask) = if size == 2 {
-                (2, "0xffffu")
-            } else {
-                (4, "0xffu")
-            };
-            (
-                "atomic<u32>",
-                format!(
-                    "    let w = q / {per}u;\n    let sh = (q % {per}u) * {}u;\n    \
-                     atomicAnd(&vals[w], ~({mask} << sh));\n    atomicOr(&vals[w], v << sh);",
-                    8 * size
-                ),
-            )
-        }
-    };
+    let key = order_key(dtype, "x");
+    let bits = format!("    return {};", element_bits(dtype, "x", "i"));
+    let (vals_type, store) = store_element(dtype, "vals");
     let mut insert = String::new();
     for j in 0..kmax {
         insert.push_str(&format!(

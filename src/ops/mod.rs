@@ -6,14 +6,18 @@ pub mod checks;
 pub mod concat;
 pub mod creation;
 pub mod elementwise;
+pub mod grid;
 pub mod linalg;
 pub mod matmul;
 pub mod nn;
 pub mod reduce;
+pub mod scan;
+pub mod scatter;
 pub mod shape;
+pub mod sort;
 pub mod topk;
 
-use crate::{Array, Error, Result};
+use crate::{Array, DType, Error, Result};
 
 /// [`Error::DeviceMismatch`] naming `op` unless `a` and `b` live on one device.
 pub(crate) fn same_device(op: &'static str, a: &Array, b: &Array) -> Result<()> {
@@ -21,4 +25,29 @@ pub(crate) fn same_device(op: &'static str, a: &Array, b: &Array) -> Result<()> 
         return Err(Error::DeviceMismatch { op });
     }
     Ok(())
+}
+
+/// The dtypes the scan, sort and scatter kernels take: their accumulators,
+/// order keys and atomics are 32-bit, so the packed i8/u8/i16/u16 and f64
+/// are refused (cast with `astype`).
+pub(crate) const WORD_DTYPES: [DType; 6] = [
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::I32,
+    DType::U32,
+    DType::Bool,
+];
+
+/// [`Error::OpDType`] naming `op` unless `dtype` is one of [`WORD_DTYPES`].
+pub(crate) fn check_word_dtype(op: &'static str, dtype: DType) -> Result<()> {
+    match dtype {
+        d if WORD_DTYPES.contains(&d) => Ok(()),
+        _ => Err(Error::OpDType {
+            op,
+            dtype,
+            takes: "float32, float16, bfloat16, int32, uint32 and bool arrays \
+                    (cast int8, uint8, int16, uint16 and float64 with astype)",
+        }),
+    }
 }

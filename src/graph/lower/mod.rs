@@ -11,6 +11,9 @@ mod matmul;
 pub(crate) mod program;
 mod random;
 mod reduce;
+mod scan;
+mod scatter;
+mod sort;
 mod topk;
 mod view;
 
@@ -138,6 +141,14 @@ pub(crate) fn lower(
         Primitive::Random { dist, stream } => random::random(lw, &io, *dist, *stream),
         Primitive::Concatenate { axis } => concat::concatenate(lw, &io, *axis),
         Primitive::TopK { axis, k } => topk::topk(lw, &io, *axis, *k),
+        Primitive::Scan {
+            op,
+            axis,
+            reverse,
+            inclusive,
+        } => scan::scan(lw, &io, *op, *axis, *reverse, *inclusive),
+        Primitive::Sort { axis } => sort::sort(lw, &io, *axis),
+        Primitive::Scatter { axis, add } => scatter::scatter(lw, &io, *axis, *add),
         Primitive::Bitcast => view::bitcast(&io),
         Primitive::Placeholder { .. } => Err(Error::Traced {
             op: node.primitive.name(),

@@ -1,0 +1,41 @@
+//! Lowering of sorts: one dispatch for rows of up to 1024 elements, a
+//! bitonic network of dispatches for longer ones.
+
+use super::{Lowering, NodeIo};
+use crate::array::Storage;
+use crate::kernels::sort as kernel;
+use crate::{DType, Result};
+
+/// The stable ascending sort of input 0 along `axis`: values and u32
+/// indices. The kernel writes dense `[rows.., len]`; the outputs see that
+/// buffer with the sorted axis back in place. It writes both outputs: a
+/// dead one gets a scratch buffer, as does the bitonic network's work
+/// buffer, and both go back to the pool when this node is done.
+pub(super) fn sort(
+    lw: &mut Lowering<'_>,
+    io: &NodeIo<'_>,
+    axis: usize,
+) -> Result<Vec<Option<Storage>>> {
+    let x = io.input(0);
+    let (dense, strides) = super::topk::axis_last(&x.shape, axis, x.shape[axis]);
+    let rows: usize = dense[..dense.len() - 1].iter().product();
+    let vals = lw.alloc(&dense, x.dtype)?;
+    let idx = lw.alloc(&dense, DType::U32)?;
+    let pairs = kernel::work_pairs(rows, x.shape[axis]);
+    let work = lw.alloc(&[pairs.saturating_mul(2)], DType::U32)?;
+    let src = io.operand(0, io.storages[0].strides.clone());
+    let d = kernel::sort(
+        lw.cx(),
+        &src,
+        &x.shape,
+        axis,
+        vals.buffer.buffer(),
+        idx.buffer.buffer(),
+        work.buffer.buffer(),
+    )?;
+    lw.push(d);
+    Ok([vals, idx]
+        .into_iter()
+        .map(|st| Some(st.view(strides.clone(), 0)))
+        .collect())
+}
