@@ -29,8 +29,8 @@
 //! use wgarray::tuning::{GemmKernel, ShapeClass};
 //! use wgarray::{Array, DType, Device};
 //! let device = Device::new_default()?;
-//! let a = Array::ones(&[64, 48], DType::F32, &device);
-//! let b = Array::ones(&[48, 256], DType::F32, &device);
+//! let a = Array::ones(&[64, 48], DType::F32, &device)?;
+//! let b = Array::ones(&[48, 256], DType::F32, &device)?;
 //! a.matmul(&b)?.eval()?;
 //! let chosen = device.gemm_kernel(DType::F32, ShapeClass::of(64, 256));
 //! assert!(chosen.is_some());
