@@ -202,3 +202,38 @@ pub(crate) fn wgsl(program: &Program, first: usize) -> String {
 
 /// `EPILOGUE_FN` of a GEMM without an epilogue (never called).
 pub(crate) const NO_EPILOGUE: &str = "fn epilogue(o: u32, r: vec4<f32>, count: u32) {}";
+
+/// An epilogue for the portability test: the product (held), plus a bias
+/// row read through strides, times a constant, gelu, plus a dense f32
+/// residual, and that sum as f16 (two to a word) and compared as bool (four
+/// to a word): four outputs, every store path.
+#[cfg(test)]
+pub(crate) fn sample(dtype: DType) -> Program {
+    use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
+    let load = |dtype, source, dense| Def::Load {
+        dtype,
+        source,
+        dense,
+        gather: None,
+    };
+    let op = |op, args: Vec<u16>, dtype| Def::Op { op, args, dtype };
+    let bin = ElementwiseOp::Binary;
+    Program {
+        defs: vec![
+            load(dtype, Source::Acc, true),
+            load(dtype, Source::Input(0), false),
+            Def::Const { dtype },
+            op(bin(BinaryOp::Add), vec![0, 1], dtype),
+            op(bin(BinaryOp::Mul), vec![3, 2], dtype),
+            op(ElementwiseOp::Unary(UnaryOp::Gelu), vec![4], dtype),
+            load(DType::F32, Source::Input(1), true),
+            op(ElementwiseOp::Cast, vec![5], DType::F32),
+            op(bin(BinaryOp::Add), vec![7, 6], DType::F32),
+            op(ElementwiseOp::Cast, vec![8], DType::F16),
+            op(bin(BinaryOp::Greater), vec![8, 6], DType::Bool),
+        ],
+        outputs: vec![0, 8, 9, 10],
+        inputs: 2,
+        rank: 2,
+    }
+}

@@ -456,6 +456,24 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                     }
                 }
             }
+            // With a fused epilogue (no bias: A, B, two loads and four
+            // outputs are WebGPU's 8 storage bindings).
+            let sample = epilogue::sample(dtype);
+            for (a_mode, b_mode, out_vec, k_tail) in [
+                (Mode::Inner, Mode::Inner, true, false),
+                (Mode::Scalar, Mode::Outer, false, true),
+            ] {
+                let variant = GemmVariant {
+                    dtype,
+                    kernel,
+                    a_mode,
+                    b_mode,
+                    out_vec,
+                    has_bias: false,
+                    k_tail,
+                };
+                out.push(variant.spec(32, Some(&sample)));
+            }
         }
     }
     out
@@ -493,6 +511,21 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
                 out.push((spec, kernel, C::SUBGROUP));
             }
         }
+        let (spec, kernel) = GemmVariant {
+            dtype,
+            kernel: GemmKernel::SplitK {
+                ks: 32,
+                cq: 8,
+                subgroups: true,
+            },
+            a_mode: Mode::Inner,
+            b_mode: Mode::Outer,
+            out_vec: false,
+            has_bias: false,
+            k_tail: true,
+        }
+        .spec(32, Some(&epilogue::sample(dtype)));
+        out.push((spec, kernel, C::SUBGROUP));
     }
     for (dtype, half, size) in [
         (DType::F32, false, 8),
@@ -524,6 +557,21 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
                 out.push((spec, kernel, C::SUBGROUP | C::COOPERATIVE_MATRIX));
             }
         }
+        let (spec, kernel) = GemmVariant {
+            dtype,
+            kernel: GemmKernel::Coop {
+                size,
+                half,
+                frags: if size == 16 && !half { 1 } else { 2 },
+            },
+            a_mode: Mode::Inner,
+            b_mode: Mode::Inner,
+            out_vec: true,
+            has_bias: false,
+            k_tail: false,
+        }
+        .spec(32, Some(&epilogue::sample(dtype)));
+        out.push((spec, kernel, C::SUBGROUP | C::COOPERATIVE_MATRIX));
     }
     out
 }
@@ -808,9 +856,12 @@ pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode, looped: bool) ->
 
 /// A family's stores: `store_quad(row, quad, acc, c_base, out_base)` for
 /// each `[row, quad, acc]` of `calls`, straight-line; or, when `looped` (a
-/// fused epilogue, whose code drivers inline at every call: 4 x 32 copies
-/// of an activation took lavapipe seconds to compile), one loop over arrays
-/// of the calls' arguments.
+/// fused epilogue, whose code drivers inline at every call), one loop over
+/// arrays of the calls' arguments. Its bound is not a compile-time constant
+/// (`p.m` is at least 1 whenever the kernel runs), so drivers do not unroll
+/// it: unrolled, an `exp` epilogue of the 16 x 16 tile took lavapipe 11 s
+/// to compile, against 3.7 s looped (about what the elementwise `exp`
+/// kernel alone takes there).
 pub(crate) fn store_quads(
     calls: &[[String; 3]],
     c_base: &str,
@@ -836,7 +887,7 @@ pub(crate) fn store_quads(
         format!("var quad_cols = array<u32, {n}>({});", list(1)),
         format!("var quad_accs = array<vec4<f32>, {n}>({});", list(2)),
         format!(
-            "for (var i = 0u; i < {n}u; i++) {{ store_quad(quad_rows[i], quad_cols[i], quad_accs[i], {c_base}, {out_base}); }}"
+            "for (var i = 0u; i < min({n}u, p.m * {n}u); i++) {{ store_quad(quad_rows[i], quad_cols[i], quad_accs[i], {c_base}, {out_base}); }}"
         ),
     ]
 }
