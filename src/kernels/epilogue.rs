@@ -21,7 +21,7 @@
 //! cooperative-matrix), since all of them store through `store_quad`.
 
 use super::elementwise::{compute_type, encode};
-use super::program::{Bound, Def, Program, Source, prepare, pw, unravel};
+use super::program::{Bound, Def, Program, prepare};
 use crate::{DType, Result};
 
 /// Words of the GEMM's own parameter block (`Params` in
@@ -105,39 +105,7 @@ pub(crate) fn wgsl(program: &Program, first: usize) -> String {
     s.push_str(&format!(
         "\nfn epi1(e: u32, acc: f32) -> array<u32, {slots}> {{\n"
     ));
-    let dense: Vec<bool> = program
-        .defs
-        .iter()
-        .filter_map(|d| match d {
-            Def::Load { dense, .. } => Some(*dense),
-            _ => None,
-        })
-        .collect();
-    let strided = program.defs.iter().any(|d| {
-        matches!(
-            d,
-            Def::Load {
-                dense: false,
-                source: Source::Input(_) | Source::Output(_),
-                ..
-            }
-        )
-    });
-    if strided && rank > 0 {
-        s.push_str(&unravel("e", "i", 4, rank));
-    }
-    let address = |li: usize, w: usize| {
-        if dense[li] {
-            format!("{} + e", pw(w))
-        } else {
-            let mut a = pw(w);
-            for dim in 0..rank {
-                a.push_str(&format!(" + i{dim} * {}", pw(w + 1 + dim)));
-            }
-            a
-        }
-    };
-    s.push_str(&program.statements(&layout, &address));
+    s.push_str(&program.element_statements(&layout));
     let words: Vec<String> = program
         .outputs
         .iter()
@@ -209,6 +177,7 @@ pub(crate) const NO_EPILOGUE: &str = "fn epilogue(o: u32, r: vec4<f32>, count: u
 /// to a word): four outputs, every store path.
 #[cfg(test)]
 pub(crate) fn sample(dtype: DType) -> Program {
+    use super::program::Source;
     use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
     let load = |dtype, source, dense| Def::Load {
         dtype,

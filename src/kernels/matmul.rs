@@ -493,7 +493,13 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
             (Mode::Inner, Mode::Outer),
             (Mode::Scalar, Mode::Scalar),
         ] {
-            for (out_vec, has_bias, k_tail) in [(true, false, false), (false, true, true)] {
+            // The last with a fused epilogue (no bias: WebGPU's 8 bindings).
+            for (out_vec, has_bias, k_tail, epi) in [
+                (true, false, false, false),
+                (false, true, true, false),
+                (false, false, true, true),
+            ] {
+                let sample = epi.then(|| epilogue::sample(dtype));
                 let (spec, kernel) = GemmVariant {
                     dtype,
                     kernel: GemmKernel::SplitK {
@@ -507,25 +513,10 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
                     has_bias,
                     k_tail,
                 }
-                .spec(32, None);
+                .spec(32, sample.as_ref());
                 out.push((spec, kernel, C::SUBGROUP));
             }
         }
-        let (spec, kernel) = GemmVariant {
-            dtype,
-            kernel: GemmKernel::SplitK {
-                ks: 32,
-                cq: 8,
-                subgroups: true,
-            },
-            a_mode: Mode::Inner,
-            b_mode: Mode::Outer,
-            out_vec: false,
-            has_bias: false,
-            k_tail: true,
-        }
-        .spec(32, Some(&epilogue::sample(dtype)));
-        out.push((spec, kernel, C::SUBGROUP));
     }
     for (dtype, half, size) in [
         (DType::F32, false, 8),
@@ -539,7 +530,13 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
             (Mode::Outer, Mode::Outer),
             (Mode::Scalar, Mode::Scalar),
         ] {
-            for (out_vec, has_bias, k_tail) in [(true, false, false), (false, true, true)] {
+            // The last with a fused epilogue (no bias: WebGPU's 8 bindings).
+            for (out_vec, has_bias, k_tail, epi) in [
+                (true, false, false, false),
+                (false, true, true, false),
+                (false, false, true, true),
+            ] {
+                let sample = epi.then(|| epilogue::sample(dtype));
                 let (spec, kernel) = GemmVariant {
                     dtype,
                     kernel: GemmKernel::Coop {
@@ -553,25 +550,10 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
                     has_bias,
                     k_tail,
                 }
-                .spec(32, None);
+                .spec(32, sample.as_ref());
                 out.push((spec, kernel, C::SUBGROUP | C::COOPERATIVE_MATRIX));
             }
         }
-        let (spec, kernel) = GemmVariant {
-            dtype,
-            kernel: GemmKernel::Coop {
-                size,
-                half,
-                frags: if size == 16 && !half { 1 } else { 2 },
-            },
-            a_mode: Mode::Inner,
-            b_mode: Mode::Inner,
-            out_vec: true,
-            has_bias: false,
-            k_tail: false,
-        }
-        .spec(32, Some(&epilogue::sample(dtype)));
-        out.push((spec, kernel, C::SUBGROUP | C::COOPERATIVE_MATRIX));
     }
     out
 }

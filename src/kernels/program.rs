@@ -348,25 +348,14 @@ impl Program {
         s
     }
 
-    /// The WGSL of this program as an elementwise kernel.
-    pub(crate) fn wgsl(&self) -> String {
+    /// The statements of [`Program::statements`] at element `e` of the
+    /// iteration space (a dense load at its offset plus `e`, a strided one
+    /// through `e` unravelled over the merged shape, whose sizes are at
+    /// words `4..4 + rank`): the body shared by the elementwise kernel and
+    /// the GEMM epilogue (`kernels::epilogue`).
+    pub(super) fn element_statements(&self, layout: &Layout) -> String {
         let rank = self.rank as usize;
-        let layout = self.layout(4 + rank, &[rank]);
-        let outputs: Vec<String> = (0..self.outputs.len()).map(|j| format!("o{j}")).collect();
-        let mut s = self.bindings(layout.words, &outputs);
-        // `compute` returns every output's bits as words: one each, two
-        // (low, high) for f64. Output j's first word is slot[j].
-        let mut slot = Vec::with_capacity(self.outputs.len());
-        let mut slots = 0;
-        for &v in &self.outputs {
-            slot.push(slots);
-            slots += if self.defs[v as usize].dtype() == DType::F64 {
-                2
-            } else {
-                1
-            };
-        }
-        s.push_str(&format!("\nfn compute(e: u32) -> array<u32, {slots}> {{\n"));
+        let mut s = String::new();
         let strided = self.defs.iter().any(|d| {
             matches!(
                 d,
@@ -399,7 +388,30 @@ impl Program {
                 a
             }
         };
-        s.push_str(&self.statements(&layout, &address));
+        s.push_str(&self.statements(layout, &address));
+        s
+    }
+
+    /// The WGSL of this program as an elementwise kernel.
+    pub(crate) fn wgsl(&self) -> String {
+        let rank = self.rank as usize;
+        let layout = self.layout(4 + rank, &[rank]);
+        let outputs: Vec<String> = (0..self.outputs.len()).map(|j| format!("o{j}")).collect();
+        let mut s = self.bindings(layout.words, &outputs);
+        // `compute` returns every output's bits as words: one each, two
+        // (low, high) for f64. Output j's first word is slot[j].
+        let mut slot = Vec::with_capacity(self.outputs.len());
+        let mut slots = 0;
+        for &v in &self.outputs {
+            slot.push(slots);
+            slots += if self.defs[v as usize].dtype() == DType::F64 {
+                2
+            } else {
+                1
+            };
+        }
+        s.push_str(&format!("\nfn compute(e: u32) -> array<u32, {slots}> {{\n"));
+        s.push_str(&self.element_statements(&layout));
         let mut words = Vec::with_capacity(slots);
         for (j, &v) in self.outputs.iter().enumerate() {
             let d = self.defs[v as usize].dtype();

@@ -184,7 +184,25 @@ fn const_bits(bits: u64, dtype: DType) -> u64 {
     }
 }
 
-impl Builder<'_> {
+impl<'g> Builder<'g> {
+    /// An empty program over `shape` computing `members` (see `acc`).
+    fn new(
+        shape: &[usize],
+        members: &'g HashSet<*const Node>,
+        acc: Option<*const ArrayInner>,
+    ) -> Builder<'g> {
+        Builder {
+            shape: shape.to_vec(),
+            members,
+            defs: Vec::new(),
+            loads: Vec::new(),
+            consts: Vec::new(),
+            memo: HashMap::default(),
+            const_memo: HashMap::default(),
+            acc,
+        }
+    }
+
     fn push(&mut self, def: Def) -> Value {
         self.defs.push(def);
         (self.defs.len() - 1) as Value
@@ -383,16 +401,7 @@ pub(super) fn run(
     outputs: &[Arc<ArrayInner>],
 ) -> Result<Vec<Storage>> {
     let shape = outputs[0].shape.clone();
-    let mut b = Builder {
-        shape: shape.clone(),
-        members,
-        defs: Vec::new(),
-        loads: Vec::new(),
-        consts: Vec::new(),
-        memo: HashMap::default(),
-        const_memo: HashMap::default(),
-        acc: None,
-    };
+    let mut b = Builder::new(&shape, members, None);
     let identity = AxisMap::identity(shape.len());
     let mut values = Vec::with_capacity(outputs.len());
     for o in outputs {
@@ -461,16 +470,7 @@ pub(super) fn epilogue(
     outputs: &[Arc<ArrayInner>],
 ) -> Result<EpilogueProgram> {
     let shape = acc.shape.clone();
-    let mut b = Builder {
-        shape: shape.clone(),
-        members,
-        defs: Vec::new(),
-        loads: Vec::new(),
-        consts: Vec::new(),
-        memo: HashMap::default(),
-        const_memo: HashMap::default(),
-        acc: Some(Arc::as_ptr(acc)),
-    };
+    let mut b = Builder::new(&shape, members, Some(Arc::as_ptr(acc)));
     let identity = AxisMap::identity(shape.len());
     let mut values = Vec::with_capacity(outputs.len());
     for o in outputs {
