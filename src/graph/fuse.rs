@@ -310,14 +310,14 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             lowered_view: &lowered_view,
             roots: &roots,
         };
-        for i in 0..n {
+        for (i, e) in epilogue_of.iter_mut().enumerate() {
             let Some(t) = r.epilogue_target(order, i, &mut parent, &leaves, &outs, max_bindings)
             else {
                 continue;
             };
             if !taken.contains(&t) {
                 taken.push(t);
-                epilogue_of[i] = Some(t);
+                *e = Some(t);
                 outs[t] += f.held[i][0] as usize;
             }
         }
