@@ -142,7 +142,8 @@ fn slice_update_writes_at_starts_on_the_given_axes() {
     let d = device();
     let mut rng = Rng::new(5);
     // (array shape, update shape, starts, axes)
-    let cases: &[(&[usize], &[usize], &[isize], Option<&[isize]>)] = &[
+    type Case<'a> = (&'a [usize], &'a [usize], &'a [isize], Option<&'a [isize]>);
+    let cases: &[Case] = &[
         (&[1025], &[33], &[992], None),
         (&[1025], &[1], &[0], Some(&[-1])),
         (&[7, 33], &[1, 33], &[6], Some(&[0])),
@@ -541,5 +542,45 @@ fn bad_inputs_are_typed_errors_and_leave_nothing_behind() {
     assert_eq!(d.active_memory(), active, "an error path kept memory");
     assert_eq!(d.live_nodes(), nodes, "an error path recorded a node");
     drop((x, u));
+    assert_empty(&d);
+}
+
+#[test]
+fn dispatch_counts_match_the_op_table() {
+    // docs/OPS.md: slice_update 1 donated, 2 as a copy; put and at.set 5
+    // (two scatters of two and a where), put with values to cycle 7;
+    // at.add 3 (a scatter of two and an add).
+    let d = device();
+    let count = |make: &dyn Fn() -> Array| {
+        let y = make();
+        let before = d.dispatches();
+        y.eval().unwrap();
+        d.dispatches() - before
+    };
+    let ready = |shape: &[usize]| {
+        let a = Array::zeros(shape, DType::F32, &d).unwrap();
+        a.eval().unwrap();
+        a
+    };
+    let (u, idx) = (ready(&[1, 8]), i(&d, &[1, 3], &[2]));
+    idx.eval().unwrap();
+    assert_eq!(
+        count(&|| ready(&[4, 8]).slice_update(&u, &[2, 0], Axes::All).unwrap()),
+        1,
+        "donated"
+    );
+    let held = ready(&[4, 8]);
+    assert_eq!(
+        count(&|| held.slice_update(&u, &[2, 0], Axes::All).unwrap()),
+        2,
+        "copy"
+    );
+    let two = ready(&[2]);
+    assert_eq!(count(&|| held.put(&idx, &two).unwrap()), 5, "put");
+    // Values to cycle: an index ramp and a gather more.
+    assert_eq!(count(&|| held.put(&idx, &u).unwrap()), 7, "put, cycled");
+    assert_eq!(count(&|| held.at(&idx).set(&u).unwrap()), 5, "at.set");
+    assert_eq!(count(&|| held.at(&idx).add(&u).unwrap()), 3, "at.add");
+    drop((u, idx, held, two));
     assert_empty(&d);
 }
