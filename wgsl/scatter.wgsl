@@ -12,9 +12,10 @@
 // returns 0, the axis has length 1, no zeroing pass, and each update is
 // stored at `out offset + coords(u) . out strides` (strides of the slice
 // in its array, negative for a negative step). Packed elements (1 and 2
-// bytes) are merged into their word with atomicAnd and atomicOr, so two
-// threads writing lanes of one word do not race; 8-byte elements are two
-// word stores.
+// bytes) are read with half_word/byte_of (convert.wgsl) and merged into
+// their word with atomicAnd and atomicOr (kernels/bits.rs store_element),
+// so two threads writing lanes of one word do not race; 8-byte elements
+// are two word stores.
 //
 //   PASS 0  a thread per output word: zero it
 //   PASS 1  a thread per update: add or store it

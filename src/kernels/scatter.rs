@@ -1,13 +1,15 @@
 //! The scatter kernel (wgsl/scatter.wgsl): updates added (duplicates
 //! accumulating) or stored into a zeroed output at indices along an axis.
 
+use super::bits::store_element;
+use super::elementwise::element_bits;
 use super::{Context, Dispatch, Kernel, Operand, Params, Spec};
 use crate::{DType, Error, Result};
 
 /// Every scatter-add; index decoding and the atomic add per specialisation.
 pub(crate) static SCATTER: Kernel = Kernel {
     name: "scatter",
-    prelude: &[super::UNRAVEL],
+    prelude: &[super::CONVERT, super::UNRAVEL],
     source: include_str!("../../wgsl/scatter.wgsl"),
     reads: 2,
     writes: 1,
@@ -18,10 +20,11 @@ pub(crate) static SCATTER: Kernel = Kernel {
 enum Write {
     /// Add it (duplicates accumulate): f32, i32 or u32.
     Add(DType),
-    /// Store it, `bits` wide (8, 16, 32 or 64): packed elements are merged
-    /// into their word with an atomic AND and OR, so threads writing the
-    /// other lanes of one word do not race.
-    Store(u32),
+    /// Store an element of this dtype (any): a 1- or 2-byte element is
+    /// merged into its word with an atomic AND and OR
+    /// (`bits::store_element`), so threads writing the other lanes of one
+    /// word do not race; f64 is two word stores.
+    Store(DType),
 }
 
 /// The specialisation for `index` indices (i32, u32, or `None`: every
@@ -32,23 +35,19 @@ fn spec(index: Option<DType>, write: Write) -> (Spec, &'static Kernel) {
         Some(_) => "    return i32(min(indices[i], 0x7fffffffu));",
         None => "    return 0;",
     };
-    let store = |bits: u32| match bits {
-        32 => "    atomicStore(&out[q], updates[i]);".to_string(),
-        64 => "    atomicStore(&out[2u * q], updates[2u * i]);\n    \
-               atomicStore(&out[2u * q + 1u], updates[2u * i + 1u]);"
+    let store = |dtype: DType| match dtype.size_in_bytes() {
+        4 => "    atomicStore(&out[q], updates[i]);".to_string(),
+        8 => "    atomicStore(&out[2u * q], updates[2u * i]);\n    \
+              atomicStore(&out[2u * q + 1u], updates[2u * i + 1u]);"
             .to_string(),
-        _ => {
-            let (lanes, mask) = (32 / bits, (1u64 << bits) - 1);
-            format!(
-                "    let v = (updates[i / {lanes}u] >> ((i % {lanes}u) * {bits}u)) & {mask:#x}u;\n    \
-                 let s = (q % {lanes}u) * {bits}u;\n    \
-                 atomicAnd(&out[q / {lanes}u], ~({mask:#x}u << s));\n    \
-                 atomicOr(&out[q / {lanes}u], v << s);"
-            )
-        }
+        _ => format!(
+            "    let v = {};\n{}",
+            element_bits(dtype, "updates", "i"),
+            store_element(dtype, "out").1
+        ),
     };
     let add = match write {
-        Write::Store(bits) => store(bits),
+        Write::Store(dtype) => store(dtype),
         Write::Add(DType::F32) => "    let v = bitcast<f32>(updates[i]);\n    \
              var old = atomicLoad(&out[q]);\n    \
              loop {\n        \
@@ -69,10 +68,10 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         for acc in [DType::F32, DType::I32, DType::U32] {
             out.push(spec(Some(index), Write::Add(acc)));
         }
-        out.push(spec(Some(index), Write::Store(32)));
+        out.push(spec(Some(index), Write::Store(DType::U32)));
     }
-    for bits in [8, 16, 32, 64] {
-        out.push(spec(None, Write::Store(bits)));
+    for dtype in [DType::U8, DType::U16, DType::U32, DType::F64] {
+        out.push(spec(None, Write::Store(dtype)));
     }
     out
 }
@@ -102,7 +101,7 @@ pub(crate) fn scatter(
     out_strides[axis] = 0;
     let write = match add {
         true => Write::Add(updates.dtype),
-        false => Write::Store(32),
+        false => Write::Store(DType::U32),
     };
     let target = Target {
         buffer: out,
@@ -135,7 +134,6 @@ pub(crate) fn slice_write(
     offset: usize,
     strides: &[isize],
 ) -> Result<Vec<Dispatch>> {
-    let bits = (updates.dtype.size_in_bytes() * 8) as u32;
     let target = Target {
         buffer: out,
         offset,
@@ -144,10 +142,17 @@ pub(crate) fn slice_write(
         axis_stride: 0,
         zero_words: 0,
     };
+    // One specialisation per element size: the bits are moved, not read.
+    let dtype = match updates.dtype.size_in_bytes() {
+        1 => DType::U8,
+        2 => DType::U16,
+        4 => DType::U32,
+        _ => DType::F64,
+    };
     // The index binding is unused (`index` returns 0): the updates fill it.
     encode(
         cx,
-        spec(None, Write::Store(bits)),
+        spec(None, Write::Store(dtype)),
         updates,
         updates,
         shape,
