@@ -584,3 +584,30 @@ fn dispatch_counts_match_the_op_table() {
     drop((u, idx, held, two));
     assert_empty(&d);
 }
+
+#[test]
+fn a_compiled_step_copies_its_held_input_and_keeps_it() {
+    // Inside `compile` the cache is the caller's input (still held), so
+    // each replay copies: the input keeps its values on every call.
+    let d = device();
+    {
+        let step = wgarray::compile(|x: &[Array]| {
+            Ok(vec![x[0].slice_update(
+                &x[1].multiply(2.0)?,
+                &[1, 0],
+                Axes::All,
+            )?])
+        });
+        let cache = Array::from_slice(&[1.0f32; 6], &[3, 2], &d).unwrap();
+        for k in 0..3 {
+            let row = Array::from_slice(&[k as f32, -1.0], &[1, 2], &d).unwrap();
+            let y = step.call(&[&cache, &row]).unwrap().pop().unwrap();
+            assert_eq!(
+                y.to_vec::<f32>().unwrap(),
+                vec![1.0, 1.0, 2.0 * k as f32, -2.0, 1.0, 1.0]
+            );
+            assert_eq!(cache.to_vec::<f32>().unwrap(), vec![1.0; 6]);
+        }
+    }
+    assert_empty(&d);
+}
