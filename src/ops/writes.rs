@@ -64,10 +64,13 @@ impl Array {
     /// [`Error::DeviceMismatch`]; [`Error::InvalidAxis`] for an axis out of
     /// range; [`Error::InvalidArgument`] for a repeated axis, a number of
     /// `start_indices` other than the number of axes, an `update` of
-    /// another number of dimensions, a negative start (MLX wraps it; here
-    /// it is refused, since a slice written at the wrong place is silent)
-    /// or a slice that passes the end of its axis (MLX clamps the start).
-    /// Nothing is recorded on an error.
+    /// another number of dimensions, a negative start, or a slice that
+    /// passes the end of its axis. A deliberate difference: NumPy's
+    /// `a[-1:] = v` wraps a negative start and clips a slice to the array,
+    /// and MLX's dynamic slices clamp at run time; here a start is a host
+    /// number, and a write at another place than the one asked for would be
+    /// silent ([`Array::slice_assign`] has NumPy's rules). Nothing is
+    /// recorded on an error.
     #[track_caller]
     pub fn slice_update(
         &self,
