@@ -16,6 +16,7 @@ pub mod scatter;
 pub mod shape;
 pub mod sort;
 pub mod topk;
+pub mod writes;
 
 use crate::{Array, DType, Error, Result};
 
