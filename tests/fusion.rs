@@ -621,3 +621,47 @@ fn every_gemm_family_runs_an_epilogue() {
     }
     d.set_gemm_kernel(None).unwrap();
 }
+
+#[test]
+fn an_f64_epilogue_falls_back_to_the_gemm_and_a_kernel() {
+    // The GEMM kernels do not enable f64: the planner fuses, lowering runs
+    // the GEMM, then the rest as an elementwise kernel.
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(19);
+    let (m, k, n) = (7, 9, 5);
+    let (xv, wv) = (rng.vec_f32(m * k), rng.vec_f32(k * n));
+    let x = Array::from_slice(&xv, &[m, k], &d).unwrap();
+    let w = Array::from_slice(&wv, &[k, n], &d).unwrap();
+    if !d.features().contains(wgarray::wgpu::Features::SHADER_F64) {
+        // Without f64 the cast is refused before anything runs.
+        let y = x.matmul(&w).unwrap().astype(DType::F64);
+        assert!(
+            matches!(y, Err(wgarray::Error::MissingFeature { .. })),
+            "{y:?}"
+        );
+        return;
+    }
+    let y = x
+        .matmul(&w)
+        .unwrap()
+        .tanh()
+        .unwrap()
+        .astype(DType::F64)
+        .unwrap();
+    let before = d.dispatches();
+    y.eval().unwrap();
+    assert_eq!(d.dispatches() - before, 2);
+    let got = y.to_vec::<f64>().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let p: f32 = (0..k).map(|t| xv[i * k + t] * wv[t * n + j]).sum();
+            assert!(
+                (got[i * n + j] - p.tanh() as f64).abs() <= 1e-5,
+                "[{i}, {j}]"
+            );
+        }
+    }
+    drop((x, w, y));
+    assert_eq!(d.active_memory(), 0);
+}
