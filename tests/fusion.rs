@@ -665,3 +665,27 @@ fn an_f64_epilogue_falls_back_to_the_gemm_and_a_kernel() {
     drop((x, w, y));
     assert_eq!(d.active_memory(), 0);
 }
+
+#[test]
+fn a_new_shape_or_scalar_reuses_the_epilogue_pipeline() {
+    // Pipelines are keyed by the GEMM variant and the epilogue's structure:
+    // sizes, strides and constants are parameters.
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(23);
+    let mut run = |m: usize, k: usize, n: usize, s: f64| {
+        let x = Array::from_slice(&rng.vec_f32(m * k), &[m, k], &d).unwrap();
+        let w = Array::from_slice(&rng.vec_f32(k * n), &[k, n], &d).unwrap();
+        let b = Array::from_slice(&rng.vec_f32(n), &[n], &d).unwrap();
+        let y = (&(&x.matmul(&w).unwrap() + &b).unwrap() * s)
+            .unwrap()
+            .relu()
+            .unwrap();
+        y.eval().unwrap();
+    };
+    run(33, 65, 7, 0.5);
+    let created = d.pipelines_created();
+    // Same shape class and load modes (K and N not multiples of 4).
+    run(35, 67, 9, -2.0);
+    assert_eq!(d.pipelines_created(), created);
+}
