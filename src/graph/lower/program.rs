@@ -388,6 +388,7 @@ fn finish(lw: &mut Lowering<'_>, mut b: Builder<'_>, values: Vec<Value>) -> Resu
         outputs: values,
         inputs: buffers.len() as u8,
         rank: 0,
+        vec4: false,
     };
     let bound = Bound {
         shape: b.shape,
