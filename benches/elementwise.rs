@@ -1,7 +1,11 @@
-//! Elementwise bandwidth: `a + b` and `exp(a)` on f32[N], and a strided
-//! (transposed) read, in GB/s of bytes read plus written; beside them, in the
-//! same run, a raw wgpu copy kernel (one pipeline, one dispatch, no wgarray)
-//! as the bandwidth ceiling. Each iteration evaluates and waits for the GPU.
+//! Elementwise bandwidth: `a + b` and `exp(a)` on f32[N], `a + b` on
+//! f16[N], and a strided (transposed) read, in GB/s of bytes read plus
+//! written; beside them, in the same run, a raw wgpu copy kernel (one
+//! pipeline, one dispatch, no wgarray) as the bandwidth ceiling, and raw
+//! `a + b` kernels in four forms (one element per thread, a `vec4<u32>`
+//! binding, four `u32` loads in a loop or unrolled): what chose the form of
+//! the wide elementwise variant (src/kernels/program/wide.rs). Each
+//! iteration evaluates and waits for the GPU.
 
 mod common;
 
@@ -128,6 +132,14 @@ fn wgarray_ops(c: &mut Criterion, device: &Device) {
     });
     g.throughput(Throughput::Bytes((3 * N * 4) as u64));
     g.bench_function("wgarray a + b", |bch| bch.iter(|| run((&a + &b).unwrap())));
+    // f16: half the bytes, and the conversions to and from f32 in integer
+    // code (wgsl/convert.wgsl) per element.
+    let (ha, hb) = (a.astype(DType::F16).unwrap(), b.astype(DType::F16).unwrap());
+    wgarray::eval(&[&ha, &hb]).unwrap();
+    g.throughput(Throughput::Bytes((3 * N * 2) as u64));
+    g.bench_function("wgarray f16 a + b", |bch| {
+        bch.iter(|| run((&ha + &hb).unwrap()))
+    });
     g.finish();
 }
 

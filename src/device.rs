@@ -713,9 +713,9 @@ impl Device {
     /// Elementwise kernels lowered so far in their wide variant: every load
     /// dense (offset a multiple of 16 bytes) or a broadcast scalar, each
     /// thread moving 16 bytes of the narrowest operand as `vec4<u32>`
-    /// (see `docs/ARCHITECTURE.md`, "Elementwise kernels"). For tests that
-    /// must know which variant ran; counts lowerings, including those a
-    /// [`crate::Compiled`] function records once and replays.
+    /// (see `docs/ARCHITECTURE.md`, "Kernels"). For tests that
+    /// must know which variant ran. Every eval that lowers one counts, the
+    /// replays of a [`crate::Compiled`] function included.
     pub fn wide_dispatches(&self) -> u64 {
         self.inner.kernels.wide_dispatches.load(Ordering::Relaxed)
     }
