@@ -22,9 +22,9 @@
 //! overhead (index, guard, parameter reads) costs as much as its loads, and
 //! a `vec4` load costs about one `u32` load (each storage access runs lane
 //! by lane). Measured (docs/PERFORMANCE.md, "Elementwise bandwidth"), raw
-//! `a + b` on f32[16M], CPU time, same run: one element per thread 0.33 of
-//! a raw vec4 copy's bandwidth, four unrolled `u32` loads 0.70, one
-//! `vec4<u32>` load 1.05.
+//! `a + b` on f32[16M] on lavapipe, same run: one element per thread 0.34
+//! of a raw vec4 copy's bandwidth, four `u32` loads 0.66 to 0.73, one
+//! `vec4<u32>` load 1.04.
 //!
 //! The last thread's share may pass `n`, and it has no tail code: lavapipe
 //! runs both sides of an `if`, masked, so a guarded tail (word by word
