@@ -710,6 +710,16 @@ impl Device {
         self.inner.dispatches.load(Ordering::SeqCst)
     }
 
+    /// Elementwise kernels lowered so far in their wide variant: every load
+    /// dense (offset a multiple of 16 bytes) or a broadcast scalar, each
+    /// thread moving 16 bytes of the narrowest operand as `vec4<u32>`
+    /// (see `docs/ARCHITECTURE.md`, "Kernels"). For tests that
+    /// must know which variant ran. Every eval that lowers one counts, the
+    /// replays of a [`crate::Compiled`] function included.
+    pub fn wide_dispatches(&self) -> u64 {
+        self.inner.kernels.wide_dispatches.load(Ordering::Relaxed)
+    }
+
     /// Turn fusion of elementwise nodes at eval on or off for this device;
     /// returns the previous setting. On by default unless the environment
     /// variable `WGARRAY_FUSION` is `0`. Off, every elementwise node is its

@@ -59,6 +59,49 @@ fn compiled_matches_eager_and_replays_without_calling_f() -> R {
     Ok(())
 }
 
+/// A compiled elementwise function replays in the wide variant
+/// (kernels/program/wide.rs) for sizes with and without a tail, and for an
+/// unaligned view in the scalar one, with no new pipeline after the first
+/// call of each.
+#[test]
+fn compiled_elementwise_replays_wide() -> R {
+    let d = device();
+    let g = compile(|x: &[Array]| Ok(vec![((&x[0] * 2.0)? + &x[1])?.exp()?]));
+    let mut rng = Rng::new(23);
+    let big = rng.vec_f32(1031);
+    let y = rng.vec_f32(1030);
+    let want = |x: &[f32], y: &[f32]| -> Vec<f32> {
+        x.iter().zip(y).map(|(a, b)| (a * 2.0 + b).exp()).collect()
+    };
+    let b = f(&d, &y, &[1030]);
+    let full = f(&d, &big, &[1031]);
+    // Dense (wide) twice, then a view from element 1 (scalar), twice.
+    let dense = full.slice(&[wgarray::Slice::new(None, Some(1030), 1)])?;
+    let shifted = full.slice(&[wgarray::Slice::new(Some(1), None, 1)])?;
+    for (call, (x, host, wide)) in [
+        (&dense, &big[..1030], true),
+        (&dense, &big[..1030], true),
+        (&shifted, &big[1..], false),
+        (&shifted, &big[1..], false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (before, pipelines) = (d.wide_dispatches(), d.pipelines_created());
+        let got = g.call(&[x, &b])?.remove(0).to_vec::<f32>()?;
+        assert_eq!(d.wide_dispatches() > before, wide, "call {call}");
+        if call % 2 == 1 {
+            assert_eq!(
+                d.pipelines_created(),
+                pipelines,
+                "call {call}: new pipeline"
+            );
+        }
+        close(&got, &want(host, &y));
+    }
+    Ok(())
+}
+
 #[test]
 fn common_subexpressions_are_merged_and_dead_code_dropped() -> R {
     let d = device();

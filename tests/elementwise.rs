@@ -1114,3 +1114,163 @@ fn elementwise_over_16m_elements() -> R {
     assert!(v.iter().enumerate().all(|(k, &e)| e == k as i32 + 1));
     Ok(())
 }
+
+// The wide variant of elementwise kernels (kernels/program/wide.rs): a
+// thread handles 16 bytes of its narrowest operand (4 f32, 8 f16, 16 u8,
+// 2 f64) through vec4<u32> bindings, when every load is dense from an
+// offset of whole vec4s or a broadcast scalar. `Device::wide_dispatches`
+// says it ran, so these tests cannot pass on the scalar variant alone.
+
+/// Sizes around every share (4, 8, 16 and 2 elements) and its tail.
+const WIDE_SIZES: [usize; 11] = [1, 2, 3, 4, 5, 7, 15, 17, 33, 1025, 4099];
+
+/// `v` stored as `dtype`: floats rounded, integers wrapped to their width
+/// (NumPy's integer arithmetic), bool as 0 or 1.
+fn wrap_to(v: f64, dtype: DType) -> f64 {
+    let i = v as i64;
+    match dtype {
+        DType::I8 => i as i8 as f64,
+        DType::U8 => i as u8 as f64,
+        DType::I16 => i as i16 as f64,
+        DType::U16 => i as u16 as f64,
+        DType::I32 => i as i32 as f64,
+        DType::U32 => i as u32 as f64,
+        _ => common::arrays::round_to(v, dtype),
+    }
+}
+
+/// Evaluate `arrays` and assert it lowered at least one wide kernel.
+fn eval_wide(d: &Device, arrays: &[&Array], what: &str) -> R {
+    let before = d.wide_dispatches();
+    wgarray::eval(arrays)?;
+    assert!(d.wide_dispatches() > before, "{what}: no wide kernel ran");
+    Ok(())
+}
+
+#[test]
+fn wide_variant_sizes_dtypes_tails_and_broadcast_scalars() -> R {
+    use common::arrays::{of_dtype, random_values};
+    let d = device();
+    let f64_ok = d
+        .features()
+        .contains(wgarray::wgpu::Features::SHADER_F64 | wgarray::wgpu::Features::SHADER_INT64);
+    let dtypes = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::U8,
+        DType::I16,
+        DType::I32,
+        DType::U32,
+        DType::F64,
+    ];
+    let mut rng = Rng::new(0x51de);
+    for dtype in dtypes.into_iter().filter(|&t| t != DType::F64 || f64_ok) {
+        for n in WIDE_SIZES {
+            poison_pool(&d, 2 * n);
+            let (xa, xb) = (
+                random_values(&mut rng, n, dtype),
+                random_values(&mut rng, n, dtype),
+            );
+            let a = of_dtype(&d, &xa, &[n], dtype);
+            let b = of_dtype(&d, &xb, &[n], dtype);
+            // A one-element array broadcast: loaded once per thread.
+            let s = of_dtype(&d, &[3.0], &[1], dtype);
+            wgarray::eval(&[&a, &b, &s])?;
+            let what = format!("{dtype:?}[{n}]");
+            // A fused kernel with two outputs of different widths for the
+            // 1- and 2-byte dtypes (the comparison writes bool words).
+            let y = ((&a + &b)? * &s)?;
+            let c = a.less(&b)?;
+            eval_wide(&d, &[&y, &c], &what)?;
+            let want: Vec<f64> = xa
+                .iter()
+                .zip(&xb)
+                .map(|(&p, &q)| wrap_to(wrap_to(p + q, dtype) * 3.0, dtype))
+                .collect();
+            check(
+                &format!("{what} (a + b) * s"),
+                &y.to_f64_vec()?,
+                &want,
+                0.0,
+                0.0,
+            );
+            let want: Vec<f64> = xa
+                .iter()
+                .zip(&xb)
+                .map(|(p, q)| (p < q) as u8 as f64)
+                .collect();
+            check(&format!("{what} a < b"), &c.to_f64_vec()?, &want, 0.0, 0.0);
+            // float64 has no exp on the GPU.
+            if dtype.is_float() && dtype != DType::F64 {
+                let e = (a.exp()? - 0.25)?;
+                eval_wide(&d, &[&e], &what)?;
+                let rel = match dtype {
+                    DType::F16 => 1e-3,
+                    DType::BF16 => 8e-3,
+                    _ => 2e-6,
+                };
+                let want: Vec<f64> = xa.iter().map(|&p| p.exp() - 0.25).collect();
+                check(
+                    &format!("{what} exp(a) - 0.25"),
+                    &e.to_f64_vec()?,
+                    &want,
+                    rel,
+                    rel,
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn wide_variant_needs_an_aligned_offset() -> R {
+    let d = device();
+    let mut rng = Rng::new(0xa11);
+    let x = rng.vec_f32(1030);
+    let a = f(&d, &x, &[1030]);
+    let h = a.astype(DType::F16)?;
+    wgarray::eval(&[&a, &h])?;
+    let xh: Vec<f64> = h.to_f64_vec()?;
+    // (array, host values, first element, whether the offset is whole vec4s)
+    let cases = [
+        (
+            &a,
+            x.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+            1,
+            false,
+        ),
+        (&a, x.iter().map(|&v| v as f64).collect(), 3, false),
+        (&a, x.iter().map(|&v| v as f64).collect(), 4, true),
+        (&h, xh.clone(), 4, false),
+        (&h, xh.clone(), 8, true),
+    ];
+    for (arr, host, start, wide) in cases {
+        poison_pool(&d, 2048);
+        let v = arr.slice(&[Slice::new(Some(start as isize), None, 1)])?;
+        let y = ((&v * 2.0)? + 1.0)?;
+        let before = d.wide_dispatches();
+        y.eval()?;
+        let what = format!("{:?} from {start}", arr.dtype());
+        assert_eq!(d.wide_dispatches() > before, wide, "{what}: wide variant");
+        let want: Vec<f64> = host[start..]
+            .iter()
+            .map(|&p| wrap_to(wrap_to(p * 2.0, arr.dtype()) + 1.0, arr.dtype()))
+            .collect();
+        check(&what, &y.to_f64_vec()?, &want, 0.0, 0.0);
+    }
+    // A transposed operand stays in the scalar variant, right.
+    let m = f(&d, &x[..1024], &[32, 32]);
+    let t = (&m.transpose() + &m)?;
+    let before = d.wide_dispatches();
+    t.eval()?;
+    assert_eq!(d.wide_dispatches(), before, "a transposed load is not wide");
+    let got = t.to_vec::<f32>()?;
+    for i in 0..32 {
+        for j in 0..32 {
+            assert_eq!(got[i * 32 + j], x[j * 32 + i] + x[i * 32 + j]);
+        }
+    }
+    Ok(())
+}

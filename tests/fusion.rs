@@ -238,6 +238,49 @@ fn a_chain_of_elementwise_ops_is_one_dispatch() {
     );
 }
 
+/// A fused chain in the wide variant (kernels/program/wide.rs: 16 bytes of
+/// each operand per thread): three inputs, one of them donated to the
+/// output, a constant, a held intermediate written beside the result, an
+/// f16 round trip; every tail size, poisoned pools, against f64 references
+/// rounded as each op rounds.
+#[test]
+fn a_fused_chain_runs_wide_with_a_donated_input() {
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(17);
+    for n in [1, 3, 4, 5, 7, 33, 1025, 4099] {
+        common::poison_pool(&d, 2 * n);
+        let (xa, xb, xc) = (rng.vec_f32(n), rng.vec_f32(n), rng.vec_f32(n));
+        let b = Array::from_slice(&xb, &[n], &d).unwrap();
+        let c = Array::from_slice(&xc, &[n], &d).unwrap();
+        let (mid, out) = {
+            // After this block `a`'s only holder is the multiply: its
+            // buffer may be donated to an output.
+            let a = Array::from_slice(&xa, &[n], &d).unwrap();
+            a.eval().unwrap();
+            let mid = ((&a * 1.5).unwrap() + &b).unwrap().tanh().unwrap();
+            let y = (&mid - &c).unwrap().astype(DType::F16).unwrap();
+            let out = y.astype(DType::F32).unwrap().abs().unwrap();
+            (mid, out)
+        };
+        let (before, wide) = (d.dispatches(), d.wide_dispatches());
+        wgarray::eval(&[&mid, &out]).unwrap();
+        assert_eq!(d.dispatches() - before, 1, "n = {n}: one kernel");
+        assert_eq!(d.wide_dispatches() - wide, 1, "n = {n}: the wide variant");
+        let (m, o) = (mid.to_vec::<f32>().unwrap(), out.to_vec::<f32>().unwrap());
+        for i in 0..n {
+            let want = ((xa[i] as f64 * 1.5) as f32 as f64 + xb[i] as f64).tanh();
+            assert!(
+                (m[i] as f64 - want).abs() <= 2e-6,
+                "n = {n}: mid[{i}] {} vs {want}",
+                m[i]
+            );
+            let want = half::f16::from_f32(m[i] - xc[i]).to_f32().abs();
+            assert_eq!(o[i], want, "n = {n}: out[{i}]");
+        }
+    }
+}
+
 #[test]
 fn a_held_intermediate_is_written_by_the_same_kernel() {
     let d = device();

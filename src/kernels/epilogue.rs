@@ -59,7 +59,7 @@ pub(crate) fn supported(program: &Program) -> bool {
 /// As `program::dispatch`: sizes, strides or offsets past `u32`, more than
 /// `program::MAX_RANK` merged dimensions.
 pub(crate) fn params(e: &mut Epilogue<'_>) -> Result<Vec<u32>> {
-    Ok(prepare(&mut e.program, &e.bound)?
+    Ok(prepare(&mut e.program, &e.bound, false)?
         .map(|p| p.words())
         .unwrap_or_default())
 }
@@ -204,5 +204,6 @@ pub(crate) fn sample(dtype: DType) -> Program {
         outputs: vec![0, 8, 9, 10],
         inputs: 2,
         rank: 2,
+        vec4: false,
     }
 }

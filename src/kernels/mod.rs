@@ -62,6 +62,9 @@ pub(crate) struct Context {
     pub coop: Vec<wgpu::CooperativeMatrixProperties>,
     /// The GEMM's kernel choices: tuned, remembered, forced.
     pub tuning: tuning::Tuning,
+    /// Elementwise programs dispatched in their wide variant
+    /// (`program::wide`), for [`crate::Device::wide_dispatches`].
+    pub wide_dispatches: std::sync::atomic::AtomicU64,
 }
 
 impl Context {
@@ -98,6 +101,7 @@ impl Context {
             subgroup_max_size: raw.subgroup_max_size,
             coop,
             tuning: tuning::Tuning::new(device, queue, owner, dir),
+            wide_dispatches: std::sync::atomic::AtomicU64::new(0),
         }
     }
 

@@ -28,6 +28,8 @@ use crate::graph::primitive::ElementwiseOp;
 use crate::shape::contiguous_strides;
 use crate::{DType, Error, Result};
 
+mod wide;
+
 /// The most dimensions an elementwise iteration space has (after merging).
 pub(crate) const MAX_RANK: usize = 8;
 
@@ -109,6 +111,11 @@ pub(crate) struct Program {
     pub inputs: u8,
     /// The rank of the iteration space after merging dimensions.
     pub rank: u8,
+    /// The wide variant (`wide.rs`): `array<vec4<u32>>` bindings, several
+    /// consecutive elements per thread, every load dense or one element
+    /// for all (a broadcast scalar). [`dispatch`] chooses it; never in a
+    /// GEMM epilogue.
+    pub vec4: bool,
 }
 
 /// The runtime side of one load: element offset and strides over the
@@ -138,6 +145,9 @@ impl Program {
     /// Elements each thread computes: 4 when an output is 1 byte wide, 2
     /// when one is 2 bytes wide, else 1 (a thread writes whole words).
     fn elems_per_thread(&self) -> usize {
+        if self.vec4 {
+            return wide::elements(self);
+        }
         self.outputs
             .iter()
             .map(|&v| 4 / self.defs[v as usize].dtype().size_in_bytes().min(4))
@@ -194,7 +204,8 @@ impl Program {
              @group(0) @binding(0) var<uniform> p: Params;\n",
             words / 4
         );
-        let outputs: Vec<(String, &str)> = outputs.iter().map(|o| (o.clone(), "u32")).collect();
+        let word = if self.vec4 { "vec4<u32>" } else { "u32" };
+        let outputs: Vec<(String, &str)> = outputs.iter().map(|o| (o.clone(), word)).collect();
         s.push_str(&self.storage_bindings(1, &outputs));
         s.push_str(&self.functions());
         s
@@ -204,9 +215,10 @@ impl Program {
     /// `outputs` (read-write, by name and element type).
     pub(super) fn storage_bindings(&self, first: usize, outputs: &[(String, &str)]) -> String {
         let mut s = String::new();
+        let word = if self.vec4 { "vec4<u32>" } else { "u32" };
         for i in 0..self.inputs {
             s.push_str(&format!(
-                "@group(0) @binding({}) var<storage, read> in{i}: array<u32>;\n",
+                "@group(0) @binding({}) var<storage, read> in{i}: array<{word}>;\n",
                 first + i as usize
             ));
         }
@@ -251,7 +263,8 @@ impl Program {
 
     /// The statements that compute every definition `v{k}` in order. Load
     /// `i` (in load order) reads at `address(i, word of its offset)` plus,
-    /// for a gather, the clamped index times the axis stride.
+    /// for a gather, the clamped index times the axis stride; in the wide
+    /// variant it decodes the bits `l{i}` its caller loaded.
     pub(super) fn statements(
         &self,
         layout: &Layout,
@@ -268,6 +281,14 @@ impl Program {
                     dense: _,
                     gather,
                 } => {
+                    if self.vec4 {
+                        s.push_str(&format!(
+                            "    let v{k}: {ct} = {};\n",
+                            decode(*dtype, &format!("l{li}"))
+                        ));
+                        li += 1;
+                        continue;
+                    }
                     let w = layout.loads[li];
                     let mut addr = address(li, w);
                     if let (Some(g), Some(gw)) = (gather, layout.gathers[li]) {
@@ -366,7 +387,7 @@ impl Program {
                     }
             )
         });
-        if strided && rank > 0 {
+        if strided && rank > 0 && !self.vec4 {
             s.push_str(&unravel("e", "i", 4, rank));
         }
         let dense: Vec<bool> = self
@@ -410,7 +431,20 @@ impl Program {
                 1
             };
         }
-        s.push_str(&format!("\nfn compute(e: u32) -> array<u32, {slots}> {{\n"));
+        // The wide variant's caller loads: `compute` takes each load's bits.
+        let bits: String = self
+            .defs
+            .iter()
+            .filter_map(|d| match d {
+                Def::Load { dtype, .. } if self.vec4 => Some(*dtype),
+                _ => None,
+            })
+            .enumerate()
+            .map(|(li, d)| format!(", l{li}: {}", bits_type(d)))
+            .collect();
+        s.push_str(&format!(
+            "\nfn compute(e: u32{bits}) -> array<u32, {slots}> {{\n"
+        ));
         s.push_str(&self.element_statements(&layout));
         let mut words = Vec::with_capacity(slots);
         for (j, &v) in self.outputs.iter().enumerate() {
@@ -428,6 +462,10 @@ impl Program {
             "    return array<u32, {slots}>({});\n}}\n",
             words.join(", ")
         ));
+        if self.vec4 {
+            s.push_str(&wide::main(self, &layout, &slot));
+            return s;
+        }
         s.push_str(&format!(
             "\n@compute @workgroup_size({WG})\n\
              fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
@@ -591,9 +629,13 @@ pub(crate) fn dispatch(
     mut program: Program,
     bound: &Bound<'_>,
 ) -> Result<Option<Dispatch>> {
-    let Some(p) = prepare(&mut program, bound)? else {
+    let Some(p) = prepare(&mut program, bound, true)? else {
         return Ok(None);
     };
+    if program.vec4 {
+        cx.wide_dispatches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let n: usize = bound.shape.iter().product();
     let threads = n.div_ceil(program.elems_per_thread());
     let workgroups = cx.grid(threads as u64)?;
@@ -613,13 +655,19 @@ pub(crate) fn dispatch(
 /// The parameter block of `program` over `bound` (sizes, then each load's
 /// offset and strides, then the constants, at the words of
 /// [`Program::layout`] with a head of `4 + rank`), filling in `program`'s
-/// merged rank and dense-load flags; `None` for an empty iteration space.
+/// merged rank and dense-load flags, and choosing the wide variant where
+/// `wide` allows it and the operands fit it (`wide::fits`); `None` for an
+/// empty iteration space.
 /// Shared by the elementwise kernel and the GEMM epilogue
 /// (`kernels::epilogue`).
 ///
 /// # Errors
 /// As [`dispatch`].
-pub(super) fn prepare(program: &mut Program, bound: &Bound<'_>) -> Result<Option<Params>> {
+pub(super) fn prepare(
+    program: &mut Program,
+    bound: &Bound<'_>,
+    wide: bool,
+) -> Result<Option<Params>> {
     let n: usize = bound.shape.iter().product();
     if n == 0 {
         return Ok(None);
@@ -641,6 +689,7 @@ pub(super) fn prepare(program: &mut Program, bound: &Bound<'_>) -> Result<Option
             li += 1;
         }
     }
+    program.vec4 = wide && wide::fits(program, &strides, bound);
     let layout = program.layout(4 + shape.len(), &[shape.len()]);
     let (load_words, const_words) = (&layout.loads, &layout.consts);
     let mut p = Params::with_words("elementwise", layout.words);
@@ -693,6 +742,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         outputs,
         inputs,
         rank,
+        vec4: false,
     };
     let mut out = Vec::new();
     for d in DType::ALL {
@@ -854,5 +904,6 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         defs.push(Def::Op { op, args, dtype });
     }
     out.push(program(defs, vec![3, 4, 6, 1], 2, 2).spec());
+    out.extend(wide::specs());
     out
 }

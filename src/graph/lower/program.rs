@@ -425,6 +425,7 @@ fn finish(lw: &mut Lowering<'_>, mut b: Builder<'_>, values: Vec<Value>) -> Resu
         outputs: values,
         inputs: buffers.len() as u8,
         rank: 0,
+        vec4: false,
     };
     let bound = Bound {
         shape: b.shape,
@@ -509,6 +510,7 @@ pub(super) fn epilogue(
             outputs: values,
             inputs: buffers.len() as u8,
             rank: 0,
+            vec4: false,
         },
         loads,
         consts: b.consts,
