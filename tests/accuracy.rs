@@ -53,6 +53,43 @@ fn every_float_function_is_within_its_ulp_bound() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// f16 and bf16 compute in f32 and round once: every unary function over
+/// all 65536 inputs within half an ulp of their type plus the f32 bound
+/// scaled to it (`Function::bound_in`); binary ones over a grid. f16 is
+/// measured where the adapter has it (not on GL).
+#[test]
+fn half_precision_results_are_the_f32_result_rounded_once() {
+    let d = device();
+    let mut failures = Vec::new();
+    for dtype in [DType::BF16, DType::F16] {
+        for f in functions() {
+            let xs = inputs(&f, dtype, 4096);
+            let inside = match measure(&f, &xs, dtype, &d) {
+                Ok((inside, _)) => inside,
+                Err(wgarray::Error::MissingFeature { .. })
+                    if dtype == DType::F16 && common::is_gl(&d) =>
+                {
+                    break;
+                }
+                Err(e) => panic!("{} in {dtype:?}: {e}", f.name),
+            };
+            assert!(inside.count > 1000, "{}: {} inputs", f.name, inside.count);
+            if inside.max > f.bound_in(dtype) || inside.max.is_nan() {
+                failures.push(format!(
+                    "{} in {dtype:?}{:?}: {} ulp > {} (got {:e}, want {:e})",
+                    f.name,
+                    inside.worst_input,
+                    inside.max,
+                    f.bound_in(dtype),
+                    inside.worst_got,
+                    inside.worst_want
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 fn power() -> Function {
     functions().into_iter().find(|f| f.name == "power").unwrap()
 }

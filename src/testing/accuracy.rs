@@ -89,6 +89,17 @@ impl Function {
         }
     }
 
+    /// The bound in ulp of `dtype`: [`Function::bound`] for f32; for f16
+    /// and bf16, whose results are the f32 result rounded once more,
+    /// half an ulp plus the f32 bound scaled to their ulp
+    /// (`0.5 + bound 2^(p - 23)`, `p` their fraction bits).
+    pub fn bound_in(&self, dtype: DType) -> f64 {
+        match dtype {
+            DType::F16 | DType::BF16 => 0.5 + self.bound * 2f64.powi(format_of(dtype).0 - 23),
+            _ => self.bound,
+        }
+    }
+
     /// Whether the function takes two operands.
     pub fn is_binary(&self) -> bool {
         matches!(self.kind, Kind::Binary { .. })

@@ -76,7 +76,7 @@ fn ulps(x: f64) -> String {
     if x.is_infinite() {
         "wrong special".into()
     } else {
-        format!("{x:.2}")
+        format!("{x:.3}")
     }
 }
 
@@ -128,8 +128,14 @@ pub fn run(args: AccuracyArgs) -> Result<(), Stop> {
                         c.inside.mean,
                         c.inside.worst_input
                     ));
-                    if dt == DType::F32 && c.inside.max > f.bound {
-                        failed.push(format!("{name}: {} {} > {}", f.name, c.inside.max, f.bound));
+                    if c.inside.max > f.bound_in(dt) {
+                        failed.push(format!(
+                            "{name}: {} in {dt:?}: {} ulp > {} at {:?}",
+                            f.name,
+                            c.inside.max,
+                            f.bound_in(dt),
+                            c.inside.worst_input
+                        ));
                     }
                     let stats = |s: &Stats| {
                         json!({
@@ -145,7 +151,7 @@ pub fn run(args: AccuracyArgs) -> Result<(), Stop> {
                     figures.push(json!({
                         "function": f.name,
                         "dtype": format!("{dt:?}").to_lowercase(),
-                        "bound_ulp_f32": f.bound,
+                        "bound_ulp": f.bound_in(dt),
                         "domain": [f.domain.0, f.domain.1],
                         "in_domain": stats(&c.inside),
                         "all_inputs": stats(&c.all),
@@ -235,7 +241,7 @@ fn markdown(
     );
     let _ = writeln!(
         s,
-        "\n| function | dtype | domain of the bound | bound (f32) | {} |",
+        "\n| function | dtype | domain of the bound | bound | {} |",
         heads.join(" | ")
     );
     let _ = writeln!(s, "|---|---|---|---|{}", "---|".repeat(heads.len()));
@@ -262,11 +268,8 @@ fn markdown(
             if !gpu_measured {
                 cells.push("not measured yet".into());
             }
-            let bound = if *dt == DType::F32 {
-                format!("{}", f.bound)
-            } else {
-                String::new()
-            };
+            let bound = format!("{:.4}", f.bound_in(*dt));
+            let bound = bound.trim_end_matches('0').trim_end_matches('.');
             let _ = writeln!(
                 s,
                 "| `{}` | {} | {} | {} | {} |",
