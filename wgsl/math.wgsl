@@ -1047,8 +1047,27 @@ fn cos_f(x: f32) -> f32 {
     return sin_cos_abs_f(x, 1u);
 }
 
-// tanh (musl's tanhf): from expm1 of 2|x| (or -2|x| near 0), 1 beyond
-// |x| > 10 where tanh rounds to 1; subnormals are their own tanh.
+// n / (c + e) for c = 1 or 2 and 0 <= e <= c, without the rounding of
+// c + e: e is cut at c's ulp on the bits (e_hi), so s = c + e_hi is exact,
+// and the quotient by s is corrected by the rest e - e_hi (exact too) to
+// first order. No compiler can fold the correction away (the head comes
+// from bits), where the arithmetic 2Sum `e - ((c + e) - c)` can be.
+fn div_by_sum_f(n: f32, c: f32, e: f32) -> f32 {
+    let ue = bitcast<u32>(e);
+    let drop = i32((bitcast<u32>(c) >> 23u) & 0xffu) - i32((ue >> 23u) & 0xffu);
+    var e_hi = 0.0;
+    if drop < 24 {
+        e_hi = bitcast<f32>(ue & (0xffffffffu << u32(max(drop, 0))));
+    }
+    let s = c + e_hi;
+    let q = n / s;
+    return q - q * ((e - e_hi) / s);
+}
+
+// tanh (after musl's tanhf): 1 - 2 / (expm1(2|x|) + 2) beyond
+// log(3)/2, t / (t + 2) with t = expm1(2|x|) below (div_by_sum_f, so
+// only expm1's error and the division's remain), 1 beyond |x| > 10 where
+// tanh rounds to 1; subnormals are their own tanh.
 fn tanh_f(x_in: f32) -> f32 {
     let ux = bitcast<u32>(x_in);
     let w = ux & 0x7fffffffu;
@@ -1064,27 +1083,24 @@ fn tanh_f(x_in: f32) -> f32 {
             let e = expm1_f(2.0 * x);
             t = 1.0 - 2.0 / (e + 2.0);
         }
-    } else if w > 0x3e82c578u {
-        let e = expm1_f(2.0 * x);
-        t = e / (e + 2.0);
     } else if w >= 0x00800000u {
-        let e = expm1_f(-2.0 * x);
-        t = -e / (e + 2.0);
+        let e = expm1_f(2.0 * x);
+        t = div_by_sum_f(e, 2.0, e);
     }
     return select(t, -t, (ux >> 31u) != 0u);
 }
 
 // 1 / (1 + e^-x), from e^-|x| (exp_f) so that nothing cancels: for x < 0
-// it is e^x / (1 + e^x).
+// it is e^x / (1 + e^x); the sums are not rounded (div_by_sum_f).
 fn sigmoid_f(x: f32) -> f32 {
     if is_nan(x) {
         return x;
     }
     if (bitcast<u32>(x) >> 31u) == 0u {
-        return 1.0 / (1.0 + exp_f(-x));
+        return div_by_sum_f(1.0, 1.0, exp_f(-x));
     }
     let e = exp_f(x);
-    return e / (1.0 + e);
+    return div_by_sum_f(e, 1.0, e);
 }
 
 // erf and erfc (musl's erff, erfcf, after fdlibm's s_erff.c): x + x R(x^2)
