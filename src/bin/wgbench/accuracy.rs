@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use wgarray::DType;
-use wgarray::testing::accuracy::{Stats, functions, inputs, measure};
+use wgarray::testing::accuracy::{Kind, Stats, functions, inputs, measure};
 
 use crate::{Stop, adapters, out, writable};
 
@@ -75,6 +75,8 @@ fn column(identity: &crate::report::AdapterIdentity) -> String {
 fn ulps(x: f64) -> String {
     if x.is_infinite() {
         "wrong special".into()
+    } else if x >= 1000.0 {
+        format!("{x:.1e}")
     } else {
         format!("{x:.3}")
     }
@@ -247,10 +249,18 @@ fn markdown(
     let _ = writeln!(s, "|---|---|---|---|{}", "---|".repeat(heads.len()));
     for (fi, f) in fs.iter().enumerate() {
         for (di, dt) in args.dtypes.iter().enumerate() {
-            let domain = if f.domain.0 == f32::NEG_INFINITY && f.domain.1 == f32::INFINITY {
-                "all".to_string()
-            } else {
-                format!("[{}, {}]", f.domain.0, f.domain.1)
+            let interval = |(lo, hi): (f32, f32)| {
+                if lo == f32::NEG_INFINITY && hi == f32::INFINITY {
+                    "all".to_string()
+                } else {
+                    format!("[{lo}, {hi}]")
+                }
+            };
+            let domain = match f.kind {
+                Kind::Binary { domain_b, .. } => {
+                    format!("a: {}, b: {}", interval(f.domain), interval(domain_b))
+                }
+                Kind::Unary { .. } => interval(f.domain),
             };
             let mut cells: Vec<String> = columns
                 .iter()
@@ -268,7 +278,7 @@ fn markdown(
             if !gpu_measured {
                 cells.push("not measured yet".into());
             }
-            let bound = format!("{:.4}", f.bound_in(*dt));
+            let bound = format!("{:.5}", f.bound_in(*dt));
             let bound = bound.trim_end_matches('0').trim_end_matches('.');
             let _ = writeln!(
                 s,
@@ -287,6 +297,29 @@ fn markdown(
         args.points,
         (args.points as f64).sqrt().ceil()
     );
+    if let Some(f32_col) = args.dtypes.iter().position(|&d| d == DType::F32) {
+        for c in columns {
+            let worst: Vec<String> = fs
+                .iter()
+                .enumerate()
+                .filter_map(|(fi, f)| {
+                    let st = &c.2[fi][f32_col].as_ref()?.inside;
+                    let at = if f.is_binary() {
+                        format!("({:e}, {:e})", st.worst_input.0, st.worst_input.1)
+                    } else {
+                        format!("{:e}", st.worst_input.0)
+                    };
+                    (st.max > 0.5).then(|| format!("`{}` {at}", f.name))
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "\nWhere the largest f32 error is on {} (functions above half an ulp; the JSON has every input, result and reference): {}.",
+                c.0,
+                worst.join(", ")
+            );
+        }
+    }
     let _ = writeln!(s, "\nNotes on the functions:\n");
     for f in fs {
         let _ = writeln!(s, "- `{}`: {}.", f.name, f.note);
