@@ -583,7 +583,7 @@ pub fn functions() -> Vec<Function> {
             ALL_F32,
             2.0,
             &[],
-            "within 2 ulp",
+            "within 2 ulp: WGSL's `inverseSqrt` (Vulkan allows 2 ulp); `sqrt(x) / x`, two correctly rounded operations, measured the same 1.45 on Mesa (their relative errors add), and a correctly rounded rsqrt would need a Newton step with an exact residual",
         ),
         u(
             "reciprocal",
@@ -942,9 +942,14 @@ mod tests {
             .find(|f| f.name == "erfinv")
             .unwrap();
         let xs = inputs(&f, DType::F32, 1000);
-        assert!(xs.len() > 2000);
-        assert!(xs.iter().all(|&(x, _)| !x.is_finite() || x.abs() <= 1.0));
+        // About 1000 per sign inside [-1, 1], a quarter as many over all
+        // of f32 (of which half lies inside too).
+        let inside = xs.iter().filter(|&&(x, _)| x.abs() <= 1.0).count();
+        assert!(inside > 2000 && inside < 3000, "{inside}");
+        assert!(xs.len() - inside > 200, "{}", xs.len());
         assert!(xs.iter().any(|&(x, _)| x.is_nan()));
+        assert!(xs.iter().any(|&(x, _)| x == f64::INFINITY));
+        assert!(xs.contains(&(f64::from(f32::from_bits(1)), 0.0)));
         assert!(inputs(&f, DType::BF16, 10).len() >= 65536);
     }
 }
