@@ -9,7 +9,8 @@
 //!   (criterion prints bytes per second: compare the three);
 //! - `softmax` and `layer_norm` on f32[4096, 1024], fused and unfused;
 //! - `mlp`: a transformer MLP block (`layer_norm(x + gelu(x W1 + b1) W2 + b2)`,
-//!   x f32[128, 384], W1 [384, 1536]), eager and compiled.
+//!   x f32[128, 384], W1 [384, 1536]), eager (with and without the GEMM
+//!   epilogues fused) and compiled.
 //!
 //! `cargo bench --bench fusion`; docs/PERFORMANCE.md records the figures.
 
@@ -174,9 +175,19 @@ fn normalisations(c: &mut Criterion, d: &Device) {
 }
 
 fn mlp_block(x: &Array, p: &[Array]) -> wgarray::Result<Array> {
-    let h = x.matmul(&p[0])?;
+    mlp_with(x, p, &|h| Ok(h))
+}
+
+/// The MLP block with `via` applied to each GEMM's product before its
+/// epilogue reads it.
+fn mlp_with(
+    x: &Array,
+    p: &[Array],
+    via: &dyn Fn(Array) -> wgarray::Result<Array>,
+) -> wgarray::Result<Array> {
+    let h = via(x.matmul(&p[0])?)?;
     let h = (&h + &p[1])?.gelu()?;
-    let y = (&h.matmul(&p[2])? + &p[3])?;
+    let y = (&via(h.matmul(&p[2])?)? + &p[3])?;
     (x + &y)?.layer_norm(Some(&p[4]), Some(&p[5]), 1e-5)
 }
 
@@ -197,6 +208,17 @@ fn mlp(c: &mut Criterion, d: &Device) {
     g.bench_function("eager", |b| {
         b.iter(|| {
             mlp_block(&x, &params).unwrap().eval().unwrap();
+            d.synchronize().unwrap();
+        })
+    });
+    // The same block as before GEMM epilogues were fused: each product is
+    // read through a no-op view (expand, squeeze), which the planner does
+    // not fold into a GEMM, so the GEMM writes it and the bias and gelu run
+    // as one fused elementwise kernel.
+    g.bench_function("eager, epilogue not fused", |b| {
+        b.iter(|| {
+            let via = |h: Array| h.expand_dims(0)?.squeeze(0);
+            mlp_with(&x, &params, &via).unwrap().eval().unwrap();
             d.synchronize().unwrap();
         })
     });

@@ -64,6 +64,7 @@ pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
 pub use ops::shape::SplitSpec;
 pub use ops::topk::topk;
+pub use ops::writes::At;
 pub use read_async::{EvalFuture, ReadFuture, eval_async};
 pub use scalar::{Operand, Scalar};
 pub use snapshot::{ArrayView, BufferSnapshot, MemorySnapshot};

@@ -163,39 +163,48 @@ fn agree(got: &[Vec<f64>], want: &[Vec<f64>]) -> std::result::Result<(), String>
     Ok(())
 }
 
-#[test]
-fn fused_and_unfused_agree_on_random_graphs() {
+/// `cases` random values of `strategy`, each evaluated by `run` on a device
+/// with fusion on and on one with it off, must agree; afterwards neither
+/// device holds an array, a node or a buffer.
+fn fused_and_unfused_agree<S: Strategy>(
+    cases: u32,
+    strategy: S,
+    run: impl Fn(&Device, &S::Value) -> Vec<Vec<f64>>,
+) {
     let fused = device();
     let unfused = device();
     fused.set_fusion(true);
     unfused.set_fusion(false);
     let mut runner = TestRunner::new(Config {
-        cases: 96,
+        cases,
         failure_persistence: None,
         ..Config::default()
     });
     runner
-        .run(
-            &(
-                prop::collection::vec(op(), 1..10),
-                any::<u64>(),
-                any::<u64>(),
-            ),
-            |(ops, hold, seed)| {
-                let mut rng = Rng::new(seed);
-                let inputs = vec![rng.vec_f32(R * C), rng.vec_f32(C), rng.vec_f32(R)];
-                let hold = hold | 1 << 63; // the last value at least
-                let a = run(&fused, &inputs, &ops, hold);
-                let b = run(&unfused, &inputs, &ops, hold);
-                agree(&a, &b).map_err(TestCaseError::fail)
-            },
-        )
+        .run(&strategy, |v| {
+            agree(&run(&fused, &v), &run(&unfused, &v)).map_err(TestCaseError::fail)
+        })
         .unwrap();
     for d in [&fused, &unfused] {
         assert_eq!(d.live_arrays(), 0);
         assert_eq!(d.live_nodes(), 0);
         assert_eq!(d.active_memory(), 0);
     }
+}
+
+#[test]
+fn fused_and_unfused_agree_on_random_graphs() {
+    let strategy = (
+        prop::collection::vec(op(), 1..10),
+        any::<u64>(),
+        any::<u64>(),
+    );
+    fused_and_unfused_agree(96, strategy, |d, (ops, hold, seed)| {
+        let mut rng = Rng::new(*seed);
+        let inputs = vec![rng.vec_f32(R * C), rng.vec_f32(C), rng.vec_f32(R)];
+        let hold = hold | 1 << 63; // the last value at least
+        run(d, &inputs, ops, hold)
+    });
 }
 
 /// Dispatches one eval of `build`'s result costs on `d`.
@@ -332,4 +341,351 @@ fn normalisations_take_two_dispatches_each() {
             assert_eq!(dispatches(&d, build), 2, "{name} on {dt}");
         }
     }
+}
+
+/// One op of a random GEMM epilogue over a product of shape `[m, n]`.
+#[derive(Clone, Copy, Debug)]
+enum Epi {
+    /// `+ b`, a row of `n` broadcast along rows.
+    Bias,
+    /// `+ r`, a residual `[m, n]` (read transposed when `true`).
+    Residual(bool),
+    /// `* s`.
+    Scale(i8),
+    Gelu,
+    Relu,
+    Tanh,
+    /// Round trip through f16 (where the adapter has it; else bf16).
+    Half,
+    /// Keep this value: the caller holds it.
+    Hold,
+}
+
+fn epi() -> impl Strategy<Value = Epi> {
+    prop_oneof![
+        Just(Epi::Bias),
+        any::<bool>().prop_map(Epi::Residual),
+        (-4i8..5).prop_map(Epi::Scale),
+        Just(Epi::Gelu),
+        Just(Epi::Relu),
+        Just(Epi::Tanh),
+        Just(Epi::Half),
+        Just(Epi::Hold),
+    ]
+}
+
+/// One random GEMM-and-epilogue graph: sizes, which operand is a
+/// transposed view, whether the product is held, the epilogue's ops, and
+/// whether the last value is cast to f16 (or bf16).
+#[derive(Clone, Debug)]
+struct EpiCase {
+    m: usize,
+    n: usize,
+    k: usize,
+    a_t: bool,
+    w_t: bool,
+    hold_product: bool,
+    ops: Vec<Epi>,
+    cast_out: bool,
+}
+
+fn epi_case() -> impl Strategy<Value = EpiCase> {
+    let size = prop::sample::select(vec![1usize, 7, 33, 65]);
+    (
+        (size.clone(), size.clone(), size),
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+        prop::collection::vec(epi(), 1..5),
+    )
+        .prop_map(
+            |((m, n, k), (a_t, w_t, hold_product, cast_out), ops)| EpiCase {
+                m,
+                n,
+                k,
+                a_t,
+                w_t,
+                hold_product,
+                ops,
+                cast_out,
+            },
+        )
+}
+
+/// Evaluate `case` on `d` from `seed`'s data; every value the caller holds
+/// (the product if asked, held intermediates, the result), as f64.
+fn run_epilogue(d: &Device, case: &EpiCase, seed: u64) -> Vec<Vec<f64>> {
+    let (m, n, k) = (case.m, case.n, case.k);
+    let mut rng = Rng::new(seed);
+    let half = if common::is_gl(d) {
+        DType::BF16
+    } else {
+        DType::F16
+    };
+    // A transposed operand is the transpose of a stored transpose.
+    let x = if case.a_t {
+        Array::from_slice(&rng.vec_f32(k * m), &[k, m], d)
+            .unwrap()
+            .transpose()
+    } else {
+        Array::from_slice(&rng.vec_f32(m * k), &[m, k], d).unwrap()
+    };
+    let w = if case.w_t {
+        Array::from_slice(&rng.vec_f32(n * k), &[n, k], d)
+            .unwrap()
+            .transpose()
+    } else {
+        Array::from_slice(&rng.vec_f32(k * n), &[k, n], d).unwrap()
+    };
+    let b = Array::from_slice(&rng.vec_f32(n), &[n], d).unwrap();
+    let r = Array::from_slice(&rng.vec_f32(m * n), &[m, n], d).unwrap();
+    let rt = Array::from_slice(&rng.vec_f32(m * n), &[n, m], d)
+        .unwrap()
+        .transpose();
+    let product = x.matmul(&w).unwrap();
+    let mut held = Vec::new();
+    if case.hold_product {
+        held.push(product.clone());
+    }
+    let mut y = product;
+    for op in &case.ops {
+        y = match *op {
+            Epi::Bias => (&y + &b).unwrap(),
+            Epi::Residual(false) => (&y + &r).unwrap(),
+            Epi::Residual(true) => (&y + &rt).unwrap(),
+            Epi::Scale(s) => (&y * (s as f64 * 0.5)).unwrap(),
+            Epi::Gelu => y.gelu().unwrap(),
+            Epi::Relu => y.relu().unwrap(),
+            Epi::Tanh => y.tanh().unwrap(),
+            Epi::Half => y.astype(half).unwrap().astype(DType::F32).unwrap(),
+            Epi::Hold => {
+                held.push(y.clone());
+                y
+            }
+        };
+    }
+    if case.cast_out {
+        y = y.astype(half).unwrap();
+    }
+    held.push(y);
+    wgarray::eval(&held.iter().collect::<Vec<_>>()).unwrap();
+    held.iter().map(|a| a.to_f64_vec().unwrap()).collect()
+}
+
+#[test]
+fn gemm_epilogues_agree_fused_and_unfused() {
+    // Each case compiles a GEMM of its own (seconds on llvmpipe for the
+    // medium tile): few cases.
+    fused_and_unfused_agree(16, (epi_case(), any::<u64>()), |d, (case, seed)| {
+        run_epilogue(d, case, *seed)
+    });
+}
+
+#[test]
+fn gelu_of_a_biased_matmul_is_one_dispatch() {
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(11);
+    let (m, k, n) = (33, 65, 7);
+    let (xv, wv, bv) = (rng.vec_f32(m * k), rng.vec_f32(k * n), rng.vec_f32(n));
+    let rv = rng.vec_f32(m * n);
+    let x = Array::from_slice(&xv, &[m, k], &d).unwrap();
+    let w = Array::from_slice(&wv, &[k, n], &d).unwrap();
+    let b = Array::from_slice(&bv, &[n], &d).unwrap();
+    let r = Array::from_slice(&rv, &[m, n], &d).unwrap();
+    let mlp = || (&x.matmul(&w).unwrap() + &b).unwrap().gelu().unwrap();
+    let residual = || (&(&x.matmul(&w).unwrap() + &b).unwrap() + &r).unwrap();
+    assert_eq!(dispatches(&d, mlp), 1);
+    assert_eq!(dispatches(&d, residual), 1);
+    let plan = wgarray::explain(&[&mlp()]).unwrap();
+    assert!(plan.contains("1 kernel for"), "{plan}");
+    assert!(plan.contains("fused [matmul, add, gelu]"), "{plan}");
+    // The values: against an f64 reference.
+    let got = mlp().to_vec::<f32>().unwrap();
+    let got_r = residual().to_vec::<f32>().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let h: f64 = (0..k)
+                .map(|t| xv[i * k + t] as f64 * wv[t * n + j] as f64)
+                .sum::<f64>()
+                + bv[j] as f64;
+            let g = 0.5 * h * (1.0 + erf(h / std::f64::consts::SQRT_2));
+            let e = i * n + j;
+            assert!(
+                (got[e] as f64 - g).abs() <= 1e-4 * (1.0 + g.abs()),
+                "gelu [{i}, {j}]"
+            );
+            let want = h + rv[e] as f64;
+            assert!(
+                (got_r[e] as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                "residual [{i}, {j}]"
+            );
+        }
+    }
+    d.set_fusion(false);
+    assert_eq!(dispatches(&d, mlp), 3, "unfused: matmul, add, gelu");
+}
+
+#[test]
+fn a_product_read_elsewhere_or_held_stays_correct() {
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(13);
+    let (m, k, n) = (7, 33, 65);
+    let x = Array::from_slice(&rng.vec_f32(m * k), &[m, k], &d).unwrap();
+    let w = Array::from_slice(&rng.vec_f32(k * n), &[k, n], &d).unwrap();
+    // Held: written by the epilogue as a second output, one dispatch.
+    let p = x.matmul(&w).unwrap();
+    let y = p.relu().unwrap();
+    let before = d.dispatches();
+    wgarray::eval(&[&y]).unwrap();
+    assert_eq!(d.dispatches() - before, 1);
+    assert!(p.is_evaluated());
+    let (pv, yv) = (p.to_vec::<f32>().unwrap(), y.to_vec::<f32>().unwrap());
+    for (a, b) in pv.iter().zip(&yv) {
+        assert_eq!(a.max(0.0), *b);
+    }
+    // Read by a reduction too: the GEMM writes it, the epilogue is not fused.
+    let p = x.matmul(&w).unwrap();
+    let s = p.sum(-1, true).unwrap();
+    let y = (&p.tanh().unwrap() - &s).unwrap();
+    let before = d.dispatches();
+    y.eval().unwrap();
+    assert_eq!(d.dispatches() - before, 3);
+}
+
+/// The error function (Abramowitz and Stegun 7.1.26 is too coarse here:
+/// a series for small arguments, a continued fraction beyond).
+fn erf(x: f64) -> f64 {
+    if x.abs() > 3.0 {
+        // erfc by its continued fraction.
+        let t = x.abs();
+        let mut f = 0.0;
+        for i in (1..60).rev() {
+            f = (i as f64 / 2.0) / (t + f);
+        }
+        let erfc = (-t * t).exp() / (t + f) / std::f64::consts::PI.sqrt();
+        return x.signum() * (1.0 - erfc);
+    }
+    let mut sum = 0.0;
+    let mut term = x;
+    for n in 0..80 {
+        sum += term / (2 * n + 1) as f64;
+        term *= -x * x / (n + 1) as f64;
+    }
+    2.0 / std::f64::consts::PI.sqrt() * sum
+}
+
+#[test]
+fn every_gemm_family_runs_an_epilogue() {
+    // Forced with `set_gemm_kernel`; the workgroup-memory family compiles
+    // for about a minute on llvmpipe through GL, so it is checked on
+    // Vulkan only. Odd N (scalar stores, rows not word aligned: the packed
+    // output merges with atomics), a transposed weight, a held product.
+    let d = device();
+    let mut kernels = vec!["register 8 8 4 1", "splitk 16 16 0"];
+    if !common::is_gl(&d) {
+        kernels.push("shared 16 16 4 1 16");
+    }
+    if d.features().contains(wgarray::wgpu::Features::SUBGROUP) {
+        kernels.push("splitk 8 8 1");
+    }
+    let mut rng = Rng::new(17);
+    let (m, k, n) = (9, 33, 7);
+    let x = Array::from_slice(&rng.vec_f32(m * k), &[m, k], &d).unwrap();
+    let w = Array::from_slice(&rng.vec_f32(n * k), &[n, k], &d)
+        .unwrap()
+        .transpose();
+    let b = Array::from_slice(&rng.vec_f32(n), &[n], &d).unwrap();
+    let r = Array::from_slice(&rng.vec_f32(m * n), &[m, n], &d).unwrap();
+    let half = if common::is_gl(&d) {
+        DType::BF16
+    } else {
+        DType::F16
+    };
+    for s in kernels {
+        d.set_gemm_kernel(Some(s.parse().unwrap())).unwrap();
+        let run = |fusion: bool| {
+            d.set_fusion(fusion);
+            let p = x.matmul(&w).unwrap();
+            let y = (&(&p + &b).unwrap().gelu().unwrap() + &r).unwrap();
+            let h = y.astype(half).unwrap();
+            let before = d.dispatches();
+            wgarray::eval(&[&p, &y, &h]).unwrap();
+            let count = d.dispatches() - before;
+            let values = [&p, &y, &h].map(|a| a.to_f64_vec().unwrap()).to_vec();
+            (count, values)
+        };
+        let (fused_count, fused) = run(true);
+        let (_, unfused) = run(false);
+        assert_eq!(fused_count, 1, "{s}");
+        agree(&fused, &unfused).unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+    d.set_gemm_kernel(None).unwrap();
+}
+
+#[test]
+fn an_f64_epilogue_falls_back_to_the_gemm_and_a_kernel() {
+    // The GEMM kernels do not enable f64: the planner fuses, lowering runs
+    // the GEMM, then the rest as an elementwise kernel.
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(19);
+    let (m, k, n) = (7, 9, 5);
+    let (xv, wv) = (rng.vec_f32(m * k), rng.vec_f32(k * n));
+    let x = Array::from_slice(&xv, &[m, k], &d).unwrap();
+    let w = Array::from_slice(&wv, &[k, n], &d).unwrap();
+    if !d.features().contains(wgarray::wgpu::Features::SHADER_F64) {
+        // Without f64 the cast is refused before anything runs.
+        let y = x.matmul(&w).unwrap().astype(DType::F64);
+        assert!(
+            matches!(y, Err(wgarray::Error::MissingFeature { .. })),
+            "{y:?}"
+        );
+        return;
+    }
+    let y = x
+        .matmul(&w)
+        .unwrap()
+        .tanh()
+        .unwrap()
+        .astype(DType::F64)
+        .unwrap();
+    let before = d.dispatches();
+    y.eval().unwrap();
+    assert_eq!(d.dispatches() - before, 2);
+    let got = y.to_vec::<f64>().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let p: f32 = (0..k).map(|t| xv[i * k + t] * wv[t * n + j]).sum();
+            assert!(
+                (got[i * n + j] - p.tanh() as f64).abs() <= 1e-5,
+                "[{i}, {j}]"
+            );
+        }
+    }
+    drop((x, w, y));
+    assert_eq!(d.active_memory(), 0);
+}
+
+#[test]
+fn a_new_shape_or_scalar_reuses_the_epilogue_pipeline() {
+    // Pipelines are keyed by the GEMM variant and the epilogue's structure:
+    // sizes, strides and constants are parameters.
+    let d = device();
+    d.set_fusion(true); // whatever WGARRAY_FUSION says
+    let mut rng = Rng::new(23);
+    let mut run = |m: usize, k: usize, n: usize, s: f64| {
+        let x = Array::from_slice(&rng.vec_f32(m * k), &[m, k], &d).unwrap();
+        let w = Array::from_slice(&rng.vec_f32(k * n), &[k, n], &d).unwrap();
+        let b = Array::from_slice(&rng.vec_f32(n), &[n], &d).unwrap();
+        let y = (&(&x.matmul(&w).unwrap() + &b).unwrap() * s)
+            .unwrap()
+            .relu()
+            .unwrap();
+        y.eval().unwrap();
+    };
+    run(33, 65, 7, 0.5);
+    let created = d.pipelines_created();
+    // Same shape class and load modes (K and N not multiples of 4).
+    run(35, 67, 9, -2.0);
+    assert_eq!(d.pipelines_created(), created);
 }

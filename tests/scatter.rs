@@ -302,3 +302,21 @@ fn put_along_axis_writes_values_and_one_duplicate_wins() {
     drop((base, xt, idx, e));
     assert_empty(&d);
 }
+
+#[test]
+fn put_along_axis_writes_where_values_broadcast_the_indices() {
+    // Indices [2, 1] broadcast by values [2, 3]: each whole row is
+    // written, not only its first column (the mark of written places once
+    // had the indices' shape alone).
+    let d = device();
+    let x = f(&d, &[0.0; 9], &[3, 3]);
+    let idx = i(&d, &[2, 0], &[2, 1]);
+    let v = f(&d, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let y = x.put_along_axis(&idx, &v, 0).unwrap();
+    assert_eq!(
+        y.to_vec::<f32>().unwrap(),
+        vec![4.0, 5.0, 6.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0]
+    );
+    drop((x, idx, v, y));
+    assert_empty(&d);
+}

@@ -12,6 +12,9 @@
 // Placeholders (src/kernels/matmul.rs):
 //   OUT_VEC: N % 4 == 0, so a column quad is stored as one vec4;
 //   HAS_BIAS: the bias binding exists;
+//   HAS_EPILOGUE: a fused elementwise epilogue (src/kernels/epilogue.rs,
+//   EPILOGUE_FN: its bindings and `epilogue`, EPILOGUE_PARAMS: its
+//   parameter words `p.w`) stores the results instead of `out`;
 //   K_TAIL: K is not a multiple of the family's K step, so the last step
 //   masks k >= K (when false the masks fold away at compile time);
 //   BINDINGS and the A_*, B_*, BIAS_*, OUT_* expressions: element loads and
@@ -44,6 +47,7 @@ struct Params {
     // Workgroup offset of this dispatch (x, y, z): a grid larger than the
     // per-dimension dispatch limit runs as several dispatches.
     group0: vec4<u32>,
+{{EPILOGUE_PARAMS}}
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -51,6 +55,7 @@ struct Params {
 const OUT_VEC: bool = {{OUT_VEC}};
 const HAS_BIAS: bool = {{HAS_BIAS}};
 const K_TAIL: bool = {{K_TAIL}};
+const HAS_EPILOGUE: bool = {{HAS_EPILOGUE}};
 
 {{BINDINGS}}
 
@@ -61,6 +66,8 @@ fn b4(e: u32) -> vec4<f32> { return {{B_FOUR}}; }
 fn bias1(e: u32) -> f32 { return {{BIAS_ONE}}; }
 fn out1(e: u32, x: f32) { {{OUT_ONE}}; }
 fn out4(e: u32, v: vec4<f32>) { {{OUT_FOUR}}; }
+
+{{EPILOGUE_FN}}
 
 // bfloat16 helpers (unused by the other dtypes). Element 2i of a bf16
 // array is the low half of word i.
@@ -121,7 +128,7 @@ fn batch_bases(z: u32) -> Bases {
 
 // THE epilogue of every family: scale, add the bias and store one column
 // quad (columns 4q .. 4q + 4) of one output row, if it lies inside the
-// output.
+// output; with a fused epilogue, hand the quad to it instead.
 fn store_quad(row: u32, q: u32, x: vec4<f32>, c_base: u32, out_base: u32) {
     let col = q * 4u;
     if row >= p.m || col >= p.n {
@@ -135,7 +142,9 @@ fn store_quad(row: u32, q: u32, x: vec4<f32>, c_base: u32, out_base: u32) {
         }
     }
     let o = out_base + row * p.n + col;
-    if OUT_VEC {
+    if HAS_EPILOGUE {
+        epilogue(o, r, min(4u, p.n - col));
+    } else if OUT_VEC {
         out4(o, r);
     } else {
         for (var j = 0u; j < 4u; j++) {

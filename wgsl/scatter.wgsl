@@ -8,6 +8,15 @@
 // negative index counts from the end; out-of-range ones are clamped (as
 // take).
 //
+// A slice write (slice_update) is the same walk without indices: INDEX
+// returns 0, the axis has length 1, no zeroing pass, and each update is
+// stored at `out offset + coords(u) . out strides` (strides of the slice
+// in its array, negative for a negative step). Packed elements (1 and 2
+// bytes) are read with half_word/byte_of (convert.wgsl) and merged into
+// their word with atomicAnd and atomicOr (kernels/bits.rs store_element),
+// so two threads writing lanes of one word do not race; 8-byte elements
+// are two word stores.
+//
 //   PASS 0  a thread per output word: zero it
 //   PASS 1  a thread per update: add or store it
 //
@@ -19,14 +28,14 @@
 //   INDEX  statements of fn index(i) -> i32: index element i, as i32 (u32
 //          indices past i32::MAX saturate, and clamp to the end)
 //   ADD    statements of fn add(q, i): add (or store) update element i to
-//          out word q
+//          out element q (a word, but for the packed and 8-byte stores)
 
 const WG: u32 = 256u;
 
 struct Params {
     // updates' element count, ndim, axis length, output stride of the axis
     head: vec4<u32>,
-    // index offset, update offset, output words, -
+    // index offset, update offset, output words to zero, output offset
     misc: vec4<u32>,
     shape: array<vec4<u32>, 2>,
     index_strides: array<vec4<u32>, 2>,
@@ -72,6 +81,6 @@ fn main(
         j += len;
     }
     j = clamp(j, 0, len - 1);
-    let q = unravel(u, nd, p.shape, p.out_strides) + u32(j) * p.head.w;
+    let q = p.misc.w + unravel(u, nd, p.shape, p.out_strides) + u32(j) * p.head.w;
     add(q, p.misc.y + unravel(u, nd, p.shape, p.update_strides));
 }

@@ -242,7 +242,9 @@ fn run_group(
                 if pending
                     && matches!(
                         n.primitive,
-                        Primitive::Elementwise(_) | Primitive::Full { .. }
+                        Primitive::Elementwise(_)
+                            | Primitive::Full { .. }
+                            | Primitive::Matmul { .. }
                     )
                 {
                     run_node(lw, n, marked)?;

@@ -300,6 +300,28 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             outs[t] += outs[i];
         }
     }
+    // GEMM epilogues: a matmul joins the one kernel that reads its product.
+    let mut epilogue_of: Vec<Option<usize>> = vec![None; n];
+    if fusion {
+        let mut taken: Vec<usize> = Vec::new();
+        let r = Reach {
+            f: &f,
+            mat: &mat,
+            lowered_view: &lowered_view,
+            roots: &roots,
+        };
+        for (i, e) in epilogue_of.iter_mut().enumerate() {
+            let Some(t) = r.epilogue_target(order, i, &mut parent, &leaves, &outs, max_bindings)
+            else {
+                continue;
+            };
+            if !taken.contains(&t) {
+                taken.push(t);
+                *e = Some(t);
+                outs[t] += f.held[i][0] as usize;
+            }
+        }
+    }
     // Groups, their members and where they run.
     let mut group_of: HashMap<usize, usize> = HashMap::default();
     let mut groups: Vec<Group> = Vec::new();
@@ -307,13 +329,16 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
     let mut member_of: Vec<Vec<usize>> = vec![Vec::new(); n];
     for i in 0..n {
         match f.kinds[i] {
-            Kind::Other => steps[i] = Step::Lower,
+            Kind::Other if epilogue_of[i].is_none() => steps[i] = Step::Lower,
             Kind::View if lowered_view[i] => steps[i] = Step::Lower,
             _ => {}
         }
         let mut ks: Vec<usize> = Vec::new();
         if has_kernel(i) {
             ks.push(find(&mut parent, i));
+        }
+        if let Some(t) = epilogue_of[i] {
+            ks.push(find(&mut parent, t));
         }
         if matches!(f.kinds[i], Kind::Elementwise | Kind::Const | Kind::View)
             && !(f.kinds[i] == Kind::View && lowered_view[i])
@@ -340,6 +365,13 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
                     groups[g].outputs.push((i, k));
                 }
             }
+        }
+        if let Some(t) = epilogue_of[i]
+            && f.held[i][0]
+        {
+            // A product someone holds is written by its epilogue too.
+            let g = group_of[&find(&mut parent, t)];
+            groups[g].outputs.push((i, 0));
         }
     }
     let mut release: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -389,6 +421,83 @@ fn kernels_of(
         }
     }
     ks
+}
+
+/// What the planner knows once values are materialised: enough to ask which
+/// kernels compute a node.
+struct Reach<'p> {
+    f: &'p Facts,
+    mat: &'p [Vec<bool>],
+    lowered_view: &'p [bool],
+    roots: &'p [Vec<usize>],
+}
+
+impl Reach<'_> {
+    fn kernels_of(&self, c: usize, parent: &mut [usize]) -> Vec<usize> {
+        kernels_of(c, self.f, self.mat, self.lowered_view, self.roots, parent)
+    }
+
+    /// The kernel (root) a matmul at `i` can run as the epilogue of: every
+    /// reader of its product is computed in that one kernel, every value
+    /// computed there from the product is elementwise of the product's
+    /// shape (so the epilogue reads the product at its own element, never
+    /// through a view), and the GEMM's operands, the kernel's other loads
+    /// and its outputs fit `max_bindings`. A product someone holds is
+    /// written by the epilogue as an extra output.
+    fn epilogue_target(
+        &self,
+        order: &[Arc<Node>],
+        i: usize,
+        parent: &mut [usize],
+        leaves: &[Vec<usize>],
+        outs: &[usize],
+        max_bindings: usize,
+    ) -> Option<usize> {
+        let f = self.f;
+        if !matches!(order[i].primitive, Primitive::Matmul { .. })
+            || !f.live[i][0]
+            || f.consumers[i][0].is_empty()
+        {
+            return None;
+        }
+        let (mut target, mut product) = (None, None);
+        for &c in &f.consumers[i][0] {
+            match (self.kernels_of(c, parent).as_slice(), target) {
+                ([usize::MAX], _) => return None,
+                ([only], None) => target = Some(*only),
+                ([only], Some(t)) if *only == t => {}
+                _ => return None,
+            }
+            for (slot, &id) in f.inputs[c].iter().zip(&f.input_ids[c]) {
+                if *slot == Some((i, 0)) {
+                    product = Some(id);
+                }
+            }
+        }
+        let t = target?;
+        // Everything the kernel computes from the product.
+        let mut stack = f.consumers[i][0].clone();
+        let mut seen: Vec<usize> = Vec::new();
+        while let Some(d) = stack.pop() {
+            if seen.contains(&d) {
+                continue;
+            }
+            seen.push(d);
+            if f.kinds[d] != Kind::Elementwise || f.shapes[d] != f.shapes[i] {
+                return None;
+            }
+            for cs in &f.consumers[d] {
+                for &x in cs {
+                    if self.kernels_of(x, parent).contains(&t) {
+                        stack.push(x);
+                    }
+                }
+            }
+        }
+        let loads = leaves[t].iter().filter(|&&l| Some(l) != product).count();
+        let operands = order[i].inputs.len();
+        (operands + loads + outs[t] + f.held[i][0] as usize <= max_bindings).then_some(t)
+    }
 }
 
 /// Which values are materialised, which views get a storage of their own,

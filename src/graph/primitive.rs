@@ -61,6 +61,15 @@ pub(crate) enum Primitive {
     /// output's shape at input 0's indices (i32 or u32, the updates' shape)
     /// along `axis`.
     Scatter { axis: usize, add: bool },
+    /// Input 0 with input 1 (the update, input 0's dtype, already
+    /// broadcast to the slice's shape) written over the strided slice that
+    /// starts at `starts` and walks `steps` (MLX `slice_update`). Written
+    /// into input 0's buffer when nothing else holds it (donation), else
+    /// into a copy.
+    SliceUpdate {
+        starts: Vec<usize>,
+        steps: Vec<isize>,
+    },
     /// The input's bits read as the output's dtype, of the same size
     /// (NumPy `view(dtype)`): the output shares the input's buffer, strides
     /// and offset. Not a [`View`]: fusion does not look through it, so the
@@ -588,6 +597,7 @@ impl Primitive {
             Primitive::Sort { .. } => "sort",
             Primitive::Scatter { add: true, .. } => "scatter_add",
             Primitive::Scatter { add: false, .. } => "put_along_axis",
+            Primitive::SliceUpdate { .. } => "slice_update",
             Primitive::Bitcast => "view",
             Primitive::Placeholder { .. } => "compile input",
         }

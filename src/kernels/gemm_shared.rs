@@ -9,7 +9,7 @@
 //! (named variables, literal indices) for the tile and the operand load
 //! modes; see `matmul::gemm_body` for why.
 
-use super::matmul::{GemmKernel, Mode, indent};
+use super::matmul::{GemmKernel, Mode, indent, store_quads};
 
 /// The blocks one workgroup stages per step: `bm x bk` of A and `bk x bn`
 /// of B, by `threads` threads.
@@ -175,7 +175,13 @@ pub(crate) fn staging(s: Staging, a_mode: Mode, b_mode: Mode) -> StagingCode {
 }
 
 /// The substitutions of `wgsl/gemm_shared.wgsl` for a `Shared` kernel.
-pub(crate) fn subs(kernel: GemmKernel, a_mode: Mode, b_mode: Mode) -> Vec<(&'static str, String)> {
+/// `looped`: the stores as one loop (`matmul::store_quads`).
+pub(crate) fn subs(
+    kernel: GemmKernel,
+    a_mode: Mode,
+    b_mode: Mode,
+    looped: bool,
+) -> Vec<(&'static str, String)> {
     let GemmKernel::Shared {
         wg_x,
         wg_y,
@@ -227,17 +233,18 @@ pub(crate) fn subs(kernel: GemmKernel, a_mode: Mode, b_mode: Mode) -> Vec<(&'sta
         }
         compute.push("}".to_string());
     }
-    let mut epilogue = Vec::new();
+    let mut calls = Vec::new();
     for r in 0..tm {
         let (g, i) = (r / 4, r % 4);
         for v in 0..nv {
-            epilogue.push(format!(
-                "store_quad(tile_row0 + ({}u + ty) * 4u + {i}u, tile_q0 + {}u + tx, acc_{r}_{v}, bases.c, bases.out);",
-                g * wg_y,
-                v * wg_x
-            ));
+            calls.push([
+                format!("tile_row0 + ({}u + ty) * 4u + {i}u", g * wg_y),
+                format!("tile_q0 + {}u + tx", v * wg_x),
+                format!("acc_{r}_{v}"),
+            ]);
         }
     }
+    let epilogue = store_quads(&calls, "bases.c", "bases.out", looped);
     vec![
         ("WG_X", wg_x.to_string()),
         ("WG_Y", wg_y.to_string()),

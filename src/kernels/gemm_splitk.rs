@@ -27,6 +27,7 @@ pub(crate) fn subs(
         },
         a_mode,
         b_mode,
+        false,
     );
     // A butterfly over the ks lanes of one quad (consecutive invocations,
     // aligned to ks within the subgroup), or a tree in workgroup memory.

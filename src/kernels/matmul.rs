@@ -11,9 +11,11 @@
 //! (`gemm_coop.rs`). Which one runs is decided per adapter, shape class and
 //! dtype by `tuning.rs`.
 
+use super::epilogue::{self, Epilogue, GEMM_WORDS};
+use super::program::Program;
 use super::{
-    Context, Dispatch, GEMM, GEMM_COOP, GEMM_SHARED, GEMM_SPLITK, Kernel, MATMUL_NAIVE, Operand,
-    Params, QuickKey, Spec, gemm_coop, gemm_shared, gemm_splitk,
+    Context, Dispatch, GEMM, GEMM_COOP, GEMM_EPILOGUE, GEMM_SHARED, GEMM_SPLITK, Kernel,
+    MATMUL_NAIVE, Operand, Params, QuickKey, Spec, gemm_coop, gemm_shared, gemm_splitk,
 };
 use crate::DType;
 use crate::Result;
@@ -447,12 +449,30 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                                         has_bias,
                                         k_tail,
                                     }
-                                    .spec(32),
+                                    .spec(32, None),
                                 );
                             }
                         }
                     }
                 }
+            }
+            // With a fused epilogue (no bias: A, B, two loads and four
+            // outputs are WebGPU's 8 storage bindings).
+            let sample = epilogue::sample(dtype);
+            for (a_mode, b_mode, out_vec, k_tail) in [
+                (Mode::Inner, Mode::Inner, true, false),
+                (Mode::Scalar, Mode::Outer, false, true),
+            ] {
+                let variant = GemmVariant {
+                    dtype,
+                    kernel,
+                    a_mode,
+                    b_mode,
+                    out_vec,
+                    has_bias: false,
+                    k_tail,
+                };
+                out.push(variant.spec(32, Some(&sample)));
             }
         }
     }
@@ -473,7 +493,13 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
             (Mode::Inner, Mode::Outer),
             (Mode::Scalar, Mode::Scalar),
         ] {
-            for (out_vec, has_bias, k_tail) in [(true, false, false), (false, true, true)] {
+            // The last with a fused epilogue (no bias: WebGPU's 8 bindings).
+            for (out_vec, has_bias, k_tail, epi) in [
+                (true, false, false, false),
+                (false, true, true, false),
+                (false, false, true, true),
+            ] {
+                let sample = epi.then(|| epilogue::sample(dtype));
                 let (spec, kernel) = GemmVariant {
                     dtype,
                     kernel: GemmKernel::SplitK {
@@ -487,7 +513,7 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
                     has_bias,
                     k_tail,
                 }
-                .spec(32);
+                .spec(32, sample.as_ref());
                 out.push((spec, kernel, C::SUBGROUP));
             }
         }
@@ -504,7 +530,13 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
             (Mode::Outer, Mode::Outer),
             (Mode::Scalar, Mode::Scalar),
         ] {
-            for (out_vec, has_bias, k_tail) in [(true, false, false), (false, true, true)] {
+            // The last with a fused epilogue (no bias: WebGPU's 8 bindings).
+            for (out_vec, has_bias, k_tail, epi) in [
+                (true, false, false, false),
+                (false, true, true, false),
+                (false, false, true, true),
+            ] {
+                let sample = epi.then(|| epilogue::sample(dtype));
                 let (spec, kernel) = GemmVariant {
                     dtype,
                     kernel: GemmKernel::Coop {
@@ -518,7 +550,7 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
                     has_bias,
                     k_tail,
                 }
-                .spec(32);
+                .spec(32, sample.as_ref());
                 out.push((spec, kernel, C::SUBGROUP | C::COOPERATIVE_MATRIX));
             }
         }
@@ -695,7 +727,9 @@ pub(crate) struct GemmBody {
 /// bodies; named variables and literal indices keep every accumulator in
 /// registers (or plain stack slots) at any tile size, so the tile is limited
 /// only by register pressure and compile time.
-pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode) -> GemmBody {
+///
+/// `looped`: the stores as one loop (see [`store_quads`]).
+pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode, looped: bool) -> GemmBody {
     let (tm, nv) = (tile.tm, tile.nv);
     let mut decls = Vec::new();
     for r in 0..tm {
@@ -785,20 +819,59 @@ pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode) -> GemmBody {
             ));
         }
     }
-    let mut epilogue = Vec::new();
+    let mut calls = Vec::new();
     for r in 0..tm {
         for v in 0..nv {
-            epilogue.push(format!(
-                "store_quad(row0 + {r}u, q0 + {}u, acc_{r}_{v}, c_base, out_base);",
-                v * tile.wg_x
-            ));
+            calls.push([
+                format!("row0 + {r}u"),
+                format!("q0 + {}u", v * tile.wg_x),
+                format!("acc_{r}_{v}"),
+            ]);
         }
     }
     GemmBody {
         decls: indent(decls, 1),
         chunk: indent(c, 2),
-        epilogue: indent(epilogue, 1),
+        epilogue: indent(store_quads(&calls, "c_base", "out_base", looped), 1),
     }
+}
+
+/// A family's stores: `store_quad(row, quad, acc, c_base, out_base)` for
+/// each `[row, quad, acc]` of `calls`, straight-line; or, when `looped` (a
+/// fused epilogue, whose code drivers inline at every call), one loop over
+/// arrays of the calls' arguments. Its bound is not a compile-time constant
+/// (`p.m` is at least 1 whenever the kernel runs), so drivers do not unroll
+/// it: unrolled, an `exp` epilogue of the 16 x 16 tile took lavapipe 11 s
+/// to compile, against 3.7 s looped (about what the elementwise `exp`
+/// kernel alone takes there).
+pub(crate) fn store_quads(
+    calls: &[[String; 3]],
+    c_base: &str,
+    out_base: &str,
+    looped: bool,
+) -> Vec<String> {
+    if !looped || calls.len() == 1 {
+        return calls
+            .iter()
+            .map(|[r, q, acc]| format!("store_quad({r}, {q}, {acc}, {c_base}, {out_base});"))
+            .collect();
+    }
+    let n = calls.len();
+    let list = |i: usize| {
+        calls
+            .iter()
+            .map(|c| c[i].clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    vec![
+        format!("var quad_rows = array<u32, {n}>({});", list(0)),
+        format!("var quad_cols = array<u32, {n}>({});", list(1)),
+        format!("var quad_accs = array<vec4<f32>, {n}>({});", list(2)),
+        format!(
+            "for (var i = 0u; i < min({n}u, p.m * {n}u); i++) {{ store_quad(quad_rows[i], quad_cols[i], quad_accs[i], {c_base}, {out_base}); }}"
+        ),
+    ]
 }
 
 /// Generated WGSL lines, each indented `depth` levels and ended.
@@ -828,8 +901,11 @@ pub(crate) struct GemmVariant {
 impl GemmVariant {
     /// The kernel text's substitutions for this variant; `subgroup` is the
     /// adapter's subgroup size (the cooperative family's workgroup is four
-    /// subgroups).
-    fn spec(self, subgroup: u32) -> (Spec, &'static Kernel) {
+    /// subgroups). With an `epilogue` (its `rank` and dense flags filled
+    /// in), the kernel has no `out` binding: the epilogue's inputs and
+    /// outputs follow A, B and the bias, and the whole text becomes the body
+    /// of [`GEMM_EPILOGUE`] (which adds the elementwise helpers).
+    fn spec(self, subgroup: u32, epilogue: Option<&Program>) -> (Spec, &'static Kernel) {
         let GemmVariant {
             dtype,
             kernel,
@@ -857,14 +933,35 @@ impl GemmVariant {
         } else {
             3
         };
-        bindings.push_str(&format!(
-            "@group(0) @binding({out_binding}) var<storage, read_write> out: array<{out_arr}>;"
-        ));
+        let (out_one, out_four, epilogue_fn, epilogue_params) = match epilogue {
+            None => {
+                bindings.push_str(&format!(
+                    "@group(0) @binding({out_binding}) var<storage, read_write> out: array<{out_arr}>;"
+                ));
+                (
+                    out_one,
+                    out_four,
+                    epilogue::NO_EPILOGUE.into(),
+                    String::new(),
+                )
+            }
+            Some(e) => (
+                String::new(),
+                String::new(),
+                epilogue::wgsl(e, out_binding),
+                epilogue::params_field(e),
+            ),
+        };
         let bias_one = if has_bias { ca.one } else { "0.0".into() };
         let flag = |b: bool| if b { "true" } else { "false" }.to_string();
         let (family, mut subs): (&'static Kernel, Vec<(&'static str, String)>) = match kernel {
             GemmKernel::Register { wg_x, wg_y, tm, nv } => {
-                let body = gemm_body(Tile { wg_x, wg_y, tm, nv }, a_mode, b_mode);
+                let body = gemm_body(
+                    Tile { wg_x, wg_y, tm, nv },
+                    a_mode,
+                    b_mode,
+                    epilogue.is_some(),
+                );
                 (
                     &GEMM,
                     vec![
@@ -878,7 +975,10 @@ impl GemmVariant {
                     ],
                 )
             }
-            GemmKernel::Shared { .. } => (&GEMM_SHARED, gemm_shared::subs(kernel, a_mode, b_mode)),
+            GemmKernel::Shared { .. } => (
+                &GEMM_SHARED,
+                gemm_shared::subs(kernel, a_mode, b_mode, epilogue.is_some()),
+            ),
             GemmKernel::SplitK { ks, cq, subgroups } => (
                 &GEMM_SPLITK,
                 gemm_splitk::subs(ks, cq, subgroups, a_mode, b_mode),
@@ -891,6 +991,9 @@ impl GemmVariant {
         subs.extend([
             ("OUT_VEC", flag(out_vec)),
             ("HAS_BIAS", flag(has_bias)),
+            ("HAS_EPILOGUE", flag(epilogue.is_some())),
+            ("EPILOGUE_FN", epilogue_fn),
+            ("EPILOGUE_PARAMS", epilogue_params),
             ("K_TAIL", flag(k_tail)),
             (
                 "ENABLE_F16",
@@ -906,7 +1009,33 @@ impl GemmVariant {
             ("OUT_FOUR", out_four),
         ]);
         let subs: Vec<(&'static str, &str)> = subs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        family.spec_with_bindings(&subs, 2 + has_bias as u32, 1)
+        let reads = 2 + has_bias as u32;
+        let Some(e) = epilogue else {
+            return family.spec_with_bindings(&subs, reads, 1);
+        };
+        // The family's text, its directives (`enable ...;`) moved before the
+        // elementwise helpers.
+        let (spec, _) = family.spec_with_bindings(&subs, reads, 1);
+        let text = family.source_for(&spec);
+        let (mut directives, mut body) = (String::new(), String::new());
+        for line in text.lines() {
+            let to = if line.starts_with("enable ") && body.is_empty() {
+                &mut directives
+            } else {
+                &mut body
+            };
+            to.push_str(line);
+            to.push('\n');
+        }
+        let (mut spec, kernel) = GEMM_EPILOGUE.spec_with_bindings(
+            &[("DIRECTIVES", &directives), ("BODY", &body)],
+            reads + e.inputs as u32,
+            e.outputs.len() as u32,
+        );
+        let rank = e.rank as usize;
+        spec.params = (GEMM_WORDS + e.layout(4 + rank, &[rank]).words)
+            .next_multiple_of(super::PARAMS_WORDS) as u32;
+        (spec, kernel)
     }
 }
 
@@ -926,8 +1055,12 @@ pub(crate) struct Gemm<'a> {
     pub bias: Option<Operand<'a>>,
     pub alpha: f32,
     pub beta: f32,
-    /// Dense `[batch.., m, n]` output.
+    /// Dense `[batch.., m, n]` output (with an epilogue, any buffer: the
+    /// epilogue's outputs are written instead).
     pub out: &'a wgpu::Buffer,
+    /// A fused elementwise epilogue over the `[batch.., m, n]` results
+    /// (see `kernels::epilogue`).
+    pub epilogue: Option<Epilogue<'a>>,
 }
 
 /// The dispatches of the GEMM: one, several when the grid passes the
@@ -940,7 +1073,7 @@ pub(crate) struct Gemm<'a> {
 /// [`crate::Error::TooLarge`] for sizes, strides or offsets past `u32`,
 /// [`crate::Error::Kernel`] if the specialisation fails to compile; a
 /// failed tuning run's errors (a lost device).
-pub(crate) fn gemm(cx: &Context, g: &Gemm<'_>) -> Result<Vec<Dispatch>> {
+pub(crate) fn gemm(cx: &Context, g: &mut Gemm<'_>) -> Result<Vec<Dispatch>> {
     let batch: usize = g.batch_shape.iter().product();
     if batch * g.m * g.n == 0 {
         return Ok(Vec::new());
@@ -977,11 +1110,16 @@ pub(crate) fn usable(cx: &Context, kernel: GemmKernel, dtype: DType) -> bool {
         }
 }
 
-/// The dispatches of `kernel` (see [`gemm`]) on the operands of `g`.
+/// The dispatches of `kernel` (see [`gemm`]) on the operands of `g` (whose
+/// epilogue's program gets its rank and dense flags).
 ///
 /// # Errors
 /// As [`gemm`].
-pub(crate) fn dispatches(cx: &Context, g: &Gemm<'_>, kernel: GemmKernel) -> Result<Vec<Dispatch>> {
+pub(crate) fn dispatches(
+    cx: &Context,
+    g: &mut Gemm<'_>,
+    kernel: GemmKernel,
+) -> Result<Vec<Dispatch>> {
     let (m, n, k) = (g.m, g.n, g.k);
     let batch: usize = g.batch_shape.iter().product();
     if batch * m * n == 0 {
@@ -1017,7 +1155,12 @@ pub(crate) fn dispatches(cx: &Context, g: &Gemm<'_>, kernel: GemmKernel) -> Resu
         strides: vec![0; 6],
     };
     let c = g.bias.as_ref().unwrap_or(&zero);
-    let mut p = Params::new("matmul");
+    let epi_words = match g.epilogue.as_mut() {
+        Some(e) => epilogue::params(e)?,
+        None => Vec::new(),
+    };
+    let mut p = Params::with_words("matmul", GEMM_WORDS + epi_words.len());
+    p.put_bits(GEMM_WORDS, epi_words);
     p.put(0, [m as i64, n as i64, k as i64, 0])?;
     for (base, op) in [(4, &g.a), (7, &g.b), (10, c)] {
         p.put(
@@ -1046,14 +1189,25 @@ pub(crate) fn dispatches(cx: &Context, g: &Gemm<'_>, kernel: GemmKernel) -> Resu
         });
     }
     let subgroup = cx.subgroup_min_size;
-    let pipeline = cx
-        .cache
-        .get_quick(QuickKey::Gemm(variant), || variant.spec(subgroup))?;
     let mut buffers = vec![g.a.buffer.clone(), g.b.buffer.clone()];
     if let Some(c) = &g.bias {
         buffers.push(c.buffer.clone());
     }
-    buffers.push(g.out.clone());
+    let pipeline = match &g.epilogue {
+        None => {
+            buffers.push(g.out.clone());
+            cx.cache
+                .get_quick(QuickKey::Gemm(variant), || variant.spec(subgroup, None))?
+        }
+        Some(e) => {
+            buffers.extend(e.bound.inputs.iter().map(|&b| b.clone()));
+            buffers.extend(e.bound.outputs.iter().map(|&b| b.clone()));
+            cx.cache
+                .get_quick(QuickKey::GemmEpilogue(variant, e.program.clone()), || {
+                    variant.spec(subgroup, Some(&e.program))
+                })?
+        }
+    };
     // A grid past the per-dimension limit runs as several dispatches, each
     // told its workgroup offset (`group0`).
     let max = cx.limits.max_compute_workgroups_per_dimension as usize;

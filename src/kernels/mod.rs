@@ -13,6 +13,7 @@ pub(crate) mod bits;
 pub(crate) mod concat;
 pub(crate) mod disk;
 pub(crate) mod elementwise;
+pub(crate) mod epilogue;
 pub(crate) mod gemm_coop;
 pub(crate) mod gemm_shared;
 pub(crate) mod gemm_splitk;
@@ -290,6 +291,23 @@ pub(crate) static GEMM_COOP: Kernel = Kernel {
     writes: 1,
 };
 
+/// A GEMM with a fused elementwise epilogue (`epilogue.rs`): the family's
+/// whole specialised text as `BODY` after the elementwise helpers, its
+/// `enable` directives first.
+pub(crate) static GEMM_EPILOGUE: Kernel = Kernel {
+    name: "gemm_epilogue",
+    prelude: &[],
+    source: concat!(
+        "{{DIRECTIVES}}",
+        include_str!("../../wgsl/convert.wgsl"),
+        "\n",
+        include_str!("../../wgsl/math.wgsl"),
+        "\n{{BODY}}"
+    ),
+    reads: 2,
+    writes: 1,
+};
+
 /// Every specialisation any kernel family can dispatch. Each family lists
 /// its own in a `specs()` next to its dispatch code, built from the same
 /// tables; `kernels/portability.rs` checks all of them with every naga back
@@ -512,6 +530,8 @@ pub(crate) enum QuickKey {
         row: bool,
     },
     Gemm(matmul::GemmVariant),
+    /// A GEMM and its fused epilogue's structure.
+    GemmEpilogue(matmul::GemmVariant, program::Program),
     Program(program::Program),
 }
 

@@ -61,6 +61,10 @@ pub(crate) enum Source {
     /// Output `j`'s binding: a donated input, read at the element this
     /// thread writes before it writes it.
     Output(u8),
+    /// No buffer: the GEMM's result at this element (`acc`, f32), in a
+    /// GEMM's fused epilogue (`kernels::epilogue`) only. Its load data is
+    /// unused.
+    Acc,
 }
 
 /// One definition of a program, in topological order.
@@ -190,18 +194,35 @@ impl Program {
              @group(0) @binding(0) var<uniform> p: Params;\n",
             words / 4
         );
+        let outputs: Vec<(String, &str)> = outputs.iter().map(|o| (o.clone(), "u32")).collect();
+        s.push_str(&self.storage_bindings(1, &outputs));
+        s.push_str(&self.functions());
+        s
+    }
+
+    /// The storage bindings from binding `first` on: inputs `in{i}`, then
+    /// `outputs` (read-write, by name and element type).
+    pub(super) fn storage_bindings(&self, first: usize, outputs: &[(String, &str)]) -> String {
+        let mut s = String::new();
         for i in 0..self.inputs {
             s.push_str(&format!(
                 "@group(0) @binding({}) var<storage, read> in{i}: array<u32>;\n",
-                1 + i as usize
+                first + i as usize
             ));
         }
-        for (j, name) in outputs.iter().enumerate() {
+        for (j, (name, ty)) in outputs.iter().enumerate() {
             s.push_str(&format!(
-                "@group(0) @binding({}) var<storage, read_write> {name}: array<u32>;\n",
-                1 + self.inputs as usize + j
+                "@group(0) @binding({}) var<storage, read_write> {name}: array<{ty}>;\n",
+                first + self.inputs as usize + j
             ));
         }
+        s
+    }
+
+    /// The helper functions the statements call: `gather_index` and one
+    /// function per op, its arguments in the op's own types.
+    pub(super) fn functions(&self) -> String {
+        let mut s = String::new();
         s.push_str(
             "\nfn gather_index(i: i32, len: u32) -> u32 {\n    var j = i;\n    if j < 0 {\n        j += i32(len);\n    }\n    return u32(clamp(j, 0, i32(len) - 1));\n}\n",
         );
@@ -263,6 +284,16 @@ impl Program {
                     let array = match source {
                         Source::Input(i) => format!("in{i}"),
                         Source::Output(j) => format!("o{j}"),
+                        Source::Acc => {
+                            // Rounded to its dtype, as the GEMM's store
+                            // and a load would.
+                            let bits = encode(*dtype, "acc", "f32");
+                            s.push_str(&format!(
+                                "    let v{k}: {ct} = {};\n",
+                                decode(*dtype, &bits)
+                            ));
+                            continue;
+                        }
                     };
                     let bits = element_bits(*dtype, &array, &format!("a{k}"));
                     s.push_str(&format!(
@@ -317,25 +348,14 @@ impl Program {
         s
     }
 
-    /// The WGSL of this program as an elementwise kernel.
-    pub(crate) fn wgsl(&self) -> String {
+    /// The statements of [`Program::statements`] at element `e` of the
+    /// iteration space (a dense load at its offset plus `e`, a strided one
+    /// through `e` unravelled over the merged shape, whose sizes are at
+    /// words `4..4 + rank`): the body shared by the elementwise kernel and
+    /// the GEMM epilogue (`kernels::epilogue`).
+    pub(super) fn element_statements(&self, layout: &Layout) -> String {
         let rank = self.rank as usize;
-        let layout = self.layout(4 + rank, &[rank]);
-        let outputs: Vec<String> = (0..self.outputs.len()).map(|j| format!("o{j}")).collect();
-        let mut s = self.bindings(layout.words, &outputs);
-        // `compute` returns every output's bits as words: one each, two
-        // (low, high) for f64. Output j's first word is slot[j].
-        let mut slot = Vec::with_capacity(self.outputs.len());
-        let mut slots = 0;
-        for &v in &self.outputs {
-            slot.push(slots);
-            slots += if self.defs[v as usize].dtype() == DType::F64 {
-                2
-            } else {
-                1
-            };
-        }
-        s.push_str(&format!("\nfn compute(e: u32) -> array<u32, {slots}> {{\n"));
+        let mut s = String::new();
         let strided = self.defs.iter().any(|d| {
             matches!(
                 d,
@@ -368,7 +388,30 @@ impl Program {
                 a
             }
         };
-        s.push_str(&self.statements(&layout, &address));
+        s.push_str(&self.statements(layout, &address));
+        s
+    }
+
+    /// The WGSL of this program as an elementwise kernel.
+    pub(crate) fn wgsl(&self) -> String {
+        let rank = self.rank as usize;
+        let layout = self.layout(4 + rank, &[rank]);
+        let outputs: Vec<String> = (0..self.outputs.len()).map(|j| format!("o{j}")).collect();
+        let mut s = self.bindings(layout.words, &outputs);
+        // `compute` returns every output's bits as words: one each, two
+        // (low, high) for f64. Output j's first word is slot[j].
+        let mut slot = Vec::with_capacity(self.outputs.len());
+        let mut slots = 0;
+        for &v in &self.outputs {
+            slot.push(slots);
+            slots += if self.defs[v as usize].dtype() == DType::F64 {
+                2
+            } else {
+                1
+            };
+        }
+        s.push_str(&format!("\nfn compute(e: u32) -> array<u32, {slots}> {{\n"));
+        s.push_str(&self.element_statements(&layout));
         let mut words = Vec::with_capacity(slots);
         for (j, &v) in self.outputs.iter().enumerate() {
             let d = self.defs[v as usize].dtype();
@@ -548,6 +591,35 @@ pub(crate) fn dispatch(
     mut program: Program,
     bound: &Bound<'_>,
 ) -> Result<Option<Dispatch>> {
+    let Some(p) = prepare(&mut program, bound)? else {
+        return Ok(None);
+    };
+    let n: usize = bound.shape.iter().product();
+    let threads = n.div_ceil(program.elems_per_thread());
+    let workgroups = cx.grid(threads as u64)?;
+    let mut buffers: Vec<wgpu::Buffer> = bound.inputs.iter().map(|&b| b.clone()).collect();
+    buffers.extend(bound.outputs.iter().map(|&b| b.clone()));
+    let pipeline = cx
+        .cache
+        .get_quick(QuickKey::Program(program.clone()), || program.spec())?;
+    Ok(Some(Dispatch {
+        pipeline,
+        params: p.words(),
+        buffers,
+        workgroups,
+    }))
+}
+
+/// The parameter block of `program` over `bound` (sizes, then each load's
+/// offset and strides, then the constants, at the words of
+/// [`Program::layout`] with a head of `4 + rank`), filling in `program`'s
+/// merged rank and dense-load flags; `None` for an empty iteration space.
+/// Shared by the elementwise kernel and the GEMM epilogue
+/// (`kernels::epilogue`).
+///
+/// # Errors
+/// As [`dispatch`].
+pub(super) fn prepare(program: &mut Program, bound: &Bound<'_>) -> Result<Option<Params>> {
     let n: usize = bound.shape.iter().product();
     if n == 0 {
         return Ok(None);
@@ -600,19 +672,7 @@ pub(crate) fn dispatch(
             p.put_bits(w, [c as u32, (c >> 32) as u32]);
         }
     }
-    let threads = n.div_ceil(program.elems_per_thread());
-    let workgroups = cx.grid(threads as u64)?;
-    let mut buffers: Vec<wgpu::Buffer> = bound.inputs.iter().map(|&b| b.clone()).collect();
-    buffers.extend(bound.outputs.iter().map(|&b| b.clone()));
-    let pipeline = cx
-        .cache
-        .get_quick(QuickKey::Program(program.clone()), || program.spec())?;
-    Ok(Some(Dispatch {
-        pipeline,
-        params: p.words(),
-        buffers,
-        workgroups,
-    }))
+    Ok(Some(p))
 }
 
 /// A sample of the programs lowering asks for, for the portability test:

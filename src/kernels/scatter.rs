@@ -1,50 +1,77 @@
 //! The scatter kernel (wgsl/scatter.wgsl): updates added (duplicates
 //! accumulating) or stored into a zeroed output at indices along an axis.
 
+use super::bits::store_element;
+use super::elementwise::element_bits;
 use super::{Context, Dispatch, Kernel, Operand, Params, Spec};
 use crate::{DType, Error, Result};
 
 /// Every scatter-add; index decoding and the atomic add per specialisation.
 pub(crate) static SCATTER: Kernel = Kernel {
     name: "scatter",
-    prelude: &[super::UNRAVEL],
+    prelude: &[super::CONVERT, super::UNRAVEL],
     source: include_str!("../../wgsl/scatter.wgsl"),
     reads: 2,
     writes: 1,
 };
 
-/// The specialisation for `index` (i32 or u32) indices and `acc` updates,
-/// added (`add`) or stored.
-fn spec(index: DType, acc: DType, add: bool) -> (Spec, &'static Kernel) {
+/// What a scatter thread does with its update.
+#[derive(Clone, Copy)]
+enum Write {
+    /// Add it (duplicates accumulate): f32, i32 or u32.
+    Add(DType),
+    /// Store an element of this dtype (any): a 1- or 2-byte element is
+    /// merged into its word with an atomic AND and OR
+    /// (`bits::store_element`), so threads writing the other lanes of one
+    /// word do not race; f64 is two word stores.
+    Store(DType),
+}
+
+/// The specialisation for `index` indices (i32, u32, or `None`: every
+/// update at its own coordinates, as a slice write) and `write`.
+fn spec(index: Option<DType>, write: Write) -> (Spec, &'static Kernel) {
     let index = match index {
-        DType::I32 => "    return bitcast<i32>(indices[i]);",
-        _ => "    return i32(min(indices[i], 0x7fffffffu));",
+        Some(DType::I32) => "    return bitcast<i32>(indices[i]);",
+        Some(_) => "    return i32(min(indices[i], 0x7fffffffu));",
+        None => "    return 0;",
     };
-    let add = match acc {
-        _ if !add => "    atomicStore(&out[q], updates[i]);",
-        DType::F32 => {
-            "    let v = bitcast<f32>(updates[i]);\n    \
+    let store = |dtype: DType| match dtype.size_in_bytes() {
+        4 => "    atomicStore(&out[q], updates[i]);".to_string(),
+        8 => "    atomicStore(&out[2u * q], updates[2u * i]);\n    \
+              atomicStore(&out[2u * q + 1u], updates[2u * i + 1u]);"
+            .to_string(),
+        _ => format!(
+            "    let v = {};\n{}",
+            element_bits(dtype, "updates", "i"),
+            store_element(dtype, "out").1
+        ),
+    };
+    let add = match write {
+        Write::Store(dtype) => store(dtype),
+        Write::Add(DType::F32) => "    let v = bitcast<f32>(updates[i]);\n    \
              var old = atomicLoad(&out[q]);\n    \
              loop {\n        \
              let r = atomicCompareExchangeWeak(&out[q], old, bitcast<u32>(bitcast<f32>(old) + v));\n        \
              if r.exchanged {\n            break;\n        }\n        \
              old = r.old_value;\n    }"
-        }
-        _ => "    atomicAdd(&out[q], updates[i]);",
+            .to_string(),
+        Write::Add(_) => "    atomicAdd(&out[q], updates[i]);".to_string(),
     };
-    SCATTER.spec(&[("INDEX", index), ("ADD", add)])
+    SCATTER.spec(&[("INDEX", index), ("ADD", &add)])
 }
 
-/// Every specialisation [`scatter`] can ask for.
+/// Every specialisation [`scatter`] and [`slice_write`] can ask for.
 #[cfg(test)]
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for index in [DType::I32, DType::U32] {
         for acc in [DType::F32, DType::I32, DType::U32] {
-            for add in [true, false] {
-                out.push(spec(index, acc, add));
-            }
+            out.push(spec(Some(index), Write::Add(acc)));
         }
+        out.push(spec(Some(index), Write::Store(DType::U32)));
+    }
+    for dtype in [DType::U8, DType::U16, DType::U32, DType::F64] {
+        out.push(spec(None, Write::Store(dtype)));
     }
     out
 }
@@ -69,26 +96,110 @@ pub(crate) fn scatter(
     if words == 0 {
         return Ok(Vec::new());
     }
-    if shape.len() > 8 {
-        return Err(Error::InvalidArgument(
-            "scatter_add and put_along_axis take at most 8 dimensions".into(),
-        ));
-    }
-    let n: usize = shape.iter().product();
     let mut out_strides = crate::shape::contiguous_strides(out_shape);
     let axis_stride = out_strides[axis];
     out_strides[axis] = 0;
+    let write = match add {
+        true => Write::Add(updates.dtype),
+        false => Write::Store(DType::U32),
+    };
+    let target = Target {
+        buffer: out,
+        offset: 0,
+        strides: &out_strides,
+        axis_len: out_shape[axis],
+        axis_stride,
+        zero_words: words,
+    };
+    encode(
+        cx,
+        spec(Some(indices.dtype), write),
+        indices,
+        updates,
+        shape,
+        &target,
+    )
+}
+
+/// Encode a slice write: every element of `updates` (shape `shape`, any
+/// dtype, read through its strides) stored into `out` at element `offset +
+/// sum(coordinate * strides)` (the slice of an array of the updates' dtype
+/// that `out` holds; strides may be negative). One dispatch, none for an
+/// empty slice; packed dtypes are merged into their words atomically.
+pub(crate) fn slice_write(
+    cx: &Context,
+    updates: &Operand<'_>,
+    shape: &[usize],
+    out: &wgpu::Buffer,
+    offset: usize,
+    strides: &[isize],
+) -> Result<Vec<Dispatch>> {
+    let target = Target {
+        buffer: out,
+        offset,
+        strides,
+        axis_len: 1,
+        axis_stride: 0,
+        zero_words: 0,
+    };
+    // One specialisation per element size: the bits are moved, not read.
+    let dtype = match updates.dtype.size_in_bytes() {
+        1 => DType::U8,
+        2 => DType::U16,
+        4 => DType::U32,
+        _ => DType::F64,
+    };
+    // The index binding is unused (`index` returns 0): the updates fill it.
+    encode(
+        cx,
+        spec(None, Write::Store(dtype)),
+        updates,
+        updates,
+        shape,
+        &target,
+    )
+}
+
+/// Where a scatter writes: the output buffer, the element offset and
+/// strides of the updates' coordinates in it, the indexed axis's length and
+/// stride, and how many words the first pass zeroes (0: no such pass).
+struct Target<'a> {
+    buffer: &'a wgpu::Buffer,
+    offset: usize,
+    strides: &'a [isize],
+    axis_len: usize,
+    axis_stride: isize,
+    zero_words: usize,
+}
+
+/// The dispatches of one scatter specialisation: a zeroing pass if the
+/// target asks for one, then a thread per update.
+fn encode(
+    cx: &Context,
+    (spec, kernel): (Spec, &'static Kernel),
+    indices: &Operand<'_>,
+    updates: &Operand<'_>,
+    shape: &[usize],
+    out: &Target<'_>,
+) -> Result<Vec<Dispatch>> {
+    if shape.len() > 8 {
+        return Err(Error::InvalidArgument(
+            "scatter_add, put_along_axis and slice_update take at most 8 dimensions".into(),
+        ));
+    }
+    let n: usize = shape.iter().product();
     let mut p = Params::new("scatter");
     p.put(
         0,
         [
             n as i64,
             shape.len() as i64,
-            out_shape[axis] as i64,
-            axis_stride as i64,
+            out.axis_len as i64,
+            out.axis_stride as i64,
             indices.offset as i64,
             updates.offset as i64,
-            words as i64,
+            out.zero_words as i64,
+            out.offset as i64,
         ],
     )?;
     let slots = |v: &[isize]| -> Vec<i64> { v.iter().map(|&s| s as i64).collect() };
@@ -96,23 +207,26 @@ pub(crate) fn scatter(
     p.put(8, slots(&dims))?;
     p.put(16, slots(&indices.strides))?;
     p.put(24, slots(&updates.strides))?;
-    p.put(32, slots(&out_strides))?;
-    let (spec, kernel) = spec(indices.dtype, updates.dtype, add);
+    p.put(32, slots(out.strides))?;
     let pipeline = cx.cache.get(kernel, &spec)?;
-    let buffers = vec![indices.buffer.clone(), updates.buffer.clone(), out.clone()];
-    let mut out = Vec::new();
-    for (pass, threads) in [(0i64, words), (1, n)] {
+    let buffers = vec![
+        indices.buffer.clone(),
+        updates.buffer.clone(),
+        out.buffer.clone(),
+    ];
+    let mut dispatches = Vec::new();
+    for (pass, threads) in [(0i64, out.zero_words), (1, n)] {
         if threads == 0 {
             continue;
         }
         let mut p = p.clone();
         p.put(40, [pass])?;
-        out.push(Dispatch {
+        dispatches.push(Dispatch {
             pipeline: pipeline.clone(),
             params: p.words(),
             buffers: buffers.clone(),
             workgroups: cx.grid(threads as u64)?,
         });
     }
-    Ok(out)
+    Ok(dispatches)
 }

@@ -47,7 +47,12 @@ fn spec(dtype: DType) -> (Spec, &'static Kernel) {
 /// Every specialisation [`sort`] can ask for.
 #[cfg(test)]
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
-    crate::ops::WORD_DTYPES.iter().map(|&d| spec(d)).collect()
+    let packed = [DType::I8, DType::U8, DType::I16, DType::U16];
+    crate::ops::WORD_DTYPES
+        .iter()
+        .chain(&packed)
+        .map(|&d| spec(d))
+        .collect()
 }
 
 /// Rows of `len` padded to a power of two.

@@ -197,7 +197,7 @@ impl Tuning {
             offset: 0,
             strides: vec![0, 0, 0, (rows * cols) as isize, cols as isize, 1],
         };
-        let g = Gemm {
+        let mut g = Gemm {
             dtype,
             batch_shape: [1, 1, 1, batch],
             m,
@@ -209,6 +209,7 @@ impl Tuning {
             alpha: 1.0,
             beta: 0.0,
             out: &out,
+            epilogue: None,
         };
         let mut best: Option<(f64, GemmKernel)> = None;
         let mut report = Vec::new();
@@ -217,7 +218,7 @@ impl Tuning {
                 report.push(format!("{cand}: not timed (budget)"));
                 continue;
             }
-            let d = match matmul::dispatches(cx, &g, cand) {
+            let d = match matmul::dispatches(cx, &mut g, cand) {
                 Ok(d) => d,
                 Err(Error::Kernel { message, .. }) => {
                     log::warn!("wgarray: GEMM candidate {cand} failed to compile: {message}");

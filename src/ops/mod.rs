@@ -16,6 +16,7 @@ pub mod scatter;
 pub mod shape;
 pub mod sort;
 pub mod topk;
+pub mod writes;
 
 use crate::{Array, DType, Error, Result};
 
@@ -38,6 +39,20 @@ pub(crate) const WORD_DTYPES: [DType; 6] = [
     DType::U32,
     DType::Bool,
 ];
+
+/// [`Error::OpDType`] naming `op` for f64: the kernels that move single
+/// elements with 32-bit order keys and stores (kernels/bits.rs: sort)
+/// take every dtype of at most 32 bits, the packed ones included.
+pub(crate) fn check_32bit_dtype(op: &'static str, dtype: DType) -> Result<()> {
+    match dtype {
+        DType::F64 => Err(Error::OpDType {
+            op,
+            dtype,
+            takes: "arrays of every dtype but float64 (cast it with astype)",
+        }),
+        _ => Ok(()),
+    }
+}
 
 /// [`Error::OpDType`] naming `op` unless `dtype` is one of [`WORD_DTYPES`].
 pub(crate) fn check_word_dtype(op: &'static str, dtype: DType) -> Result<()> {

@@ -50,7 +50,19 @@ impl Array {
     /// [`Error::DType`] for non-integer indices or a bool array.
     #[track_caller]
     pub fn scatter_add(&self, indices: &Array, updates: &Array, axis: isize) -> Result<Array> {
-        let (sums, acc) = self.scatter("scatter_add", indices, updates, axis, true)?;
+        self.add_along("scatter_add", indices, updates, axis)
+    }
+
+    /// [`Array::scatter_add`], its errors naming `op`.
+    #[track_caller]
+    pub(super) fn add_along(
+        &self,
+        op: &'static str,
+        indices: &Array,
+        updates: &Array,
+        axis: isize,
+    ) -> Result<Array> {
+        let (sums, acc) = self.scatter(op, indices, updates, axis, true)?;
         self.astype(acc)?.add(&sums)?.astype(self.dtype())
     }
 
@@ -80,11 +92,25 @@ impl Array {
     /// As [`Array::scatter_add`], bool arrays allowed.
     #[track_caller]
     pub fn put_along_axis(&self, indices: &Array, values: &Array, axis: isize) -> Result<Array> {
-        const OP: &str = "put_along_axis";
-        let (stored, _) = self.scatter(OP, indices, values, axis, false)?;
-        let one = Array::scalar(1u32, DType::U32, self.device())?;
+        self.store_along("put_along_axis", indices, values, axis)
+    }
+
+    /// [`Array::put_along_axis`], its errors naming `op`.
+    #[track_caller]
+    pub(super) fn store_along(
+        &self,
+        op: &'static str,
+        indices: &Array,
+        values: &Array,
+        axis: isize,
+    ) -> Result<Array> {
+        let (stored, _) = self.scatter(op, indices, values, axis, false)?;
+        // The mark covers every written place: the broadcast shape of the
+        // indices and the values, not the indices' alone.
+        let one = Array::scalar(1u32, DType::U32, self.device())?
+            .broadcast_to(&broadcast_shapes(op, indices.shape(), values.shape())?)?;
         let (written, _) = Array::zeros(self.shape(), DType::U32, self.device())?
-            .scatter(OP, indices, &one, axis, false)?;
+            .scatter(op, indices, &one, axis, false)?;
         where_(&written, &stored.astype(self.dtype())?, self)
     }
 

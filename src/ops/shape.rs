@@ -44,7 +44,7 @@ impl Slice {
     }
 
     /// NumPy `slice.indices(len)`: (first, count, step).
-    fn resolve(self, axis: usize, len: usize) -> Result<(usize, usize, isize)> {
+    pub(crate) fn resolve(self, axis: usize, len: usize) -> Result<(usize, usize, isize)> {
         if self.step == 0 {
             return Err(Error::InvalidArgument(format!(
                 "slice: the step of axis {axis} is 0"

@@ -11,10 +11,11 @@
 //!
 //! # Dtypes
 //!
-//! f32, f16, bf16, i32, u32 and bool; i8, u8, i16, u16 and f64 are
-//! [`crate::Error::OpDType`] (cast with `astype`): the order keys are
-//! 32-bit, and the packed dtypes are not yet tested here although the
-//! shared key and store helpers (kernels/bits.rs, also top-k's) take them.
+//! Every dtype but f64, which is [`crate::Error::OpDType`] (cast with
+//! `astype`): the order keys are 32-bit. The packed i8, u8, i16 and u16
+//! are read from their words and written with `atomicAnd`/`atomicOr` on
+//! the shared word (kernels/bits.rs, also top-k's), so neighbours written
+//! by other threads never race.
 //!
 //! # Kernel
 //!
@@ -37,7 +38,7 @@ use crate::error::Limit;
 use crate::graph::Primitive;
 use crate::kernels::rows_along;
 use crate::kernels::sort::{padded, work_pairs};
-use crate::ops::check_word_dtype;
+use crate::ops::check_32bit_dtype;
 use crate::shape::normalize_axis;
 use crate::{Array, DType, Error, Result};
 
@@ -52,7 +53,7 @@ impl Array {
             None => (self.ravel(), 0),
             Some(a) => (self.clone(), normalize_axis(op, a, self.ndim())?),
         };
-        check_word_dtype(op, x.dtype())?;
+        check_32bit_dtype(op, x.dtype())?;
         let shape = x.shape().to_vec();
         let (_, rows) = rows_along(&shape, axis);
         let total = rows.saturating_mul(padded(shape[axis])) as u64;
@@ -80,7 +81,7 @@ impl Array {
     /// The elements sorted ascending along `axis` (negative counts from the
     /// end; `None` sorts the flattened array), stable, NaN last (NumPy
     /// `sort(a, axis, kind="stable")`, MLX `sort`). Same shape (flattened
-    /// for `None`) and dtype; any dtype. See the module docs for the order
+    /// for `None`) and dtype; every dtype but f64. See the module docs for the order
     /// and the kernel.
     ///
     /// ```
@@ -95,8 +96,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`] (a 0-dimensional array has no axis to sort);
-    /// [`Error::OpDType`] for i8, u8, i16, u16 and f64 (see the module
-    /// docs); [`Error::TooLarge`] naming the op: [`Limit::StorageBinding`] when
+    /// [`Error::OpDType`] for f64 (see the module docs); [`Error::TooLarge`] naming the op: [`Limit::StorageBinding`] when
     /// the work buffer (8 bytes per element, rows padded to a power of two,
     /// for rows longer than 1024) exceeds the adapter's largest storage
     /// binding, [`Limit::KernelIndex`] past 2^31 padded elements.

@@ -1,12 +1,19 @@
 //! Lowering of matmul and addmm: each operand's strides broadcast to the
-//! output's batch dimensions, then the GEMM.
+//! output's batch dimensions, then the GEMM, alone or with a fused
+//! elementwise epilogue (`kernels::epilogue`).
+
+use rustc_hash::FxHashSet as HashSet;
+use std::sync::Arc;
 
 use super::{Lowering, NodeIo};
-use crate::Result;
-use crate::array::Storage;
-use crate::graph::primitive::MAX_MATMUL_BATCH_DIMS;
+use crate::array::{ArrayInner, State, Storage};
+use crate::graph::Node;
+use crate::graph::primitive::{MAX_MATMUL_BATCH_DIMS, Primitive};
+use crate::kernels::epilogue::{self, Epilogue};
 use crate::kernels::matmul::{self as kernel, Gemm};
+use crate::kernels::program::Bound;
 use crate::shape::broadcast_strides;
+use crate::{Error, Result};
 
 /// `alpha * (a @ b) + beta * c` over `[batch.., m, n]`; `c` (input 2, for
 /// addmm) already has the output's rank and broadcasts to it.
@@ -18,6 +25,20 @@ pub(super) fn matmul(
 ) -> Result<Vec<Option<Storage>>> {
     let o = io.output()?;
     let s = lw.alloc(&o.shape, o.dtype)?;
+    let mut g = gemm(io, o, alpha, beta, s.buffer.buffer());
+    let d = kernel::gemm(lw.cx(), &mut g)?;
+    lw.push(d);
+    Ok(vec![Some(s)])
+}
+
+/// The GEMM of `io` (a matmul node whose output is `o`) into `out`.
+fn gemm<'a>(
+    io: &'a NodeIo<'_>,
+    o: &ArrayInner,
+    alpha: f32,
+    beta: f32,
+    out: &'a wgpu::Buffer,
+) -> Gemm<'a> {
     let nd = o.shape.len();
     let (m, n) = (o.shape[nd - 2], o.shape[nd - 1]);
     let k = io.input(0).shape[io.input(0).shape.len() - 1];
@@ -44,22 +65,74 @@ pub(super) fn matmul(
         strides[MAX_MATMUL_BATCH_DIMS - batch.len()..].copy_from_slice(&st);
         io.operand(2, strides)
     });
-    let d = kernel::gemm(
-        lw.cx(),
-        &Gemm {
-            dtype: o.dtype,
-            batch_shape,
-            m,
-            n,
-            k,
-            a: operand(0, batch),
-            b: operand(1, batch),
-            bias,
-            alpha,
-            beta,
-            out: s.buffer.buffer(),
+    Gemm {
+        dtype: o.dtype,
+        batch_shape,
+        m,
+        n,
+        k,
+        a: operand(0, batch),
+        b: operand(1, batch),
+        bias,
+        alpha,
+        beta,
+        out,
+        epilogue: None,
+    }
+}
+
+/// A fused group led by the matmul `mm` (see `graph::fuse`): one GEMM whose
+/// epilogue computes the group's elementwise `members` from the product and
+/// writes `outputs` (the product among them if it is held). Returns the
+/// outputs' storages, in order.
+pub(super) fn with_epilogue(
+    lw: &mut Lowering<'_>,
+    mm: &Arc<Node>,
+    members: &HashSet<*const Node>,
+    outputs: &[Arc<ArrayInner>],
+) -> Result<Vec<Storage>> {
+    let Primitive::Matmul { alpha, beta } = mm.primitive else {
+        return Err(Error::Internal("a GEMM epilogue without its matmul".into()));
+    };
+    let product = mm
+        .outputs
+        .get()
+        .and_then(|o| o.first())
+        .and_then(|w| w.upgrade())
+        .ok_or_else(|| Error::Internal("a GEMM epilogue without its product".into()))?;
+    let storages = mm
+        .inputs
+        .iter()
+        .map(|a| a.inner.storage())
+        .collect::<Result<_>>()?;
+    let live = [Some(Arc::clone(&product))];
+    let io = NodeIo {
+        node: mm,
+        storages,
+        outputs: &live,
+    };
+    let e = super::program::epilogue(lw, members, &product, outputs)?;
+    if !epilogue::supported(&e.program) {
+        // The product in memory, then the rest as an elementwise kernel.
+        drop(e);
+        let s = matmul(lw, &io, alpha, beta)?.pop().flatten();
+        let s = s.ok_or_else(|| Error::Internal("a matmul without its storage".into()))?;
+        drop(product.set_state(State::Ready(s)));
+        return super::program::run(lw, members, outputs);
+    }
+    let mut g = gemm(&io, &product, alpha, beta, e.storages[0].buffer.buffer());
+    g.epilogue = Some(Epilogue {
+        program: e.program,
+        bound: Bound {
+            shape: product.shape.clone(),
+            loads: e.loads,
+            consts: e.consts,
+            inputs: e.buffers.iter().map(|b| b.buffer()).collect(),
+            outputs: e.storages.iter().map(|s| s.buffer.buffer()).collect(),
         },
-    )?;
+    });
+    let d = kernel::gemm(lw.cx(), &mut g)?;
+    drop(g);
     lw.push(d);
-    Ok(vec![Some(s)])
+    Ok(e.storages)
 }

@@ -119,6 +119,10 @@ pub(crate) fn lower(
     ) {
         return program::node(lw, node, outputs);
     }
+    // Asks whether it may donate its source before taking a storage.
+    if let Primitive::SliceUpdate { starts, steps } = &node.primitive {
+        return scatter::slice_update(lw, node, outputs, starts, steps);
+    }
     let storages = node
         .inputs
         .iter()
@@ -149,6 +153,7 @@ pub(crate) fn lower(
         } => scan::scan(lw, &io, *op, *axis, *reverse, *inclusive),
         Primitive::Sort { axis } => sort::sort(lw, &io, *axis),
         Primitive::Scatter { axis, add } => scatter::scatter(lw, &io, *axis, *add),
+        Primitive::SliceUpdate { .. } => unreachable!("lowered before its storages are taken"),
         Primitive::Bitcast => view::bitcast(&io),
         Primitive::Placeholder { .. } => Err(Error::Traced {
             op: node.primitive.name(),

@@ -167,6 +167,9 @@ struct Builder<'g> {
     consts: Vec<u64>,
     memo: HashMap<(*const ArrayInner, AxisMap), Value>,
     const_memo: HashMap<(u64, DType), Value>,
+    /// In a GEMM epilogue: the product, whose value is the GEMM's result at
+    /// the element (`Source::Acc`); no load is donated there.
+    acc: Option<*const ArrayInner>,
 }
 
 /// A constant's compute-type bits (f32, f64, i32 or u32; see
@@ -181,7 +184,25 @@ fn const_bits(bits: u64, dtype: DType) -> u64 {
     }
 }
 
-impl Builder<'_> {
+impl<'g> Builder<'g> {
+    /// An empty program over `shape` computing `members` (see `acc`).
+    fn new(
+        shape: &[usize],
+        members: &'g HashSet<*const Node>,
+        acc: Option<*const ArrayInner>,
+    ) -> Builder<'g> {
+        Builder {
+            shape: shape.to_vec(),
+            members,
+            defs: Vec::new(),
+            loads: Vec::new(),
+            consts: Vec::new(),
+            memo: HashMap::default(),
+            const_memo: HashMap::default(),
+            acc,
+        }
+    }
+
     fn push(&mut self, def: Def) -> Value {
         self.defs.push(def);
         (self.defs.len() - 1) as Value
@@ -193,6 +214,29 @@ impl Builder<'_> {
     fn value(&mut self, a: &Arc<ArrayInner>, map: &AxisMap, direct: bool) -> Result<Value> {
         let key = (Arc::as_ptr(a), map.clone());
         if let Some(&v) = self.memo.get(&key) {
+            return Ok(v);
+        }
+        if self.acc == Some(Arc::as_ptr(a)) {
+            // Length-1 axes are broadcast (no axis), which is the identity.
+            let same = map.starts.iter().all(|&s| s == 0)
+                && map.axes.len() == a.shape.len()
+                && map
+                    .axes
+                    .iter()
+                    .enumerate()
+                    .all(|(i, x)| *x == Some((i, 1)) || (x.is_none() && a.shape[i] == 1));
+            if !same {
+                return Err(Error::Internal(
+                    "a GEMM epilogue reads the product through a view".into(),
+                ));
+            }
+            let v = self.push(Def::Load {
+                dtype: a.dtype,
+                source: Source::Acc,
+                dense: true,
+                gather: None,
+            });
+            self.memo.insert(key, v);
             return Ok(v);
         }
         let node = match a.pending_node() {
@@ -264,6 +308,7 @@ impl Builder<'_> {
         // Asked before `storage()` takes a reference of its own: the only
         // holder is the one node that reads it.
         let donatable = direct
+            && self.acc.is_none()
             && map.is_identity()
             && a.shape == self.shape
             && Arc::strong_count(a) == 1
@@ -350,21 +395,13 @@ fn bind(
 /// Build, bind and encode a program writing `outputs` (arrays of one shape),
 /// computing the pending elementwise nodes in `members` inline. Returns the
 /// outputs' storages, in order.
-fn run(
+pub(super) fn run(
     lw: &mut Lowering<'_>,
     members: &HashSet<*const Node>,
     outputs: &[Arc<ArrayInner>],
 ) -> Result<Vec<Storage>> {
     let shape = outputs[0].shape.clone();
-    let mut b = Builder {
-        shape: shape.clone(),
-        members,
-        defs: Vec::new(),
-        loads: Vec::new(),
-        consts: Vec::new(),
-        memo: HashMap::default(),
-        const_memo: HashMap::default(),
-    };
+    let mut b = Builder::new(&shape, members, None);
     let identity = AxisMap::identity(shape.len());
     let mut values = Vec::with_capacity(outputs.len());
     for o in outputs {
@@ -409,8 +446,80 @@ fn finish(lw: &mut Lowering<'_>, mut b: Builder<'_>, values: Vec<Value>) -> Resu
     Ok(storages)
 }
 
+/// A GEMM epilogue's program over `shape` (the product's), built like a
+/// fused group's: `acc` is the product (the GEMM's result at the element),
+/// `members` the elementwise nodes computed inline, `outputs` the values
+/// written (the product too, if it is one of them).
+pub(super) struct EpilogueProgram {
+    pub program: Program,
+    /// One per `Def::Load`, in order (the `Acc` load's is unused).
+    pub loads: Vec<LoadData>,
+    pub consts: Vec<u64>,
+    /// The input bindings' buffers.
+    pub buffers: Vec<Arc<PooledBuffer>>,
+    /// The outputs' storages, in order.
+    pub storages: Vec<Storage>,
+}
+
+/// Build and bind the epilogue program of a GEMM whose product is `acc`
+/// (see [`EpilogueProgram`]) and allocate its outputs.
+pub(super) fn epilogue(
+    lw: &mut Lowering<'_>,
+    members: &HashSet<*const Node>,
+    acc: &Arc<ArrayInner>,
+    outputs: &[Arc<ArrayInner>],
+) -> Result<EpilogueProgram> {
+    let shape = acc.shape.clone();
+    let mut b = Builder::new(&shape, members, Some(Arc::as_ptr(acc)));
+    let identity = AxisMap::identity(shape.len());
+    let mut values = Vec::with_capacity(outputs.len());
+    for o in outputs {
+        values.push(b.value(o, &identity, false)?);
+    }
+    let (buffers, _) = bind(&mut b.defs, &b.loads, &values);
+    let mut storages = Vec::with_capacity(values.len());
+    for &v in &values {
+        storages.push(lw.alloc(&shape, b.defs[v as usize].dtype())?);
+    }
+    let mut loads = b.loads.iter();
+    let dense = crate::shape::contiguous_strides(&shape);
+    let loads = b
+        .defs
+        .iter()
+        .filter_map(|d| match d {
+            Def::Load {
+                source: Source::Acc,
+                ..
+            } => Some(LoadData {
+                offset: 0,
+                strides: dense.clone(),
+                gather: None,
+            }),
+            Def::Load { .. } => loads.next().map(|l| LoadData {
+                offset: l.offset,
+                strides: l.strides.clone(),
+                gather: l.gather,
+            }),
+            _ => None,
+        })
+        .collect();
+    Ok(EpilogueProgram {
+        program: Program {
+            defs: b.defs,
+            outputs: values,
+            inputs: buffers.len() as u8,
+            rank: 0,
+        },
+        loads,
+        consts: b.consts,
+        buffers,
+        storages,
+    })
+}
+
 /// Run a fused group: `members` are its nodes, `outputs` the values it
-/// writes. Each output takes its storage and lets go of its node.
+/// writes. Each output takes its storage and lets go of its node. A group
+/// with a matmul runs as that GEMM with the rest as its epilogue.
 pub(crate) fn group(
     lw: &mut Lowering<'_>,
     members: &[&Arc<Node>],
@@ -424,7 +533,13 @@ pub(crate) fn group(
     if outputs.is_empty() {
         return Ok(());
     }
-    let storages = run(lw, &set, outputs)?;
+    let storages = match members
+        .iter()
+        .find(|n| matches!(n.primitive, Primitive::Matmul { .. }))
+    {
+        Some(mm) => super::matmul::with_epilogue(lw, mm, &set, outputs)?,
+        None => run(lw, &set, outputs)?,
+    };
     for (o, s) in outputs.iter().zip(storages) {
         drop(o.set_state(State::Ready(s)));
     }
@@ -471,6 +586,7 @@ pub(super) fn copy(
         consts: Vec::new(),
         memo: HashMap::default(),
         const_memo: HashMap::default(),
+        acc: None,
     };
     b.loads.push(Load {
         def: 0,
@@ -548,6 +664,7 @@ pub(super) fn take(
         consts: Vec::new(),
         memo: HashMap::default(),
         const_memo: HashMap::default(),
+        acc: None,
     };
     b.loads.push(Load {
         def: 0,

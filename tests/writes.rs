@@ -1,0 +1,613 @@
+//! Functional writes against a host reference: `slice_update` (MLX),
+//! `slice_assign` (NumPy `a[slices] = v`), `put` (NumPy) and `at` (MLX
+//! `.at[idx].set/add`), on odd sizes, views as source and as update, empty
+//! slices and every dtype; a KV-cache loop whose memory stays flat when the
+//! source is donated and whose old handles keep their values when it is
+//! not; typed errors that leave nothing behind.
+
+mod common;
+
+use common::arrays::{i, of_dtype, round_to};
+use common::host::{ALL_DTYPES, Host, dense, layouts, read, upload};
+use common::reference::{ravel, unravel};
+use common::{Rng, assert_empty, device};
+use wgarray::{Array, Axes, DType, Device, Error, Slice};
+
+/// The word dtypes, and where the adapter has f64 (which the host
+/// layouts upload the packed integers through) the packed integers and
+/// f64; `packed_dtypes_merge_their_lanes` covers the packed ones everywhere.
+fn dtypes(d: &Device) -> Vec<DType> {
+    let mut out = ALL_DTYPES.to_vec();
+    if d.features().contains(wgarray::wgpu::Features::SHADER_F64) {
+        out.extend([DType::I8, DType::U8, DType::I16, DType::U16, DType::F64]);
+    }
+    out
+}
+
+/// Small random integers every dtype holds exactly (unsigned for the
+/// unsigned ones, 0/1 for bool).
+fn values(shape: &[usize], dtype: DType, rng: &mut Rng) -> Host {
+    Host::from_fn(shape, |_| {
+        let v = (rng.next_u64() % 100) as f64;
+        match dtype {
+            DType::Bool => v % 2.0,
+            DType::U32 | DType::U8 | DType::U16 => v,
+            _ => v - 50.0,
+        }
+    })
+}
+
+/// Host `x[slices] = update` (update broadcast to the slice's shape), with
+/// the slice given as per-axis (start, count, step).
+fn reference(x: &Host, axes: &[(usize, usize, isize)], update: &Host) -> Host {
+    let mut out = x.clone();
+    let shape: Vec<usize> = axes.iter().map(|a| a.1).collect();
+    let n: usize = shape.iter().product();
+    let off = shape.len() - update.shape.len();
+    for p in 0..n {
+        let c = unravel(p, &shape);
+        let dst: Vec<usize> = c
+            .iter()
+            .zip(axes)
+            .map(|(&k, &(s, _, st))| (s as isize + k as isize * st) as usize)
+            .collect();
+        let src: Vec<usize> = c[off..]
+            .iter()
+            .zip(&update.shape)
+            .map(|(&k, &len)| if len == 1 { 0 } else { k })
+            .collect();
+        out.data[ravel(&dst, &x.shape)] = update.get(&src);
+    }
+    out
+}
+
+/// NumPy's `slice.indices` for one axis: (start, count, step).
+fn resolve(s: Slice, len: usize) -> (usize, usize, isize) {
+    let len = len as isize;
+    let norm = |v: isize| if v < 0 { v + len } else { v };
+    let (start, stop) = if s.step > 0 {
+        (
+            s.start.map_or(0, |v| norm(v).clamp(0, len)),
+            s.stop.map_or(len, |v| norm(v).clamp(0, len)),
+        )
+    } else {
+        (
+            s.start.map_or(len - 1, |v| norm(v).clamp(-1, len - 1)),
+            s.stop.map_or(-1, |v| norm(v).clamp(-1, len - 1)),
+        )
+    };
+    let count = if s.step > 0 {
+        ((stop - start).max(0) + s.step - 1) / s.step
+    } else {
+        ((start - stop).max(0) - s.step - 1) / -s.step
+    };
+    (start.max(0) as usize, count as usize, s.step)
+}
+
+#[test]
+fn slice_assign_matches_the_host_for_views_dtypes_and_odd_sizes() {
+    let d = device();
+    let mut rng = Rng::new(21);
+    let cases: Vec<(Vec<usize>, Vec<Slice>)> = vec![
+        (vec![1], vec![Slice::FULL]),
+        (vec![7], vec![Slice::range(2, 5)]),
+        (vec![33], vec![Slice::new(Some(-30), None, 3)]),
+        (vec![1025], vec![Slice::new(Some(1000), Some(3), -7)]),
+        (vec![1025], vec![Slice::range(5, 5)]),  // empty
+        (vec![7, 33], vec![Slice::range(3, 4)]), // one row: a KV write
+        (vec![7, 33], vec![Slice::step(-2), Slice::range(1, 32)]),
+        (
+            vec![3, 5, 7],
+            vec![Slice::FULL, Slice::range(1, 4), Slice::step(3)],
+        ),
+    ];
+    for dtype in dtypes(&d) {
+        for (shape, slices) in &cases {
+            let ax: Vec<(usize, usize, isize)> = shape
+                .iter()
+                .enumerate()
+                .map(|(a, &len)| resolve(slices.get(a).copied().unwrap_or(Slice::FULL), len))
+                .collect();
+            let sshape: Vec<usize> = ax.iter().map(|a| a.1).collect();
+            let x = values(shape, dtype, &mut rng);
+            // The update: the slice's shape in every layout, and broadcast
+            // from its last axis.
+            let u = values(&sshape, dtype, &mut rng);
+            let last = &sshape[sshape.len() - 1..];
+            let ub = values(last, dtype, &mut rng);
+            let mut updates = layouts(&d, &u, dtype);
+            updates.push(("broadcast", dense(&d, &ub, dtype)));
+            for (uname, update) in &updates {
+                let uh = if *uname == "broadcast" { &ub } else { &u };
+                let want = reference(&x, &ax, uh);
+                for (xname, src) in layouts(&d, &x, dtype) {
+                    let y = src.slice_assign(slices, update).unwrap();
+                    assert_eq!(y.dtype(), dtype);
+                    let what = format!("{dtype} {shape:?} {slices:?} x {xname} u {uname}");
+                    assert_eq!(read(&y), want, "{what}");
+                    // The source is still held: it keeps its values.
+                    assert_eq!(read(&src), x, "{what}: the source changed");
+                }
+                // Donated: nothing else holds the source.
+                let y = dense(&d, &x, dtype).slice_assign(slices, update).unwrap();
+                assert_eq!(read(&y), want, "{dtype} {shape:?} {slices:?} donated");
+            }
+        }
+    }
+    assert_empty(&d);
+}
+
+#[test]
+fn slice_update_writes_at_starts_on_the_given_axes() {
+    let d = device();
+    let mut rng = Rng::new(5);
+    // (array shape, update shape, starts, axes)
+    type Case<'a> = (&'a [usize], &'a [usize], &'a [isize], Option<&'a [isize]>);
+    let cases: &[Case] = &[
+        (&[1025], &[33], &[992], None),
+        (&[1025], &[1], &[0], Some(&[-1])),
+        (&[7, 33], &[1, 33], &[6], Some(&[0])),
+        (&[7, 33], &[7, 5], &[28], Some(&[1])),
+        (&[7, 33], &[2, 7], &[5, 26], None),
+        (&[3, 5, 7], &[3, 2, 1], &[6, 3], Some(&[2, 1])),
+        (&[3, 5, 7], &[3, 0, 7], &[5], Some(&[1])), // empty, at the end
+    ];
+    for dtype in [DType::F32, DType::F16, DType::I32, DType::Bool] {
+        for &(shape, ushape, starts, axes) in cases {
+            let nd = shape.len();
+            let axes_n: Vec<usize> = match axes {
+                None => (0..nd).collect(),
+                Some(a) => a
+                    .iter()
+                    .map(|&a| a.rem_euclid(nd as isize) as usize)
+                    .collect(),
+            };
+            let mut ax: Vec<(usize, usize, isize)> = ushape.iter().map(|&n| (0, n, 1)).collect();
+            for (&a, &s) in axes_n.iter().zip(starts) {
+                ax[a].0 = s as usize;
+            }
+            let x = values(shape, dtype, &mut rng);
+            let u = values(ushape, dtype, &mut rng);
+            let want = reference(&x, &ax, &u);
+            let axes: Axes = axes.map_or(Axes::All, |a| a.into());
+            for (uname, update) in layouts(&d, &u, dtype) {
+                let src = dense(&d, &x, dtype);
+                let y = src.slice_update(&update, starts, axes.clone()).unwrap();
+                assert_eq!(read(&y), want, "{dtype} {shape:?} {starts:?} {uname}");
+                assert_eq!(read(&src), x, "{dtype} {shape:?}: the source changed");
+            }
+        }
+    }
+    assert_empty(&d);
+}
+
+#[test]
+fn packed_dtypes_merge_their_lanes() {
+    // 1- and 2-byte elements share words: a strided slice at odd offsets
+    // writes some lanes of a word and must keep the others.
+    let d = device();
+    let mut rng = Rng::new(11);
+    let (shape, slices) = (
+        [7usize, 33],
+        [Slice::new(Some(5), None, -2), Slice::new(Some(3), None, 5)],
+    );
+    let ax = [resolve(slices[0], 7), resolve(slices[1], 33)];
+    let sshape = [ax[0].1, ax[1].1];
+    for dtype in [DType::I8, DType::U8, DType::I16, DType::U16] {
+        let x = values(&shape, dtype, &mut rng);
+        let u = values(&sshape, dtype, &mut rng);
+        let want = reference(&x, &ax, &u);
+        let src = of_dtype(&d, &x.data, &shape, dtype);
+        // The update as a transposed view.
+        let ut = u.permute(&[1, 0]);
+        let update = of_dtype(&d, &ut.data, &ut.shape, dtype).transpose();
+        let y = src.slice_assign(&slices, &update).unwrap();
+        assert_eq!(read(&y), want, "{dtype} copy");
+        assert_eq!(read(&src), x, "{dtype}: the source changed");
+        drop(src);
+        let y = of_dtype(&d, &x.data, &shape, dtype)
+            .slice_assign(&slices, &update)
+            .unwrap();
+        assert_eq!(read(&y), want, "{dtype} donated");
+        // One element at an odd position of a 1025-element vector.
+        let v = values(&[1025], dtype, &mut rng);
+        let mut w = v.clone();
+        w.data[513] = 7.0;
+        let y = of_dtype(&d, &v.data, &[1025], dtype)
+            .slice_update(&of_dtype(&d, &[7.0], &[1], dtype), &[513], 0)
+            .unwrap();
+        assert_eq!(read(&y), w, "{dtype} one element");
+    }
+    assert_empty(&d);
+}
+
+#[test]
+fn update_is_cast_to_the_arrays_dtype() {
+    let d = device();
+    {
+        let x = Array::zeros(&[2, 3], DType::I32, &d).unwrap();
+        let u = Array::from_slice(&[1.7f32, -2.2, 3.9], &[1, 3], &d).unwrap();
+        let y = x.slice_update(&u, &[1, 0], Axes::All).unwrap();
+        assert_eq!(y.dtype(), DType::I32);
+        assert_eq!(y.to_vec::<i32>().unwrap(), vec![0, 0, 0, 1, -2, 3]);
+    }
+    {
+        // An f32 update into bf16 rounds once, as astype.
+        let x = Array::zeros(&[5], DType::BF16, &d).unwrap();
+        let u = Array::from_slice(&[1.0f32 / 3.0], &[1], &d).unwrap();
+        let y = x.slice_assign(&[Slice::range(1, 4)], &u).unwrap();
+        let third = round_to(1.0 / 3.0, DType::BF16);
+        assert_eq!(y.to_f64_vec().unwrap(), vec![0.0, third, third, third, 0.0]);
+    }
+    assert_empty(&d);
+}
+
+#[test]
+fn empty_arrays_and_empty_slices_write_nothing() {
+    let d = device();
+    {
+        let x = Array::zeros(&[0, 3], DType::F32, &d).unwrap();
+        let u = Array::zeros(&[0, 2], DType::F32, &d).unwrap();
+        let y = x.slice_update(&u, &[1], 1).unwrap();
+        assert_eq!(y.shape(), &[0, 3]);
+        assert_eq!(y.to_vec::<f32>().unwrap(), Vec::<f32>::new());
+    }
+    {
+        let x = Array::from_slice(&[1i32, 2, 3], &[3], &d).unwrap();
+        let u = Array::from_slice(&[9i32], &[1], &d).unwrap();
+        let y = x.slice_assign(&[Slice::range(2, 1)], &u).unwrap();
+        assert_eq!(y.to_vec::<i32>().unwrap(), vec![1, 2, 3]);
+    }
+    assert_empty(&d);
+}
+
+/// A KV cache `[steps, width]` written one row per step.
+fn kv_rows(steps: usize, width: usize, dtype: DType, rng: &mut Rng) -> Vec<Host> {
+    (0..steps)
+        .map(|_| values(&[1, width], dtype, rng))
+        .collect()
+}
+
+#[test]
+fn kv_cache_writes_in_place_when_donated_and_copies_when_held() {
+    let d = device();
+    let mut rng = Rng::new(77);
+    for dtype in [DType::F32, DType::F16] {
+        let (steps, width) = (33, 65);
+        let rows = kv_rows(steps, width, dtype, &mut rng);
+        let mut want = Host::from_fn(&[steps, width], |_| 0.0);
+        let mut cache = Array::zeros(&[steps, width], dtype, &d).unwrap();
+        cache.eval().unwrap();
+        let flat = d.active_memory();
+        let cache_bytes = flat;
+        for (t, row) in rows.iter().enumerate() {
+            let r = dense(&d, row, dtype);
+            r.eval().unwrap();
+            d.reset_peak_memory();
+            cache = cache.slice_update(&r, &[t as isize, 0], Axes::All).unwrap();
+            cache.eval().unwrap();
+            // Donated: the cache's buffer was written in place, so no
+            // cache-sized buffer was taken at any point of the step.
+            assert!(
+                d.peak_memory() < 2 * cache_bytes,
+                "{dtype} step {t}: peak {} for a cache of {cache_bytes}",
+                d.peak_memory()
+            );
+            drop(r);
+            assert_eq!(
+                d.active_memory(),
+                flat,
+                "{dtype} step {t}: active memory grew"
+            );
+            want.data[t * width..(t + 1) * width].copy_from_slice(&row.data);
+        }
+        assert_eq!(read(&cache), want, "{dtype} donated cache");
+
+        // The same loop keeping every old handle: each step copies, and
+        // every old cache keeps the rows it had.
+        let mut history = vec![Array::zeros(&[steps, width], dtype, &d).unwrap()];
+        for (t, row) in rows.iter().enumerate().take(7) {
+            let r = dense(&d, row, dtype);
+            let next = history[t]
+                .slice_update(&r, &[t as isize, 0], Axes::All)
+                .unwrap();
+            next.eval().unwrap();
+            history.push(next);
+        }
+        for (t, h) in history.iter().enumerate() {
+            let mut w = Host::from_fn(&[steps, width], |_| 0.0);
+            w.data[..t * width].copy_from_slice(&want.data[..t * width]);
+            assert_eq!(read(h), w, "{dtype} kept cache {t}");
+        }
+        drop((cache, history));
+    }
+    assert_empty(&d);
+}
+
+#[test]
+fn a_source_read_by_another_node_is_not_written() {
+    let d = device();
+    let x = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &d).unwrap();
+    x.eval().unwrap();
+    let u = Array::from_slice(&[-1.0f32], &[1], &d).unwrap();
+    // `x` is dropped, but `s` (another consumer in the same eval) reads it.
+    let y = x.slice_update(&u, &[0], 0).unwrap();
+    let s = x.sum(Axes::All, false).unwrap();
+    let v = x.reshape(&[2, 2]).unwrap();
+    drop(x);
+    wgarray::eval(&[&y, &s, &v]).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![-1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(s.to_vec::<f32>().unwrap(), vec![10.0]);
+    assert_eq!(v.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    // A lazy source computed in the same eval is donated safely too.
+    let z = Array::arange(0.0, 5.0, 1.0, DType::F32, &d)
+        .unwrap()
+        .multiply(2.0)
+        .unwrap()
+        .slice_assign(&[Slice::range(1, 3)], &u)
+        .unwrap();
+    assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0, -1.0, -1.0, 6.0, 8.0]);
+    drop((u, y, s, v, z));
+    assert_empty(&d);
+}
+
+/// Host `np.put` with NumPy's cycling of `v`, negative indices wrapping
+/// and out-of-range ones clamped.
+fn put_reference(x: &[f64], idx: &[i32], v: &[f64]) -> Vec<f64> {
+    let mut out = x.to_vec();
+    let n = x.len() as i64;
+    if v.is_empty() {
+        return out;
+    }
+    for (k, &j) in idx.iter().enumerate() {
+        let j = j as i64;
+        let j = if j < 0 { j + n } else { j }.clamp(0, n - 1);
+        out[j as usize] = v[k % v.len()];
+    }
+    out
+}
+
+#[test]
+fn put_matches_numpy_with_cycling_wrapping_and_clamping() {
+    let d = device();
+    let mut rng = Rng::new(3);
+    for (shape, n_idx, n_val) in [
+        (vec![1usize], 1usize, 1usize),
+        (vec![7], 5, 2),
+        (vec![3, 11], 33, 33),
+        (vec![1025], 7, 40),
+        (vec![5, 7], 9, 0),
+        (vec![5, 7], 0, 3),
+    ] {
+        let size: usize = shape.iter().product();
+        // Distinct positions (one value wins where indices repeat), in
+        // every form: plain, negative, past the end (clamped to the last).
+        let mut pos: Vec<i32> = (0..size as i32).collect();
+        for k in (1..pos.len()).rev() {
+            pos.swap(k, rng.next_u64() as usize % (k + 1));
+        }
+        let idx: Vec<i32> = pos
+            .iter()
+            .take(n_idx)
+            .enumerate()
+            .map(|(k, &p)| match k % 3 {
+                1 => p - size as i32,
+                2 if p == size as i32 - 1 => p + 5,
+                _ => p,
+            })
+            .collect();
+        let n_idx = idx.len();
+        for dtype in [DType::F32, DType::F16, DType::I32, DType::Bool] {
+            let x = values(&shape, dtype, &mut rng);
+            let v = values(&[n_val], dtype, &mut rng);
+            let want = put_reference(&x.data, &idx, &v.data);
+            // The values also as a reversed view.
+            for (vname, va) in layouts(&d, &v, dtype) {
+                let y = dense(&d, &x, dtype)
+                    .put(&i(&d, &idx, &[n_idx]), &va)
+                    .unwrap();
+                assert_eq!(y.shape(), &shape[..]);
+                assert_eq!(y.to_f64_vec().unwrap(), want, "{dtype} {shape:?} {vname}");
+            }
+        }
+    }
+    assert_empty(&d);
+}
+
+#[test]
+fn at_set_and_add_scatter_rows() {
+    let d = device();
+    let mut rng = Rng::new(9);
+    let (rows, width) = (7usize, 33usize);
+    let idx = [3i32, -1, 0, 3, 99, 3];
+    let norm =
+        |j: i32| (if j < 0 { j + rows as i32 } else { j }).clamp(0, rows as i32 - 1) as usize;
+    for dtype in [DType::F32, DType::F16, DType::I32] {
+        let x = values(&[rows, width], dtype, &mut rng);
+        let v = values(&[idx.len(), width], dtype, &mut rng);
+        let xa = dense(&d, &x, dtype);
+        let ia = i(&d, &idx, &[2, 3]);
+        let va = upload(&d, &v.data, &[2, 3, width], dtype);
+        // add: duplicates (3 three times, 6 twice via -1 and 99) accumulate.
+        let mut want = x.clone();
+        for (k, &j) in idx.iter().enumerate() {
+            for c in 0..width {
+                want.data[norm(j) * width + c] += v.data[k * width + c];
+            }
+        }
+        let y = xa.at(&ia).add(&va).unwrap();
+        assert_eq!(read(&y), want, "{dtype} at.add");
+        // set with distinct rows, a broadcast value row.
+        let iu = i(&d, &[5, -7], &[2]);
+        let row = values(&[width], dtype, &mut rng);
+        let mut want = x.clone();
+        for r in [5usize, 0] {
+            want.data[r * width..(r + 1) * width].copy_from_slice(&row.data);
+        }
+        let y = xa.at(&iu).set(&dense(&d, &row, dtype)).unwrap();
+        assert_eq!(read(&y), want, "{dtype} at.set");
+    }
+    assert_empty(&d);
+}
+
+#[test]
+fn bad_inputs_are_typed_errors_and_leave_nothing_behind() {
+    let d = device();
+    let x = Array::zeros(&[4, 5], DType::F32, &d).unwrap();
+    x.eval().unwrap();
+    let u = Array::zeros(&[1, 5], DType::F32, &d).unwrap();
+    u.eval().unwrap();
+    let (active, nodes) = (d.active_memory(), d.live_nodes());
+    let invalid = |r: Result<Array, Error>, op: &str, arg: &str| match r {
+        Err(Error::InvalidArgument(m)) => {
+            assert!(m.starts_with(op) && m.contains(arg), "{m}")
+        }
+        other => panic!("{op} {arg}: {other:?}"),
+    };
+    invalid(
+        x.slice_update(&u, &[-1], 0),
+        "slice_update",
+        "start_indices[0]",
+    );
+    invalid(
+        x.slice_update(&u, &[4], 0),
+        "slice_update",
+        "passes the end",
+    );
+    invalid(
+        x.slice_update(&u, &[0, 1], 0),
+        "slice_update",
+        "start_indices",
+    );
+    invalid(
+        x.slice_update(&u, &[0, 1], [0, 0]),
+        "slice_update",
+        "repeat",
+    );
+    invalid(
+        x.slice_update(&Array::zeros(&[5], DType::F32, &d).unwrap(), &[0], 0),
+        "slice_update",
+        "`update` has 1",
+    );
+    assert!(matches!(
+        x.slice_update(&u, &[0], 2),
+        Err(Error::InvalidAxis {
+            op: "slice_update",
+            ..
+        })
+    ));
+    invalid(
+        x.slice_assign(&[Slice::FULL; 3], &u),
+        "slice_assign",
+        "`slices`",
+    );
+    invalid(
+        x.slice_assign(&[Slice::step(0)], &u),
+        "slice_assign",
+        "step",
+    );
+    assert!(matches!(
+        x.slice_assign(&[Slice::range(0, 2), Slice::range(0, 3)], &u),
+        Err(Error::ShapeMismatch {
+            op: "slice_assign",
+            ..
+        })
+    ));
+    let fi = Array::zeros(&[2], DType::F32, &d).unwrap();
+    assert!(matches!(
+        x.put(&fi, &u),
+        Err(Error::DType { op: "put", .. })
+    ));
+    let idx = i(&d, &[0, 1], &[2]);
+    assert!(matches!(
+        x.astype(DType::U8).unwrap().put(&idx, &u),
+        Err(Error::OpDType { op: "put", .. })
+    ));
+    assert!(matches!(
+        x.at(&idx)
+            .set(&Array::zeros(&[3, 5], DType::F32, &d).unwrap()),
+        Err(Error::ShapeMismatch { op: "at.set", .. })
+    ));
+    assert!(matches!(
+        x.astype(DType::Bool).unwrap().at(&idx).add(&u),
+        Err(Error::DType { op: "at.add", .. })
+    ));
+    let other = device();
+    let far = Array::zeros(&[1, 5], DType::F32, &other).unwrap();
+    assert!(matches!(
+        x.slice_update(&far, &[0], 0),
+        Err(Error::DeviceMismatch { op: "slice_update" })
+    ));
+    drop((fi, idx, far));
+    assert_eq!(d.active_memory(), active, "an error path kept memory");
+    assert_eq!(d.live_nodes(), nodes, "an error path recorded a node");
+    drop((x, u));
+    assert_empty(&d);
+}
+
+#[test]
+fn dispatch_counts_match_the_op_table() {
+    // docs/OPS.md: slice_update 1 donated, 2 as a copy; put and at.set 5
+    // (two scatters of two and a where), put with values to cycle 7;
+    // at.add 3 (a scatter of two and an add).
+    let d = device();
+    let count = |make: &dyn Fn() -> Array| {
+        let y = make();
+        let before = d.dispatches();
+        y.eval().unwrap();
+        d.dispatches() - before
+    };
+    let ready = |shape: &[usize]| {
+        let a = Array::zeros(shape, DType::F32, &d).unwrap();
+        a.eval().unwrap();
+        a
+    };
+    let (u, idx) = (ready(&[1, 8]), i(&d, &[1, 3], &[2]));
+    idx.eval().unwrap();
+    assert_eq!(
+        count(&|| ready(&[4, 8]).slice_update(&u, &[2, 0], Axes::All).unwrap()),
+        1,
+        "donated"
+    );
+    let held = ready(&[4, 8]);
+    assert_eq!(
+        count(&|| held.slice_update(&u, &[2, 0], Axes::All).unwrap()),
+        2,
+        "copy"
+    );
+    let two = ready(&[2]);
+    assert_eq!(count(&|| held.put(&idx, &two).unwrap()), 5, "put");
+    // Values to cycle: an index ramp and a gather more.
+    assert_eq!(count(&|| held.put(&idx, &u).unwrap()), 7, "put, cycled");
+    assert_eq!(count(&|| held.at(&idx).set(&u).unwrap()), 5, "at.set");
+    assert_eq!(count(&|| held.at(&idx).add(&u).unwrap()), 3, "at.add");
+    drop((u, idx, held, two));
+    assert_empty(&d);
+}
+
+#[test]
+fn a_compiled_step_copies_its_held_input_and_keeps_it() {
+    // Inside `compile` the cache is the caller's input (still held), so
+    // each replay copies: the input keeps its values on every call.
+    let d = device();
+    {
+        let step = wgarray::compile(|x: &[Array]| {
+            Ok(vec![x[0].slice_update(
+                &x[1].multiply(2.0)?,
+                &[1, 0],
+                Axes::All,
+            )?])
+        });
+        let cache = Array::from_slice(&[1.0f32; 6], &[3, 2], &d).unwrap();
+        for k in 0..3 {
+            let row = Array::from_slice(&[k as f32, -1.0], &[1, 2], &d).unwrap();
+            let y = step.call(&[&cache, &row]).unwrap().pop().unwrap();
+            assert_eq!(
+                y.to_vec::<f32>().unwrap(),
+                vec![1.0, 1.0, 2.0 * k as f32, -2.0, 1.0, 1.0]
+            );
+            assert_eq!(cache.to_vec::<f32>().unwrap(), vec![1.0; 6]);
+        }
+    }
+    assert_empty(&d);
+}
