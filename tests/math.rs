@@ -11,55 +11,11 @@ mod common;
 
 use common::{Rng, assert_empty, device};
 use half::{bf16, f16};
+use wgarray::testing::accuracy::{erfinv64, round_to, ulp_error as ulps};
 use wgarray::{Array, DType, Device, Error, Slice};
 
 type Op = fn(&Array) -> wgarray::Result<Array>;
 type Truth = fn(f64) -> f64;
-
-fn round_to(x: f64, dtype: DType) -> f64 {
-    match dtype {
-        DType::F32 => x as f32 as f64,
-        DType::F16 => f16::from_f64(x).to_f64(),
-        DType::BF16 => bf16::from_f64(x).to_f64(),
-        _ => unreachable!(),
-    }
-}
-
-/// Distance of `got` from the true `want` in ulp of `dtype` at `want` (0
-/// when `got` is `want` correctly rounded: infinities, NaN, signed zeros).
-/// Results below the smallest normal count in ulp of the smallest normal
-/// (a GPU may flush subnormals).
-fn ulps(got: f64, want: f64, dtype: DType) -> f64 {
-    if got.is_nan() || want.is_nan() {
-        return if got.is_nan() && want.is_nan() {
-            0.0
-        } else {
-            f64::INFINITY
-        };
-    }
-    let rounded = round_to(want, dtype);
-    if got.to_bits() == rounded.to_bits() {
-        return 0.0;
-    }
-    if got.is_infinite() || rounded.is_infinite() {
-        return f64::INFINITY;
-    }
-    let tiny = match dtype {
-        DType::F16 => 2f64.powi(-14),
-        _ => 2f64.powi(-126),
-    };
-    if want.abs() < tiny && got.abs() <= tiny {
-        // A subnormal result, flushed or not.
-        return 0.0;
-    }
-    let (mantissa, min_exp) = match dtype {
-        DType::F32 => (23, -126),
-        DType::F16 => (10, -14),
-        _ => (7, -126),
-    };
-    let e = (want.abs().log2().floor() as i32).max(min_exp);
-    (got - want).abs() / 2f64.powi(e - mantissa)
-}
 
 /// Every `step`-th f32 bit pattern of both signs (NaN and inf included),
 /// without subnormals: WGSL lets a GPU flush subnormal inputs to zero.
@@ -86,33 +42,6 @@ fn max_ulps(d: &Device, xs: &[f32], op: Op, truth: Truth) -> (f64, f32) {
         }
     }
     worst
-}
-
-/// erfinv in f64 by Newton's method on `libm::erf`.
-fn erfinv64(y: f64) -> f64 {
-    if y.is_nan() || y.abs() > 1.0 {
-        return f64::NAN;
-    }
-    if y.abs() == 1.0 {
-        return y * f64::INFINITY;
-    }
-    if y == 0.0 {
-        return y;
-    }
-    // A start within a few percent (Winitzki's approximation).
-    let a = 0.147;
-    let l = (1.0 - y * y).ln();
-    let t = 2.0 / (std::f64::consts::PI * a) + l / 2.0;
-    let mut x = y.signum() * ((t * t - l / a).sqrt() - t).sqrt();
-    for _ in 0..100 {
-        let step = (libm::erf(x) - y) / (2.0 / std::f64::consts::PI.sqrt() * (-x * x).exp());
-        let next = x - step;
-        if next == x || !next.is_finite() {
-            break;
-        }
-        x = next;
-    }
-    x
 }
 
 /// The functions, their f64 truth and the ulp bound each is held to.

@@ -3,14 +3,6 @@
 const NAN_BITS: u32 = 0x7fc00000u;
 const INF_BITS: u32 = 0x7f800000u;
 
-// erf by Abramowitz & Stegun 7.1.26 (max abs error 1.5e-7).
-fn erf_f(x: f32) -> f32 {
-    let a = abs(x);
-    let t = 1.0 / (1.0 + 0.3275911 * a);
-    let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-a * a);
-    return sign(x) * y;
-}
-
 // log(1 + x) and exp(x) - 1 to about 1 ulp of f32, from additions,
 // multiplications and bit operations (musl's log1pf and expm1f, after Sun's
 // fdlibm: argument reduction by powers of two, k * ln 2 split in a part
@@ -160,21 +152,6 @@ fn expm1_f(x_in: f32) -> f32 {
     return (x - (e + twomk) + 1.0) * twopk;
 }
 
-// tanh that saturates instead of overflowing exp for large |x|.
-fn tanh_f(x: f32) -> f32 {
-    if is_nan(x) {
-        return x;
-    }
-    if abs(x) > 10.0 {
-        return sign(x);
-    }
-    return tanh(x);
-}
-
-fn sigmoid_f(x: f32) -> f32 {
-    return 1.0 / (1.0 + exp(-x));
-}
-
 // NumPy maximum/minimum: NaN propagates.
 fn maximum_f(a: f32, b: f32) -> f32 {
     if is_nan(a) || is_nan(b) {
@@ -188,42 +165,6 @@ fn minimum_f(a: f32, b: f32) -> f32 {
         return bitcast<f32>(NAN_BITS);
     }
     return min(a, b);
-}
-
-// NumPy power for floats: negative bases with integral exponents.
-fn pow_f(a: f32, b: f32) -> f32 {
-    // C99 pow special cases, as NumPy: x^0 = 1 and 1^y = 1 even for NaN,
-    // (-1)^(+-inf) = 1, 0^negative odd integer keeps the zero's sign.
-    if b == 0.0 || a == 1.0 {
-        return 1.0;
-    }
-    if a == -1.0 && abs(b) == bitcast<f32>(INF_BITS) {
-        return 1.0;
-    }
-    if is_nan(a) || is_nan(b) {
-        return bitcast<f32>(NAN_BITS);
-    }
-    let odd = floor(b) == b && abs(b - 2.0 * trunc(b / 2.0)) == 1.0;
-    if a == 0.0 {
-        var r = 0.0;
-        if b < 0.0 {
-            r = bitcast<f32>(INF_BITS);
-        }
-        if odd && (bitcast<u32>(a) & 0x80000000u) != 0u {
-            return -r;
-        }
-        return r;
-    }
-    let r = exp2(b * log2(abs(a)));
-    if a < 0.0 {
-        if floor(b) != b {
-            return bitcast<f32>(NAN_BITS);
-        }
-        if abs(b - 2.0 * trunc(b / 2.0)) == 1.0 {
-            return -r;
-        }
-    }
-    return r;
 }
 
 fn pow_i(a: i32, b: i32) -> i32 {
@@ -1019,4 +960,487 @@ fn logaddexp_f(a: f32, b: f32) -> f32 {
         return a + log1p_f(exp_f(-d));
     }
     return b + log1p_f(exp_f(d));
+}
+
+// ---- Accurate f32 functions of issue 22 (docs/ACCURACY.md) ----
+//
+// Transcriptions of fdlibm's float routines (Sun 1993; the float versions
+// by Ian Lance Taylor, as in newlib, FreeBSD's msun and musl), in place of
+// WGSL's `sin`, `cos`, `tanh` and `pow`, which missed 2 ulp on lavapipe
+// (sin and cos are wrong by far beyond |x| ~ 1e5, tanh returns 2^-25 for
+// subnormal x) and have no bound in WGSL's specification beyond an
+// absolute 2^-11. Bounds measured and tested in tests/accuracy.rs.
+
+// sin(x + y) for |x + y| <= pi/4 + a little, y a tail below an ulp of x
+// (fdlibm's __kernel_sinf, k_sinf.c).
+fn kernel_sin_f(x: f32, y: f32) -> f32 {
+    let z = x * x;
+    let v = z * x;
+    let r = bitcast<f32>(0x3c088889u) + z * (bitcast<f32>(0xb9500d01u) + z * (bitcast<f32>(0x3638ef1bu)
+        + z * (bitcast<f32>(0xb2d72f34u) + z * bitcast<f32>(0x2f2ec9d3u))));
+    return x - ((z * (0.5 * y - v * r) - y) - v * bitcast<f32>(0xbe2aaaabu));
+}
+
+// cos(x + y) likewise (fdlibm's __kernel_cosf, k_cosf.c): 1 - x^2/2 with
+// x^2/2 split as (x^2/2 - qx) and qx near x^2/2, 1 - qx exact.
+fn kernel_cos_f(x: f32, y: f32) -> f32 {
+    let ix = bitcast<u32>(x) & 0x7fffffffu;
+    if ix < 0x32000000u {
+        return 1.0;
+    }
+    let z = x * x;
+    let r = z * (bitcast<f32>(0x3d2aaaabu) + z * (bitcast<f32>(0xbab60b61u) + z * (bitcast<f32>(0x37d00d01u)
+        + z * (bitcast<f32>(0xb493f27cu) + z * (bitcast<f32>(0x310f74f6u) + z * bitcast<f32>(0xad47d74eu))))));
+    if ix < 0x3e99999au {
+        return 1.0 - (0.5 * z - (z * r - x * y));
+    }
+    var qx = 0.28125;
+    if ix <= 0x3f480000u {
+        // x^2/16 = (|x|/4)^2 ... fdlibm: qx = |x|/4 by the exponent bits.
+        qx = bitcast<f32>(ix - 0x01000000u);
+    }
+    let hz = 0.5 * z - qx;
+    let a = 1.0 - qx;
+    return a - (hz - (z * r - x * y));
+}
+
+// sin(|x|) (q = 0) or cos(|x|) (q = 1) of finite x, with |x| reduced by
+// pi/2 exactly (rem_pio2_f, Payne and Hanek) beyond pi/4: the quadrant
+// picks the kernel and the sign.
+fn sin_cos_abs_f(x: f32, q: u32) -> f32 {
+    let ix = bitcast<u32>(x) & 0x7fffffffu;
+    var quadrant = q;
+    var y = bitcast<f32>(ix);
+    var tail = 0.0;
+    if ix > 0x3f490fdau {
+        let red = rem_pio2_f(x);
+        quadrant += u32(red.x);
+        y = red.y;
+        tail = red.z;
+    }
+    var r = 0.0;
+    if (quadrant & 1u) == 0u {
+        r = kernel_sin_f(y, tail);
+    } else {
+        r = kernel_cos_f(y, tail);
+    }
+    return select(r, -r, (quadrant & 2u) != 0u);
+}
+
+fn sin_f(x: f32) -> f32 {
+    let ix = bitcast<u32>(x) & 0x7fffffffu;
+    if ix >= INF_BITS {
+        return bitcast<f32>(NAN_BITS);
+    }
+    if ix < 0x39800000u {
+        // |x| < 2^-12: sin x = x to within x^3/6 (and -0 stays -0).
+        return x;
+    }
+    let r = sin_cos_abs_f(x, 0u);
+    return select(r, -r, (bitcast<u32>(x) >> 31u) != 0u);
+}
+
+fn cos_f(x: f32) -> f32 {
+    if (bitcast<u32>(x) & 0x7fffffffu) >= INF_BITS {
+        return bitcast<f32>(NAN_BITS);
+    }
+    return sin_cos_abs_f(x, 1u);
+}
+
+// n / (c + e) for c = 1 or 2 and 0 <= e <= c, without the rounding of
+// c + e: e is cut at c's ulp on the bits (e_hi), so s = c + e_hi is exact,
+// and the quotient by s is corrected by the rest e - e_hi (exact too) to
+// first order. No compiler can fold the correction away (the head comes
+// from bits), where the arithmetic 2Sum `e - ((c + e) - c)` can be.
+fn div_by_sum_f(n: f32, c: f32, e: f32) -> f32 {
+    let ue = bitcast<u32>(e);
+    let drop = i32((bitcast<u32>(c) >> 23u) & 0xffu) - i32((ue >> 23u) & 0xffu);
+    var e_hi = 0.0;
+    if drop < 24 {
+        e_hi = bitcast<f32>(ue & (0xffffffffu << u32(max(drop, 0))));
+    }
+    let s = c + e_hi;
+    let q = n / s;
+    return q - q * ((e - e_hi) / s);
+}
+
+// tanh (after musl's tanhf): 1 - 2 / (expm1(2|x|) + 2) beyond
+// log(3)/2, t / (t + 2) with t = expm1(2|x|) below (div_by_sum_f, so
+// only expm1's error and the division's remain), 1 beyond |x| > 10 where
+// tanh rounds to 1; subnormals are their own tanh.
+fn tanh_f(x_in: f32) -> f32 {
+    let ux = bitcast<u32>(x_in);
+    let w = ux & 0x7fffffffu;
+    let x = bitcast<f32>(w);
+    if is_nan(x_in) {
+        return x_in;
+    }
+    var t = x;
+    if w > 0x3f0c9f54u {
+        if w > 0x41200000u {
+            t = 1.0;
+        } else {
+            let e = expm1_f(2.0 * x);
+            t = 1.0 - 2.0 / (e + 2.0);
+        }
+    } else if w >= 0x00800000u {
+        let e = expm1_f(2.0 * x);
+        t = div_by_sum_f(e, 2.0, e);
+    }
+    return select(t, -t, (ux >> 31u) != 0u);
+}
+
+// 1 / (1 + e^-x), from e^-|x| (exp_f) so that nothing cancels: for x < 0
+// it is e^x / (1 + e^x); the sums are not rounded (div_by_sum_f).
+fn sigmoid_f(x: f32) -> f32 {
+    if is_nan(x) {
+        return x;
+    }
+    if (bitcast<u32>(x) >> 31u) == 0u {
+        return div_by_sum_f(1.0, 1.0, exp_f(-x));
+    }
+    let e = exp_f(x);
+    return div_by_sum_f(e, 1.0, e);
+}
+
+// erf and erfc (musl's erff, erfcf, after fdlibm's s_erff.c): x + x R(x^2)
+// below 0.84375, erx + P/Q(|x| - 1) below 1.25, and beyond
+// exp(-z^2 - 0.5625) exp((z - x)(z + x) + R/S(1/x^2)) / x for erfc, with z
+// x's 12-bit head so that z^2 is exact.
+fn erf_small_y(x: f32) -> f32 {
+    let z = x * x;
+    let r = bitcast<f32>(0x3e0375d4u) + z * (bitcast<f32>(0xbea66bebu) + z * (bitcast<f32>(0xbce9528fu)
+        + z * (bitcast<f32>(0xbbbd1489u) + z * bitcast<f32>(0xb7c756b1u))));
+    let s = 1.0 + z * (bitcast<f32>(0x3ecbbbceu) + z * (bitcast<f32>(0x3d852a63u) + z * (bitcast<f32>(0x3ba68116u)
+        + z * (bitcast<f32>(0x390aee49u) + z * bitcast<f32>(0xb684e21au)))));
+    return r / s;
+}
+
+const ERX_BITS: u32 = 0x3f58560bu;
+
+// erf(|x|) - erx for 0.84375 <= |x| < 1.25: P/Q(|x| - 1).
+fn erf_mid_pq(ax: f32) -> f32 {
+    let s = ax - 1.0;
+    let p = bitcast<f32>(0xbb1acdc6u) + s * (bitcast<f32>(0x3ed46805u) + s * (bitcast<f32>(0xbebe9208u)
+        + s * (bitcast<f32>(0x3ea2fe54u) + s * (bitcast<f32>(0xbde31cc2u) + s * (bitcast<f32>(0x3d1151b3u)
+        + s * bitcast<f32>(0xbb0df9c0u))))));
+    let q = 1.0 + s * (bitcast<f32>(0x3dd9f331u) + s * (bitcast<f32>(0x3f0a5785u) + s * (bitcast<f32>(0x3d931ae7u)
+        + s * (bitcast<f32>(0x3e013307u) + s * (bitcast<f32>(0x3c5f6e13u) + s * bitcast<f32>(0x3c445aa3u))))));
+    return p / q;
+}
+
+// erfc(ax) for 1.25 <= ax < 28 (musl's erfc2).
+fn erfc_tail_f(ax: f32) -> f32 {
+    let s = 1.0 / (ax * ax);
+    var r = 0.0;
+    var big_s = 0.0;
+    if bitcast<u32>(ax) < 0x4036db6du {
+        r = bitcast<f32>(0xbc21a093u) + s * (bitcast<f32>(0xbf31a0b7u) + s * (bitcast<f32>(0xc128f022u)
+            + s * (bitcast<f32>(0xc2798057u) + s * (bitcast<f32>(0xc322658cu) + s * (bitcast<f32>(0xc3389ae7u)
+            + s * (bitcast<f32>(0xc2a2932bu) + s * bitcast<f32>(0xc11d077eu)))))));
+        big_s = 1.0 + s * (bitcast<f32>(0x419d35ceu) + s * (bitcast<f32>(0x4309a863u) + s * (bitcast<f32>(0x43d9486fu)
+            + s * (bitcast<f32>(0x442158c9u) + s * (bitcast<f32>(0x43d6810bu) + s * (bitcast<f32>(0x42d9451fu)
+            + s * (bitcast<f32>(0x40d23f7cu) + s * bitcast<f32>(0xbd777f97u))))))));
+    } else {
+        r = bitcast<f32>(0xbc21a092u) + s * (bitcast<f32>(0xbf4c9dd4u) + s * (bitcast<f32>(0xc18e104bu)
+            + s * (bitcast<f32>(0xc320a2eau) + s * (bitcast<f32>(0xc41f6441u) + s * (bitcast<f32>(0xc480230bu)
+            + s * bitcast<f32>(0xc3f1c275u))))));
+        big_s = 1.0 + s * (bitcast<f32>(0x41f2b459u) + s * (bitcast<f32>(0x43a2e571u) + s * (bitcast<f32>(0x44c01759u)
+            + s * (bitcast<f32>(0x4547fdbbu) + s * (bitcast<f32>(0x451f90ceu) + s * (bitcast<f32>(0x43ed43a7u)
+            + s * bitcast<f32>(0xc1b38712u)))))));
+    }
+    let z = bitcast<f32>(bitcast<u32>(ax) & 0xffffe000u);
+    return exp_f(-z * z - 0.5625) * exp_f((z - ax) * (z + ax) + r / big_s) / ax;
+}
+
+fn erf_f(x: f32) -> f32 {
+    let ux = bitcast<u32>(x);
+    let ix = ux & 0x7fffffffu;
+    let negative = (ux >> 31u) != 0u;
+    if is_nan(x) {
+        return x;
+    }
+    if ix < 0x3f580000u {
+        // |x| < 0.84375; below 2^-28 erf x = x (2/sqrt(pi)), scaled by 8
+        // against underflow.
+        if ix < 0x31800000u {
+            return 0.125 * (8.0 * x + bitcast<f32>(0x3f8375d4u) * x);
+        }
+        return x + x * erf_small_y(x);
+    }
+    let ax = bitcast<f32>(ix);
+    var y = 1.0;
+    if ix < 0x3fa00000u {
+        y = bitcast<f32>(ERX_BITS) + erf_mid_pq(ax);
+    } else if ix < 0x40c00000u {
+        y = 1.0 - erfc_tail_f(ax);
+    }
+    return select(y, -y, negative);
+}
+
+// erfc(x) for x >= 0 (musl's erfcf on that half): gelu's Phi(x) for
+// x < 0 is erfc(-x / sqrt(2)) / 2, which 1 + erf would lose to
+// cancellation.
+fn erfc_pos_f(x: f32) -> f32 {
+    let ix = bitcast<u32>(x);
+    if ix < 0x3f580000u {
+        if ix < 0x23800000u {
+            return 1.0 - x;
+        }
+        let y = erf_small_y(x);
+        if ix < 0x3e800000u {
+            return 1.0 - (x + x * y);
+        }
+        return 0.5 - (x - 0.5 + x * y);
+    }
+    if ix < 0x3fa00000u {
+        return (1.0 - bitcast<f32>(ERX_BITS)) - erf_mid_pq(x);
+    }
+    if ix < 0x41e00000u {
+        return erfc_tail_f(x);
+    }
+    return 0.0;
+}
+
+// GELU x Phi(x) = x erfc(-x / sqrt(2)) / 2; NaN as is.
+fn gelu_f(x: f32) -> f32 {
+    if is_nan(x) {
+        return x;
+    }
+    if x < -14.0 {
+        // x Phi(x) < 2^-142: -0 (and no inf times 0 below); -inf gives
+        // NaN, as -inf * 0 in PyTorch's formula.
+        return select(-0.0, bitcast<f32>(NAN_BITS), bitcast<u32>(x) == 0xff800000u);
+    }
+    let t = x * 0.70710678118654752;
+    if (bitcast<u32>(x) >> 31u) != 0u {
+        // erfc(-t) is steep: correct for the rounding of t, d = x c - t
+        // (c = 1/sqrt(2) as a 12-bit head and a tail, x as a 12-bit head
+        // and a tail, so x_h c_h is exact and x_h c_h - t too, by
+        // Sterbenz), erfc(-t - d) = erfc(-t) (1 - 2 t d) to first order.
+        let c_hi = bitcast<f32>(0x3f350000u);
+        let c_lo = 7.5531186547521e-5;
+        let x_h = bitcast<f32>(bitcast<u32>(x) & 0xfffff000u);
+        let d = (x_h * c_hi - t) + (x - x_h) * c_hi + x * c_lo;
+        return 0.5 * x * (erfc_pos_f(-t) * (1.0 - 2.0 * t * d));
+    }
+    return 0.5 * x * (1.0 + erf_f(t));
+}
+
+// |a|^n exactly, for |a| = m 2^e (m odd) when m^|n| fits in 24 bits (a
+// power of two for n < 0): the odd part by integer multiplication, the
+// exponent by bits; -1 when the result is not exact that way (or its
+// exponent is past scalbn_f's range).
+fn pow_exact_f(ia: u32, n: i32) -> f32 {
+    let biased = i32(ia >> 23u);
+    var m = (ia & 0x7fffffu) | 0x800000u;
+    var e = biased - 150;
+    if biased == 0 {
+        m = ia;
+        e = -149;
+    }
+    let tz = countTrailingZeros(m);
+    m >>= tz;
+    e += i32(tz);
+    let an = u32(abs(n));
+    if m != 1u && n < 0 {
+        return -1.0;
+    }
+    var r = 1u;
+    for (var i = 0u; i < an && m != 1u; i++) {
+        if r > 0xffffffu / m {
+            return -1.0;
+        }
+        r *= m;
+    }
+    let big_e = e * n;
+    if big_e < -250 || big_e > 250 {
+        return -1.0;
+    }
+    return scalbn_f(f32(r), big_e);
+}
+
+// |a|^b for finite, nonzero |a| != 1 and finite b (fdlibm's e_powf.c):
+// log2|a| as t1 + t2 (a 12-bit head and a tail) from a rational in
+// s = (x - 1)/(x + 1) around 1 or 1.5, times b as a head and a tail, then
+// 2^(p_h + p_l) by a rational around 0. Every head is cut on the bits, so
+// no compiler can fold the tails away.
+fn pow_abs_f(ia_in: u32, y: f32) -> f32 {
+    let huge = bitcast<f32>(INF_BITS);
+    var ix = i32(ia_in);
+    let iy = bitcast<u32>(y) & 0x7fffffffu;
+    let ypos = (bitcast<u32>(y) >> 31u) == 0u;
+    var t1 = 0.0;
+    var t2 = 0.0;
+    if iy > 0x4d000000u {
+        // |y| > 2^27: overflow or underflow unless |a| is within 2^-20 of 1.
+        if ix < 0x3f7ffff8 {
+            return select(huge, 0.0, ypos);
+        }
+        if ix > 0x3f800007 {
+            return select(0.0, huge, ypos);
+        }
+        let t = bitcast<f32>(ia_in) - 1.0;
+        let w = (t * t) * (0.5 - t * (0.333333333333 - t * 0.25));
+        let u = bitcast<f32>(0x3fb8aa00u) * t;
+        let v = t * bitcast<f32>(0x36eca570u) - w * bitcast<f32>(0x3fb8aa3bu);
+        t1 = bitcast<f32>(bitcast<u32>(u + v) & 0xfffff000u);
+        t2 = v - (t1 - u);
+    } else {
+        var n = 0;
+        var ax = bitcast<f32>(ia_in);
+        if ix < 0x00800000 {
+            // Subnormal: scale by 2^24 (exact in integers: normalise the bits).
+            ax = f32(u32(ix)) * exp2i_f(-126) * exp2i_f(-23) * 16777216.0;
+            n -= 24;
+            ix = bitcast<i32>(ax);
+        }
+        n += (ix >> 23u) - 0x7f;
+        let j = ix & 0x007fffff;
+        ix = j | 0x3f800000;
+        var k = 0;
+        if j <= 0x1cc471 {
+            k = 0;
+        } else if j < 0x5db3d7 {
+            k = 1;
+        } else {
+            n += 1;
+            ix -= 0x00800000;
+        }
+        ax = bitcast<f32>(ix);
+        let bp = select(1.0, 1.5, k == 1);
+        let dp_h = select(0.0, bitcast<f32>(0x3f15c000u), k == 1);
+        let dp_l = select(0.0, bitcast<f32>(0x35d1cfdcu), k == 1);
+        // s = s_h + s_l = (x - bp) / (x + bp)
+        var u = ax - bp;
+        var v = 1.0 / (ax + bp);
+        let s = u * v;
+        let s_h = bitcast<f32>(bitcast<u32>(s) & 0xfffff000u);
+        var t_h = bitcast<f32>((((u32(ix) >> 1u) & 0xfffff000u) | 0x20000000u) + 0x00400000u + (u32(k) << 21u));
+        var t_l = ax - (t_h - bp);
+        let s_l = v * ((u - s_h * t_h) - s_h * t_l);
+        // log(ax)
+        var s2 = s * s;
+        var r = s2 * s2 * (bitcast<f32>(0x3f19999au) + s2 * (bitcast<f32>(0x3edb6db7u) + s2 * (bitcast<f32>(0x3eaaaaabu)
+            + s2 * (bitcast<f32>(0x3e8ba305u) + s2 * (bitcast<f32>(0x3e6c3255u) + s2 * bitcast<f32>(0x3e53f142u))))));
+        r += s_l * (s_h + s);
+        s2 = s_h * s_h;
+        t_h = bitcast<f32>(bitcast<u32>(3.0 + s2 + r) & 0xfffff000u);
+        t_l = r - ((t_h - 3.0) - s2);
+        u = s_h * t_h;
+        v = s_l * t_h + t_l * s;
+        let p_h = bitcast<f32>(bitcast<u32>(u + v) & 0xfffff000u);
+        let p_l = v - (p_h - u);
+        // 2/(3 ln 2) = cp_h + cp_l
+        let z_h = bitcast<f32>(0x3f764000u) * p_h;
+        let z_l = bitcast<f32>(0xb8f623c6u) * p_h + p_l * bitcast<f32>(0x3f76384fu) + dp_l;
+        let t = f32(n);
+        t1 = bitcast<f32>(bitcast<u32>(((z_h + z_l) + dp_h) + t) & 0xfffff000u);
+        t2 = z_l - (((t1 - t) - dp_h) - z_h);
+    }
+    // (y1 + y2)(t1 + t2), y1 the 12-bit head of y.
+    let y1 = bitcast<f32>(bitcast<u32>(y) & 0xfffff000u);
+    let p_l = (y - y1) * t1 + y * t2;
+    var p_h = y1 * t1;
+    let z0 = p_l + p_h;
+    let j = bitcast<i32>(z0);
+    if j > 0x43000000 {
+        return huge;
+    } else if j == 0x43000000 {
+        if p_l + bitcast<f32>(0x3338aa3cu) > z0 - p_h {
+            return huge;
+        }
+    } else if (j & 0x7fffffff) > 0x43160000 {
+        return 0.0;
+    } else if u32(j) == 0xc3160000u && p_l <= z0 - p_h {
+        return 0.0;
+    }
+    // 2^(p_h + p_l): n = [z + 1/2], the rest by a rational.
+    let i = j & 0x7fffffff;
+    var k = (i >> 23u) - 0x7f;
+    var n = 0;
+    if i > 0x3f000000 {
+        n = j + (0x00800000 >> u32(k + 1));
+        k = ((n & 0x7fffffff) >> 23u) - 0x7f;
+        let t = bitcast<f32>(u32(n) & ~(0x007fffffu >> u32(k)));
+        n = ((n & 0x007fffff) | 0x00800000) >> u32(23 - k);
+        if j < 0 {
+            n = -n;
+        }
+        p_h -= t;
+    }
+    let t = bitcast<f32>(bitcast<u32>(p_l + p_h) & 0xffff8000u);
+    let u = t * bitcast<f32>(0x3f317200u);
+    let v = (p_l - (t - p_h)) * bitcast<f32>(0x3f317218u) + t * bitcast<f32>(0x35bfbe8cu);
+    var z = u + v;
+    let w = v - (z - u);
+    let tt = z * z;
+    let tz = z - tt * (bitcast<f32>(0x3e2aaaabu) + tt * (bitcast<f32>(0xbb360b61u) + tt * (bitcast<f32>(0x388ab355u)
+        + tt * (bitcast<f32>(0xb5ddea0eu) + tt * bitcast<f32>(0x3331bb4cu)))));
+    let rr = (z * tz) / (tz - 2.0) - (w + z * w);
+    z = 1.0 - (rr - z);
+    let jz = bitcast<i32>(z) + (n << 23u);
+    if (jz >> 23u) <= 0 {
+        return scalbn_f(z, n);
+    }
+    return bitcast<f32>(jz);
+}
+
+// NumPy power for floats (C99's pow): x^0 = 1 and 1^y = 1 even for NaN;
+// (-1)^(+-inf) = 1; zeros and infinities by the sign of y, odd integer
+// y keeping a negative base's sign; a negative finite base with a
+// non-integer exponent gives NaN. Exact whenever the exact result is
+// representable and y is an integer with |y| <= 64 (pow_exact_f) or y is
+// 1/2 (sqrt, correctly rounded); fdlibm's powf otherwise.
+fn pow_f(a: f32, b: f32) -> f32 {
+    let ua = bitcast<u32>(a);
+    let ub = bitcast<u32>(b);
+    let ia = ua & 0x7fffffffu;
+    let ib = ub & 0x7fffffffu;
+    if ib == 0u || ua == 0x3f800000u {
+        return 1.0;
+    }
+    if ia > INF_BITS || ib > INF_BITS {
+        return bitcast<f32>(NAN_BITS);
+    }
+    // 0: b not an integer, 1: odd, 2: even.
+    var yisint = 0u;
+    if ib >= 0x4b800000u {
+        yisint = 2u;
+    } else if ib >= 0x3f800000u {
+        let k = (ib >> 23u) - 0x7fu;
+        let j = ib >> (23u - k);
+        if (j << (23u - k)) == ib {
+            yisint = 2u - (j & 1u);
+        }
+    }
+    let negative = (ua >> 31u) != 0u;
+    let bneg = (ub >> 31u) != 0u;
+    let inf = bitcast<f32>(INF_BITS);
+    if ib == INF_BITS {
+        if ia == 0x3f800000u {
+            return 1.0;
+        }
+        return select(0.0, inf, (ia > 0x3f800000u) != bneg);
+    }
+    let odd = negative && yisint == 1u;
+    if ia == INF_BITS || ia == 0u {
+        // inf^positive and 0^negative are inf, the others 0.
+        let r = select(0.0, inf, (ia == 0u) == bneg);
+        return select(r, -r, odd);
+    }
+    if negative && yisint == 0u {
+        return bitcast<f32>(NAN_BITS);
+    }
+    if ub == 0x3f000000u {
+        return sqrt(a);
+    }
+    var r = -1.0;
+    if yisint != 0u && ib <= 0x42800000u {
+        r = pow_exact_f(ia, i32(b));
+    }
+    if r < 0.0 {
+        r = pow_abs_f(ia, b);
+    }
+    return select(r, -r, odd);
 }

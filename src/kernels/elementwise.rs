@@ -17,16 +17,16 @@ impl UnaryOp {
             UnaryOp::Sign if ct == "u32" => "select(0u, 1u, x0 > 0u)".to_string(),
             UnaryOp::Sign if is_float_ct(ct) => format!("select(sign(x0), x0, {nan}(x0))"),
             UnaryOp::Sign => "sign(x0)".to_string(),
-            UnaryOp::Exp => "exp(x0)".to_string(),
-            UnaryOp::Log => "log(x0)".to_string(),
+            UnaryOp::Exp => "exp_f(x0)".to_string(),
+            UnaryOp::Log => "log_f(x0)".to_string(),
             UnaryOp::Log1p => "log1p_f(x0)".to_string(),
             UnaryOp::Expm1 => "expm1_f(x0)".to_string(),
             UnaryOp::Sqrt => "sqrt(x0)".to_string(),
             UnaryOp::Rsqrt => "inverseSqrt(x0)".to_string(),
             UnaryOp::Square => "x0 * x0".to_string(),
             UnaryOp::Reciprocal => "1.0 / x0".to_string(),
-            UnaryOp::Sin => "sin(x0)".to_string(),
-            UnaryOp::Cos => "cos(x0)".to_string(),
+            UnaryOp::Sin => "sin_f(x0)".to_string(),
+            UnaryOp::Cos => "cos_f(x0)".to_string(),
             UnaryOp::Tanh => "tanh_f(x0)".to_string(),
             UnaryOp::Sigmoid => "sigmoid_f(x0)".to_string(),
             // NaN passes through (GL folds the plain select into a max).
@@ -34,10 +34,10 @@ impl UnaryOp {
                 format!("select(select(x0, 0.0, x0 < 0.0), x0, {nan}(x0))")
             }
             UnaryOp::Relu => "max(x0, 0)".to_string(),
-            UnaryOp::Gelu => "0.5 * x0 * (1.0 + erf_f(x0 * 0.70710678118654752))".to_string(),
+            UnaryOp::Gelu => "gelu_f(x0)".to_string(),
+            // 0.5 (1 + tanh z) = sigmoid(2 z): no cancellation for x < 0.
             UnaryOp::GeluTanh => {
-                "0.5 * x0 * (1.0 + tanh_f(0.79788456080286536 * (x0 + 0.044715 * x0 * x0 * x0)))"
-                    .to_string()
+                "x0 * sigmoid_f(1.5957691216057308 * (x0 + 0.044715 * x0 * x0 * x0))".to_string()
             }
             UnaryOp::Silu => "x0 * sigmoid_f(x0)".to_string(),
             UnaryOp::Erf => "erf_f(x0)".to_string(),

@@ -172,6 +172,7 @@
 // attribute and the test is called, so the code shown is the code tested.
 #![allow(clippy::test_attr_in_doctest)]
 
+pub mod accuracy;
 mod compare;
 mod differential;
 #[cfg(feature = "fixtures")]

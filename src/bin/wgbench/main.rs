@@ -20,6 +20,7 @@
 //! benchmark family), `raw` (the raw-wgpu baselines), `report` (the JSON),
 //! `table` and `plot` (output).
 
+mod accuracy;
 mod adapters;
 mod cases;
 mod measure;
@@ -65,6 +66,9 @@ enum Command {
     Run(RunArgs),
     /// Side-by-side ratios between runs (two vendors, or before and after).
     Compare(CompareArgs),
+    /// Every float function's error in ulp against an f64 reference, on
+    /// every selected adapter (docs/ACCURACY.md).
+    Accuracy(accuracy::AccuracyArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -132,6 +136,7 @@ fn main() -> ExitCode {
         Command::List => list(),
         Command::Run(args) => run(args),
         Command::Compare(args) => compare(args),
+        Command::Accuracy(args) => accuracy::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
