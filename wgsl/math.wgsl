@@ -327,6 +327,39 @@ fn exp_f(x: f32) -> f32 {
 // [sqrt(2)/2, sqrt(2)), exact. Returns (k, f, s (hfsq + R), hfsq), where
 // log(1 + f) = f - hfsq + s (hfsq + R). Subnormal x are normalised with
 // integer operations (a GPU may flush them to zero in float arithmetic).
+// 2^x: x = k + r with k = round(x) and |r| <= 1/2 both exact, then
+// e^(r ln 2) by exp_f (the product's rounding moves the result by at most
+// 0.35 ulp) scaled by 2^k exactly (as musl's exp2f, which uses a table for
+// 2^r instead).
+fn exp2_f(x: f32) -> f32 {
+    if is_nan(x) {
+        return x;
+    }
+    let hx = bitcast<u32>(x) & 0x7fffffffu;
+    if x >= 128.0 {
+        return bitcast<f32>(INF_BITS);
+    }
+    if x < -150.0 {
+        return 0.0;
+    }
+    if hx <= 0x33000000u {
+        // |x| <= 2^-25: 1 + x ln 2 rounds to 1.
+        return 1.0;
+    }
+    let k = round(x);
+    return scalbn_f(exp_f((x - k) * LN2_F), i32(k));
+}
+
+// log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow, and e^x itself
+// (by log1p's x for tiny x) far below 0 (PyTorch and JAX's stable form).
+fn softplus_f(x: f32) -> f32 {
+    if is_nan(x) {
+        return x;
+    }
+    let ax = bitcast<f32>(bitcast<u32>(x) & 0x7fffffffu);
+    return max(x, 0.0) + log1p_f(exp_f(-ax));
+}
+
 fn log_parts(x: f32) -> vec4<f32> {
     var ix = bitcast<u32>(x);
     var k = 0;

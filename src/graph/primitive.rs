@@ -130,6 +130,8 @@ pub(crate) enum UnaryOp {
     Abs,
     Sign,
     Exp,
+    /// `2^x`.
+    Exp2,
     Log,
     Log1p,
     Expm1,
@@ -147,6 +149,8 @@ pub(crate) enum UnaryOp {
     /// GELU, tanh approximation (Hendrycks & Gimpel 2016, eq. 2).
     GeluTanh,
     Silu,
+    /// `log(1 + e^x)`, as PyTorch `softplus` with beta 1 and no threshold.
+    Softplus,
     Erf,
     Floor,
     Ceil,
@@ -184,11 +188,12 @@ pub(crate) enum UnaryOp {
 impl UnaryOp {
     /// Every unary op, for enumerating specialisations.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) const ALL: [UnaryOp; 44] = [
+    pub(crate) const ALL: [UnaryOp; 46] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
         UnaryOp::Exp,
+        UnaryOp::Exp2,
         UnaryOp::Log,
         UnaryOp::Log1p,
         UnaryOp::Expm1,
@@ -204,6 +209,7 @@ impl UnaryOp {
         UnaryOp::Gelu,
         UnaryOp::GeluTanh,
         UnaryOp::Silu,
+        UnaryOp::Softplus,
         UnaryOp::Erf,
         UnaryOp::Floor,
         UnaryOp::Ceil,
@@ -612,6 +618,7 @@ impl UnaryOp {
             UnaryOp::Abs => "abs",
             UnaryOp::Sign => "sign",
             UnaryOp::Exp => "exp",
+            UnaryOp::Exp2 => "exp2",
             UnaryOp::Log => "log",
             UnaryOp::Log1p => "log1p",
             UnaryOp::Expm1 => "expm1",
@@ -627,6 +634,7 @@ impl UnaryOp {
             UnaryOp::Gelu => "gelu",
             UnaryOp::GeluTanh => "gelu_approx",
             UnaryOp::Silu => "silu",
+            UnaryOp::Softplus => "softplus",
             UnaryOp::Erf => "erf",
             UnaryOp::Floor => "floor",
             UnaryOp::Ceil => "ceil",

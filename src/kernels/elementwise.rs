@@ -18,6 +18,7 @@ impl UnaryOp {
             UnaryOp::Sign if is_float_ct(ct) => format!("select(sign(x0), x0, {nan}(x0))"),
             UnaryOp::Sign => "sign(x0)".to_string(),
             UnaryOp::Exp => "exp_f(x0)".to_string(),
+            UnaryOp::Exp2 => "exp2_f(x0)".to_string(),
             UnaryOp::Log => "log_f(x0)".to_string(),
             UnaryOp::Log1p => "log1p_f(x0)".to_string(),
             UnaryOp::Expm1 => "expm1_f(x0)".to_string(),
@@ -40,6 +41,7 @@ impl UnaryOp {
                 "x0 * sigmoid_f(1.5957691216057308 * (x0 + 0.044715 * x0 * x0 * x0))".to_string()
             }
             UnaryOp::Silu => "x0 * sigmoid_f(x0)".to_string(),
+            UnaryOp::Softplus => "softplus_f(x0)".to_string(),
             UnaryOp::Erf => "erf_f(x0)".to_string(),
             UnaryOp::Floor if is_float_ct(ct) => "floor(x0)".to_string(),
             UnaryOp::Ceil if is_float_ct(ct) => "ceil(x0)".to_string(),

@@ -283,6 +283,11 @@ unary_fns! {
     sign => UnaryOp::Sign;
     /// `e^x`.
     exp => UnaryOp::Exp;
+    /// `2^x` (NumPy `exp2`), within 2 ulp of the true value over the whole
+    /// f32 range: `x = k + r` with `k` an integer and `|r| <= 1/2`, then
+    /// `e^(r ln 2)` (musl's `expf`) scaled by `2^k` exactly; exact at
+    /// integers. f16 and bf16 compute in f32 and round once.
+    exp2 => UnaryOp::Exp2;
     /// Natural logarithm.
     log => UnaryOp::Log;
     /// `log(1 + x)`, within 2 ulp of the true value over the whole f32
@@ -317,6 +322,11 @@ unary_fns! {
     gelu_approx => UnaryOp::GeluTanh;
     /// SiLU (swish): `x * sigmoid(x)`.
     silu => UnaryOp::Silu;
+    /// `log(1 + e^x)` (PyTorch `softplus` with beta 1 and no threshold,
+    /// MLX `nn.softplus`, JAX `nn.softplus`), computed as
+    /// `max(x, 0) + log1p(e^-|x|)`: no overflow for large `x`, and `e^x`
+    /// to within a few ulp for very negative `x`. Float out.
+    softplus => UnaryOp::Softplus;
     /// The error function (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7).
     erf => UnaryOp::Erf;
     /// Largest integer not above x.

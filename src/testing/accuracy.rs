@@ -620,6 +620,15 @@ pub fn functions() -> Vec<Function> {
             "within 2 ulp",
         ),
         u(
+            "exp2",
+            Array::exp2,
+            f64::exp2,
+            ALL_F32,
+            2.0,
+            &[128.0, 127.5, -126.0, -149.0, -150.0, 0.5, 2.9802322e-8],
+            "within 2 ulp",
+        ),
+        u(
             "expm1",
             Array::expm1,
             f64::exp_m1,
@@ -800,6 +809,15 @@ pub fn functions() -> Vec<Function> {
             3.0,
             &[0.5, 1.0, 2.3283064e-10],
             "within 3 ulp",
+        ),
+        u(
+            "softplus",
+            Array::softplus,
+            |x| x.max(0.0) + (-x.abs()).exp().ln_1p(),
+            ALL_F32,
+            2.0,
+            &[88.72284, 87.33655, 103.97208, 16.635532, 1.0],
+            "within 2 ulp",
         ),
         u(
             "sigmoid",
