@@ -157,7 +157,9 @@ pub fn ulp_error(got: f64, want: f64, dtype: DType) -> f64 {
     } else {
         (((r.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(emin)
     };
-    (got - want).abs() / 2f64.powi(e - p)
+    // exp2, not powi: 2^(e - p) reaches 2^-1074 for f64, past what powi
+    // (a reciprocal of 2^1074, infinite) can give.
+    (got - want).abs() / f64::from(e - p).exp2()
 }
 
 /// The largest and mean error of a function over some inputs, and where
