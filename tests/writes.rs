@@ -611,3 +611,86 @@ fn a_compiled_step_copies_its_held_input_and_keeps_it() {
     }
     assert_empty(&d);
 }
+
+/// A bool target takes "is non-zero" of float values in every write (as
+/// `astype(Bool)` and NumPy): 0.5 and -0.25 are true, 0 is false. `put`,
+/// `at.set` and `put_along_axis` once truncated them to 0 (found by an
+/// adversarial test pass).
+#[test]
+fn writes_into_bool_take_non_zero_as_true() {
+    let d = device();
+    let b = Array::from_slice(&[false; 5], &[5], &d).unwrap();
+    let idx = Array::from_slice(&[1i32, 3], &[2], &d).unwrap();
+    let v = Array::from_slice(&[0.5f32, -0.25], &[2], &d).unwrap();
+    let want = vec![false, true, false, true, false];
+    let put = b.put(&idx, &v).unwrap();
+    assert_eq!(put.to_vec::<bool>().unwrap(), want, "put");
+    let along = b.put_along_axis(&idx, &v, 0).unwrap();
+    assert_eq!(along.to_vec::<bool>().unwrap(), want, "put_along_axis");
+    let rows = b.reshape(&[5, 1]).unwrap();
+    let at = rows.at(&idx).set(&v.reshape(&[2, 1]).unwrap()).unwrap();
+    assert_eq!(at.to_vec::<bool>().unwrap(), want, "at.set");
+    let upd = Array::from_slice(&[0.5f32, 0.0, -2.0], &[3], &d).unwrap();
+    let s = b.slice_update(&upd, &[1], Axes::All).unwrap();
+    assert_eq!(
+        s.to_vec::<bool>().unwrap(),
+        [false, true, false, true, false]
+    );
+    // An integer 2 is true, stored as 1.
+    let two = Array::from_slice(&[2i32], &[1], &d).unwrap();
+    let p = b
+        .put(&Array::from_slice(&[2i32], &[1], &d).unwrap(), &two)
+        .unwrap();
+    assert_eq!(
+        p.astype(DType::I32).unwrap().to_vec::<i32>().unwrap(),
+        [0, 0, 1, 0, 0]
+    );
+    drop((b, idx, v, put, along, rows, at, upd, s, two, p));
+    assert_empty(&d);
+}
+
+/// Steps of isize::MAX and isize::MIN select one element (NumPy's
+/// `a[::sys.maxsize]`), in a view and in a write, without overflow.
+#[test]
+fn extreme_slice_steps_select_one_element() {
+    let d = device();
+    let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0], &[5], &d).unwrap();
+    let first = a.slice(&[Slice::step(isize::MAX)]).unwrap();
+    assert_eq!(first.to_vec::<f32>().unwrap(), [1.0]);
+    let last = a.slice(&[Slice::step(isize::MIN)]).unwrap();
+    assert_eq!(last.to_vec::<f32>().unwrap(), [5.0]);
+    let nine = Array::from_slice(&[9.0f32], &[1], &d).unwrap();
+    let w = a.slice_assign(&[Slice::step(isize::MAX)], &nine).unwrap();
+    assert_eq!(w.to_vec::<f32>().unwrap(), [9.0, 2.0, 3.0, 4.0, 5.0]);
+    let w = a.slice_assign(&[Slice::step(isize::MIN)], &nine).unwrap();
+    assert_eq!(w.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0, 9.0]);
+    let from = a
+        .slice(&[Slice::new(Some(isize::MIN), Some(isize::MAX), 2)])
+        .unwrap();
+    assert_eq!(from.to_vec::<f32>().unwrap(), [1.0, 3.0, 5.0]);
+}
+
+/// An index still negative after wrapping once clamps to the first
+/// element (row), one past the end to the last (the documented clamping).
+#[test]
+fn far_out_of_range_indices_clamp_to_the_nearest_end() {
+    let d = device();
+    let a = Array::zeros(&[3], DType::I32, &d).unwrap();
+    let six = Array::from_slice(&[6i32], &[1], &d).unwrap();
+    for (i, want) in [
+        (-4i32, [6, 0, 0]),
+        (i32::MIN, [6, 0, 0]),
+        (3, [0, 0, 6]),
+        (i32::MAX, [0, 0, 6]),
+    ] {
+        let idx = Array::from_slice(&[i], &[1], &d).unwrap();
+        assert_eq!(
+            a.put(&idx, &six).unwrap().to_vec::<i32>().unwrap(),
+            want,
+            "put {i}"
+        );
+        let rows = a.reshape(&[3, 1]).unwrap();
+        let at = rows.at(&idx).set(&six.reshape(&[1, 1]).unwrap()).unwrap();
+        assert_eq!(at.to_vec::<i32>().unwrap(), want, "at.set {i}");
+    }
+}

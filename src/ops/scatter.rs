@@ -173,7 +173,14 @@ impl Array {
             d => d,
         };
         let idx = indices.broadcast_to(&shape)?;
-        let upd = updates.astype(acc)?.broadcast_to(&shape)?;
+        // A bool target takes "is non-zero" of the values (as astype and
+        // NumPy do), not their truncation to an integer: 0.5 is true.
+        let upd = if self.dtype() == DType::Bool {
+            updates.astype(DType::Bool)?.astype(acc)?
+        } else {
+            updates.astype(acc)?
+        }
+        .broadcast_to(&shape)?;
         let out = Array::from_node(
             self.device(),
             Primitive::Scatter { axis, add },

@@ -64,12 +64,21 @@ impl Slice {
                 self.stop.map_or(-1, |s| clip(norm(s), -1, len - 1)),
             )
         };
-        let count = if self.step > 0 {
-            ((stop - start).max(0) + self.step - 1) / self.step
+        // In unsigned arithmetic, so that a step of isize::MAX or MIN (one
+        // element, as NumPy) cannot overflow.
+        let span = if self.step > 0 {
+            stop - start
         } else {
-            ((start - stop).max(0) + (-self.step) - 1) / (-self.step)
+            start - stop
         };
-        Ok((start.max(0) as usize, count as usize, self.step))
+        let count = match span.max(0) as usize {
+            0 => 0,
+            s => (s - 1) / self.step.unsigned_abs() + 1,
+        };
+        // With at most one element the step moves nothing: 1 keeps the
+        // view's strides (stride times step) from overflowing.
+        let step = if count <= 1 { 1 } else { self.step };
+        Ok((start.max(0) as usize, count, step))
     }
 }
 

@@ -217,10 +217,11 @@ impl Array {
     /// of the values wins (which one is not fixed).
     ///
     /// `indices` are i32 or u32 of any shape. A negative index counts from
-    /// the end; out-of-range ones are clamped to the last element (NumPy
-    /// raises with `mode="raise"`; a kernel cannot, so this is NumPy's
-    /// `mode="clip"` except that negative indices wrap, as in
-    /// [`Array::put_along_axis`]). The array is f32, f16, bf16, i32, u32 or
+    /// the end (`i + len`); an index still out of range is clamped to the
+    /// nearest end (below 0 to the first element, past the end to the
+    /// last). NumPy raises with `mode="raise"`; a kernel cannot, so this is
+    /// NumPy's `mode="clip"` except that negative indices wrap once, as in
+    /// [`Array::put_along_axis`]. The array is f32, f16, bf16, i32, u32 or
     /// bool (the scatter kernel's 32-bit words); `values` of any dtype are
     /// cast to it. A composition: [`Array::put_along_axis`] on the
     /// flattened array (two scatters of two dispatches and a fused `where`).
@@ -289,7 +290,9 @@ impl Array {
 /// along axis 0. For `indices` of shape `K` and an array of shape
 /// `[n, rest..]`, `values` broadcast to `K + rest` and element `k` of
 /// `indices` addresses row `indices[k]` (i32 or u32; negative counts from
-/// the end, out-of-range clamps to the last row: a kernel cannot raise).
+/// the end (`i + n`), an index still out of range clamps to the nearest
+/// end: below 0 to the first row, past the end to the last; a kernel
+/// cannot raise).
 #[derive(Clone, Copy, Debug)]
 pub struct At<'a> {
     array: &'a Array,
