@@ -694,3 +694,24 @@ fn far_out_of_range_indices_clamp_to_the_nearest_end() {
         assert_eq!(at.to_vec::<i32>().unwrap(), want, "at.set {i}");
     }
 }
+
+/// An update with more leading length-1 axes than the slice has is
+/// accepted, as NumPy's `a[0:3] = ones((1, 1, 3))`; other extra axes are a
+/// typed error naming the op.
+#[test]
+fn slice_assign_drops_leading_unit_axes_of_the_update() {
+    let d = device();
+    let a = Array::zeros(&[4], DType::F32, &d).unwrap();
+    let u = Array::from_slice(&[1.0f32, 2.0, 3.0], &[1, 1, 3], &d).unwrap();
+    let r = a.slice_assign(&[Slice::range(0, 3)], &u).unwrap();
+    assert_eq!(r.shape(), &[4]);
+    assert_eq!(r.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 0.0]);
+    let bad = Array::zeros(&[2, 3], DType::F32, &d).unwrap();
+    assert!(matches!(
+        a.slice_assign(&[Slice::range(0, 3)], &bad),
+        Err(Error::ShapeMismatch {
+            op: "slice_assign",
+            ..
+        })
+    ));
+}

@@ -154,7 +154,9 @@ impl Array {
     /// Each naming `slice_assign`: [`Error::DeviceMismatch`];
     /// [`Error::InvalidArgument`] for more slices than axes or a step of 0;
     /// [`Error::ShapeMismatch`] when `update` does not broadcast to the
-    /// slice's shape. Nothing is recorded on an error.
+    /// slice's shape (leading length-1 axes beyond the slice's rank are
+    /// dropped first, as NumPy's assignment does). Nothing is recorded on
+    /// an error.
     #[track_caller]
     pub fn slice_assign(&self, slices: &[Slice], update: &Array) -> Result<Array> {
         const OP: &str = "slice_assign";
@@ -177,6 +179,16 @@ impl Array {
             steps.push(step);
             shape.push(count);
         }
+        // Leading length-1 axes past the slice's rank are dropped, as
+        // NumPy's assignment does (`a[0:3] = ones((1, 1, 3))`).
+        let extra = update.ndim().saturating_sub(shape.len());
+        let dropped;
+        let update = if extra > 0 && update.shape()[..extra].iter().all(|&n| n == 1) {
+            dropped = update.reshape(&update.shape()[extra..])?;
+            &dropped
+        } else {
+            update
+        };
         if broadcast_shapes(OP, update.shape(), &shape)? != shape {
             return Err(Error::ShapeMismatch {
                 op: OP,
