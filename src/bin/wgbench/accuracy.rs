@@ -46,7 +46,7 @@ pub struct AccuracyArgs {
     markdown: Option<PathBuf>,
 }
 
-fn dtype(s: &str) -> Result<DType, String> {
+pub fn dtype(s: &str) -> Result<DType, String> {
     match s {
         "f32" => Ok(DType::F32),
         "f16" => Ok(DType::F16),

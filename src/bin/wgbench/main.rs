@@ -23,6 +23,7 @@
 mod accuracy;
 mod adapters;
 mod cases;
+mod gemm;
 mod measure;
 #[path = "../../../examples/minilm/mod.rs"]
 mod minilm_model;
@@ -69,6 +70,10 @@ enum Command {
     /// Every float function's error in ulp against an f64 reference, on
     /// every selected adapter (docs/ACCURACY.md).
     Accuracy(accuracy::AccuracyArgs),
+    /// Every GEMM kernel this adapter may choose (and, with --sweep, a grid
+    /// of workgroup-memory tiles) timed on one shape, beside the tuned
+    /// choice.
+    Gemm(gemm::GemmArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -137,6 +142,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Compare(args) => compare(args),
         Command::Accuracy(args) => accuracy::run(args),
+        Command::Gemm(args) => gemm::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
