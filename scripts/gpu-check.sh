@@ -83,17 +83,17 @@ suite() {
   mkdir -p "$logs"
   local start
   start=$(date +%s)
-  (ls /tmp/b | grep -v '^wgbench$' | xargs -P 8 -I{} sh -c \
-    "WGARRAY_BACKEND=vulkan /tmp/b/{} --test-threads=4 >$logs/{}.log 2>&1 || echo '{} failed'") &
+  # A process group of its own, so that a hang is killed whole.
+  setsid bash -c "ls /tmp/b | grep -v '^wgbench\$' | xargs -P 8 -I{} sh -c \
+    'WGARRAY_BACKEND=vulkan /tmp/b/{} --test-threads=4 >$logs/{}.log 2>&1 || echo {} failed'" &
   local pid=$!
   while kill -0 "$pid" 2>/dev/null && (($(date +%s) - start < limit)); do
     sleep 1
   done
   if kill -0 "$pid" 2>/dev/null; then
     dump_stacks "$pid" >"$logs/stacks.txt" 2>&1
-    for p in $(descendants "$pid"); do kill -9 "$p" 2>/dev/null; done
-    kill -9 "$pid" 2>/dev/null
-    echo "suite run $i: HUNG after ${limit}s; stacks in logs/suite-$i/stacks.txt"
+    kill -9 -- -"$pid" 2>/dev/null
+    echo "suite run $i: not finished after ${limit}s (hung, or slow); stacks in logs/suite-$i/stacks.txt"
   fi
   wait "$pid" 2>/dev/null
   echo "suite run $i: $(($(date +%s) - start)) s; $(grep -h '^test result' "$logs"/*.log |
