@@ -26,6 +26,7 @@ const ALWAYS: &[&str] = &[
     "register 8 8 4 1",
     "shared 16 16 8 2 8",
     "shared 16 16 4 1 16",
+    "shared 16 16 8 2 16",
     "splitk 16 16 0",
 ];
 const IF_SUBGROUPS: &[&str] = &["splitk 8 8 1"];
