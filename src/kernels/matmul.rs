@@ -219,7 +219,7 @@ impl GemmKernel {
                 bk,
             } => {
                 let threads = wg_x as u64 * wg_y as u64;
-                let (bm, bn) = (wg_y as u64 * tm as u64, 4 * wg_x as u64 * nv as u64);
+                let (bm, bn) = shared_block(wg_x, wg_y, tm, nv);
                 let bk = bk as u64;
                 (1..=256).contains(&threads)
                     && (1..=128).contains(&(tm as u64 * nv as u64))
@@ -256,7 +256,7 @@ impl GemmKernel {
                 nv,
                 bk,
             } => {
-                let (bm, bn) = (wg_y as u64 * tm as u64, 4 * wg_x as u64 * nv as u64);
+                let (bm, bn) = shared_block(wg_x, wg_y, tm, nv);
                 2 * bk as u64 * (bm + bn) * 4
             }
             GemmKernel::SplitK { ks, cq, .. } => ks as u64 * cq as u64 * 16,
@@ -364,6 +364,12 @@ impl std::str::FromStr for GemmKernel {
         };
         if k.is_valid() { Ok(k) } else { Err(bad()) }
     }
+}
+
+/// The rows of A and columns of B a `Shared` kernel stages per step, in
+/// u64 (no overflow for parameters not yet validated).
+fn shared_block(wg_x: u32, wg_y: u32, tm: u32, nv: u32) -> (u64, u64) {
+    (wg_y as u64 * tm as u64, 4 * wg_x as u64 * nv as u64)
 }
 
 /// The most workgroup memory a kernel of the workgroup-memory and

@@ -113,13 +113,7 @@ pub fn run(args: GemmArgs) -> Result<(), Stop> {
     if let Some(p) = &args.json {
         writable(p)?;
     }
-    let given = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
-    let backend = given(&args.backend)
-        .map(|b| wgarray::parse_backend(&b))
-        .transpose()
-        .map_err(|e| Stop::Input(e.to_string()))?;
-    let chosen = adapters::select(adapters::all(), backend, given(&args.adapter).as_deref())
-        .map_err(Stop::Input)?;
+    let chosen = adapters::chosen(&args.backend, &args.adapter)?;
     let inputs = Inputs::new(m, k, n);
     let class = ShapeClass::of(m, n);
     let flop = 2.0 * (m * k * n) as f64;

@@ -212,15 +212,8 @@ fn run(args: RunArgs) -> Result<(), Stop> {
     for p in args.plot.iter().flat_map(|p| plot::outputs(p)) {
         writable(&p)?;
     }
-    // Empty values mean "any", as for `Device::new_default`.
-    let given = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
-    let backend = given(&args.backend)
-        .map(|b| wgarray::parse_backend(&b))
-        .transpose()
-        .map_err(|e| Stop::Input(e.to_string()))?;
     let threads = cpu_threads(args.cpu_threads);
-    let chosen = adapters::select(adapters::all(), backend, given(&args.adapter).as_deref())
-        .map_err(Stop::Input)?;
+    let chosen = adapters::chosen(&args.backend, &args.adapter)?;
     let say = |s: &str| {
         if json_stdout {
             eprint!("{s}");
