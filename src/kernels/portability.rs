@@ -35,7 +35,15 @@ fn every_kernel_specialisation_translates_for_every_backend() {
             continue;
         }
         for issue in check(&source, None, &Default::default()) {
-            failures.push(fail(spec, issue.stage.name(), issue.message));
+            // The GEMM's workgroup-memory tiles may declare up to 64 KiB:
+            // a device runs only those within its own
+            // `max_compute_workgroup_storage_size` (`matmul::usable`).
+            let gated = matches!(spec.kernel, "gemm_shared" | "gemm_coop" | "gemm_epilogue")
+                && issue.stage == crate::testing::portability::Stage::Limits
+                && issue.message.contains("bytes of workgroup storage");
+            if !gated {
+                failures.push(fail(spec, issue.stage.name(), issue.message));
+            }
         }
     }
     assert!(
