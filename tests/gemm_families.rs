@@ -30,7 +30,13 @@ const ALWAYS: &[&str] = &[
     "splitk 16 16 0",
 ];
 const IF_SUBGROUPS: &[&str] = &["splitk 8 8 1"];
-const IF_COOP: &[&str] = &["coop 16 0 1", "coop 8 0 2", "coop 16 1 2", "coop 8 1 2"];
+const IF_COOP: &[&str] = &[
+    "coop 16 0 1",
+    "coop 8 0 2",
+    "coop 16 1 2",
+    "coop 16 1 4",
+    "coop 8 1 2",
+];
 
 fn round_to(dtype: DType, x: &[f32]) -> Vec<f32> {
     match dtype {

@@ -180,10 +180,12 @@ pub enum GemmKernel {
     /// least `ks` lanes) or through workgroup memory. For small `m` with
     /// long K. Limits: `ks` a power of two from 2 to 64, `ks * cq` at most 256.
     SplitK { ks: u32, cq: u32, subgroups: bool },
-    /// Cooperative matrices (`wgsl/gemm_coop.wgsl`, tensor cores or
-    /// simdgroup matrices; needs `Features::EXPERIMENTAL_COOPERATIVE_MATRIX`
-    /// with a `size x size x size` configuration of the input type and f32
-    /// accumulators, `Features::SUBGROUP`, and a fixed subgroup size): four
+    /// Cooperative matrices (`wgsl/gemm_coop.wgsl`, tensor cores; needs
+    /// `Features::EXPERIMENTAL_COOPERATIVE_MATRIX`, which a device requests
+    /// only with `WGARRAY_COOPERATIVE_MATRIX=1`, with a `size x size x size`
+    /// configuration of the input type and f32 accumulators,
+    /// `Features::SUBGROUP`, and a fixed subgroup size, which wgpu's Metal
+    /// back end does not report): four
     /// subgroups, each `frags x frags` fragments, staged like `Shared` in
     /// steps of 16 k. Limits: `size` 8 or 16, staging and the
     /// subgroups' store space within 64 KiB (and the device's limit, as

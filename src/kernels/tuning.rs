@@ -484,7 +484,8 @@ pub(crate) fn candidates(
         (_, false) => vec![shared, shared_wide, register],
     };
     if !software && class != ShapeClass::Gemv {
-        for (size, frags) in [(16, 2), (16, 1), (8, 2)] {
+        // 128 x 128 blocks (frags 4) too: 20 KiB of staging in f16.
+        for (size, frags) in [(16, 2), (16, 4), (16, 1), (8, 2)] {
             v.push(GemmKernel::Coop {
                 size,
                 half: dtype == DType::F16,
