@@ -161,7 +161,7 @@ pub(crate) fn run_planned(
                 result = Err(e);
                 break;
             }
-            for &j in &plan.release[i] {
+            for &j in plan.release(i) {
                 nodes[j] = None;
             }
         }
