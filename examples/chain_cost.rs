@@ -12,8 +12,32 @@
 //! `valgrind --tool=callgrind --toggle-collect='chain_cost::measure*'
 //! target/release/examples/chain_cost 2 fused`).
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use wgarray::{Array, Device, compile};
+
+/// The system allocator, counting allocations (for `explain`'s figures).
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.load(Ordering::Relaxed)
+}
 
 const OPS: usize = 1000;
 
@@ -62,11 +86,36 @@ fn main() {
         t.elapsed().as_secs_f64()
     };
     if which == "explain" {
-        let mut y = x.clone();
-        for _ in 0..OPS {
-            y = (&y + 1.0).unwrap();
+        for fusion in [true, false] {
+            d.set_fusion(fusion);
+            eager(fusion); // warm
+            let a0 = allocs();
+            let mut y = x.clone();
+            for _ in 0..OPS {
+                y = (&y + 1.0).unwrap();
+            }
+            let a1 = allocs();
+            if fusion {
+                let text = wgarray::explain(&[&y]).unwrap();
+                print!("{}", text.lines().next().unwrap_or_default());
+            }
+            let (d0, a2) = (d.dispatches(), allocs());
+            y.eval().unwrap();
+            println!(
+                "\nfusion {fusion}: {} dispatches; allocations per op: {:.2} building, {:.2} in eval",
+                d.dispatches() - d0,
+                (a1 - a0) as f64 / OPS as f64,
+                (allocs() - a2) as f64 / OPS as f64
+            );
         }
-        print!("{}", wgarray::explain(&[&y]).unwrap());
+        compiled(); // traced and planned: later calls replay
+        let a0 = allocs();
+        let y = f.call(&[&x]).unwrap().remove(0);
+        println!(
+            "compiled: allocations per op {:.2}",
+            (allocs() - a0) as f64 / OPS as f64
+        );
+        drop(y);
         return;
     }
     let paths = ["fused", "unfused", "compiled"];

@@ -34,7 +34,7 @@ pub(crate) fn schedule(targets: &[&Array]) -> Vec<Arc<Node>> {
         if !seen.insert(Arc::as_ptr(&node)) {
             continue;
         }
-        let deps: Vec<Arc<Node>> = node
+        let deps: smallvec::SmallVec<[Arc<Node>; 4]> = node
             .inputs
             .iter()
             .filter_map(|i| i.inner.pending_node())

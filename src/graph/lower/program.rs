@@ -269,10 +269,18 @@ impl<'g> Builder<'g> {
                 self.value(x, &map.then(&t), false)?
             }
             Primitive::Elementwise(op) if self.members.contains(&Arc::as_ptr(&node)) => {
-                let mut args = Vec::with_capacity(node.inputs.len());
+                let mut args = kernel::Args::new();
                 for x in &node.inputs {
-                    let t = AxisMap::broadcast(&x.inner.shape, &a.shape);
-                    args.push(self.value(&x.inner, &map.then(&t), true)?);
+                    // An input of the output's shape without length-1
+                    // axes is broadcast by the identity: the map is
+                    // unchanged.
+                    let v = if x.inner.shape == a.shape && !a.shape.contains(&1) {
+                        self.value(&x.inner, map, true)?
+                    } else {
+                        let t = AxisMap::broadcast(&x.inner.shape, &a.shape);
+                        self.value(&x.inner, &map.then(&t), true)?
+                    };
+                    args.push(v);
                 }
                 let op = match op {
                     // DivMod's outputs are its quotient and its remainder.
