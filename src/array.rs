@@ -218,7 +218,7 @@ impl Array {
         let origin = device.origin(|| primitive.name());
         let node = Arc::new(Node::new(device, primitive, inputs, origin));
         let array = Array::output_of(&node, shape, dtype);
-        let weak = vec![Arc::downgrade(&array.inner)];
+        let weak = smallvec::smallvec![Arc::downgrade(&array.inner)];
         node.outputs.set(weak).expect("outputs are set once, here");
         array
     }

@@ -57,6 +57,10 @@ type Outs<T> = SmallVec<[T; 2]>;
 /// A short list of positions (readers, kernel roots, loads): inline up to 4.
 type Ids = SmallVec<[usize; 4]>;
 
+/// Per input slot of a node: the producing `(position, output)` if the
+/// input is pending.
+type Slots = SmallVec<[Option<(usize, usize)>; 3]>;
+
 /// What happens at one position of the schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Step {
@@ -131,7 +135,7 @@ struct Facts {
     kinds: Vec<Kind>,
     /// Per node, per input slot: the producing `(position, output)` if the
     /// input is pending.
-    inputs: Vec<SmallVec<[Option<(usize, usize)>; 3]>>,
+    inputs: Vec<Slots>,
     /// Per node, per input slot: the input array's address (which arrays
     /// are the same load).
     input_ids: Vec<SmallVec<[usize; 3]>>,
@@ -185,7 +189,7 @@ fn facts(order: &[Arc<Node>]) -> Facts {
         .map(|o| smallvec::smallvec![Ids::new(); o.len()])
         .collect();
     for (i, node) in order.iter().enumerate() {
-        let slots: SmallVec<[Option<(usize, usize)>; 3]> = node
+        let slots: Slots = node
             .inputs
             .iter()
             .map(|a| {

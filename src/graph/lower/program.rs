@@ -285,7 +285,7 @@ impl<'g> Builder<'g> {
                 let op = match op {
                     // DivMod's outputs are its quotient and its remainder.
                     ElementwiseOp::DivMod => {
-                        let outs = node.outputs.get().map(Vec::as_slice).unwrap_or_default();
+                        let outs = node.outputs.get().map(|o| &o[..]).unwrap_or_default();
                         let k = outs
                             .iter()
                             .position(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(a)));
