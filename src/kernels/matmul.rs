@@ -88,8 +88,15 @@ fn naive_spec() -> (Spec, &'static Kernel) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShapeClass {
     /// `m == 1`: matrix-vector products (the decode step of a language
-    /// model), bound by reading B once.
+    /// model), bound by reading B once; B row-major `[K, N]` (`x @ w`) or
+    /// any other layout but the one of [`ShapeClass::GemvT`].
     Gemv,
+    /// `m == 1` with B read along K (unit stride in K, `N > 1`): `x @ W^T`
+    /// with `W` of shape `[N, K]`, PyTorch's `nn.Linear` layout. Tuned
+    /// apart from [`ShapeClass::Gemv`]: each output is a dot product along
+    /// contiguous memory, and which kernel wins differs (on lavapipe the
+    /// split-K kernel, or narrower register tiles, see docs/PERFORMANCE.md).
+    GemvT,
     /// `m < 32` or `n < 64`: small or skinny outputs.
     Small,
     /// `m < 128` or `n < 128`.
@@ -100,14 +107,16 @@ pub enum ShapeClass {
 
 impl ShapeClass {
     /// Every class, in order.
-    pub const ALL: [ShapeClass; 4] = [
+    pub const ALL: [ShapeClass; 5] = [
         ShapeClass::Gemv,
+        ShapeClass::GemvT,
         ShapeClass::Small,
         ShapeClass::Medium,
         ShapeClass::Large,
     ];
 
-    /// The class of an `m x n` output.
+    /// The class of an `m x n` output whose B is row-major (or of no
+    /// particular layout): never [`ShapeClass::GemvT`].
     pub fn of(m: usize, n: usize) -> ShapeClass {
         if m == 1 {
             ShapeClass::Gemv
@@ -120,11 +129,29 @@ impl ShapeClass {
         }
     }
 
-    /// The class's name in the tuning cache file: `gemv`, `small`,
-    /// `medium`, `large`.
+    /// The class of an `m x n` output whose B (`[K, N]`) has element
+    /// strides `b_k` along K and `b_n` along N: [`ShapeClass::GemvT`] for
+    /// `m == 1`, `n > 1` and `b_k == 1 != b_n`, else [`ShapeClass::of`].
+    pub fn of_layout(m: usize, n: usize, b_k: isize, b_n: isize) -> ShapeClass {
+        if m == 1 && n > 1 && b_k == 1 && b_n != 1 {
+            ShapeClass::GemvT
+        } else {
+            ShapeClass::of(m, n)
+        }
+    }
+
+    /// Whether the class is a matrix-vector one ([`ShapeClass::Gemv`] or
+    /// [`ShapeClass::GemvT`]).
+    pub fn is_gemv(self) -> bool {
+        matches!(self, ShapeClass::Gemv | ShapeClass::GemvT)
+    }
+
+    /// The class's name in the tuning cache file: `gemv`, `gemvt`,
+    /// `small`, `medium`, `large`.
     pub fn name(self) -> &'static str {
         match self {
             ShapeClass::Gemv => "gemv",
+            ShapeClass::GemvT => "gemvt",
             ShapeClass::Small => "small",
             ShapeClass::Medium => "medium",
             ShapeClass::Large => "large",
@@ -353,11 +380,15 @@ pub(crate) fn register_tile(class: ShapeClass, software: bool) -> GemmKernel {
     let tile = |wg_x, wg_y, tm, nv| GemmKernel::Register { wg_x, wg_y, tm, nv };
     match class {
         // Matrix-vector (decode steps): one row, threads across columns. On
-        // lavapipe 16 columns per thread share each load of A, and 16-thread
-        // workgroups give both cores work at N = 1152 (2x the 64 x 4 tile at
-        // 1 x 4096 x 4096); GPUs want more threads per workgroup.
-        ShapeClass::Gemv if software => tile(16, 1, 1, 4),
-        ShapeClass::Gemv => tile(64, 1, 1, 1),
+        // lavapipe 16 columns per thread share each load of A, and 8-thread
+        // workgroups (one 8-lane SIMD group: lavapipe runs a workgroup's
+        // lanes 8 at a time, each group to the end of K) read 512
+        // contiguous bytes of each row of a row-major B per group and give
+        // both cores work at N = 384 (1.4x to 1.7x the 16 x 1 x 1 x 4 tile
+        // at 1 x 1024 x 3072, 2026-12-01); GPUs want more threads per
+        // workgroup.
+        ShapeClass::Gemv | ShapeClass::GemvT if software => tile(8, 1, 1, 4),
+        ShapeClass::Gemv | ShapeClass::GemvT => tile(64, 1, 1, 1),
         // Small or skinny: 32 x 32 tiles waste little on edges.
         ShapeClass::Small => tile(8, 8, 4, 1),
         // Medium: 64 x 128 tiles.
@@ -1078,7 +1109,7 @@ pub(crate) fn gemm(cx: &Context, g: &mut Gemm<'_>) -> Result<Vec<Dispatch>> {
     if batch * g.m * g.n == 0 {
         return Ok(Vec::new());
     }
-    let class = ShapeClass::of(g.m, g.n);
+    let class = ShapeClass::of_layout(g.m, g.n, row_stride(&g.b), col_stride(&g.b));
     let kernel = cx
         .tuning
         .kernel(cx, g.dtype, class, [batch, g.m, g.n, g.k])?;
