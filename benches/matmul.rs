@@ -178,7 +178,7 @@ fn gemv(c: &mut Criterion) {
                     ShapeClass::GemvT,
                     1,
                     k as isize,
-                    format!("1x{k}x{n} w.T"),
+                    format!("1x{k}x{n} wT"),
                 )
             } else {
                 let w = Array::from_slice(&y, &[k, n], &device).unwrap();
@@ -189,9 +189,9 @@ fn gemv(c: &mut Criterion) {
             device.synchronize().unwrap();
             let tuned = device.gemm_kernel(wgarray::DType::F32, class);
             let label = tuned.map_or("?".into(), |k| k.to_string());
-            let mut runs = vec![(format!("wgarray tuned [{label}]"), None)];
+            let mut runs = vec![(format!("tuned [{label}]"), None)];
             if device.set_gemm_kernel(Some(previous)).is_ok() {
-                runs.push((format!("wgarray previous [{previous}]"), Some(previous)));
+                runs.push((format!("previous [{previous}]"), Some(previous)));
             }
             for (what, kernel) in runs {
                 device.set_gemm_kernel(kernel).unwrap();
