@@ -478,7 +478,20 @@ pub(crate) fn candidates(
         // measured 2026-11-30), which a first call must not pay; it stays
         // reachable with `WGARRAY_GEMM_KERNEL` (tests/gemm_families.rs).
         (_, true) => vec![register],
-        (ShapeClass::Large, false) => vec![shared, shared_wide, register],
+        // K steps of 16 halve the barriers per k; 32 KiB of staging, so
+        // only where the device allows that (NVIDIA 48 KiB, Mesa 32).
+        (ShapeClass::Large, false) => vec![
+            shared,
+            shared_wide,
+            GemmKernel::Shared {
+                wg_x: 16,
+                wg_y: 16,
+                tm: 8,
+                nv: 2,
+                bk: 16,
+            },
+            register,
+        ],
         (_, false) => vec![shared, shared_wide, register],
     };
     if !software && !class.is_gemv() {
