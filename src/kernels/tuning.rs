@@ -195,8 +195,13 @@ impl Tuning {
         // Known operands: each candidate's product is checked before it
         // may be chosen (`gemm_check`).
         let probe = Probe::new(dtype, batch * m * k, batch * k * n, m, n);
-        self.queue.write_buffer(&a, 0, &probe.a_bytes);
-        self.queue.write_buffer(&b, 0, &probe.b_bytes);
+        // Writes are whole 4-byte words (an odd count of f16 or bf16
+        // elements is not): zero-padded, within the buffers' rounding.
+        for (buffer, bytes) in [(&a, &probe.a_bytes), (&b, &probe.b_bytes)] {
+            let mut padded = bytes.clone();
+            padded.resize(bytes.len().next_multiple_of(4), 0);
+            self.queue.write_buffer(buffer, 0, &padded);
+        }
         let dense = |buffer, rows: usize, cols: usize| Operand {
             buffer,
             dtype,
