@@ -91,10 +91,11 @@ fn every_wgsl_file_belongs_to_an_enumerated_kernel() {
 }
 
 /// The GEMM kernels that need more than WebGPU's capabilities (subgroup
-/// shuffles; cooperative matrices), with those capabilities, on the back
-/// ends that can express them: every one for subgroups but GLSL ES (wgpu's
-/// GL back end offers no subgroups), SPIR-V and MSL for cooperative
-/// matrices (naga has no HLSL or GLSL for them).
+/// shuffles; cooperative matrices; 64-bit integers for the pair loads),
+/// with those capabilities, on the back ends that can express them: every
+/// one for subgroups and 64-bit integers but GLSL ES (wgpu's GL back end
+/// offers neither), SPIR-V and MSL for cooperative matrices (naga has no
+/// HLSL or GLSL for them).
 #[test]
 fn subgroup_and_cooperative_matrix_gemms_translate() {
     use crate::testing::portability::{Stage, check_with};
