@@ -174,13 +174,43 @@ pub(crate) fn staging(s: Staging, a_mode: Mode, b_mode: Mode) -> StagingCode {
     }
 }
 
+/// The workgroup arrays of both staging buffers (`len` elements each of A
+/// and B) and their accessors: vec4 arrays, or with `scalar` f32 arrays read
+/// as quads (see wgsl/gemm_shared.wgsl for which back ends need which).
+fn staging_decls(len_a: u32, len_b: u32, scalar: bool) -> String {
+    let mut s = String::new();
+    for (x, len) in [("a", len_a), ("b", len_b)] {
+        s += &if scalar {
+            format!(
+                "var<workgroup> s{x}: array<f32, {len}>;
+                 fn put_{x}(i: u32, v: f32) {{ s{x}[i] = v; }}
+                 fn put_{x}4(i: u32, v: vec4<f32>) {{ s{x}[i] = v.x; s{x}[i + 1u] = v.y; s{x}[i + 2u] = v.z; s{x}[i + 3u] = v.w; }}
+                 fn s{x}4(q: u32) -> vec4<f32> {{ let i = 4u * q; return vec4<f32>(s{x}[i], s{x}[i + 1u], s{x}[i + 2u], s{x}[i + 3u]); }}
+"
+            )
+        } else {
+            format!(
+                "var<workgroup> s{x}: array<vec4<f32>, {}>;
+                 fn put_{x}(i: u32, v: f32) {{ s{x}[i >> 2u][i & 3u] = v; }}
+                 fn put_{x}4(i: u32, v: vec4<f32>) {{ s{x}[i >> 2u] = v; }}
+                 fn s{x}4(q: u32) -> vec4<f32> {{ return s{x}[q]; }}
+",
+                len / 4
+            )
+        };
+    }
+    s
+}
+
 /// The substitutions of `wgsl/gemm_shared.wgsl` for a `Shared` kernel.
-/// `looped`: the stores as one loop (`matmul::store_quads`).
+/// `looped`: the stores as one loop (`matmul::store_quads`);
+/// `scalar_staging`: f32 staging arrays ([`staging_decls`]).
 pub(crate) fn subs(
     kernel: GemmKernel,
     a_mode: Mode,
     b_mode: Mode,
     looped: bool,
+    scalar_staging: bool,
 ) -> Vec<(&'static str, String)> {
     let GemmKernel::Shared {
         wg_x,
@@ -251,6 +281,10 @@ pub(crate) fn subs(
         ("BM", bm.to_string()),
         ("BN", bn.to_string()),
         ("BK", bk.to_string()),
+        (
+            "STAGING",
+            staging_decls(2 * bm * bk, 2 * bn * bk, scalar_staging),
+        ),
         ("STAGE_DECLS", code.decls),
         ("LOAD", code.load),
         ("STORE", code.store),

@@ -520,6 +520,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                                         out_vec,
                                         has_bias,
                                         k_tail,
+                                        scalar_staging: false,
                                     }
                                     .spec(32, None),
                                 );
@@ -543,8 +544,29 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                     out_vec,
                     has_bias: false,
                     k_tail,
+                    scalar_staging: false,
                 };
                 out.push(variant.spec(32, Some(&sample)));
+            }
+            // The staging Metal and D3D12 get, in every load mode.
+            if kernel.family() == "shared" {
+                for a_mode in modes {
+                    for b_mode in modes {
+                        out.push(
+                            GemmVariant {
+                                dtype,
+                                kernel,
+                                a_mode,
+                                b_mode,
+                                out_vec: true,
+                                has_bias: true,
+                                k_tail: true,
+                                scalar_staging: true,
+                            }
+                            .spec(32, None),
+                        );
+                    }
+                }
             }
         }
     }
@@ -584,6 +606,7 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
                     out_vec,
                     has_bias,
                     k_tail,
+                    scalar_staging: false,
                 }
                 .spec(32, sample.as_ref());
                 out.push((spec, kernel, C::SUBGROUP));
@@ -611,6 +634,7 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
                     out_vec,
                     has_bias,
                     k_tail,
+                    scalar_staging: false,
                 }
                 .spec(32, sample.as_ref());
                 out.push((spec, kernel, C::SHADER_INT64));
@@ -648,6 +672,7 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
                     out_vec,
                     has_bias,
                     k_tail,
+                    scalar_staging: false,
                 }
                 .spec(32, sample.as_ref());
                 out.push((spec, kernel, C::SUBGROUP | C::COOPERATIVE_MATRIX));
@@ -1054,6 +1079,9 @@ pub(crate) struct GemmVariant {
     has_bias: bool,
     /// K is not a multiple of the kernel's K step: the last step is masked.
     k_tail: bool,
+    /// The workgroup-memory family's staging in f32 arrays
+    /// (`Context::scalar_staging`); false for the other families.
+    scalar_staging: bool,
 }
 
 impl GemmVariant {
@@ -1072,6 +1100,7 @@ impl GemmVariant {
             out_vec,
             has_bias,
             k_tail,
+            scalar_staging,
         } = self;
         let aa = access(dtype, a_mode.vec(), "a");
         let ba = if b_mode == Mode::Pair {
@@ -1146,7 +1175,7 @@ impl GemmVariant {
             }
             GemmKernel::Shared { .. } => (
                 &GEMM_SHARED,
-                gemm_shared::subs(kernel, a_mode, b_mode, epilogue.is_some()),
+                gemm_shared::subs(kernel, a_mode, b_mode, epilogue.is_some(), scalar_staging),
             ),
             GemmKernel::SplitK { ks, cq, subgroups } => (
                 &GEMM_SPLITK,
@@ -1319,6 +1348,7 @@ pub(crate) fn dispatches(
         out_vec: n.is_multiple_of(4),
         has_bias: g.bias.is_some(),
         k_tail: !k.is_multiple_of(kernel.k_step()),
+        scalar_staging: cx.scalar_staging && kernel.family() == "shared",
     };
     let zero = Operand {
         buffer: g.out,

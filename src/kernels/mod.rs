@@ -55,6 +55,12 @@ pub(crate) struct Context {
     /// A software adapter (device type `Cpu`: lavapipe, llvmpipe, WARP):
     /// the GEMM's default kernels and tuning budget differ there.
     pub software: bool,
+    /// The workgroup-memory GEMM stages through f32 arrays rather than
+    /// vec4 arrays (`gemm_shared.rs`): on Metal and D3D12, whose shading
+    /// languages make a store into one component of a shared vec4 a
+    /// read-modify-write of the whole vector; or with
+    /// [`SCALAR_STAGING_ENV`] set, to test that form on other adapters.
+    pub scalar_staging: bool,
     /// The adapter's subgroup sizes (equal where the size is fixed).
     pub subgroup_min_size: u32,
     pub subgroup_max_size: u32,
@@ -67,6 +73,11 @@ pub(crate) struct Context {
     /// (`program::wide`), for [`crate::Device::wide_dispatches`].
     pub wide_dispatches: std::sync::atomic::AtomicU64,
 }
+
+/// Environment variable (tests): `1` makes the workgroup-memory GEMM stage
+/// through f32 arrays on every adapter, as it does on Metal and D3D12
+/// (`Context::scalar_staging`), so that form runs where tests run.
+pub(crate) const SCALAR_STAGING_ENV: &str = "WGARRAY_GEMM_SCALAR_STAGING";
 
 impl Context {
     /// The kernel context of a new device on `adapter`: the pipeline cache
@@ -98,6 +109,8 @@ impl Context {
             limits,
             features,
             software: info.device_type == wgpu::DeviceType::Cpu,
+            scalar_staging: matches!(raw.backend, wgpu::Backend::Metal | wgpu::Backend::Dx12)
+                || std::env::var(SCALAR_STAGING_ENV).is_ok_and(|v| v.trim() == "1"),
             subgroup_min_size: raw.subgroup_min_size,
             subgroup_max_size: raw.subgroup_max_size,
             coop,
