@@ -10,7 +10,7 @@ use crate::{DType, Error, Result};
 
 impl ReduceOp {
     /// The WGSL compute type for an input dtype.
-    fn compute_type(self, input: DType) -> &'static str {
+    pub(super) fn compute_type(self, input: DType) -> &'static str {
         compute_type(self.accumulator(input))
     }
 
@@ -191,7 +191,7 @@ const THREAD_MODE_OUTPUTS: usize = 8;
 /// software adapter runs a workgroup's barriers as context switches, so
 /// with a few outputs to share among its lanes it folds each in one thread
 /// (see [`THREAD_MODE_OUTPUTS`]).
-fn row_mode(r: usize, n_out: usize, software: bool) -> bool {
+pub(super) fn row_mode(r: usize, n_out: usize, software: bool) -> bool {
     if software && n_out >= THREAD_MODE_OUTPUTS && r <= THREAD_MODE_MAX_R {
         return false;
     }
@@ -230,6 +230,8 @@ pub(crate) fn spec(op: ReduceOp, dtype: DType, row: bool) -> (Spec, &'static Ker
             ("FINAL", &fin),
             ("CT", ct),
             ("LOAD", &load),
+            ("ELEMENT", "    return load(base + inner_offset(r));"),
+            ("PROLOGUE_PARAMS", ""),
         ],
         1,
         outs as u32,
