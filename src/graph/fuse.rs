@@ -604,12 +604,14 @@ fn materialise(
     let mut lowered_view = vec![false; n];
     let mut roots: Vec<Vec<usize>> = vec![Vec::new(); n];
     for i in (0..n).rev() {
-        // Readers that need the value in memory (a reduction computes an
-        // elementwise value it reads in its loads).
+        // A reduction computes an elementwise value it reads in its loads
+        // (its prologue); it reads anything else from memory.
+        let in_prologue = fusion && f.kinds[i] == Kind::Elementwise;
+        // Readers that need the value in memory.
         let from_memory = |k: usize, lowered_view: &[bool]| {
             f.consumers[i][k].iter().any(|&c| match f.kinds[c] {
                 Kind::Other => true,
-                Kind::Reduce => !(fusion && f.kinds[i] == Kind::Elementwise),
+                Kind::Reduce => !in_prologue,
                 Kind::View => lowered_view[c],
                 _ => false,
             })
@@ -617,6 +619,9 @@ fn materialise(
         let union_roots = |k: usize, roots: &[Vec<usize>]| {
             let mut rs: Vec<usize> = Vec::new();
             for &c in &f.consumers[i][k] {
+                if f.kinds[c] == Kind::Reduce && !in_prologue {
+                    continue;
+                }
                 for &r in &roots[c] {
                     if !rs.contains(&r) {
                         rs.push(r);

@@ -292,7 +292,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         vec![
             load(DType::F32, 0),
             load(DType::F32, 1),
-            bin(BinaryOp::Multiply, 0, 1),
+            bin(BinaryOp::Mul, 0, 1),
         ],
         2,
     );
@@ -305,8 +305,8 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                 dtype: DType::F32,
             },
             Def::Const { dtype: DType::F32 },
-            bin(BinaryOp::Subtract, 1, 2),
-            bin(BinaryOp::Multiply, 3, 3),
+            bin(BinaryOp::Sub, 1, 2),
+            bin(BinaryOp::Mul, 3, 3),
         ],
         1,
     );
