@@ -153,7 +153,10 @@ fn a_residual_add_folds_into_a_layer_norm_and_softmax_stays_two() {
     };
     let (fused, x) = run(&d, true, &ln);
     let (unfused, y) = run(&d, false, &ln);
-    assert_eq!(fused, 2, "layer_norm(a + b): the sum written by the moments");
+    assert_eq!(
+        fused, 2,
+        "layer_norm(a + b): the sum written by the moments"
+    );
     assert!(unfused > 3, "layer_norm(a + b) unfused: {unfused}");
     for (i, (p, q)) in x.iter().zip(&y).enumerate() {
         assert!((p - q).abs() <= 1e-4 * q.abs().max(1.0), "{i}: {p} vs {q}");

@@ -356,8 +356,7 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
                 && f.kinds[i] == Kind::Reduce
                 && match f.inputs[i].first() {
                     Some(&Some((p, k))) => {
-                        f.kinds[p] == Kind::Elementwise
-                            && (!mat[p][k] || find(&mut parent, p) == i)
+                        f.kinds[p] == Kind::Elementwise && (!mat[p][k] || find(&mut parent, p) == i)
                     }
                     _ => false,
                 }

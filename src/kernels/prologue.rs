@@ -125,8 +125,8 @@ pub(crate) fn spec(
         program.inputs as u32,
         (outs + extras) as u32,
     );
-    spec.params = (REDUCE_WORDS + words(&layout, ranks, extras)).next_multiple_of(PARAMS_WORDS)
-        as u32;
+    spec.params =
+        (REDUCE_WORDS + words(&layout, ranks, extras)).next_multiple_of(PARAMS_WORDS) as u32;
     (spec, kernel)
 }
 
@@ -205,10 +205,7 @@ pub(crate) fn reduce(
         }
     }
     let layout = program.layout(ro + ri, &[ro, ri]);
-    let mut p = Params::with_words(
-        "reduce",
-        REDUCE_WORDS + words(&layout, (ro, ri), extras),
-    );
+    let mut p = Params::with_words("reduce", REDUCE_WORDS + words(&layout, (ro, ri), extras));
     // The reduction's own block: its outer and inner offsets are 0 (head.z
     // = 0 kept and one reduced dimension of stride 0); the prologue's loads
     // carry the strides.
