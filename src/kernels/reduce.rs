@@ -181,8 +181,9 @@ const THREAD_MODE_MAX_R: usize = 16384;
 /// (2026-12-01, one run, medians of 9; sum over the last axis) one thread
 /// per output against one workgroup per output: f32[8, 384] 0.23 / 0.65 ms,
 /// f32[8, 4096] 0.89 / 1.27, f32[80, 384] (MiniLM's layer norms) 0.82 /
-/// 5.87, f32[80, 16384] 32 / 58, f32[512, 4096] 68 / 140; with one output
-/// the tree wins (f32[1, 4096] 0.82 / 0.23).
+/// 5.87, f32[8, 16384] 2.9 / 3.3, f32[64, 16384] 30 / 43, f32[80, 16384]
+/// 32 / 58, f32[512, 4096] 68 / 140; with one output the tree wins
+/// (f32[1, 4096] 0.82 / 0.23).
 const THREAD_MODE_OUTPUTS: usize = 8;
 
 /// Whether one workgroup per output (a tree) is used for `r` reduced
