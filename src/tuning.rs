@@ -92,6 +92,22 @@ impl Device {
         Ok(self.inner.kernels.tuning.force(kernel))
     }
 
+    /// The kernels this device times for the first GEMM of `dtype` and
+    /// `class` (the default first: the choice when timing is off), each
+    /// one it can run. For benchmarks that time every family
+    /// (`wgbench gemm`).
+    pub fn gemm_candidates(&self, dtype: DType, class: ShapeClass) -> Vec<GemmKernel> {
+        let cx = &self.inner.kernels;
+        crate::kernels::tuning::candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype))
+    }
+
+    /// Whether this device can run `kernel` for `dtype`: within the
+    /// family's limits and the device's (threads per workgroup, workgroup
+    /// memory), with the features it needs.
+    pub fn gemm_kernel_usable(&self, kernel: GemmKernel, dtype: DType) -> bool {
+        usable(&self.inner.kernels, kernel, dtype)
+    }
+
     /// The file this device reads and writes its GEMM choices in, unless
     /// the cache directory is off.
     pub fn gemm_tuning_file(&self) -> Option<std::path::PathBuf> {

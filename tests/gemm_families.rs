@@ -13,7 +13,7 @@ mod common;
 
 use common::{Rng, device, matmul_ref, poison_pool, rel_frobenius};
 use half::{bf16, f16};
-use wgarray::tuning::GemmKernel;
+use wgarray::tuning::{GemmKernel, ShapeClass};
 use wgarray::{Array, DType, Device, Error, Slice};
 
 /// The kernels every adapter must accept, then those that need subgroups
@@ -26,6 +26,7 @@ const ALWAYS: &[&str] = &[
     "register 8 8 4 1",
     "shared 16 16 8 2 8",
     "shared 16 16 4 1 16",
+    "shared 16 16 8 2 16",
     "splitk 16 16 0",
 ];
 const IF_SUBGROUPS: &[&str] = &["splitk 8 8 1"];
@@ -293,4 +294,46 @@ fn forcing_checks_the_kernel_and_the_adapter() {
     let k: GemmKernel = "shared 16 16 8 2 8".parse().unwrap();
     assert_eq!(d.set_gemm_kernel(Some(k)).unwrap(), None);
     assert_eq!(d.set_gemm_kernel(None).unwrap(), Some(k));
+}
+
+/// Workgroup memory: a tile is valid up to 64 KiB of staging, and a device
+/// runs it only within its own `max_compute_workgroup_storage_size`
+/// (lavapipe and llvmpipe: 32 KiB; WebGPU's default 16 KiB; NVIDIA 48 KiB).
+#[test]
+fn workgroup_memory_bounds_the_tiles_a_device_runs() {
+    let d = device();
+    let limit = d.limits().max_compute_workgroup_storage_size as u64;
+    // 128 x 128 blocks, K steps of 8, 16 and 32: 16, 32 and 64 KiB.
+    for (bk, bytes) in [(8, 16384), (16, 32768), (32, 65536)] {
+        let k: GemmKernel = format!("shared 16 16 8 2 {bk}").parse().unwrap();
+        assert_eq!(k.workgroup_bytes(), bytes);
+        assert_eq!(d.gemm_kernel_usable(k, DType::F32), bytes <= limit, "{k}");
+        let forced = d.set_gemm_kernel(Some(k));
+        if bytes <= limit {
+            assert!(forced.is_ok(), "{k}: {forced:?}");
+        } else {
+            assert!(
+                matches!(forced, Err(Error::MissingFeature { .. })),
+                "{k}: {forced:?}"
+            );
+        }
+    }
+    d.set_gemm_kernel(None).unwrap();
+    // Beyond 64 KiB no device runs it: not a kernel.
+    assert!(matches!(
+        "shared 16 16 16 2 32".parse::<GemmKernel>(),
+        Err(Error::InvalidArgument(_))
+    ));
+    // Every candidate the tuning would time is one the device can run,
+    // the class's default first.
+    for class in ShapeClass::ALL {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let c = d.gemm_candidates(dtype, class);
+            assert!(!c.is_empty(), "{class:?} {dtype}");
+            assert!(
+                c.iter().all(|k| d.gemm_kernel_usable(*k, dtype)),
+                "{class:?} {dtype}: {c:?}"
+            );
+        }
+    }
 }

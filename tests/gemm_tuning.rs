@@ -215,3 +215,41 @@ fn an_off_cache_directory_writes_nothing() {
     assert_eq!(d.gemm_tuning_file(), None);
     small_gemm(&d);
 }
+
+/// Tuning checks each candidate's product before it may be chosen (a
+/// kernel a driver miscompiles is never picked): every candidate of the
+/// matrix-vector class, which every adapter times, passes that check here,
+/// in each dtype the adapter has, and the products are right.
+#[test]
+fn every_timed_candidate_passes_the_product_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = device_in(dir.path());
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        let (k, n) = (300, 77);
+        let x: Vec<f32> = (0..k).map(|i| ((i * 7) % 13) as f32 / 8.0 - 0.75).collect();
+        let y: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.25)
+            .collect();
+        let a = Array::from_slice(&x, &[1, k], &d).unwrap().astype(dtype);
+        let b = Array::from_slice(&y, &[k, n], &d).unwrap().astype(dtype);
+        let (Ok(a), Ok(b)) = (a, b) else {
+            continue;
+        };
+        let got = match a.matmul(&b).and_then(|c| c.astype(DType::F32)) {
+            Ok(c) => c.to_vec::<f32>().unwrap(),
+            Err(wgarray::Error::MissingFeature { .. }) => continue,
+            Err(e) => panic!("{dtype}: {e}"),
+        };
+        assert!(d.gemm_kernel(dtype, CLASS).is_some(), "{dtype}: tuned");
+        for j in 0..n {
+            // Multiples of 1/32: each sum exact in f32, then one rounding.
+            let want: f32 = (0..k).map(|p| x[p] * y[p * n + j]).sum();
+            assert!(
+                (got[j] - want).abs() <= want.abs() * 1e-2,
+                "{dtype} [{j}]: {} vs {want}",
+                got[j]
+            );
+        }
+    }
+    assert_eq!(warnings_about("wrong"), Vec::<String>::new());
+}

@@ -279,6 +279,60 @@ fn bad_input_is_refused_with_a_clear_message() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `wgbench gemm`: the tuning's candidates and the kernels named, each
+/// checked then timed, in the table and the JSON; a kernel the adapter
+/// cannot run (48 KiB of workgroup memory; Mesa allows 32) is named and
+/// not timed; bad input exits 2.
+#[test]
+fn gemm_times_each_kernel_after_checking_it() {
+    let dir = scratch("gemm");
+    let json = dir.join("gemm.json");
+    let out = wgbench(&[
+        "gemm",
+        "--shape",
+        "33,7,65",
+        "--dtypes",
+        "f32,f16",
+        "--kernel",
+        "register 8 8 4 1",
+        "--kernel",
+        "shared 16 16 8 4 16",
+        "--samples",
+        "1",
+        "--json",
+        path(&json),
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("shared 16 16 8 4 16 not timed: this device cannot run it"),
+        "{stdout}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert!(!runs.is_empty(), "{doc}");
+    for run in runs {
+        let f32_run = &run["dtypes"][0];
+        assert_eq!(f32_run["dtype"], "f32");
+        let kernels = f32_run["kernels"].as_array().unwrap();
+        let named = kernels
+            .iter()
+            .find(|k| k["kernel"] == "register 8 8 4 1")
+            .unwrap_or_else(|| panic!("{f32_run}"));
+        assert!(named["gflops"].as_f64().unwrap() > 0.0, "{named}");
+        // The tuned choice is among those timed.
+        let tuned = f32_run["tuned"].as_str().unwrap();
+        assert!(kernels.iter().any(|k| k["kernel"] == tuned), "{f32_run}");
+        assert!(kernels.iter().all(|k| k["error"].is_null()), "{f32_run}");
+    }
+    refused(&["gemm", "--shape", "1,2"], &["three sizes"]);
+    refused(
+        &["gemm", "--kernel", "tiles 1"],
+        &["--kernel \"tiles 1\"", "not a GEMM kernel"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn minilm_without_the_model_is_skipped_with_how_to_fetch_it() {
     let dir = scratch("minilm");

@@ -163,7 +163,10 @@ pub enum GemmKernel {
     /// block of B through workgroup memory with vec4 loads, double
     /// buffered (one barrier per step), each thread `tm x 4 nv` outputs.
     /// The GPU family. Limits: `tm` and `bk` multiples of 4, each thread
-    /// loads whole vec4s of both blocks, both buffers within 16 KiB.
+    /// loads whole vec4s of both blocks, both buffers within 64 KiB
+    /// ([`GemmKernel::workgroup_bytes`]; a device runs only those within
+    /// its `max_compute_workgroup_storage_size`, 16 KiB in WebGPU's
+    /// defaults, 48 KiB on NVIDIA's Vulkan driver).
     Shared {
         wg_x: u32,
         wg_y: u32,
@@ -183,7 +186,8 @@ pub enum GemmKernel {
     /// accumulators, `Features::SUBGROUP`, and a fixed subgroup size): four
     /// subgroups, each `frags x frags` fragments, staged like `Shared` in
     /// steps of 16 k. Limits: `size` 8 or 16, staging and the
-    /// subgroups' store space within 16 KiB.
+    /// subgroups' store space within 64 KiB (and the device's limit, as
+    /// for `Shared`).
     /// `half`: f16 fragments (for f16 operands), else f32.
     Coop { size: u32, half: bool, frags: u32 },
 }
@@ -215,7 +219,7 @@ impl GemmKernel {
                 bk,
             } => {
                 let threads = wg_x as u64 * wg_y as u64;
-                let (bm, bn) = (wg_y as u64 * tm as u64, 4 * wg_x as u64 * nv as u64);
+                let (bm, bn) = shared_block(wg_x, wg_y, tm, nv);
                 let bk = bk as u64;
                 (1..=256).contains(&threads)
                     && (1..=128).contains(&(tm as u64 * nv as u64))
@@ -225,16 +229,40 @@ impl GemmKernel {
                     && threads > 0
                     && (bm * bk / 4).is_multiple_of(threads)
                     && (bn * bk / 4).is_multiple_of(threads)
-                    && 2 * bk * (bm + bn) * 4 <= 16384
+                    && self.workgroup_bytes() <= MAX_WORKGROUP_BYTES
             }
             GemmKernel::SplitK { ks, cq, .. } => {
                 ks.is_power_of_two() && (2..=64).contains(&ks) && (1..=256).contains(&(ks * cq))
             }
-            GemmKernel::Coop { size, half, frags } => {
-                let (bm, elem) = (2 * frags * size, if half { 2 } else { 4 });
+            GemmKernel::Coop { size, frags, .. } => {
                 (size == 8 || size == 16)
                     && (1..=4).contains(&frags)
-                    && 2 * COOP_BK * 2 * bm * elem + 4 * size * size * 4 <= 16384
+                    && self.workgroup_bytes() <= MAX_WORKGROUP_BYTES
+            }
+        }
+    }
+
+    /// Bytes of workgroup memory the kernel declares: both staging
+    /// buffers (and the cooperative family's store slots); 0 for the
+    /// register family. For splitk kernels the workgroup-reduction
+    /// buffer's bound.
+    pub fn workgroup_bytes(&self) -> u64 {
+        match *self {
+            GemmKernel::Register { .. } => 0,
+            GemmKernel::Shared {
+                wg_x,
+                wg_y,
+                tm,
+                nv,
+                bk,
+            } => {
+                let (bm, bn) = shared_block(wg_x, wg_y, tm, nv);
+                2 * bk as u64 * (bm + bn) * 4
+            }
+            GemmKernel::SplitK { ks, cq, .. } => ks as u64 * cq as u64 * 16,
+            GemmKernel::Coop { size, half, frags } => {
+                let (bm, elem) = (2 * frags as u64 * size as u64, if half { 2 } else { 4 });
+                2 * COOP_BK as u64 * 2 * bm * elem + 4 * size as u64 * size as u64 * 4
             }
         }
     }
@@ -337,6 +365,17 @@ impl std::str::FromStr for GemmKernel {
         if k.is_valid() { Ok(k) } else { Err(bad()) }
     }
 }
+
+/// The rows of A and columns of B a `Shared` kernel stages per step, in
+/// u64 (no overflow for parameters not yet validated).
+fn shared_block(wg_x: u32, wg_y: u32, tm: u32, nv: u32) -> (u64, u64) {
+    (wg_y as u64 * tm as u64, 4 * wg_x as u64 * nv as u64)
+}
+
+/// The most workgroup memory a kernel of the workgroup-memory and
+/// cooperative-matrix families may declare (64 KiB); each device further
+/// bounds it by its `max_compute_workgroup_storage_size`.
+pub(crate) const MAX_WORKGROUP_BYTES: u64 = 65536;
 
 /// The K step of the cooperative-matrix family (one or two fragments).
 pub(crate) const COOP_BK: u32 = 16;
@@ -1088,12 +1127,12 @@ pub(crate) fn gemm(cx: &Context, g: &mut Gemm<'_>) -> Result<Vec<Dispatch>> {
 /// Whether `kernel` can run `dtype` on this device.
 pub(crate) fn usable(cx: &Context, kernel: GemmKernel, dtype: DType) -> bool {
     let threads = |n: u32| n <= cx.limits.max_compute_invocations_per_workgroup;
+    let memory =
+        |k: GemmKernel| k.workgroup_bytes() <= cx.limits.max_compute_workgroup_storage_size as u64;
     kernel.is_valid()
         && match kernel {
             GemmKernel::Register { wg_x, wg_y, .. } => threads(wg_x * wg_y),
-            GemmKernel::Shared { wg_x, wg_y, .. } => {
-                threads(wg_x * wg_y) && cx.limits.max_compute_workgroup_storage_size >= 16384
-            }
+            GemmKernel::Shared { wg_x, wg_y, .. } => threads(wg_x * wg_y) && memory(kernel),
             GemmKernel::SplitK { ks, cq, subgroups } => {
                 threads(ks * cq)
                     && (!subgroups
@@ -1105,6 +1144,7 @@ pub(crate) fn usable(cx: &Context, kernel: GemmKernel, dtype: DType) -> bool {
                     && cx.features.contains(wgpu::Features::SUBGROUP)
                     && cx.subgroup_min_size == cx.subgroup_max_size
                     && threads(4 * cx.subgroup_min_size)
+                    && memory(kernel)
                     && cx.coop_ok(size, half)
             }
         }

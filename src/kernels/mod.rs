@@ -14,6 +14,7 @@ pub(crate) mod concat;
 pub(crate) mod disk;
 pub(crate) mod elementwise;
 pub(crate) mod epilogue;
+pub(crate) mod gemm_check;
 pub(crate) mod gemm_coop;
 pub(crate) mod gemm_shared;
 pub(crate) mod gemm_splitk;

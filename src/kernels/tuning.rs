@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::gemm_check::{Probe, read};
 use super::matmul::{self, Gemm, GemmKernel, ShapeClass, register_tile, shared_tile, usable};
 use super::{Context, Dispatch, Operand, disk};
 use crate::{DType, Error, Result};
@@ -177,20 +178,25 @@ impl Tuning {
             BUDGET_GPU
         };
         let [batch, m, n, k] = proxy(class, dims, cx.software);
-        let buffer = |elems: usize| {
+        let buffer = |elems: usize, usage| {
             let bytes = (elems * dtype.size_in_bytes()).next_multiple_of(256) as u64;
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("wgarray gemm tuning"),
                 size: bytes,
-                usage: wgpu::BufferUsages::STORAGE,
+                usage: wgpu::BufferUsages::STORAGE | usage,
                 mapped_at_creation: false,
             })
         };
         let (a, b, out) = (
-            buffer(batch * m * k),
-            buffer(batch * k * n),
-            buffer(batch * m * n),
+            buffer(batch * m * k, wgpu::BufferUsages::COPY_DST),
+            buffer(batch * k * n, wgpu::BufferUsages::COPY_DST),
+            buffer(batch * m * n, wgpu::BufferUsages::COPY_SRC),
         );
+        // Known operands: each candidate's product is checked before it
+        // may be chosen (`gemm_check`).
+        let probe = Probe::new(dtype, batch * m * k, batch * k * n, m, n);
+        self.queue.write_buffer(&a, 0, &probe.a_bytes);
+        self.queue.write_buffer(&b, 0, &probe.b_bytes);
         let dense = |buffer, rows: usize, cols: usize| Operand {
             buffer,
             dtype,
@@ -227,6 +233,21 @@ impl Tuning {
                 Err(e) => return Err(e),
             };
             let t = self.time(&d, cx, best.map(|b| b.0))?;
+            let product = read(
+                &self.device,
+                &self.queue,
+                &out,
+                (m * n * dtype.size_in_bytes()) as u64,
+            )?;
+            let strides = |o: &Operand<'_>| (o.strides[4] as usize, o.strides[5] as usize);
+            if let Err(why) = probe.check(&product, n, k, strides(&g.a), strides(&g.b)) {
+                log::warn!(
+                    "wgarray: GEMM candidate {cand} computed a wrong {dtype} product on {} ({why}); it is not used",
+                    self.owner.adapter
+                );
+                report.push(format!("{cand}: wrong product"));
+                continue;
+            }
             report.push(format!("{cand}: {:.3} ms", t * 1e3));
             if best.is_none_or(|(bt, _)| t < bt) {
                 best = Some((t, cand));
@@ -446,7 +467,20 @@ pub(crate) fn candidates(
         // measured 2026-11-30), which a first call must not pay; it stays
         // reachable with `WGARRAY_GEMM_KERNEL` (tests/gemm_families.rs).
         (_, true) => vec![register],
-        (ShapeClass::Large, false) => vec![shared, shared_wide, register],
+        // K steps of 16 halve the barriers per k; 32 KiB of staging, so
+        // only where the device allows that (NVIDIA 48 KiB, Mesa 32).
+        (ShapeClass::Large, false) => vec![
+            shared,
+            shared_wide,
+            GemmKernel::Shared {
+                wg_x: 16,
+                wg_y: 16,
+                tm: 8,
+                nv: 2,
+                bk: 16,
+            },
+            register,
+        ],
         (_, false) => vec![shared, shared_wide, register],
     };
     if !software && class != ShapeClass::Gemv {

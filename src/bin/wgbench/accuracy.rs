@@ -46,7 +46,7 @@ pub struct AccuracyArgs {
     markdown: Option<PathBuf>,
 }
 
-fn dtype(s: &str) -> Result<DType, String> {
+pub fn dtype(s: &str) -> Result<DType, String> {
     match s {
         "f32" => Ok(DType::F32),
         "f16" => Ok(DType::F16),
@@ -86,13 +86,7 @@ pub fn run(args: AccuracyArgs) -> Result<(), Stop> {
     for p in args.json.iter().chain(args.markdown.iter()) {
         writable(p)?;
     }
-    let given = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
-    let backend = given(&args.backend)
-        .map(|b| wgarray::parse_backend(&b))
-        .transpose()
-        .map_err(|e| Stop::Input(e.to_string()))?;
-    let chosen = adapters::select(adapters::all(), backend, given(&args.adapter).as_deref())
-        .map_err(Stop::Input)?;
+    let chosen = adapters::chosen(&args.backend, &args.adapter)?;
     let fs: Vec<_> = functions()
         .into_iter()
         .filter(|f| args.only.is_empty() || args.only.iter().any(|n| n == f.name))

@@ -17,6 +17,21 @@ pub fn all() -> Vec<wgpu::Adapter> {
 /// (case-insensitive, if given).
 ///
 /// # Errors
+/// The adapters of this machine that the `--backend` and `--adapter`
+/// options select (an empty or absent value selects any, as for
+/// `Device::new_default`).
+pub fn chosen(
+    backend: &Option<String>,
+    adapter: &Option<String>,
+) -> Result<Vec<wgpu::Adapter>, crate::Stop> {
+    let given = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
+    let backend = given(backend)
+        .map(|b| wgarray::parse_backend(&b))
+        .transpose()
+        .map_err(|e| crate::Stop::Input(e.to_string()))?;
+    select(all(), backend, given(adapter).as_deref()).map_err(crate::Stop::Input)
+}
+
 /// A message listing every adapter there is when none matches.
 pub fn select(
     adapters: Vec<wgpu::Adapter>,

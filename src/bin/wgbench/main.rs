@@ -23,6 +23,7 @@
 mod accuracy;
 mod adapters;
 mod cases;
+mod gemm;
 mod measure;
 #[path = "../../../examples/minilm/mod.rs"]
 mod minilm_model;
@@ -69,6 +70,10 @@ enum Command {
     /// Every float function's error in ulp against an f64 reference, on
     /// every selected adapter (docs/ACCURACY.md).
     Accuracy(accuracy::AccuracyArgs),
+    /// Every GEMM kernel this adapter may choose (and, with --sweep, a grid
+    /// of workgroup-memory tiles) timed on one shape, beside the tuned
+    /// choice.
+    Gemm(gemm::GemmArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -137,6 +142,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Compare(args) => compare(args),
         Command::Accuracy(args) => accuracy::run(args),
+        Command::Gemm(args) => gemm::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -206,15 +212,8 @@ fn run(args: RunArgs) -> Result<(), Stop> {
     for p in args.plot.iter().flat_map(|p| plot::outputs(p)) {
         writable(&p)?;
     }
-    // Empty values mean "any", as for `Device::new_default`.
-    let given = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
-    let backend = given(&args.backend)
-        .map(|b| wgarray::parse_backend(&b))
-        .transpose()
-        .map_err(|e| Stop::Input(e.to_string()))?;
     let threads = cpu_threads(args.cpu_threads);
-    let chosen = adapters::select(adapters::all(), backend, given(&args.adapter).as_deref())
-        .map_err(Stop::Input)?;
+    let chosen = adapters::chosen(&args.backend, &args.adapter)?;
     let say = |s: &str| {
         if json_stdout {
             eprint!("{s}");

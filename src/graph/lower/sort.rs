@@ -1,6 +1,7 @@
 //! Lowering of sorts: one dispatch for rows of up to 1024 elements, a
 //! bitonic network of dispatches for longer ones.
 
+use super::topk::RowOutputs;
 use super::{Lowering, NodeIo};
 use crate::array::Storage;
 use crate::kernels::sort as kernel;
@@ -17,10 +18,8 @@ pub(super) fn sort(
     axis: usize,
 ) -> Result<Vec<Option<Storage>>> {
     let x = io.input(0);
-    let (dense, strides) = super::topk::axis_last(&x.shape, axis, x.shape[axis]);
-    let rows: usize = dense[..dense.len() - 1].iter().product();
-    let vals = lw.alloc(&dense, x.dtype)?;
-    let idx = lw.alloc(&dense, DType::U32)?;
+    let out = RowOutputs::new(lw, &x.shape, x.dtype, axis, x.shape[axis])?;
+    let rows: usize = out.dense[..out.dense.len() - 1].iter().product();
     let pairs = kernel::work_pairs(rows, x.shape[axis]);
     let work = lw.alloc(&[pairs.saturating_mul(2)], DType::U32)?;
     let src = io.operand(0, io.storages[0].strides.clone());
@@ -29,13 +28,10 @@ pub(super) fn sort(
         &src,
         &x.shape,
         axis,
-        vals.buffer.buffer(),
-        idx.buffer.buffer(),
+        out.vals.buffer.buffer(),
+        out.idx.buffer.buffer(),
         work.buffer.buffer(),
     )?;
     lw.push(d);
-    Ok([vals, idx]
-        .into_iter()
-        .map(|st| Some(st.view(strides.clone(), 0)))
-        .collect())
+    Ok(out.outputs())
 }

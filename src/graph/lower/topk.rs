@@ -23,6 +23,47 @@ pub(super) fn axis_last(shape: &[usize], axis: usize, n: usize) -> (Vec<usize>, 
     (dense, strides)
 }
 
+/// The two outputs of a kernel that writes `n` values and their u32
+/// indices per row along `axis` (top-k, sort): dense `[rows.., n]` buffers,
+/// seen by the outputs with that axis back in place.
+pub(super) struct RowOutputs {
+    /// The dense layout the kernel writes.
+    pub dense: Vec<usize>,
+    pub vals: Storage,
+    pub idx: Storage,
+    strides: Vec<isize>,
+}
+
+impl RowOutputs {
+    /// Allocate both for input `shape` of `dtype`.
+    pub fn new(
+        lw: &mut Lowering<'_>,
+        shape: &[usize],
+        dtype: DType,
+        axis: usize,
+        n: usize,
+    ) -> Result<RowOutputs> {
+        let (dense, strides) = axis_last(shape, axis, n);
+        let vals = lw.alloc(&dense, dtype)?;
+        let idx = lw.alloc(&dense, DType::U32)?;
+        Ok(RowOutputs {
+            dense,
+            vals,
+            idx,
+            strides,
+        })
+    }
+
+    /// The node's outputs: values, then indices.
+    pub fn outputs(self) -> Vec<Option<Storage>> {
+        let strides = self.strides;
+        [self.vals, self.idx]
+            .into_iter()
+            .map(|st| Some(st.view(strides.clone(), 0)))
+            .collect()
+    }
+}
+
 /// The `k` largest elements of input 0 along `axis`. The kernel writes dense
 /// `[rows.., k]`; the outputs see that buffer with the k axis back in place.
 /// It writes both outputs: a dead one gets a scratch buffer that goes back
@@ -34,9 +75,7 @@ pub(super) fn topk(
     k: usize,
 ) -> Result<Vec<Option<Storage>>> {
     let x = io.input(0);
-    let (dense, strides) = axis_last(&x.shape, axis, k);
-    let vals = lw.alloc(&dense, x.dtype)?;
-    let idx = lw.alloc(&dense, DType::U32)?;
+    let out = RowOutputs::new(lw, &x.shape, x.dtype, axis, k)?;
     let src = io.operand(0, io.storages[0].strides.clone());
     let d = kernel::topk(
         lw.cx(),
@@ -44,12 +83,9 @@ pub(super) fn topk(
         &x.shape,
         axis,
         k,
-        vals.buffer.buffer(),
-        idx.buffer.buffer(),
+        out.vals.buffer.buffer(),
+        out.idx.buffer.buffer(),
     )?;
     lw.push(d);
-    Ok([vals, idx]
-        .into_iter()
-        .map(|st| Some(st.view(strides.clone(), 0)))
-        .collect())
+    Ok(out.outputs())
 }

@@ -48,17 +48,31 @@ pub fn column(dtype: DType) -> &'static str {
 /// The column of the CPU figure.
 pub const CPU: &str = "CPU sgemm";
 
-struct Inputs {
-    m: usize,
-    k: usize,
-    n: usize,
-    a: Vec<f32>,
-    b: Vec<f32>,
+/// Random operands of one shape and the output positions checked.
+pub struct Inputs {
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    pub a: Vec<f32>,
+    pub b: Vec<f32>,
     /// Output positions (i, j) to check.
     at: Vec<(usize, usize)>,
 }
 
 impl Inputs {
+    /// Uniform operands for `m x k x n`, seeded by the shape's label.
+    pub fn new(m: usize, k: usize, n: usize) -> Inputs {
+        let mut rng = Rng::new(seed(&row(m, k, n)));
+        Inputs {
+            m,
+            k,
+            n,
+            a: rng.vec_f32(m * k),
+            b: rng.vec_f32(k * n),
+            at: positions(m, n, &mut rng),
+        }
+    }
+
     /// f64 reference and `sum |a b|` at each checked position, for the
     /// inputs rounded to `dtype`.
     fn reference(&self, dtype: DType) -> (Vec<f64>, Vec<f64>) {
@@ -82,6 +96,20 @@ impl Inputs {
     }
 
     fn check(&self, ctx: &Ctx, dtype: DType, what: &str, c: &[f64]) -> CaseResult<Check> {
+        self.compare(dtype, what, c, |reference, got, want, tol| {
+            ctx.check(Group::Matmul, reference, got, want, tol)
+        })
+    }
+
+    /// [`measure::check`] of `c` (the whole `m x n` output) at the checked
+    /// positions, through `check` (the `--corrupt` hook of a run).
+    pub fn compare(
+        &self,
+        dtype: DType,
+        what: &str,
+        c: &[f64],
+        check: impl FnOnce(&str, &mut [f64], &[f64], &dyn Fn(usize) -> f64) -> CaseResult<Check>,
+    ) -> CaseResult<Check> {
         let (want, abs) = self.reference(dtype);
         let mut got = self.gather(c);
         let u = 2f64.powi(-24);
@@ -91,12 +119,11 @@ impl Inputs {
         } else {
             unit_roundoff(dtype)
         };
-        ctx.check(
-            Group::Matmul,
+        check(
             &format!("f64 host reference ({what})"),
             &mut got,
             &want,
-            |i| gamma * abs[i] + out * (want[i].abs() + gamma * abs[i]) + 1e-30,
+            &|i| gamma * abs[i] + out * (want[i].abs() + gamma * abs[i]) + 1e-30,
         )
     }
 }
@@ -122,15 +149,7 @@ fn positions(m: usize, n: usize, rng: &mut Rng) -> Vec<(usize, usize)> {
 
 fn shape(ctx: &Ctx, m: usize, k: usize, n: usize) -> Vec<Figure> {
     let label = row(m, k, n);
-    let mut rng = Rng::new(seed(&label));
-    let inputs = Inputs {
-        m,
-        k,
-        n,
-        a: rng.vec_f32(m * k),
-        b: rng.vec_f32(k * n),
-        at: positions(m, n, &mut rng),
-    };
+    let inputs = Inputs::new(m, k, n);
     let work = Work::Flop(2.0 * (m * k * n) as f64);
     let mut out: Vec<Figure> = [DType::F32, DType::F16, DType::BF16]
         .into_iter()
