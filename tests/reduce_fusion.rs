@@ -171,3 +171,48 @@ fn a_residual_add_folds_into_a_layer_norm_and_softmax_stays_two() {
     }
     d.set_fusion(true);
 }
+
+#[test]
+fn packed_and_f64_prologues_fall_back_correctly() {
+    let d = device();
+    if common::is_gl(&d) {
+        // GL has neither f16 arithmetic nor f64 here; the f32 paths above
+        // run there.
+        return;
+    }
+    let mut rng = Rng::new(23);
+    let (r, c) = (33, 7);
+    let hx = Host::small(&[r, c], &mut rng);
+    let x = common::host::dense(&d, &hx, DType::F32);
+    x.eval().unwrap();
+    let want = fold_axis(&hx, 1, |v, _| 2.0 * v, 0.0, |a, b| a + b);
+    // An f16 value inside the prologue (rounded as a store would round it)
+    // and held by the user: 2-byte, so written by a kernel of its own.
+    let h = (&x.astype(DType::F16).unwrap() * 2.0).unwrap();
+    let s = h.astype(DType::F32).unwrap().sum(-1, false).unwrap();
+    d.set_fusion(true);
+    let before = d.dispatches();
+    s.eval().unwrap();
+    assert_eq!(
+        d.dispatches() - before,
+        2,
+        "f16 held: its kernel, then the sum"
+    );
+    assert_close(&s.to_vec::<f32>().unwrap(), &want, "sum(f16 * 2)");
+    let held: Vec<f32> = h.astype(DType::F32).unwrap().to_vec().unwrap();
+    let want_h: Vec<f64> = hx.data.iter().map(|v| 2.0 * v).collect();
+    assert_close(&held, &want_h, "held f16");
+    // An f64 prologue: the reduction kernel has no f64 op helpers, so the
+    // value is written first and reduced as usual (two dispatches).
+    let x64 = x.astype(DType::F64).unwrap();
+    x64.eval().unwrap();
+    let dot = || (&x64 * 2.0).unwrap().sum(-1, false).unwrap();
+    let y = dot();
+    let before = d.dispatches();
+    y.eval().unwrap();
+    assert_eq!(d.dispatches() - before, 2, "f64 falls back");
+    let got: Vec<f64> = y.to_vec().unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g, w);
+    }
+}
