@@ -20,6 +20,12 @@
 //! caller still holds is written, never recomputed, and costs no dispatch of
 //! its own).
 //!
+//! A reduction is a kernel too when the value it reduces is elementwise:
+//! that value and what it is computed from run in the reduction's loads
+//! (its prologue, `kernels::prologue`), and a materialised value the
+//! reduction reads that later kernels or the caller need is written by the
+//! reduction as an extra output ([`reduce_writer`]).
+//!
 //! Limits: a kernel computes at most [`MAX_DEFS`] loads, constants and ops,
 //! and binds at most the adapter's storage buffers per stage (and never more
 //! than WebGPU's 8); past that, the largest input is materialised and the
