@@ -216,3 +216,33 @@ fn packed_and_f64_prologues_fall_back_correctly() {
         assert_eq!(g, w);
     }
 }
+
+#[test]
+fn a_gemm_epilogue_keeps_the_adds_before_a_layer_norm() {
+    let d = device();
+    let mut rng = Rng::new(29);
+    let (m, k, n) = (7, 33, 65);
+    let x = Array::from_slice(&rng.vec_f32(m * k), &[m, k], &d).unwrap();
+    let w = Array::from_slice(&rng.vec_f32(n * k), &[n, k], &d).unwrap();
+    let b = Array::from_slice(&rng.vec_f32(n), &[n], &d).unwrap();
+    let r = Array::from_slice(&rng.vec_f32(m * n), &[m, n], &d).unwrap();
+    let g = Array::from_slice(&rng.vec_f32(n), &[n], &d).unwrap();
+    let block = || {
+        let y = (&(&x.matmul(&w.transpose()).unwrap() + &b).unwrap() + &r).unwrap();
+        y.layer_norm(Some(&g), Some(&b), 1e-5).unwrap()
+    };
+    d.set_fusion(true);
+    let text = wgarray::explain(&[&block()]).unwrap();
+    assert!(text.contains("fused [matmul, add, add]"), "{text}");
+    let (fused, p) = run(&d, true, &block);
+    let (unfused, q) = run(&d, false, &block);
+    assert_eq!(
+        fused, 3,
+        "the GEMM with its adds, the moments, the normalising kernel"
+    );
+    assert!(unfused > fused);
+    for (i, (a, c)) in p.iter().zip(&q).enumerate() {
+        assert!((a - c).abs() <= 1e-4 * c.abs().max(1.0), "{i}: {a} vs {c}");
+    }
+    d.set_fusion(true);
+}

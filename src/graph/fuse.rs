@@ -505,6 +505,12 @@ fn reduce_writer(
         .map(|&c| (c, kernel_of(c)))
         .collect();
     let t = readers.iter().filter_map(|&(_, r)| r).min()?;
+    // A value computed from a matmul's product is left to the GEMM's
+    // epilogue (bias and residual adds before a layer norm): the product
+    // is then never written, where a prologue would read it back.
+    if reads_product(order, f, mat, i) {
+        return None;
+    }
     let input = &order[t].inputs.first()?.inner;
     if f.shapes[i] != input.shape || readers.iter().any(|&(c, r)| r != Some(t) && c <= t) {
         return None;
@@ -516,6 +522,28 @@ fn reduce_writer(
         }
     }
     Some(t)
+}
+
+/// Whether the kernel that computes `i` reads a matmul's product (directly
+/// or through values it computes inline).
+fn reads_product(order: &[Arc<Node>], f: &Facts, mat: &[Vec<bool>], i: usize) -> bool {
+    let mut stack = vec![i];
+    let mut seen: Vec<usize> = Vec::new();
+    while let Some(j) = stack.pop() {
+        if seen.contains(&j) {
+            continue;
+        }
+        seen.push(j);
+        for &(p, k) in f.inputs[j].iter().flatten() {
+            if matches!(order[p].primitive, Primitive::Matmul { .. }) {
+                return true;
+            }
+            if matches!(f.kinds[p], Kind::Elementwise | Kind::View | Kind::Const) && !mat[p][k] {
+                stack.push(p);
+            }
+        }
+    }
+    false
 }
 
 /// What the planner knows once values are materialised: enough to ask which
