@@ -52,9 +52,21 @@ fn first_call(device_name: &str) {
     let device = common::device();
     let warm = Array::from_slice(&data(256), &[256], &device).unwrap();
     (&warm + 1.0f32).unwrap().to_vec::<f32>().unwrap();
-    for (m, k, n) in [(1024, 1024, 1024), (1, 4096, 4096), (128, 1024, 3072)] {
+    // The last with B transposed (`x @ w.T`, its own shape class).
+    for (m, k, n, transposed) in [
+        (1024, 1024, 1024, false),
+        (1, 4096, 4096, false),
+        (128, 1024, 3072, false),
+        (1, 4096, 4096, true),
+    ] {
         let a = Array::from_slice(&data(m * k), &[m, k], &device).unwrap();
-        let b = Array::from_slice(&data(k * n), &[k, n], &device).unwrap();
+        let b = if transposed {
+            Array::from_slice(&data(k * n), &[n, k], &device)
+                .unwrap()
+                .transpose()
+        } else {
+            Array::from_slice(&data(k * n), &[k, n], &device).unwrap()
+        };
         device.synchronize().unwrap();
         let t = Instant::now();
         a.matmul(&b).unwrap().eval().unwrap();
@@ -65,7 +77,8 @@ fn first_call(device_name: &str) {
         device.synchronize().unwrap();
         let second = t.elapsed();
         println!(
-            "first call {m}x{k}x{n} on {device_name}: {:.1} ms (second call {:.1} ms, so compile ~{:.1} ms)",
+            "first call {m}x{k}x{n}{} on {device_name}: {:.1} ms (second call {:.1} ms, so compile ~{:.1} ms)",
+            if transposed { " (B transposed)" } else { "" },
             first.as_secs_f64() * 1e3,
             second.as_secs_f64() * 1e3,
             (first.as_secs_f64() - second.as_secs_f64()) * 1e3
@@ -134,10 +147,14 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-/// Matrix-vector products (M = 1, the decode step of a language model):
-/// the tuned kernel, the previous one (the register-blocked matrix-vector
-/// tile, forced) and CPU sgemm on one core, in the same run. Select with
-/// `cargo bench --bench matmul -- gemv`.
+/// Matrix-vector products (M = 1, the decode step of a language model),
+/// with B row-major (`x @ w`, `w: [K, N]`) and transposed (`x @ w.T`,
+/// `w: [N, K]`, PyTorch's `nn.Linear` layout, what examples/minilm uses):
+/// the tuned kernel, the previous choice on lavapipe (`splitk 8 8 1`,
+/// forced; elsewhere whatever that kernel does there) and CPU sgemm on one
+/// core reading the same layout, in the same run. MiniLM's decode shapes
+/// (384 -> 1152 Q|K|V, 384 -> 1536 and 1536 -> 384 feed-forward) and two
+/// larger ones. Select with `cargo bench --bench matmul -- gemv`.
 fn gemv(c: &mut Criterion) {
     use wgarray::tuning::{GemmKernel, ShapeClass};
     let device = common::device();
@@ -146,55 +163,76 @@ fn gemv(c: &mut Criterion) {
     group.sample_size(20);
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(2));
-    let previous: GemmKernel = "register 16 1 1 4".parse().unwrap();
-    for (k, n) in [(384, 1152), (1024, 3072), (4096, 4096), (3072, 8192)] {
+    let previous: GemmKernel = "splitk 8 8 1".parse().unwrap();
+    for (k, n) in [
+        (384, 1152),
+        (384, 1536),
+        (1536, 384),
+        (1024, 3072),
+        (4096, 4096),
+    ] {
         group.throughput(Throughput::Elements(2 * (k * n) as u64));
-        let id = format!("1x{k}x{n}");
         let x = data(k);
         let y = data(k * n);
         let a = Array::from_slice(&x, &[1, k], &device).unwrap();
-        let b = Array::from_slice(&y, &[k, n], &device).unwrap();
-        // Tune (first call) outside the measurement.
-        a.matmul(&b).unwrap().eval().unwrap();
-        device.synchronize().unwrap();
-        let tuned = device.gemm_kernel(wgarray::DType::F32, ShapeClass::Gemv);
-        let label = tuned.map_or("?".into(), |k| k.to_string());
-        for (what, kernel) in [
-            (format!("wgarray tuned [{label}]"), None),
-            (format!("wgarray previous [{previous}]"), Some(previous)),
-        ] {
-            device.set_gemm_kernel(kernel).unwrap();
-            group.bench_function(BenchmarkId::new(what, &id), |bch| {
-                bch.iter(|| {
-                    a.matmul(&b).unwrap().eval().unwrap();
-                    device.synchronize().unwrap();
+        for transposed in [false, true] {
+            let (b, class, rsb, csb, id) = if transposed {
+                let w = Array::from_slice(&y, &[n, k], &device).unwrap();
+                (
+                    w.transpose(),
+                    ShapeClass::GemvT,
+                    1,
+                    k as isize,
+                    format!("1x{k}x{n} wT"),
+                )
+            } else {
+                let w = Array::from_slice(&y, &[k, n], &device).unwrap();
+                (w, ShapeClass::Gemv, n as isize, 1, format!("1x{k}x{n} w"))
+            };
+            // Tune (first call of the class) outside the measurement.
+            a.matmul(&b).unwrap().eval().unwrap();
+            device.synchronize().unwrap();
+            let tuned = device.gemm_kernel(wgarray::DType::F32, class);
+            let label = tuned.map_or("?".into(), |k| k.to_string());
+            let mut runs = vec![(format!("tuned [{label}]"), None)];
+            if device.set_gemm_kernel(Some(previous)).is_ok() {
+                runs.push((format!("previous [{previous}]"), Some(previous)));
+            }
+            for (what, kernel) in runs {
+                device.set_gemm_kernel(kernel).unwrap();
+                group.bench_function(BenchmarkId::new(what, &id), |bch| {
+                    bch.iter(|| {
+                        a.matmul(&b).unwrap().eval().unwrap();
+                        device.synchronize().unwrap();
+                    })
+                });
+            }
+            device.set_gemm_kernel(None).unwrap();
+            let mut out = vec![0.0f32; n];
+            group.bench_function(BenchmarkId::new("cpu sgemm 1 thread", &id), |bch| {
+                bch.iter(|| unsafe {
+                    // SAFETY: a 1 x k row, a k x n matrix whose strides
+                    // (rsb, csb) address exactly the k * n elements of `y`,
+                    // and a 1 x n output.
+                    matrixmultiply::sgemm(
+                        1,
+                        k,
+                        n,
+                        1.0,
+                        x.as_ptr(),
+                        k as isize,
+                        1,
+                        y.as_ptr(),
+                        rsb,
+                        csb,
+                        0.0,
+                        out.as_mut_ptr(),
+                        n as isize,
+                        1,
+                    )
                 })
             });
         }
-        device.set_gemm_kernel(None).unwrap();
-        let mut out = vec![0.0f32; n];
-        group.bench_function(BenchmarkId::new("cpu sgemm 1 thread", &id), |bch| {
-            bch.iter(|| unsafe {
-                // SAFETY: row-major 1 x k, k x n and 1 x n buffers of exactly
-                // those sizes, as the strides say.
-                matrixmultiply::sgemm(
-                    1,
-                    k,
-                    n,
-                    1.0,
-                    x.as_ptr(),
-                    k as isize,
-                    1,
-                    y.as_ptr(),
-                    n as isize,
-                    1,
-                    0.0,
-                    out.as_mut_ptr(),
-                    n as isize,
-                    1,
-                )
-            })
-        });
     }
     group.finish();
 }

@@ -132,14 +132,23 @@ run() {
   $B list >"$logs/list.txt" 2>&1
   grep -iE "^[^ ]|backend|driver" "$logs/list.txt" | head -20
   step "GEMM kernels, 4096^3"
-  timeout "${SWEEP_S:-150}" $B gemm --backend vulkan --sweep --samples 3 --json "$out/gemm4096.json"
+  # Cooperative matrices are opt-in (src/device.rs): on for the timings
+  # and for the GEMM tests below.
+  WGARRAY_COOPERATIVE_MATRIX=1 timeout "${SWEEP_S:-150}" $B gemm --backend vulkan --sweep \
+    --samples 3 --json "$out/gemm4096.json"
   step "GEMM kernels, 1 x 4096 x 4096 and 512 x 4096 x 4096"
-  timeout 30 $B gemm --backend vulkan --shape 1,4096,4096 --dtypes f32,f16 --samples 3 \
+  WGARRAY_COOPERATIVE_MATRIX=1 timeout 30 $B gemm --backend vulkan --shape 1,4096,4096 --dtypes f32,f16 --samples 3 \
     --json "$logs/gemm1.json"
-  timeout 40 $B gemm --backend vulkan --shape 512,4096,4096 --samples 3 --json "$logs/gemm512.json"
+  WGARRAY_COOPERATIVE_MATRIX=1 timeout 40 $B gemm --backend vulkan --shape 512,4096,4096 --samples 3 --json "$logs/gemm512.json"
   for i in $(seq 1 "${RUNS:-1}"); do
     step "test suite on Vulkan, run $i"
     suite "$i" "${LIMIT:-170}" "$logs"
+  done
+  step "GEMM families and tuning with cooperative matrices on"
+  for t in gemm_families gemm_tuning matmul; do
+    WGARRAY_COOPERATIVE_MATRIX=1 WGARRAY_BACKEND=vulkan timeout 120 /tmp/b/$t-* --test-threads=4 \
+      >"$logs/coop-$t.log" 2>&1
+    echo "$t with cooperative matrices: exit $? $(grep -h '^test result' "$logs/coop-$t.log")"
   done
   step "wgbench quick suite"
   timeout "${QUICK_S:-80}" $B run --backend vulkan --suite quick \

@@ -197,21 +197,45 @@ impl Array {
         let node = Arc::new(Node::new(device, primitive, inputs, origin));
         let arrays: Vec<Array> = outputs
             .into_iter()
-            .map(|(shape, dtype)| Array {
-                inner: ArrayInner::new(
-                    shape,
-                    dtype,
-                    device,
-                    State::Pending {
-                        node: Arc::clone(&node),
-                    },
-                    origin,
-                ),
-            })
+            .map(|(shape, dtype)| Array::output_of(&node, shape, dtype))
             .collect();
         let weak = arrays.iter().map(|a| Arc::downgrade(&a.inner)).collect();
         node.outputs.set(weak).expect("outputs are set once, here");
         arrays
+    }
+
+    /// [`Array::from_node`] for a node with one output, without the
+    /// vectors around it (the eager path records one or two such nodes per
+    /// op).
+    #[track_caller]
+    pub(crate) fn from_node1(
+        device: &Device,
+        primitive: Primitive,
+        inputs: Vec<Array>,
+        shape: Vec<usize>,
+        dtype: DType,
+    ) -> Array {
+        let origin = device.origin(|| primitive.name());
+        let node = Arc::new(Node::new(device, primitive, inputs, origin));
+        let array = Array::output_of(&node, shape, dtype);
+        let weak = smallvec::smallvec![Arc::downgrade(&array.inner)];
+        node.outputs.set(weak).expect("outputs are set once, here");
+        array
+    }
+
+    /// A pending output of `node` (its outputs are set by the caller).
+    fn output_of(node: &Arc<Node>, shape: Vec<usize>, dtype: DType) -> Array {
+        Array {
+            inner: ArrayInner::new(
+                shape,
+                dtype,
+                &node.device,
+                State::Pending {
+                    node: Arc::clone(node),
+                },
+                node.origin,
+            ),
+        }
     }
 
     /// An evaluated array holding a copy of `data`, shape `shape`: one
@@ -396,14 +420,13 @@ impl Array {
     /// every element has the bits `bits` (as [`DType::bits_of`] gives them).
     #[track_caller]
     pub(crate) fn full_bits(shape: &[usize], bits: u64, dtype: DType, device: &Device) -> Array {
-        Array::from_node(
+        Array::from_node1(
             device,
             Primitive::Full { bits },
             vec![],
-            vec![(shape.to_vec(), dtype)],
+            shape.to_vec(),
+            dtype,
         )
-        .pop()
-        .expect("one output")
     }
 
     /// `full(shape, 0, dtype)` (NumPy `zeros`).

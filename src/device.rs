@@ -26,8 +26,8 @@ pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The wgpu features wgarray uses when the adapter has them: f16 shaders,
 /// timestamps, subgroups, the driver's pipeline cache (kept on disk, see
 /// [`crate::tuning`]), cooperative matrices (the GEMM's tensor-core
-/// family; an experimental wgpu feature, not requested when
-/// [`COOPERATIVE_MATRIX_ENV`] is `0`), and `SHADER_F64` and `SHADER_INT64`
+/// family; an experimental wgpu feature, requested only when
+/// [`COOPERATIVE_MATRIX_ENV`] is `1`), and `SHADER_F64` and `SHADER_INT64`
 /// ([`crate::DType::F64`] arrays).
 pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY)
@@ -37,8 +37,16 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SHADER_F64)
     .union(wgpu::Features::SHADER_INT64);
 
-/// Environment variable: `0` (or `off`) keeps wgpu's experimental
-/// `EXPERIMENTAL_COOPERATIVE_MATRIX` off even where the adapter offers it.
+/// Environment variable: `1` (or `on`) requests wgpu's experimental
+/// `EXPERIMENTAL_COOPERATIVE_MATRIX` where the adapter offers it, so that
+/// the GEMM's cooperative-matrix family (tensor cores) is among the
+/// candidates tuning times. Off by default: naga 30 emits such modules
+/// under SPIR-V's Vulkan memory model without the availability and
+/// visibility operations that model needs for `workgroupBarrier()` to
+/// order workgroup memory (gfx-rs/wgpu#8805, open), which the family's
+/// staging relies on; and the family has not yet run on a GPU here. Every
+/// candidate's product is checked before tuning may choose it
+/// ([`crate::tuning`]).
 pub const COOPERATIVE_MATRIX_ENV: &str = "WGARRAY_COOPERATIVE_MATRIX";
 
 /// How to choose an adapter. `Default` names nothing: the best adapter of any
@@ -404,8 +412,8 @@ impl Device {
         let info = AdapterDescription::from(adapter.get_info());
         let mut features = adapter.features() & OPTIONAL_FEATURES;
         let coop = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
-        if std::env::var(COOPERATIVE_MATRIX_ENV)
-            .is_ok_and(|v| ["0", "off", "false"].contains(&v.trim().to_ascii_lowercase().as_str()))
+        if !std::env::var(COOPERATIVE_MATRIX_ENV)
+            .is_ok_and(|v| ["1", "on", "true"].contains(&v.trim().to_ascii_lowercase().as_str()))
         {
             features.remove(coop);
         }

@@ -6,8 +6,12 @@
 //! workgroup-memory tiles with vec4 loads and double buffering (GPUs),
 //! split-K matrix-vector kernels that add their partial sums with subgroup
 //! operations where the adapter has `SUBGROUP`, and cooperative-matrix
-//! tiles (tensor cores, Metal's simdgroup matrices) where the adapter
-//! offers wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`.
+//! tiles (tensor cores) where the adapter offers wgpu's
+//! `EXPERIMENTAL_COOPERATIVE_MATRIX` and
+//! [`COOPERATIVE_MATRIX_ENV`](crate::COOPERATIVE_MATRIX_ENV)`=1` asks for
+//! it. Each candidate's product of known operands is checked against f64
+//! dot products before it may be chosen: a kernel a driver gets wrong is
+//! never picked, whatever its speed (a warning names it).
 //!
 //! The first GEMM of a [`ShapeClass`] and dtype on a device times a few
 //! candidates on a proxy of its shape (bounded: a few hundred milliseconds

@@ -30,7 +30,13 @@ const ALWAYS: &[&str] = &[
     "splitk 16 16 0",
 ];
 const IF_SUBGROUPS: &[&str] = &["splitk 8 8 1"];
-const IF_COOP: &[&str] = &["coop 16 0 1", "coop 8 0 2", "coop 16 1 2", "coop 8 1 2"];
+const IF_COOP: &[&str] = &[
+    "coop 16 0 1",
+    "coop 8 0 2",
+    "coop 16 1 2",
+    "coop 16 1 4",
+    "coop 8 1 2",
+];
 
 fn round_to(dtype: DType, x: &[f32]) -> Vec<f32> {
     match dtype {
@@ -294,6 +300,62 @@ fn forcing_checks_the_kernel_and_the_adapter() {
     let k: GemmKernel = "shared 16 16 8 2 8".parse().unwrap();
     assert_eq!(d.set_gemm_kernel(Some(k)).unwrap(), None);
     assert_eq!(d.set_gemm_kernel(None).unwrap(), Some(k));
+}
+
+/// Register tiles with an even `nv` read a row-major f32 B two column
+/// quads at a time (`vec4<u64>` loads) on software adapters with
+/// `SHADER_INT64`, when B's offset and row stride are multiples of eight
+/// elements: K of 1, 7, 33 and 1025, N a multiple of eight or not (the
+/// vec4 path), batched with a bias, and B a view starting 8 or 4 elements
+/// into its buffer, against the f64 reference.
+#[test]
+fn pair_loads_of_b_at_odd_sizes_and_offsets() {
+    let d = device();
+    poison_pool(&d, 1 << 20);
+    let mut rng = Rng::new(47);
+    let mut failures = Vec::new();
+    for tile in ["register 8 1 1 4", "register 8 8 4 2"] {
+        d.set_gemm_kernel(Some(tile.parse().unwrap())).unwrap();
+        for k in [1, 7, 33, 1025] {
+            for n in [40, 36] {
+                for (batch, m, bias) in [(1, 1, false), (2, 9, true)] {
+                    if let Some(e) = check(
+                        &d,
+                        &mut rng,
+                        DType::F32,
+                        [batch, m, k, n],
+                        Layout::RowMajor,
+                        Layout::RowMajor,
+                        bias,
+                    ) {
+                        failures.push(format!("{tile} {batch}x{m}x{k}x{n} bias {bias}: {e}"));
+                    }
+                }
+            }
+        }
+        // B = w[:, skip..skip + 40] of a [33, 48] w: row stride 48, offset
+        // 8 (pairs) or 4 (vec4 loads).
+        for skip in [8isize, 4] {
+            let (k, n) = (33, 40);
+            let x = rng.vec_f32(k);
+            let w = rng.vec_f32(k * 48);
+            let a = Array::from_slice(&x, &[1, k], &d).unwrap();
+            let b = Array::from_slice(&w, &[k, 48], &d)
+                .unwrap()
+                .slice(&[Slice::FULL, Slice::new(Some(skip), Some(skip + 40), 1)])
+                .unwrap();
+            let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+            let y: Vec<f32> = (0..k * n)
+                .map(|i| w[(i / n) * 48 + skip as usize + i % n])
+                .collect();
+            let err = rel_frobenius(&got, &matmul_ref(&x, &y, 1, 1, k, n));
+            if err >= 1e-5 {
+                failures.push(format!("{tile} view at {skip}: error {err:e}"));
+            }
+        }
+    }
+    d.set_gemm_kernel(None).unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Workgroup memory: a tile is valid up to 64 KiB of staging, and a device

@@ -216,6 +216,107 @@ fn an_off_cache_directory_writes_nothing() {
     small_gemm(&d);
 }
 
+/// `x @ w.T` with `w: [n, k]` row-major (PyTorch's `nn.Linear` layout) is
+/// its own shape class, [`ShapeClass::GemvT`], chosen and remembered apart
+/// from [`ShapeClass::Gemv`]; against an f64 reference at odd sizes, in
+/// the half types, batched, and with a strided `w` (every other stored
+/// column: not unit-stride along K, so the row-major class).
+#[test]
+fn transposed_weight_matrix_vector_is_its_own_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = device_in(dir.path());
+    common::poison_pool(&d, 1 << 20);
+    let mut rng = common::Rng::new(17);
+    let mut dtypes = vec![DType::F32, DType::BF16];
+    if d.features().contains(wgarray::wgpu::Features::SHADER_F16) {
+        dtypes.push(DType::F16);
+    }
+    let round = |dtype: DType, v: Vec<f32>| -> Vec<f32> {
+        match dtype {
+            DType::F16 => v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect(),
+            DType::BF16 => v
+                .iter()
+                .map(|&x| half::bf16::from_f32(x).to_f32())
+                .collect(),
+            _ => v,
+        }
+    };
+    let mut failures = Vec::new();
+    // (batch, k, n, strided w, dtype)
+    let mut cases = Vec::new();
+    for k in [1, 7, 33, 1025] {
+        for n in [1, 7, 33, 1025] {
+            cases.push((1, k, n, false, DType::F32));
+        }
+    }
+    cases.extend([(3, 33, 70, false, DType::F32), (2, 37, 9, true, DType::F32)]);
+    for &dtype in &dtypes[1..] {
+        cases.extend([(1, 33, 70, false, dtype), (2, 1025, 7, false, dtype)]);
+    }
+    for (batch, k, n, strided, dtype) in cases {
+        let x = round(dtype, rng.vec_f32(batch * k));
+        let w = round(dtype, rng.vec_f32(n * k));
+        let a = Array::from_slice(&x, &[batch, 1, k], &d)
+            .unwrap()
+            .astype(dtype)
+            .unwrap();
+        let wt = if strided {
+            // [n, 2k] with w in the even columns, NaN in the odd ones.
+            let stored: Vec<f32> = w.iter().flat_map(|&v| [v, f32::NAN]).collect();
+            Array::from_slice(&stored, &[n, 2 * k], &d)
+                .unwrap()
+                .astype(dtype)
+                .unwrap()
+                .slice(&[wgarray::Slice::FULL, wgarray::Slice::new(None, None, 2)])
+                .unwrap()
+        } else {
+            Array::from_slice(&w, &[n, k], &d)
+                .unwrap()
+                .astype(dtype)
+                .unwrap()
+        };
+        let got = a
+            .matmul(&wt.transpose())
+            .and_then(|r| r.astype(DType::F32))
+            .and_then(|r| r.to_vec::<f32>());
+        // w.T as [k, n] row-major for the reference.
+        let b: Vec<f32> = (0..k * n).map(|i| w[(i % n) * k + i / n]).collect();
+        let mut want = Vec::new();
+        for bi in 0..batch {
+            want.extend(common::matmul_ref(&x[bi * k..(bi + 1) * k], &b, 1, 1, k, n));
+        }
+        let tol = match dtype {
+            DType::F16 => 2e-3,
+            DType::BF16 => 1.6e-2,
+            _ => 1e-5,
+        };
+        match got {
+            Ok(g) => {
+                let err = common::rel_frobenius(&g, &want);
+                if err >= tol {
+                    failures.push(format!(
+                        "{dtype:?} {batch}x1x{k}x{n} strided {strided}: {err:e}"
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!("{dtype:?} {batch}x1x{k}x{n}: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Both matrix-vector classes ran (the strided w and n = 1 are the
+    // row-major class), each with its own choice, both written.
+    let text = std::fs::read_to_string(d.gemm_tuning_file().unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for (class, key) in [(ShapeClass::Gemv, "gemv"), (ShapeClass::GemvT, "gemvt")] {
+        let chosen = d.gemm_kernel(DType::F32, class).expect("chosen");
+        assert_eq!(
+            json["choices"][format!("float32 {key}")],
+            chosen.to_string()
+        );
+    }
+    assert_eq!(ShapeClass::from_name("gemvt"), Some(ShapeClass::GemvT));
+}
+
 /// Tuning checks each candidate's product before it may be chosen (a
 /// kernel a driver miscompiles is never picked): every candidate of the
 /// matrix-vector class, which every adapter times, passes that check here,

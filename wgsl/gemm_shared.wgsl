@@ -28,15 +28,23 @@ const BM: u32 = {{BM}}u;
 const BN: u32 = {{BN}}u;
 const BK: u32 = {{BK}}u;
 
-// Two buffers of the k-major blocks, as quads: A's rows 4i .. 4i + 4 at k
-// are sa[(buffer + k) * BM / 4 + i], B's columns likewise.
-var<workgroup> sa: array<vec4<f32>, {{BM}} * {{BK}} / 2>;
-var<workgroup> sb: array<vec4<f32>, {{BN}} * {{BK}} / 2>;
+// Two buffers of the k-major blocks: A's element (r, k) of the buffer
+// starting at k row `buffer` is sa[(buffer + k) * BM + r], B's (k, c)
+// likewise. Scalar arrays, read as quads (sa4, sb4: four loads at an index
+// that is a multiple of 4, which compilers merge): several threads store
+// elements of one quad in the same step, and a store into one component of
+// a vec4 in workgroup memory is a read-modify-write of the whole vec4 in
+// MSL (concurrent ones are undefined there and lose values), though not in
+// SPIR-V or GLSL.
+var<workgroup> sa: array<f32, 2u * {{BM}} * {{BK}}>;
+var<workgroup> sb: array<f32, 2u * {{BN}} * {{BK}}>;
 
-fn put_a(i: u32, x: f32) { sa[i >> 2u][i & 3u] = x; }
-fn put_a4(i: u32, v: vec4<f32>) { sa[i >> 2u] = v; }
-fn put_b(i: u32, x: f32) { sb[i >> 2u][i & 3u] = x; }
-fn put_b4(i: u32, v: vec4<f32>) { sb[i >> 2u] = v; }
+fn put_a(i: u32, x: f32) { sa[i] = x; }
+fn put_a4(i: u32, v: vec4<f32>) { sa[i] = v.x; sa[i + 1u] = v.y; sa[i + 2u] = v.z; sa[i + 3u] = v.w; }
+fn put_b(i: u32, x: f32) { sb[i] = x; }
+fn put_b4(i: u32, v: vec4<f32>) { sb[i] = v.x; sb[i + 1u] = v.y; sb[i + 2u] = v.z; sb[i + 3u] = v.w; }
+fn sa4(q: u32) -> vec4<f32> { let i = 4u * q; return vec4<f32>(sa[i], sa[i + 1u], sa[i + 2u], sa[i + 3u]); }
+fn sb4(q: u32) -> vec4<f32> { let i = 4u * q; return vec4<f32>(sb[i], sb[i + 1u], sb[i + 2u], sb[i + 3u]); }
 
 @compute @workgroup_size(WG_X, WG_Y, 1)
 fn main(@builtin(workgroup_id) local_wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {

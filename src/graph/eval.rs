@@ -34,7 +34,7 @@ pub(crate) fn schedule(targets: &[&Array]) -> Vec<Arc<Node>> {
         if !seen.insert(Arc::as_ptr(&node)) {
             continue;
         }
-        let deps: Vec<Arc<Node>> = node
+        let deps: smallvec::SmallVec<[Arc<Node>; 4]> = node
             .inputs
             .iter()
             .filter_map(|i| i.inner.pending_node())
@@ -161,7 +161,7 @@ pub(crate) fn run_planned(
                 result = Err(e);
                 break;
             }
-            for &j in &plan.release[i] {
+            for &j in plan.release(i) {
                 nodes[j] = None;
             }
         }

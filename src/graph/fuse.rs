@@ -36,6 +36,7 @@
 //! against the unfused path.
 
 use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 use super::Node;
@@ -54,6 +55,17 @@ pub(crate) fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var(FUSION_ENV).map_or(true, |v| v.trim() != "0"))
 }
+
+/// Per node, one entry per output: most nodes have one (divmod two), so
+/// these live inline and planning allocates per group, not per node.
+type Outs<T> = SmallVec<[T; 2]>;
+
+/// A short list of positions (readers, kernel roots, loads): inline up to 4.
+type Ids = SmallVec<[usize; 4]>;
+
+/// Per input slot of a node: the producing `(position, output)` if the
+/// input is pending.
+type Slots = SmallVec<[Option<(usize, usize)>; 3]>;
 
 /// What happens at one position of the schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,8 +92,18 @@ pub(crate) struct Group {
 pub(crate) struct Plan {
     pub steps: Vec<Step>,
     pub groups: Vec<Group>,
+    /// The positions whose nodes the schedule lets go of, grouped by the
+    /// step after which it does (see [`Plan::release`]).
+    released: Vec<usize>,
+    /// Per step `i`, `released[release_at[i]..release_at[i + 1]]`.
+    release_at: Vec<usize>,
+}
+
+impl Plan {
     /// After step `i`, the schedule lets go of these positions' nodes.
-    pub release: Vec<Vec<usize>>,
+    pub(crate) fn release(&self, i: usize) -> &[usize] {
+        &self.released[self.release_at[i]..self.release_at[i + 1]]
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,9 +128,9 @@ fn kind(p: &Primitive, in_shape: Option<&[usize]>, out_shape: &[usize]) -> Kind 
         Primitive::View(View::Reshape) => {
             // Only reshapes that add or drop length-1 axes keep every
             // load's strides expressible.
-            let kept = |s: &[usize]| s.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
+            let kept = |d: &&usize| **d != 1;
             match in_shape {
-                Some(i) if kept(i) == kept(out_shape) => Kind::View,
+                Some(i) if i.iter().filter(kept).eq(out_shape.iter().filter(kept)) => Kind::View,
                 _ => Kind::Other,
             }
         }
@@ -123,32 +145,34 @@ struct Facts {
     kinds: Vec<Kind>,
     /// Per node, per input slot: the producing `(position, output)` if the
     /// input is pending.
-    inputs: Vec<Vec<Option<(usize, usize)>>>,
+    inputs: Vec<Slots>,
     /// Per node, per input slot: the input array's address (which arrays
     /// are the same load).
-    input_ids: Vec<Vec<usize>>,
+    input_ids: Vec<SmallVec<[usize; 3]>>,
     /// Per node, per output: the positions of the nodes that read it (one
     /// entry per input slot).
-    consumers: Vec<Vec<Vec<usize>>>,
+    consumers: Vec<Outs<Ids>>,
     /// Per node, per output: someone outside this eval's graph holds it.
-    held: Vec<Vec<bool>>,
+    held: Vec<Outs<bool>>,
     /// Per node, per output: alive at all.
-    live: Vec<Vec<bool>>,
+    live: Vec<Outs<bool>>,
     /// Per node: its outputs' shape (they share one, except split's).
-    shapes: Vec<Vec<usize>>,
+    shapes: Vec<SmallVec<[usize; 4]>>,
 }
 
 fn facts(order: &[Arc<Node>]) -> Facts {
     let n = order.len();
+    #[cfg(debug_assertions)]
     let pos: HashMap<*const Node, usize> = order
         .iter()
         .enumerate()
         .map(|(i, node)| (Arc::as_ptr(node), i))
         .collect();
-    let mut outputs: Vec<Vec<Option<Arc<ArrayInner>>>> = Vec::with_capacity(n);
-    let mut which: HashMap<*const ArrayInner, (usize, usize)> = HashMap::default();
+    let mut outputs: Vec<Outs<Option<Arc<ArrayInner>>>> = Vec::with_capacity(n);
+    let mut which: HashMap<*const ArrayInner, (usize, usize)> =
+        HashMap::with_capacity_and_hasher(n, Default::default());
     for (i, node) in order.iter().enumerate() {
-        let outs: Vec<Option<Arc<ArrayInner>>> = node
+        let outs: Outs<Option<Arc<ArrayInner>>> = node
             .outputs
             .get()
             .map(|o| o.iter().map(|w| w.upgrade()).collect())
@@ -161,7 +185,7 @@ fn facts(order: &[Arc<Node>]) -> Facts {
         outputs.push(outs);
     }
     let mut inputs = Vec::with_capacity(n);
-    let input_ids = order
+    let input_ids: Vec<SmallVec<[usize; 3]>> = order
         .iter()
         .map(|node| {
             node.inputs
@@ -170,14 +194,17 @@ fn facts(order: &[Arc<Node>]) -> Facts {
                 .collect()
         })
         .collect();
-    let mut consumers: Vec<Vec<Vec<usize>>> =
-        outputs.iter().map(|o| vec![Vec::new(); o.len()]).collect();
+    let mut consumers: Vec<Outs<Ids>> = outputs
+        .iter()
+        .map(|o| smallvec::smallvec![Ids::new(); o.len()])
+        .collect();
     for (i, node) in order.iter().enumerate() {
-        let slots: Vec<Option<(usize, usize)>> = node
+        let slots: Slots = node
             .inputs
             .iter()
             .map(|a| {
                 let v = which.get(&Arc::as_ptr(&a.inner)).copied();
+                #[cfg(debug_assertions)]
                 debug_assert!(
                     v.is_some()
                         || a.inner
@@ -212,7 +239,7 @@ fn facts(order: &[Arc<Node>]) -> Facts {
             .iter()
             .flatten()
             .next()
-            .map(|o| o.shape.clone())
+            .map(|o| SmallVec::from_slice(&o.shape))
             .unwrap_or_default();
         let node = &order[i];
         let in_shape = node.inputs.first().map(|a| a.inner.shape.as_slice());
@@ -247,9 +274,13 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
     let f = facts(order);
     let n = order.len();
     // Values forced to memory by the size and binding caps.
-    let mut forced: Vec<Vec<bool>> = f.live.iter().map(|l| vec![false; l.len()]).collect();
+    let mut forced: Vec<Outs<bool>> = f
+        .live
+        .iter()
+        .map(|l| smallvec::smallvec![false; l.len()])
+        .collect();
     let (mut mat, mut lowered_view, mut roots);
-    let (mut size, mut leaves) = (vec![0; n], vec![Vec::new(); n]);
+    let (mut size, mut leaves) = (vec![0; n], vec![Ids::new(); n]);
     loop {
         (mat, lowered_view, roots) = materialise(&f, fusion, &forced);
         let changed = apply_caps(&f, &mat, &mut forced, max_bindings, &mut size, &mut leaves);
@@ -298,7 +329,7 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
                 }
                 for &c in cs {
                     let ks = kernels_of(c, &f, &mat, &lowered_view, &roots, &mut parent);
-                    match (ks.as_slice(), target) {
+                    match (&ks[..], target) {
                         ([usize::MAX], _) => ok = false,
                         ([only], None) => target = Some(*only),
                         ([only], Some(t)) if *only == t => {}
@@ -349,11 +380,12 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             }
         }
     }
-    // Groups, their members and where they run.
-    let mut group_of: HashMap<usize, usize> = HashMap::default();
+    // Groups, their members and where they run; `group_of` is indexed by
+    // kernel root (a position), `usize::MAX` where none yet.
+    let mut group_of: Vec<usize> = vec![usize::MAX; n];
     let mut groups: Vec<Group> = Vec::new();
     let mut steps = vec![Step::Skip; n];
-    let mut member_of: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut member_of: Vec<SmallVec<[usize; 2]>> = vec![SmallVec::new(); n];
     // A reduction whose input is an elementwise value computed in its
     // loads leads a kernel of its own (the prologue's nodes join it).
     let prologue: Vec<bool> = (0..n)
@@ -375,7 +407,7 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             Kind::View if lowered_view[i] => steps[i] = Step::Lower,
             _ => {}
         }
-        let mut ks: Vec<usize> = Vec::new();
+        let mut ks = Ids::new();
         if has_kernel(i) {
             ks.push(find(&mut parent, i));
         }
@@ -388,7 +420,7 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
         if matches!(f.kinds[i], Kind::Elementwise | Kind::Const | Kind::View)
             && !(f.kinds[i] == Kind::View && lowered_view[i])
         {
-            for r in roots[i].clone() {
+            for &r in &roots[i] {
                 let r = find(&mut parent, r);
                 if !ks.contains(&r) {
                     ks.push(r);
@@ -396,15 +428,16 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             }
         }
         for k in ks {
-            let g = *group_of.entry(k).or_insert_with(|| {
+            if group_of[k] == usize::MAX {
                 groups.push(Group::default());
-                groups.len() - 1
-            });
+                group_of[k] = groups.len() - 1;
+            }
+            let g = group_of[k];
             groups[g].members.push(i);
             member_of[i].push(g);
         }
         if has_kernel(i) {
-            let g = group_of[&find(&mut parent, i)];
+            let g = group_of[find(&mut parent, i)];
             for (k, &m) in mat[i].iter().enumerate() {
                 if m {
                     groups[g].outputs.push((i, k));
@@ -412,18 +445,17 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             }
         }
         if prologue[i] {
-            let g = group_of[&find(&mut parent, i)];
+            let g = group_of[find(&mut parent, i)];
             groups[g].outputs.extend((0..mat[i].len()).map(|k| (i, k)));
         }
         if let Some(t) = epilogue_of[i]
             && f.held[i][0]
         {
             // A product someone holds is written by its epilogue too.
-            let g = group_of[&find(&mut parent, t)];
+            let g = group_of[find(&mut parent, t)];
             groups[g].outputs.push((i, 0));
         }
     }
-    let mut release: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut run_at = vec![0; groups.len()];
     for (g, group) in groups.iter().enumerate() {
         // A kernel runs at its last member that computes something (its
@@ -431,19 +463,30 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
         run_at[g] = *group.members.last().expect("a group has members");
         steps[run_at[g]] = Step::Group(g);
     }
-    for (i, groups_of_i) in member_of.iter().enumerate() {
-        let last = groups_of_i
-            .iter()
-            .map(|&g| run_at[g])
-            .max()
-            .unwrap_or(i)
-            .max(i);
-        release[last].push(i);
+    // Release lists, flat: counted per step, then filled in order.
+    let last: Vec<usize> = member_of
+        .iter()
+        .enumerate()
+        .map(|(i, gs)| gs.iter().map(|&g| run_at[g]).max().unwrap_or(i).max(i))
+        .collect();
+    let mut release_at = vec![0; n + 1];
+    for &l in &last {
+        release_at[l + 1] += 1;
+    }
+    for i in 0..n {
+        release_at[i + 1] += release_at[i];
+    }
+    let mut fill = release_at.clone();
+    let mut released = vec![0; n];
+    for (i, &l) in last.iter().enumerate() {
+        released[fill[l]] = i;
+        fill[l] += 1;
     }
     Plan {
         steps,
         groups,
-        release,
+        released,
+        release_at,
     }
 }
 
@@ -451,17 +494,17 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
 fn kernels_of(
     c: usize,
     f: &Facts,
-    mat: &[Vec<bool>],
+    mat: &[Outs<bool>],
     lowered_view: &[bool],
-    roots: &[Vec<usize>],
+    roots: &[Ids],
     parent: &mut [usize],
-) -> Vec<usize> {
+) -> Ids {
     if matches!(f.kinds[c], Kind::Other | Kind::Reduce)
         || (f.kinds[c] == Kind::View && lowered_view[c])
     {
-        return vec![usize::MAX]; // read from memory by a non-kernel
+        return smallvec::smallvec![usize::MAX]; // read from memory by a non-kernel
     }
-    let mut ks = Vec::new();
+    let mut ks = Ids::new();
     if f.kinds[c] == Kind::Elementwise && mat[c].iter().any(|&m| m) {
         ks.push(find(parent, c));
     }
@@ -484,9 +527,9 @@ fn kernels_of(
 fn reduce_writer(
     order: &[Arc<Node>],
     f: &Facts,
-    mat: &[Vec<bool>],
+    mat: &[Outs<bool>],
     lowered_view: &[bool],
-    roots: &[Vec<usize>],
+    roots: &[Ids],
     parent: &mut [usize],
     i: usize,
 ) -> Option<usize> {
@@ -512,7 +555,9 @@ fn reduce_writer(
         return None;
     }
     let input = &order[t].inputs.first()?.inner;
-    if f.shapes[i] != input.shape || readers.iter().any(|&(c, r)| r != Some(t) && c <= t) {
+    if f.shapes[i].as_slice() != input.shape.as_slice()
+        || readers.iter().any(|&(c, r)| r != Some(t) && c <= t)
+    {
         return None;
     }
     let outs = order[i].outputs.get()?;
@@ -526,7 +571,7 @@ fn reduce_writer(
 
 /// Whether the kernel that computes `i` reads a matmul's product (directly
 /// or through values it computes inline).
-fn reads_product(order: &[Arc<Node>], f: &Facts, mat: &[Vec<bool>], i: usize) -> bool {
+fn reads_product(order: &[Arc<Node>], f: &Facts, mat: &[Outs<bool>], i: usize) -> bool {
     let mut stack = vec![i];
     let mut seen: Vec<usize> = Vec::new();
     while let Some(j) = stack.pop() {
@@ -550,13 +595,13 @@ fn reads_product(order: &[Arc<Node>], f: &Facts, mat: &[Vec<bool>], i: usize) ->
 /// kernels compute a node.
 struct Reach<'p> {
     f: &'p Facts,
-    mat: &'p [Vec<bool>],
+    mat: &'p [Outs<bool>],
     lowered_view: &'p [bool],
-    roots: &'p [Vec<usize>],
+    roots: &'p [Ids],
 }
 
 impl Reach<'_> {
-    fn kernels_of(&self, c: usize, parent: &mut [usize]) -> Vec<usize> {
+    fn kernels_of(&self, c: usize, parent: &mut [usize]) -> Ids {
         kernels_of(c, self.f, self.mat, self.lowered_view, self.roots, parent)
     }
 
@@ -572,7 +617,7 @@ impl Reach<'_> {
         order: &[Arc<Node>],
         i: usize,
         parent: &mut [usize],
-        leaves: &[Vec<usize>],
+        leaves: &[Ids],
         outs: &[usize],
         max_bindings: usize,
     ) -> Option<usize> {
@@ -585,7 +630,7 @@ impl Reach<'_> {
         }
         let (mut target, mut product) = (None, None);
         for &c in &f.consumers[i][0] {
-            match (self.kernels_of(c, parent).as_slice(), target) {
+            match (&self.kernels_of(c, parent)[..], target) {
                 ([usize::MAX], _) => return None,
                 ([only], None) => target = Some(*only),
                 ([only], Some(t)) if *only == t => {}
@@ -599,7 +644,7 @@ impl Reach<'_> {
         }
         let t = target.filter(|&t| f.kinds[t] != Kind::Reduce)?;
         // Everything the kernel computes from the product.
-        let mut stack = f.consumers[i][0].clone();
+        let mut stack: Vec<usize> = f.consumers[i][0].to_vec();
         let mut seen: Vec<usize> = Vec::new();
         while let Some(d) = stack.pop() {
             if seen.contains(&d) {
@@ -630,12 +675,16 @@ impl Reach<'_> {
 fn materialise(
     f: &Facts,
     fusion: bool,
-    forced: &[Vec<bool>],
-) -> (Vec<Vec<bool>>, Vec<bool>, Vec<Vec<usize>>) {
+    forced: &[Outs<bool>],
+) -> (Vec<Outs<bool>>, Vec<bool>, Vec<Ids>) {
     let n = f.kinds.len();
-    let mut mat: Vec<Vec<bool>> = f.live.iter().map(|l| vec![false; l.len()]).collect();
+    let mut mat: Vec<Outs<bool>> = f
+        .live
+        .iter()
+        .map(|l| smallvec::smallvec![false; l.len()])
+        .collect();
     let mut lowered_view = vec![false; n];
-    let mut roots: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut roots: Vec<Ids> = vec![Ids::new(); n];
     for i in (0..n).rev() {
         // A reduction computes an elementwise value it reads in its loads
         // (its prologue); it reads anything else from memory.
@@ -649,8 +698,8 @@ fn materialise(
                 _ => false,
             })
         };
-        let union_roots = |k: usize, roots: &[Vec<usize>]| {
-            let mut rs: Vec<usize> = Vec::new();
+        let union_roots = |k: usize, roots: &[Ids]| {
+            let mut rs = Ids::new();
             for &c in &f.consumers[i][k] {
                 if f.kinds[c] == Kind::Reduce && !in_prologue {
                     continue;
@@ -667,7 +716,7 @@ fn materialise(
             Kind::Other => mat[i].iter_mut().for_each(|m| *m = true),
             Kind::Reduce => {
                 mat[i].iter_mut().for_each(|m| *m = true);
-                roots[i] = vec![i];
+                roots[i] = smallvec::smallvec![i];
             }
             Kind::View => {
                 lowered_view[i] = f.held[i][0] || forced[i][0] || from_memory(0, &lowered_view);
@@ -680,11 +729,11 @@ fn materialise(
                 mat[i][0] = f.held[i][0] || from_memory(0, &lowered_view) || forced[i][0];
                 roots[i] = union_roots(0, &roots);
                 if mat[i][0] {
-                    roots[i].retain(|&r| r != i);
+                    roots[i].retain(|r| *r != i);
                 }
             }
             Kind::Elementwise => {
-                let mut rs: Vec<usize> = Vec::new();
+                let mut rs = Ids::new();
                 for k in 0..mat[i].len() {
                     if !f.live[i][k] {
                         continue;
@@ -713,7 +762,7 @@ fn materialise(
                         mat[i][k] |=
                             f.live[i][k] && (f.held[i][k] || !f.consumers[i][k].is_empty());
                     }
-                    rs = vec![i];
+                    rs = smallvec::smallvec![i];
                 }
                 roots[i] = rs;
             }
@@ -731,11 +780,11 @@ fn materialise(
 /// share a parameter word).
 fn apply_caps(
     f: &Facts,
-    mat: &[Vec<bool>],
-    forced: &mut [Vec<bool>],
+    mat: &[Outs<bool>],
+    forced: &mut [Outs<bool>],
     max_bindings: usize,
     size: &mut [usize],
-    leaves: &mut [Vec<usize>],
+    leaves: &mut [Ids],
 ) -> bool {
     let n = f.kinds.len();
     let mut changed = false;
@@ -755,7 +804,7 @@ fn apply_caps(
                 Kind::View => 1,
                 _ => f.live[i].iter().filter(|&&x| x).count().max(1),
             };
-            let mut l: Vec<usize> = Vec::new();
+            let mut l = Ids::new();
             let mut largest: Option<(usize, usize, usize)> = None;
             for (slot, &id) in f.inputs[i].iter().zip(&f.input_ids[i]) {
                 match *slot {

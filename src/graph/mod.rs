@@ -22,12 +22,16 @@ use crate::array::{Array, ArrayInner, State};
 use crate::memory::Origin;
 pub(crate) use primitive::{Primitive, View};
 
+/// A node's outputs, weakly: inline for one output (most nodes), so
+/// recording a node allocates no vector for them.
+pub(crate) type Outputs = smallvec::SmallVec<[Weak<ArrayInner>; 1]>;
+
 /// A node: a primitive applied to inputs, producing one or more outputs.
 pub(crate) struct Node {
     pub primitive: Primitive,
     pub inputs: Vec<Array>,
     /// The outputs, weakly: set once, right after they are made.
-    pub outputs: OnceLock<Vec<Weak<ArrayInner>>>,
+    pub outputs: OnceLock<Outputs>,
     pub device: Device,
     /// The op and its call site, while memory history is on: the label of
     /// the buffers allocated for the node's outputs.

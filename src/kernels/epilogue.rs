@@ -185,7 +185,11 @@ pub(crate) fn sample(dtype: DType) -> Program {
         dense,
         gather: None,
     };
-    let op = |op, args: Vec<u16>, dtype| Def::Op { op, args, dtype };
+    let op = |op, args: Vec<u16>, dtype| Def::Op {
+        op,
+        args: args.into(),
+        dtype,
+    };
     let bin = ElementwiseOp::Binary;
     Program {
         defs: vec![

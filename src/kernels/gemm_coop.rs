@@ -1,6 +1,9 @@
 //! The cooperative-matrix GEMM family (`wgsl/gemm_coop.wgsl`): tensor cores
-//! (Vulkan's `VK_KHR_cooperative_matrix`) or simdgroup matrices (Metal),
-//! through wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`. A workgroup is four
+//! (Vulkan's `VK_KHR_cooperative_matrix`), through wgpu's
+//! `EXPERIMENTAL_COOPERATIVE_MATRIX`, requested only with
+//! `WGARRAY_COOPERATIVE_MATRIX=1` (see `device.rs`). Not on Metal: wgpu's
+//! Metal back end reports subgroup sizes 4 to 64, and the family needs a
+//! fixed size (`matmul::usable`). A workgroup is four
 //! subgroups in a 2 x 2 grid; each multiplies `frags x frags` fragments of
 //! `size x size` out of the same double-buffered workgroup-memory staging
 //! as the workgroup-memory family (`gemm_shared::staging`, converted to the

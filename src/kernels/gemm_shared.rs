@@ -217,11 +217,11 @@ pub(crate) fn subs(
         compute.push("{".to_string());
         compute.push(format!("    let ka = (cur + {kk}u) * {}u + ty;", bm / 4));
         for g in 0..tm / 4 {
-            compute.push(format!("    let a{g} = sa[ka + {}u];", g * wg_y));
+            compute.push(format!("    let a{g} = sa4(ka + {}u);", g * wg_y));
         }
         compute.push(format!("    let kb = (cur + {kk}u) * {}u + tx;", bn / 4));
         for v in 0..nv {
-            compute.push(format!("    let b{v} = sb[kb + {}u];", v * wg_x));
+            compute.push(format!("    let b{v} = sb4(kb + {}u);", v * wg_x));
         }
         for r in 0..tm {
             let (g, i) = (r / 4, r % 4);

@@ -88,8 +88,15 @@ fn naive_spec() -> (Spec, &'static Kernel) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShapeClass {
     /// `m == 1`: matrix-vector products (the decode step of a language
-    /// model), bound by reading B once.
+    /// model), bound by reading B once; B row-major `[K, N]` (`x @ w`) or
+    /// any other layout but the one of [`ShapeClass::GemvT`].
     Gemv,
+    /// `m == 1` with B read along K (unit stride in K, `N > 1`): `x @ W^T`
+    /// with `W` of shape `[N, K]`, PyTorch's `nn.Linear` layout. Tuned
+    /// apart from [`ShapeClass::Gemv`]: each output is a dot product along
+    /// contiguous memory, and which kernel wins differs (on lavapipe the
+    /// split-K kernel, or narrower register tiles, see docs/PERFORMANCE.md).
+    GemvT,
     /// `m < 32` or `n < 64`: small or skinny outputs.
     Small,
     /// `m < 128` or `n < 128`.
@@ -100,14 +107,16 @@ pub enum ShapeClass {
 
 impl ShapeClass {
     /// Every class, in order.
-    pub const ALL: [ShapeClass; 4] = [
+    pub const ALL: [ShapeClass; 5] = [
         ShapeClass::Gemv,
+        ShapeClass::GemvT,
         ShapeClass::Small,
         ShapeClass::Medium,
         ShapeClass::Large,
     ];
 
-    /// The class of an `m x n` output.
+    /// The class of an `m x n` output whose B is row-major (or of no
+    /// particular layout): never [`ShapeClass::GemvT`].
     pub fn of(m: usize, n: usize) -> ShapeClass {
         if m == 1 {
             ShapeClass::Gemv
@@ -120,11 +129,29 @@ impl ShapeClass {
         }
     }
 
-    /// The class's name in the tuning cache file: `gemv`, `small`,
-    /// `medium`, `large`.
+    /// The class of an `m x n` output whose B (`[K, N]`) has element
+    /// strides `b_k` along K and `b_n` along N: [`ShapeClass::GemvT`] for
+    /// `m == 1`, `n > 1` and `b_k == 1 != b_n`, else [`ShapeClass::of`].
+    pub fn of_layout(m: usize, n: usize, b_k: isize, b_n: isize) -> ShapeClass {
+        if m == 1 && n > 1 && b_k == 1 && b_n != 1 {
+            ShapeClass::GemvT
+        } else {
+            ShapeClass::of(m, n)
+        }
+    }
+
+    /// Whether the class is a matrix-vector one ([`ShapeClass::Gemv`] or
+    /// [`ShapeClass::GemvT`]).
+    pub fn is_gemv(self) -> bool {
+        matches!(self, ShapeClass::Gemv | ShapeClass::GemvT)
+    }
+
+    /// The class's name in the tuning cache file: `gemv`, `gemvt`,
+    /// `small`, `medium`, `large`.
     pub fn name(self) -> &'static str {
         match self {
             ShapeClass::Gemv => "gemv",
+            ShapeClass::GemvT => "gemvt",
             ShapeClass::Small => "small",
             ShapeClass::Medium => "medium",
             ShapeClass::Large => "large",
@@ -180,10 +207,12 @@ pub enum GemmKernel {
     /// least `ks` lanes) or through workgroup memory. For small `m` with
     /// long K. Limits: `ks` a power of two from 2 to 64, `ks * cq` at most 256.
     SplitK { ks: u32, cq: u32, subgroups: bool },
-    /// Cooperative matrices (`wgsl/gemm_coop.wgsl`, tensor cores or
-    /// simdgroup matrices; needs `Features::EXPERIMENTAL_COOPERATIVE_MATRIX`
-    /// with a `size x size x size` configuration of the input type and f32
-    /// accumulators, `Features::SUBGROUP`, and a fixed subgroup size): four
+    /// Cooperative matrices (`wgsl/gemm_coop.wgsl`, tensor cores; needs
+    /// `Features::EXPERIMENTAL_COOPERATIVE_MATRIX`, which a device requests
+    /// only with `WGARRAY_COOPERATIVE_MATRIX=1`, with a `size x size x size`
+    /// configuration of the input type and f32 accumulators,
+    /// `Features::SUBGROUP`, and a fixed subgroup size, which wgpu's Metal
+    /// back end does not report): four
     /// subgroups, each `frags x frags` fragments, staged like `Shared` in
     /// steps of 16 k. Limits: `size` 8 or 16, staging and the
     /// subgroups' store space within 64 KiB (and the device's limit, as
@@ -392,11 +421,15 @@ pub(crate) fn register_tile(class: ShapeClass, software: bool) -> GemmKernel {
     let tile = |wg_x, wg_y, tm, nv| GemmKernel::Register { wg_x, wg_y, tm, nv };
     match class {
         // Matrix-vector (decode steps): one row, threads across columns. On
-        // lavapipe 16 columns per thread share each load of A, and 16-thread
-        // workgroups give both cores work at N = 1152 (2x the 64 x 4 tile at
-        // 1 x 4096 x 4096); GPUs want more threads per workgroup.
-        ShapeClass::Gemv if software => tile(16, 1, 1, 4),
-        ShapeClass::Gemv => tile(64, 1, 1, 1),
+        // lavapipe 16 columns per thread share each load of A, and 8-thread
+        // workgroups (one 8-lane SIMD group: lavapipe runs a workgroup's
+        // lanes 8 at a time, each group to the end of K) read 512
+        // contiguous bytes of each row of a row-major B per group and give
+        // both cores work at N = 384 (1.4x to 1.7x the 16 x 1 x 1 x 4 tile
+        // at 1 x 1024 x 3072, 2026-12-01); GPUs want more threads per
+        // workgroup.
+        ShapeClass::Gemv | ShapeClass::GemvT if software => tile(8, 1, 1, 4),
+        ShapeClass::Gemv | ShapeClass::GemvT => tile(64, 1, 1, 1),
         // Small or skinny: 32 x 32 tiles waste little on edges.
         ShapeClass::Small => tile(8, 8, 4, 1),
         // Medium: 64 x 128 tiles.
@@ -557,6 +590,33 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
             }
         }
     }
+    // Pair loads of B (f32, SHADER_INT64): the matrix-vector tile and a
+    // large one, every store and bias choice.
+    for kernel in [
+        register_tile(ShapeClass::Gemv, true),
+        register_tile(ShapeClass::Large, true),
+    ] {
+        for a_mode in [Mode::Inner, Mode::Scalar] {
+            for (out_vec, has_bias, k_tail, epi) in [
+                (true, false, false, false),
+                (false, true, true, false),
+                (false, false, true, true),
+            ] {
+                let sample = epi.then(|| epilogue::sample(DType::F32));
+                let (spec, kernel) = GemmVariant {
+                    dtype: DType::F32,
+                    kernel,
+                    a_mode,
+                    b_mode: Mode::Pair,
+                    out_vec,
+                    has_bias,
+                    k_tail,
+                }
+                .spec(32, sample.as_ref());
+                out.push((spec, kernel, C::SHADER_INT64));
+            }
+        }
+    }
     for (dtype, half, size) in [
         (DType::F32, false, 8),
         (DType::F32, false, 16),
@@ -607,6 +667,14 @@ pub(crate) enum Mode {
     /// vec4 loads along the outer dimension (m for A, k for B): the operand
     /// is a transposed view.
     Outer,
+    /// B only, f32, the register family with an even `nv` on software
+    /// adapters with `SHADER_INT64`: `vec4<u64>` loads along n, two column
+    /// quads (eight f32) per load. lavapipe runs every storage load as a
+    /// loop over the lanes whose cost hardly depends on the width of a
+    /// component, so 8-byte components halve the loads (1.3x to 1.6x in a
+    /// raw matrix-vector kernel, see docs/PERFORMANCE.md). The operand's
+    /// offset and strides are multiples of eight elements.
+    Pair,
 }
 
 impl Mode {
@@ -614,6 +682,18 @@ impl Mode {
         self != Mode::Scalar
     }
 }
+
+/// The WGSL helpers of [`Mode::Pair`] (appended to the bindings): the f32
+/// halves of a u64 word, the first and second column quad of a
+/// `vec4<u64>`, and the `b1`/`b4` loads.
+const PAIR_HELPERS: &str = "
+fn pair_lo(w: u64) -> f32 { return bitcast<f32>(u32(w & 0xfffffffflu)); }
+fn pair_hi(w: u64) -> f32 { return bitcast<f32>(u32(w >> 32u)); }
+fn pair_first(w: vec4<u64>) -> vec4<f32> { return vec4<f32>(pair_lo(w.x), pair_hi(w.x), pair_lo(w.y), pair_hi(w.y)); }
+fn pair_second(w: vec4<u64>) -> vec4<f32> { return vec4<f32>(pair_lo(w.z), pair_hi(w.z), pair_lo(w.w), pair_hi(w.w)); }
+fn pair_one(e: u32) -> f32 { let x = b[e >> 3u][(e >> 1u) & 3u]; return select(pair_lo(x), pair_hi(x), (e & 1u) == 1u); }
+fn pair_four(e: u32) -> vec4<f32> { let w = b[e >> 3u]; return select(pair_first(w), pair_second(w), (e & 4u) != 0u); }
+";
 
 /// Whether an operand of `rows x cols` can be read as vec4s along the
 /// dimension with stride `unit` (which must be 1), the other stride and every
@@ -630,6 +710,22 @@ fn vec_ok(op: &Operand<'_>, rows: usize, cols: usize, along_cols: bool) -> bool 
         && (other_len == 1 || other.rem_euclid(4) == 0)
         && op.offset.is_multiple_of(4)
         && batch_strides(op).iter().all(|s| s.rem_euclid(4) == 0)
+}
+
+/// Whether `g`'s B can be read with [`Mode::Pair`] by `kernel` on this
+/// device: f32, a register tile with an even `nv`, a software adapter with
+/// `SHADER_INT64`, B unit-stride along n with its offset and other
+/// strides multiples of eight elements.
+fn pair_ok(cx: &Context, g: &Gemm<'_>, kernel: GemmKernel) -> bool {
+    let b = &g.b;
+    matches!(kernel, GemmKernel::Register { nv, .. } if nv.is_multiple_of(2))
+        && g.dtype == DType::F32
+        && cx.software
+        && cx.features.contains(wgpu::Features::SHADER_INT64)
+        && vec_ok(b, g.k, g.n, true)
+        && (g.k == 1 || row_stride(b).rem_euclid(8) == 0)
+        && b.offset.is_multiple_of(8)
+        && batch_strides(b).iter().all(|s| s.rem_euclid(8) == 0)
 }
 
 /// The WGSL for one operand: its binding's element type, and expressions
@@ -776,11 +872,19 @@ pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode, looped: bool) ->
             "let arow_{r} = a_base + min(row0 + {r}u, p.m - 1u) * p.a_rs;"
         ));
     }
+    // Column group v of this thread: quad q0 + v WG_X (lanes side by side),
+    // or with pair loads quad q0 + lid.x + 2 (v / 2) WG_X + v % 2 (pairs of
+    // quads side by side; q0 + lid.x is even since NV is).
+    let pair = b_mode == Mode::Pair;
+    let quad_of = |v: u32| {
+        if pair {
+            format!("q0 + lid.x + {}u", 2 * (v / 2) * tile.wg_x + v % 2)
+        } else {
+            format!("q0 + {}u", v * tile.wg_x)
+        }
+    };
     for v in 0..nv {
-        decls.push(format!(
-            "let quad_{v} = min(q0 + {}u, last_quad);",
-            v * tile.wg_x
-        ));
+        decls.push(format!("let quad_{v} = min({}, last_quad);", quad_of(v)));
     }
     for r in 0..tm {
         for v in 0..nv {
@@ -792,6 +896,24 @@ pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode, looped: bool) ->
     // In the tail chunk a vec4 along k is masked lane by lane (`kmasked`),
     // a vec4 at one k as a whole.
     for v in 0..nv {
+        if pair {
+            // One vec4<u64> per k holds quads v and v + 1 (v even; a clamped
+            // quad_v past the last quad is never stored).
+            if v % 2 == 0 {
+                for kk in 0..4 {
+                    c.push(format!(
+                        "let w{kk}_{v} = b[(b_base + kc[{kk}] * p.b_rs + quad_{v} * 4u) >> 3u];"
+                    ));
+                    for (h, half) in [(0, "first"), (1, "second")] {
+                        c.push(format!(
+                            "let b{kk}_{} = select(pair_{half}(w{kk}_{v}), vec4<f32>(0.0), tail && !kmask[{kk}]);",
+                            v + h
+                        ));
+                    }
+                }
+            }
+            continue;
+        }
         if b_mode == Mode::Inner {
             for kk in 0..4 {
                 c.push(format!(
@@ -830,7 +952,8 @@ pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode, looped: bool) ->
             Mode::Inner => c.push(format!(
                 "let x{r} = kmasked(a4(arow_{r} + k0), tail, kmask);"
             )),
-            Mode::Scalar => c.push(format!(
+            // (Pair is a mode of B only.)
+            Mode::Scalar | Mode::Pair => c.push(format!(
                 "let x{r} = kmasked(vec4<f32>(a1(arow_{r} + kc.x * p.a_cs), \
                  a1(arow_{r} + kc.y * p.a_cs), a1(arow_{r} + kc.z * p.a_cs), \
                  a1(arow_{r} + kc.w * p.a_cs)), tail, kmask);"
@@ -861,11 +984,7 @@ pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode, looped: bool) ->
     let mut calls = Vec::new();
     for r in 0..tm {
         for v in 0..nv {
-            calls.push([
-                format!("row0 + {r}u"),
-                format!("q0 + {}u", v * tile.wg_x),
-                format!("acc_{r}_{v}"),
-            ]);
+            calls.push([format!("row0 + {r}u"), quad_of(v), format!("acc_{r}_{v}")]);
         }
     }
     GemmBody {
@@ -955,7 +1074,15 @@ impl GemmVariant {
             k_tail,
         } = self;
         let aa = access(dtype, a_mode.vec(), "a");
-        let ba = access(dtype, b_mode.vec(), "b");
+        let ba = if b_mode == Mode::Pair {
+            Access {
+                arr: "vec4<u64>",
+                one: "pair_one(e)".into(),
+                four: "pair_four(e)".into(),
+            }
+        } else {
+            access(dtype, b_mode.vec(), "b")
+        };
         let ca = access(dtype, false, "bias");
         let (out_arr, out_one, out_four) = store(dtype, out_vec);
         let mut bindings = format!(
@@ -963,6 +1090,9 @@ impl GemmVariant {
              @group(0) @binding(2) var<storage, read> b: array<{}>;\n",
             aa.arr, ba.arr
         );
+        if b_mode == Mode::Pair {
+            bindings.push_str(PAIR_HELPERS);
+        }
         let out_binding = if has_bias {
             bindings.push_str(&format!(
                 "@group(0) @binding(3) var<storage, read> bias: array<{}>;\n",
@@ -1117,7 +1247,7 @@ pub(crate) fn gemm(cx: &Context, g: &mut Gemm<'_>) -> Result<Vec<Dispatch>> {
     if batch * g.m * g.n == 0 {
         return Ok(Vec::new());
     }
-    let class = ShapeClass::of(g.m, g.n);
+    let class = ShapeClass::of_layout(g.m, g.n, row_stride(&g.b), col_stride(&g.b));
     let kernel = cx
         .tuning
         .kernel(cx, g.dtype, class, [batch, g.m, g.n, g.k])?;
@@ -1172,7 +1302,9 @@ pub(crate) fn dispatches(
     } else {
         Mode::Scalar
     };
-    let b_mode = if vec_ok(&g.b, k, n, true) {
+    let b_mode = if pair_ok(cx, g, kernel) {
+        Mode::Pair
+    } else if vec_ok(&g.b, k, n, true) {
         Mode::Inner
     } else if vec_ok(&g.b, k, n, false) {
         Mode::Outer

@@ -35,7 +35,15 @@ fn every_kernel_specialisation_translates_for_every_backend() {
             continue;
         }
         for issue in check(&source, None, &Default::default()) {
-            failures.push(fail(spec, issue.stage.name(), issue.message));
+            // The GEMM's workgroup-memory tiles may declare up to 64 KiB:
+            // a device runs only those within its own
+            // `max_compute_workgroup_storage_size` (`matmul::usable`).
+            let gated = matches!(spec.kernel, "gemm_shared" | "gemm_coop" | "gemm_epilogue")
+                && issue.stage == crate::testing::portability::Stage::Limits
+                && issue.message.contains("bytes of workgroup storage");
+            if !gated {
+                failures.push(fail(spec, issue.stage.name(), issue.message));
+            }
         }
     }
     assert!(
@@ -83,10 +91,11 @@ fn every_wgsl_file_belongs_to_an_enumerated_kernel() {
 }
 
 /// The GEMM kernels that need more than WebGPU's capabilities (subgroup
-/// shuffles; cooperative matrices), with those capabilities, on the back
-/// ends that can express them: every one for subgroups but GLSL ES (wgpu's
-/// GL back end offers no subgroups), SPIR-V and MSL for cooperative
-/// matrices (naga has no HLSL or GLSL for them).
+/// shuffles; cooperative matrices; 64-bit integers for the pair loads),
+/// with those capabilities, on the back ends that can express them: every
+/// one for subgroups and 64-bit integers but GLSL ES (wgpu's GL back end
+/// offers neither), SPIR-V and MSL for cooperative matrices (naga has no
+/// HLSL or GLSL for them).
 #[test]
 fn subgroup_and_cooperative_matrix_gemms_translate() {
     use crate::testing::portability::{Stage, check_with};

@@ -55,6 +55,10 @@ pub(crate) static PROGRAM_F64: Kernel = Kernel {
 /// A value of a program: the index of its [`Def`].
 pub(crate) type Value = u16;
 
+/// An op's arguments: inline (an op takes at most three), so building and
+/// cloning a program (its cache key) allocates per program, not per op.
+pub(crate) type Args = smallvec::SmallVec<[Value; 3]>;
+
 /// Where a load reads from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Source {
@@ -87,7 +91,7 @@ pub(crate) enum Def {
     /// values, rounded to `dtype`.
     Op {
         op: ElementwiseOp,
-        args: Vec<Value>,
+        args: Args,
         dtype: DType,
     },
 }
@@ -754,7 +758,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
             };
             let op = Def::Op {
                 op: ElementwiseOp::Unary(u),
-                args: vec![0],
+                args: smallvec::smallvec![0],
                 dtype,
             };
             out.push(program(vec![load(d, Source::Input(0), true), op], vec![1], 1, 1).spec());
@@ -765,7 +769,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
             };
             let op = Def::Op {
                 op: ElementwiseOp::Binary(b),
-                args: vec![0, 1],
+                args: smallvec::smallvec![0, 1],
                 dtype,
             };
             // Strided and dense loads, a constant, a donated load.
@@ -799,14 +803,14 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         for to in DType::ALL {
             let op = Def::Op {
                 op: ElementwiseOp::Cast,
-                args: vec![0],
+                args: smallvec::smallvec![0],
                 dtype: to,
             };
             out.push(program(vec![load(d, Source::Input(0), false), op], vec![1], 1, 2).spec());
         }
         let select = Def::Op {
             op: ElementwiseOp::Where,
-            args: vec![0, 1, 2],
+            args: smallvec::smallvec![0, 1, 2],
             dtype: d,
         };
         out.push(
@@ -827,12 +831,12 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         let (q, r) = (
             Def::Op {
                 op: ElementwiseOp::Binary(BinaryOp::FloorDiv),
-                args: vec![0, 1],
+                args: smallvec::smallvec![0, 1],
                 dtype: d,
             },
             Def::Op {
                 op: ElementwiseOp::Binary(BinaryOp::Remainder),
-                args: vec![0, 1],
+                args: smallvec::smallvec![0, 1],
                 dtype: d,
             },
         );
@@ -884,7 +888,11 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         (ElementwiseOp::Cast, vec![7], DType::BF16),
     ];
     for (op, args, dtype) in ops {
-        defs.push(Def::Op { op, args, dtype });
+        defs.push(Def::Op {
+            op,
+            args: args.into(),
+            dtype,
+        });
     }
     out.push(program(defs, vec![6, 8], 2, 2).spec());
     // Outputs of every width in one program (four elements per thread):
@@ -901,7 +909,11 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         (ElementwiseOp::Binary(BinaryOp::Mul), vec![5, 2], DType::F32),
     ];
     for (op, args, dtype) in ops {
-        defs.push(Def::Op { op, args, dtype });
+        defs.push(Def::Op {
+            op,
+            args: args.into(),
+            dtype,
+        });
     }
     out.push(program(defs, vec![3, 4, 6, 1], 2, 2).spec());
     out.extend(wide::specs());

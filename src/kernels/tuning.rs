@@ -195,13 +195,28 @@ impl Tuning {
         // Known operands: each candidate's product is checked before it
         // may be chosen (`gemm_check`).
         let probe = Probe::new(dtype, batch * m * k, batch * k * n, m, n);
-        self.queue.write_buffer(&a, 0, &probe.a_bytes);
-        self.queue.write_buffer(&b, 0, &probe.b_bytes);
+        // Writes are whole 4-byte words (an odd count of f16 or bf16
+        // elements is not): zero-padded, within the buffers' rounding.
+        for (buffer, bytes) in [(&a, &probe.a_bytes), (&b, &probe.b_bytes)] {
+            let mut padded = bytes.clone();
+            padded.resize(bytes.len().next_multiple_of(4), 0);
+            self.queue.write_buffer(buffer, 0, &padded);
+        }
         let dense = |buffer, rows: usize, cols: usize| Operand {
             buffer,
             dtype,
             offset: 0,
             strides: vec![0, 0, 0, (rows * cols) as isize, cols as isize, 1],
+        };
+        // The class's layout of B: the transpose of a row-major [n, k]
+        // for GemvT, row-major [k, n] otherwise.
+        let b_op = if class == ShapeClass::GemvT {
+            Operand {
+                strides: vec![0, 0, 0, (k * n) as isize, 1, k as isize],
+                ..dense(&b, k, n)
+            }
+        } else {
+            dense(&b, k, n)
         };
         let mut g = Gemm {
             dtype,
@@ -210,7 +225,7 @@ impl Tuning {
             n,
             k,
             a: dense(&a, m, k),
-            b: dense(&b, k, n),
+            b: b_op,
             bias: None,
             alpha: 1.0,
             beta: 0.0,
@@ -426,7 +441,7 @@ fn load(path: &std::path::Path, owner: &disk::Owner) -> HashMap<(DType, ShapeCla
 fn proxy(class: ShapeClass, [batch, m, n, k]: [usize; 4], software: bool) -> [usize; 4] {
     let cap = if software { 512 } else { 2048 };
     let (m, n, k) = match class {
-        ShapeClass::Gemv => (1, n.min(4 * cap), k.min(4 * cap)),
+        ShapeClass::Gemv | ShapeClass::GemvT => (1, n.min(4 * cap), k.min(4 * cap)),
         _ => (m.min(cap), n.min(cap), k.min(cap)),
     };
     let per = (m * n * k).max(1);
@@ -446,6 +461,13 @@ pub(crate) fn candidates(
     let register = register_tile(class, software);
     let shared = shared_tile(class);
     let splitk = |ks, cq, subgroups| GemmKernel::SplitK { ks, cq, subgroups };
+    // The matrix-vector tile with twice the columns per thread.
+    let tile_wide = || GemmKernel::Register {
+        wg_x: 8,
+        wg_y: 1,
+        tm: 1,
+        nv: 8,
+    };
     let shared_wide = GemmKernel::Shared {
         wg_x: 16,
         wg_y: 8,
@@ -454,8 +476,23 @@ pub(crate) fn candidates(
         bk: 8,
     };
     let mut v = match (class, software) {
-        (ShapeClass::Gemv, true) => vec![register, splitk(8, 8, true), splitk(8, 8, false)],
-        (ShapeClass::Gemv, false) => vec![
+        // lavapipe (2026-12-01, docs/PERFORMANCE.md): with B row-major the
+        // 8 x 1 x 1 x 4 and 8 x 1 x 1 x 8 tiles lead, the split-K kernel
+        // trails by up to 2x; with B transposed the split-K kernel leads
+        // from K = 4096 on and the narrow tile below.
+        (ShapeClass::Gemv, true) => vec![
+            register,
+            tile_wide(),
+            splitk(8, 8, true),
+            splitk(8, 8, false),
+        ],
+        (ShapeClass::GemvT, true) => vec![
+            register,
+            splitk(8, 8, true),
+            tile_wide(),
+            splitk(8, 8, false),
+        ],
+        (ShapeClass::Gemv | ShapeClass::GemvT, false) => vec![
             splitk(32, 8, true),
             splitk(16, 16, false),
             register,
@@ -483,8 +520,9 @@ pub(crate) fn candidates(
         ],
         (_, false) => vec![shared, shared_wide, register],
     };
-    if !software && class != ShapeClass::Gemv {
-        for (size, frags) in [(16, 2), (16, 1), (8, 2)] {
+    if !software && !class.is_gemv() {
+        // 128 x 128 blocks (frags 4) too: 20 KiB of staging in f16.
+        for (size, frags) in [(16, 2), (16, 4), (16, 1), (8, 2)] {
             v.push(GemmKernel::Coop {
                 size,
                 half: dtype == DType::F16,
@@ -518,6 +556,12 @@ mod tests {
                 let class = ShapeClass::of(dims[1], dims[2]);
                 let p = proxy(class, dims, software);
                 assert_eq!(ShapeClass::of(p[1], p[2]), class, "{dims:?} -> {p:?}");
+                // The transposed-B matrix-vector class keeps its proxy too.
+                if class == ShapeClass::Gemv && p[2] > 1 {
+                    let t = ShapeClass::of_layout(p[1], p[2], 1, p[3] as isize);
+                    assert_eq!(t, ShapeClass::GemvT);
+                    assert_eq!(proxy(t, dims, software), p);
+                }
                 assert!(p.iter().all(|&x| x >= 1));
                 assert!(p[0] * p[1] * p[2] * p[3] <= 1 << 34, "{dims:?} -> {p:?}");
             }
@@ -532,7 +576,7 @@ mod tests {
                     let all = candidates(class, software, dtype, &|_| true);
                     assert!(all.iter().all(|k| k.is_valid()), "{all:?}");
                     // Software adapters time only matrix-vector kernels.
-                    let timed = !software || class == ShapeClass::Gemv;
+                    let timed = !software || class.is_gemv();
                     assert_eq!(all.len() >= 2, timed, "{class:?} {software}: {all:?}");
                     let none = candidates(class, software, dtype, &|_| false);
                     assert_eq!(none.len(), 1);

@@ -46,6 +46,8 @@
 //! is negative or at least the dtype's width (WGSL alone would take `n`
 //! mod 32).
 
+use std::borrow::Cow;
+
 use crate::graph::Primitive;
 use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
 use crate::scalar::sealed::{Arg, Value};
@@ -110,14 +112,13 @@ impl Array {
         out: DType,
     ) -> Result<Array> {
         let shape = broadcast_all(name, inputs)?;
-        Ok(Array::from_node(
+        Ok(Array::from_node1(
             inputs[0].device(),
             Primitive::Elementwise(op),
             inputs.iter().map(|a| (*a).clone()).collect(),
-            vec![(shape, out)],
-        )
-        .pop()
-        .expect("one output"))
+            shape.into_owned(),
+            out,
+        ))
     }
 
     /// This array converted to `dtype` (NumPy `astype`): floats to f16/bf16
@@ -222,13 +223,19 @@ impl Array {
 /// # Errors
 /// [`crate::Error::DeviceMismatch`], then [`crate::Error::ShapeMismatch`],
 /// both naming `op`.
-fn broadcast_all(op: &'static str, inputs: &[&Array]) -> Result<Vec<usize>> {
+///
+/// Borrowed (no allocation) when it is the first input's shape, as in
+/// `x + scalar` or two arrays of one shape.
+fn broadcast_all<'a>(op: &'static str, inputs: &[&'a Array]) -> Result<Cow<'a, [usize]>> {
     for x in &inputs[1..] {
         super::same_device(op, inputs[0], x)?;
     }
-    let mut shape: Vec<usize> = inputs[0].shape().to_vec();
+    let mut shape = Cow::Borrowed(inputs[0].shape());
     for x in &inputs[1..] {
-        shape = broadcast_shapes(op, &shape, x.shape())?;
+        // A scalar, or the same shape, broadcasts to the shape so far.
+        if !(x.shape().is_empty() || x.shape() == &shape[..]) {
+            shape = Cow::Owned(broadcast_shapes(op, &shape, x.shape())?);
+        }
     }
     Ok(shape)
 }
@@ -753,7 +760,7 @@ impl Array {
             other.into_arg(),
             self.device(),
         )?;
-        let shape = broadcast_all("divmod", &[&a, &b])?;
+        let shape = broadcast_all("divmod", &[&a, &b])?.into_owned();
         let t = promote_types(a.dtype(), b.dtype());
         let (a, b) = (a.astype(t)?, b.astype(t)?);
         let mut v = Array::from_node(

@@ -9,6 +9,7 @@
 //! through the same view are one load.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use smallvec::{SmallVec, smallvec};
 use std::sync::Arc;
 
 use super::{Lowering, NodeIo};
@@ -21,18 +22,19 @@ use crate::{DType, Error, Result};
 
 /// How an array's axes map onto the iteration space: for each iteration
 /// axis, the array axis it walks and the step (or none: broadcast), and per
-/// array axis the index the walk starts from.
+/// array axis the index the walk starts from. Inline up to rank 4: a map
+/// is made per value of a program, so it allocates only for higher ranks.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct AxisMap {
-    axes: Vec<Option<(usize, isize)>>,
-    starts: Vec<isize>,
+    axes: SmallVec<[Option<(usize, isize)>; 4]>,
+    starts: SmallVec<[isize; 4]>,
 }
 
 impl AxisMap {
     fn identity(rank: usize) -> AxisMap {
         AxisMap {
             axes: (0..rank).map(|a| Some((a, 1))).collect(),
-            starts: vec![0; rank],
+            starts: smallvec![0; rank],
         }
     }
 
@@ -74,7 +76,7 @@ impl AxisMap {
                     (from[a] == to[o] && from[a] != 1).then_some((a, 1))
                 })
                 .collect(),
-            starts: vec![0; from.len()],
+            starts: smallvec![0; from.len()],
         }
     }
 
@@ -87,7 +89,7 @@ impl AxisMap {
             View::Broadcast => AxisMap::broadcast(from, to),
             View::Permute(axes) => AxisMap {
                 axes: axes.iter().map(|&a| Some((a, 1))).collect(),
-                starts: vec![0; from.len()],
+                starts: smallvec![0; from.len()],
             },
             View::Slice { starts, steps } => AxisMap {
                 axes: steps
@@ -121,7 +123,7 @@ impl AxisMap {
                 }
                 AxisMap {
                     axes,
-                    starts: vec![0; from.len()],
+                    starts: smallvec![0; from.len()],
                 }
             }
         })
@@ -194,10 +196,11 @@ impl<'g> Builder<'g> {
         Builder {
             shape: shape.to_vec(),
             members,
-            defs: Vec::new(),
+            defs: Vec::with_capacity(members.len()),
             loads: Vec::new(),
             consts: Vec::new(),
-            memo: HashMap::default(),
+            // About a value per member and one per load or view.
+            memo: HashMap::with_capacity_and_hasher(2 * members.len(), Default::default()),
             const_memo: HashMap::default(),
             acc,
         }
@@ -266,15 +269,23 @@ impl<'g> Builder<'g> {
                 self.value(x, &map.then(&t), false)?
             }
             Primitive::Elementwise(op) if self.members.contains(&Arc::as_ptr(&node)) => {
-                let mut args = Vec::with_capacity(node.inputs.len());
+                let mut args = kernel::Args::new();
                 for x in &node.inputs {
-                    let t = AxisMap::broadcast(&x.inner.shape, &a.shape);
-                    args.push(self.value(&x.inner, &map.then(&t), true)?);
+                    // An input of the output's shape without length-1
+                    // axes is broadcast by the identity: the map is
+                    // unchanged.
+                    let v = if x.inner.shape == a.shape && !a.shape.contains(&1) {
+                        self.value(&x.inner, map, true)?
+                    } else {
+                        let t = AxisMap::broadcast(&x.inner.shape, &a.shape);
+                        self.value(&x.inner, &map.then(&t), true)?
+                    };
+                    args.push(v);
                 }
                 let op = match op {
                     // DivMod's outputs are its quotient and its remainder.
                     ElementwiseOp::DivMod => {
-                        let outs = node.outputs.get().map(Vec::as_slice).unwrap_or_default();
+                        let outs = node.outputs.get().map(|o| &o[..]).unwrap_or_default();
                         let k = outs
                             .iter()
                             .position(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(a)));

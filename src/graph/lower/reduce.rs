@@ -65,7 +65,7 @@ pub(super) fn with_prologue(
         return Err(Error::Internal("a prologue without its reduction".into()));
     };
     let input = &red.inputs[0].inner;
-    let slots = red.outputs.get().map(Vec::as_slice).unwrap_or_default();
+    let slots = red.outputs.get().map(|o| o.as_slice()).unwrap_or_default();
     let own = |o: &Arc<ArrayInner>| {
         slots
             .iter()

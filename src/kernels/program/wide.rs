@@ -245,7 +245,11 @@ pub(super) fn specs() -> Vec<(crate::kernels::Spec, &'static crate::kernels::Ker
         dense,
         gather: None,
     };
-    let op = |op, args: Vec<u16>, dtype| Def::Op { op, args, dtype };
+    let op = |op, args: Vec<u16>, dtype| Def::Op {
+        op,
+        args: args.into(),
+        dtype,
+    };
     let mut out = Vec::new();
     for d in [DType::F32, DType::F16, DType::U8, DType::F64] {
         let defs = vec![
