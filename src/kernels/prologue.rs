@@ -275,7 +275,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     };
     let bin = |op, a, b| Def::Op {
         op: ElementwiseOp::Binary(op),
-        args: vec![a, b],
+        args: smallvec::smallvec![a, b],
         dtype: DType::F32,
     };
     let program = |defs: Vec<Def>, inputs: u8| Program {
@@ -298,7 +298,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
             load(DType::F16, 0),
             Def::Op {
                 op: ElementwiseOp::Cast,
-                args: vec![0],
+                args: smallvec::smallvec![0],
                 dtype: DType::F32,
             },
             Def::Const { dtype: DType::F32 },
@@ -312,7 +312,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
             load(DType::F32, 0),
             Def::Op {
                 op: ElementwiseOp::Unary(UnaryOp::Abs),
-                args: vec![0],
+                args: smallvec::smallvec![0],
                 dtype: DType::F32,
             },
         ],
