@@ -17,6 +17,11 @@
 //   FINAL    statements writing output o from `acc` (out0, out1; an f64
 //            output as two words)
 //   BINDINGS, LOAD as in the elementwise kernel.
+//   ELEMENT  statements returning element r of output o's reduced set
+//            (`base` is outer_offset(o)): a load, or with a fused
+//            elementwise prologue (kernels::reduce::prologue) the
+//            prologue's value there, computed from its own loads
+//   PROLOGUE_PARAMS  the prologue's parameter words (`w`), or nothing
 
 const WG: u32 = 256u;
 const ROW: bool = {{ROW}};
@@ -30,6 +35,7 @@ struct Params {
     outer_strides: array<vec4<u32>, 2>,
     inner_shape: array<vec4<u32>, 2>,
     inner_strides: array<vec4<u32>, 2>,
+{{PROLOGUE_PARAMS}}
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -41,6 +47,10 @@ struct Acc {
 
 fn load(i: u32) -> {{CT}} {
 {{LOAD}}
+}
+
+fn element(o: u32, base: u32, r: u32) -> {{CT}} {
+{{ELEMENT}}
 }
 
 fn lift(x: {{CT}}, r: u32) -> Acc {
@@ -82,23 +92,24 @@ fn main(
     let big_r = p.head.y;
     if ROW {
         let o = wid.x + wid.y * nwg.x;
-        let base = outer_offset(min(o, n_out - 1u));
+        let oc = min(o, n_out - 1u);
+        let base = outer_offset(oc);
         var acc = {{INIT}};
         // Eight elements per iteration keeps the loop count far below
         // llvmpipe's limit (see unravel): 2^16 / 2 * 8 * 256 elements per row.
         var r = lid.x;
         for (; r + 7u * WG < big_r; r += 8u * WG) {
-            acc = combine(acc, lift(load(base + inner_offset(r)), r));
-            acc = combine(acc, lift(load(base + inner_offset(r + WG)), r + WG));
-            acc = combine(acc, lift(load(base + inner_offset(r + 2u * WG)), r + 2u * WG));
-            acc = combine(acc, lift(load(base + inner_offset(r + 3u * WG)), r + 3u * WG));
-            acc = combine(acc, lift(load(base + inner_offset(r + 4u * WG)), r + 4u * WG));
-            acc = combine(acc, lift(load(base + inner_offset(r + 5u * WG)), r + 5u * WG));
-            acc = combine(acc, lift(load(base + inner_offset(r + 6u * WG)), r + 6u * WG));
-            acc = combine(acc, lift(load(base + inner_offset(r + 7u * WG)), r + 7u * WG));
+            acc = combine(acc, lift(element(oc, base, r), r));
+            acc = combine(acc, lift(element(oc, base, r + WG), r + WG));
+            acc = combine(acc, lift(element(oc, base, r + 2u * WG), r + 2u * WG));
+            acc = combine(acc, lift(element(oc, base, r + 3u * WG), r + 3u * WG));
+            acc = combine(acc, lift(element(oc, base, r + 4u * WG), r + 4u * WG));
+            acc = combine(acc, lift(element(oc, base, r + 5u * WG), r + 5u * WG));
+            acc = combine(acc, lift(element(oc, base, r + 6u * WG), r + 6u * WG));
+            acc = combine(acc, lift(element(oc, base, r + 7u * WG), r + 7u * WG));
         }
         for (; r < big_r; r += WG) {
-            acc = combine(acc, lift(load(base + inner_offset(r)), r));
+            acc = combine(acc, lift(element(oc, base, r), r));
         }
         partial[lid.x] = acc;
         workgroupBarrier();
@@ -125,7 +136,7 @@ fn main(
             var block = {{INIT}};
             let end = min(r0 + WG, big_r);
             for (var r = r0; r < end; r++) {
-                block = combine(block, lift(load(base + inner_offset(r)), r));
+                block = combine(block, lift(element(o, base, r), r));
             }
             acc = combine(acc, block);
         }

@@ -245,6 +245,7 @@ fn run_group(
                         Primitive::Elementwise(_)
                             | Primitive::Full { .. }
                             | Primitive::Matmul { .. }
+                            | Primitive::Reduce { .. }
                     )
                 {
                     run_node(lw, n, marked)?;

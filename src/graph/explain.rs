@@ -21,9 +21,8 @@ use crate::{Error, Result};
 /// let x = wgarray::Array::from_slice(&[1.0f32, 2.0, 3.0], &[3], &device)?;
 /// let y = (&x * 2.0)?.exp()?.sum(wgarray::Axes::All, false)?;
 /// print!("{}", wgarray::explain(&[&y])?);
-/// // 2 kernels for 4 nodes (fusion on):
-/// //   1. fused [full, multiply, exp] -> float32[3], reads 1 array
-/// //   2. sum -> float32[], reads 1 array
+/// // 1 kernel for 4 nodes (fusion on):
+/// //   1. fused [full, multiply, exp, sum] -> float32[], reads 1 array
 /// # Ok::<(), wgarray::Error>(())
 /// ```
 ///

@@ -20,6 +20,12 @@
 //! caller still holds is written, never recomputed, and costs no dispatch of
 //! its own).
 //!
+//! A reduction is a kernel too when the value it reduces is elementwise:
+//! that value and what it is computed from run in the reduction's loads
+//! (its prologue, `kernels::prologue`), and a materialised value the
+//! reduction reads that later kernels or the caller need is written by the
+//! reduction as an extra output ([`reduce_writer`]).
+//!
 //! Limits: a kernel computes at most [`MAX_DEFS`] loads, constants and ops,
 //! and binds at most the adapter's storage buffers per stage (and never more
 //! than WebGPU's 8); past that, the largest input is materialised and the
@@ -108,6 +114,9 @@ enum Kind {
     Const,
     /// A view the loads under it can absorb.
     View,
+    /// A reduction: lowered on its own, or with the elementwise value it
+    /// reduces computed in its loads (a prologue).
+    Reduce,
     /// Anything else: lowered on its own, reads materialised inputs.
     Other,
 }
@@ -126,6 +135,7 @@ fn kind(p: &Primitive, in_shape: Option<&[usize]>, out_shape: &[usize]) -> Kind 
             }
         }
         Primitive::View(_) => Kind::View,
+        Primitive::Reduce { .. } => Kind::Reduce,
         _ => Kind::Other,
     }
 }
@@ -294,6 +304,22 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             if !has_kernel(i) || f.kinds[i] != Kind::Elementwise {
                 continue;
             }
+            if let Some(t) = reduce_writer(order, &f, &mat, &lowered_view, &roots, &mut parent, i) {
+                let mut l = leaves[t].clone();
+                l.extend_from_slice(&leaves[i]);
+                l.sort_unstable();
+                l.dedup();
+                if size[t] + size[i] + l.len() <= MAX_DEFS
+                    && l.len() + outs[t] + outs[i] <= max_bindings
+                {
+                    let i_root = find(&mut parent, i);
+                    parent[i_root] = t;
+                    size[t] += size[i];
+                    leaves[t] = l;
+                    outs[t] += outs[i];
+                    continue;
+                }
+            }
             // Every reader of every output inside one other kernel.
             let mut target = None;
             let mut ok = true;
@@ -319,6 +345,7 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             l.sort_unstable();
             l.dedup();
             if f.shapes[t] != f.shapes[i]
+                || f.kinds[t] == Kind::Reduce
                 || size[t] + size[i] + l.len() > MAX_DEFS
                 || l.len() + outs[t] + outs[i] > max_bindings
             {
@@ -359,9 +386,24 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
     let mut groups: Vec<Group> = Vec::new();
     let mut steps = vec![Step::Skip; n];
     let mut member_of: Vec<SmallVec<[usize; 2]>> = vec![SmallVec::new(); n];
+    // A reduction whose input is an elementwise value computed in its
+    // loads leads a kernel of its own (the prologue's nodes join it).
+    let prologue: Vec<bool> = (0..n)
+        .map(|i| {
+            fusion
+                && f.kinds[i] == Kind::Reduce
+                && match f.inputs[i].first() {
+                    Some(&Some((p, k))) => {
+                        f.kinds[p] == Kind::Elementwise && (!mat[p][k] || find(&mut parent, p) == i)
+                    }
+                    _ => false,
+                }
+        })
+        .collect();
     for i in 0..n {
         match f.kinds[i] {
             Kind::Other if epilogue_of[i].is_none() => steps[i] = Step::Lower,
+            Kind::Reduce => steps[i] = Step::Lower,
             Kind::View if lowered_view[i] => steps[i] = Step::Lower,
             _ => {}
         }
@@ -371,6 +413,9 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
         }
         if let Some(t) = epilogue_of[i] {
             ks.push(find(&mut parent, t));
+        }
+        if prologue[i] {
+            ks.push(find(&mut parent, i));
         }
         if matches!(f.kinds[i], Kind::Elementwise | Kind::Const | Kind::View)
             && !(f.kinds[i] == Kind::View && lowered_view[i])
@@ -398,6 +443,10 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
                     groups[g].outputs.push((i, k));
                 }
             }
+        }
+        if prologue[i] {
+            let g = group_of[find(&mut parent, i)];
+            groups[g].outputs.extend((0..mat[i].len()).map(|k| (i, k)));
         }
         if let Some(t) = epilogue_of[i]
             && f.held[i][0]
@@ -450,7 +499,9 @@ fn kernels_of(
     roots: &[Ids],
     parent: &mut [usize],
 ) -> Ids {
-    if f.kinds[c] == Kind::Other || (f.kinds[c] == Kind::View && lowered_view[c]) {
+    if matches!(f.kinds[c], Kind::Other | Kind::Reduce)
+        || (f.kinds[c] == Kind::View && lowered_view[c])
+    {
         return smallvec::smallvec![usize::MAX]; // read from memory by a non-kernel
     }
     let mut ks = Ids::new();
@@ -464,6 +515,80 @@ fn kernels_of(
         }
     }
     ks
+}
+
+/// The reduction whose kernel may compute the materialised elementwise
+/// value at `i` in its prologue and write it (every output of it): the
+/// first reduction that reads it, as its input or inside its prologue,
+/// when every other reader comes later in the schedule (so it reads the
+/// value from memory once written: a layer norm's residual sum, read by
+/// the moments and then by the normalising kernel, or a value the user
+/// holds) and the value is 4-byte and of the reduction's input shape.
+fn reduce_writer(
+    order: &[Arc<Node>],
+    f: &Facts,
+    mat: &[Outs<bool>],
+    lowered_view: &[bool],
+    roots: &[Ids],
+    parent: &mut [usize],
+    i: usize,
+) -> Option<usize> {
+    let mut kernel_of = |c: usize| -> Option<usize> {
+        if f.kinds[c] == Kind::Reduce {
+            return Some(c);
+        }
+        match kernels_of(c, f, mat, lowered_view, roots, parent).as_slice() {
+            [r] if *r != usize::MAX && f.kinds[*r] == Kind::Reduce => Some(*r),
+            _ => None,
+        }
+    };
+    let readers: Vec<(usize, Option<usize>)> = f.consumers[i]
+        .iter()
+        .flatten()
+        .map(|&c| (c, kernel_of(c)))
+        .collect();
+    let t = readers.iter().filter_map(|&(_, r)| r).min()?;
+    // A value computed from a matmul's product is left to the GEMM's
+    // epilogue (bias and residual adds before a layer norm): the product
+    // is then never written, where a prologue would read it back.
+    if reads_product(order, f, mat, i) {
+        return None;
+    }
+    let input = &order[t].inputs.first()?.inner;
+    if f.shapes[i].as_slice() != input.shape.as_slice()
+        || readers.iter().any(|&(c, r)| r != Some(t) && c <= t)
+    {
+        return None;
+    }
+    let outs = order[i].outputs.get()?;
+    for (k, w) in outs.iter().enumerate() {
+        if mat[i][k] && w.upgrade()?.dtype.size_in_bytes() != 4 {
+            return None;
+        }
+    }
+    Some(t)
+}
+
+/// Whether the kernel that computes `i` reads a matmul's product (directly
+/// or through values it computes inline).
+fn reads_product(order: &[Arc<Node>], f: &Facts, mat: &[Outs<bool>], i: usize) -> bool {
+    let mut stack = vec![i];
+    let mut seen: Vec<usize> = Vec::new();
+    while let Some(j) = stack.pop() {
+        if seen.contains(&j) {
+            continue;
+        }
+        seen.push(j);
+        for &(p, k) in f.inputs[j].iter().flatten() {
+            if matches!(order[p].primitive, Primitive::Matmul { .. }) {
+                return true;
+            }
+            if matches!(f.kinds[p], Kind::Elementwise | Kind::View | Kind::Const) && !mat[p][k] {
+                stack.push(p);
+            }
+        }
+    }
+    false
 }
 
 /// What the planner knows once values are materialised: enough to ask which
@@ -517,7 +642,7 @@ impl Reach<'_> {
                 }
             }
         }
-        let t = target?;
+        let t = target.filter(|&t| f.kinds[t] != Kind::Reduce)?;
         // Everything the kernel computes from the product.
         let mut stack: Vec<usize> = f.consumers[i][0].to_vec();
         let mut seen: Vec<usize> = Vec::new();
@@ -561,15 +686,24 @@ fn materialise(
     let mut lowered_view = vec![false; n];
     let mut roots: Vec<Ids> = vec![Ids::new(); n];
     for i in (0..n).rev() {
+        // A reduction computes an elementwise value it reads in its loads
+        // (its prologue); it reads anything else from memory.
+        let in_prologue = fusion && f.kinds[i] == Kind::Elementwise;
         // Readers that need the value in memory.
         let from_memory = |k: usize, lowered_view: &[bool]| {
-            f.consumers[i][k].iter().any(|&c| {
-                f.kinds[c] == Kind::Other || (f.kinds[c] == Kind::View && lowered_view[c])
+            f.consumers[i][k].iter().any(|&c| match f.kinds[c] {
+                Kind::Other => true,
+                Kind::Reduce => !in_prologue,
+                Kind::View => lowered_view[c],
+                _ => false,
             })
         };
         let union_roots = |k: usize, roots: &[Ids]| {
             let mut rs = Ids::new();
             for &c in &f.consumers[i][k] {
+                if f.kinds[c] == Kind::Reduce && !in_prologue {
+                    continue;
+                }
                 for &r in &roots[c] {
                     if !rs.contains(&r) {
                         rs.push(r);
@@ -580,6 +714,10 @@ fn materialise(
         };
         match f.kinds[i] {
             Kind::Other => mat[i].iter_mut().for_each(|m| *m = true),
+            Kind::Reduce => {
+                mat[i].iter_mut().for_each(|m| *m = true);
+                roots[i] = smallvec::smallvec![i];
+            }
             Kind::View => {
                 lowered_view[i] = f.held[i][0] || forced[i][0] || from_memory(0, &lowered_view);
                 mat[i][0] = lowered_view[i];
@@ -691,7 +829,8 @@ fn apply_caps(
             leaves[i] = l;
             match largest {
                 Some((_, p, k))
-                    if too_big && matches!(f.kinds[i], Kind::Elementwise | Kind::View) =>
+                    if too_big
+                        && matches!(f.kinds[i], Kind::Elementwise | Kind::View | Kind::Reduce) =>
                 {
                     forced[p][k] = true;
                     changed = true;

@@ -22,6 +22,7 @@ pub(crate) mod matmul;
 #[cfg(test)]
 mod portability;
 pub(crate) mod program;
+pub(crate) mod prologue;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod scan;
@@ -253,6 +254,16 @@ pub(crate) static REDUCE: Kernel = Kernel {
     writes: 1,
 };
 
+/// Reductions with a fused elementwise prologue (`reduce::prologue`): the
+/// op functions' helpers too.
+pub(crate) static REDUCE_PROLOGUE: Kernel = Kernel {
+    name: "reduce_prologue",
+    prelude: &[CONVERT, UNRAVEL, MATH],
+    source: include_str!("../../wgsl/reduce.wgsl"),
+    reads: 1,
+    writes: 1,
+};
+
 /// Reductions over f64: the f64 helpers too.
 pub(crate) static REDUCE_F64: Kernel = Kernel {
     name: "reduce_f64",
@@ -334,6 +345,7 @@ pub(crate) static GEMM_EPILOGUE: Kernel = Kernel {
 pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     let mut specs = program::specs();
     specs.extend(reduce::specs());
+    specs.extend(prologue::specs());
     specs.extend(matmul::specs());
     specs.extend(random::specs());
     specs.extend(concat::specs());
@@ -551,6 +563,14 @@ pub(crate) enum QuickKey {
     /// A GEMM and its fused epilogue's structure.
     GemmEpilogue(matmul::GemmVariant, program::Program),
     Program(program::Program),
+    /// A reduction with a fused elementwise prologue: the program's
+    /// structure and the kept and reduced ranks after merging.
+    ReducePrologue {
+        op: ReduceOp,
+        row: bool,
+        ranks: (u8, u8),
+        program: program::Program,
+    },
 }
 
 /// A parameter buffer larger than this is not kept after the submission

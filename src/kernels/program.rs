@@ -593,7 +593,7 @@ fn arg_type(op: ElementwiseOp, i: usize, d: DType, op_ct: &'static str) -> &'sta
 /// Merge adjacent dimensions that every load walks the same way (row-major
 /// order is kept, so outputs stay dense): a dense elementwise op of any rank
 /// becomes one dimension. Returns the merged shape and each load's strides.
-fn coalesce(shape: &[usize], strides: &[Vec<isize>]) -> (Vec<usize>, Vec<Vec<isize>>) {
+pub(super) fn coalesce(shape: &[usize], strides: &[Vec<isize>]) -> (Vec<usize>, Vec<Vec<isize>>) {
     let mut out_shape: Vec<usize> = Vec::new();
     let mut out_strides: Vec<Vec<isize>> = vec![Vec::new(); strides.len()];
     for d in 0..shape.len() {

@@ -10,7 +10,7 @@ use crate::{DType, Error, Result};
 
 impl ReduceOp {
     /// The WGSL compute type for an input dtype.
-    fn compute_type(self, input: DType) -> &'static str {
+    pub(super) fn compute_type(self, input: DType) -> &'static str {
         compute_type(self.accumulator(input))
     }
 
@@ -175,18 +175,24 @@ pub(crate) const MAX_REDUCED: usize = 1 << 26;
 /// well below llvmpipe's 65535 loop iterations per invocation.
 const THREAD_MODE_MAX_R: usize = 16384;
 
-/// Outputs from which a software adapter reduces one output per thread:
-/// eight workgroups of 256, enough to keep its cores busy.
-const THREAD_MODE_OUTPUTS: usize = 2048;
+/// Outputs from which a software adapter reduces one output per thread: a
+/// workgroup's 32 lane groups of 8 then share the outputs, where a tree
+/// would switch between them at each of its 9 barriers. On lavapipe
+/// (2026-12-01, one run, medians of 9; sum over the last axis) one thread
+/// per output against one workgroup per output: f32[8, 384] 0.23 / 0.65 ms,
+/// f32[8, 4096] 0.89 / 1.27, f32[80, 384] (MiniLM's layer norms) 0.82 /
+/// 5.87, f32[8, 16384] 2.9 / 3.3, f32[64, 16384] 30 / 43, f32[80, 16384]
+/// 32 / 58, f32[512, 4096] 68 / 140; with one output the tree wins
+/// (f32[1, 4096] 0.82 / 0.23).
+const THREAD_MODE_OUTPUTS: usize = 8;
 
 /// Whether one workgroup per output (a tree) is used for `r` reduced
 /// elements and `n_out` outputs. A GPU takes rows of more than 256 elements
 /// a workgroup at a time (its threads then read neighbouring elements). A
-/// software adapter runs a workgroup's barriers as context switches, so with
-/// enough outputs to share among its cores it folds each in one thread: on
-/// lavapipe (2026-11-30, one run, medians of 5) a sum over the last axis of
-/// f32[4096, 4096] took 0.69 of the time, of f32[16384, 1024] 0.28.
-fn row_mode(r: usize, n_out: usize, software: bool) -> bool {
+/// software adapter runs a workgroup's barriers as context switches, so
+/// with a few outputs to share among its lanes it folds each in one thread
+/// (see [`THREAD_MODE_OUTPUTS`]).
+pub(super) fn row_mode(r: usize, n_out: usize, software: bool) -> bool {
     if software && n_out >= THREAD_MODE_OUTPUTS && r <= THREAD_MODE_MAX_R {
         return false;
     }
@@ -225,6 +231,8 @@ pub(crate) fn spec(op: ReduceOp, dtype: DType, row: bool) -> (Spec, &'static Ker
             ("FINAL", &fin),
             ("CT", ct),
             ("LOAD", &load),
+            ("ELEMENT", "    return load(base + inner_offset(r));"),
+            ("PROLOGUE_PARAMS", ""),
         ],
         1,
         outs as u32,

@@ -530,9 +530,63 @@ pub(super) fn epilogue(
     })
 }
 
+/// A reduction's prologue program (`kernels::prologue`): the pending value
+/// `input` (the reduction's input) computed from the elementwise nodes in
+/// `members`, over `input`'s shape, then the values written beside it
+/// (`extras`, of that shape); no load is donated.
+pub(super) struct PrologueProgram {
+    pub program: Program,
+    /// One per `Def::Load`, in order.
+    pub loads: Vec<LoadData>,
+    pub consts: Vec<u64>,
+    /// The input bindings' buffers.
+    pub buffers: Vec<Arc<PooledBuffer>>,
+}
+
+/// Build and bind the prologue program that computes `input` and writes
+/// `extras` (see [`PrologueProgram`]).
+pub(super) fn prologue(
+    members: &HashSet<*const Node>,
+    input: &Arc<ArrayInner>,
+    extras: &[Arc<ArrayInner>],
+) -> Result<PrologueProgram> {
+    let mut b = Builder::new(&input.shape, members, None);
+    let identity = AxisMap::identity(input.shape.len());
+    let mut values = vec![b.value(input, &identity, false)?];
+    for x in extras {
+        values.push(b.value(x, &identity, false)?);
+    }
+    for l in &mut b.loads {
+        l.donatable = false;
+    }
+    let (buffers, _) = bind(&mut b.defs, &b.loads, &values);
+    let loads = b
+        .loads
+        .iter()
+        .map(|l| LoadData {
+            offset: l.offset,
+            strides: l.strides.clone(),
+            gather: l.gather,
+        })
+        .collect();
+    Ok(PrologueProgram {
+        program: Program {
+            defs: b.defs,
+            outputs: values,
+            inputs: buffers.len() as u8,
+            rank: 0,
+            vec4: false,
+        },
+        loads,
+        consts: b.consts,
+        buffers,
+    })
+}
+
 /// Run a fused group: `members` are its nodes, `outputs` the values it
 /// writes. Each output takes its storage and lets go of its node. A group
-/// with a matmul runs as that GEMM with the rest as its epilogue.
+/// with a matmul runs as that GEMM with the rest as its epilogue, one with
+/// a reduction as that reduction with the rest as its prologue.
 pub(crate) fn group(
     lw: &mut Lowering<'_>,
     members: &[&Arc<Node>],
@@ -546,12 +600,13 @@ pub(crate) fn group(
     if outputs.is_empty() {
         return Ok(());
     }
-    let storages = match members
-        .iter()
-        .find(|n| matches!(n.primitive, Primitive::Matmul { .. }))
-    {
-        Some(mm) => super::matmul::with_epilogue(lw, mm, &set, outputs)?,
-        None => run(lw, &set, outputs)?,
+    let led = |p: fn(&Primitive) -> bool| members.iter().find(|n| p(&n.primitive));
+    let storages = if let Some(mm) = led(|p| matches!(p, Primitive::Matmul { .. })) {
+        super::matmul::with_epilogue(lw, mm, &set, outputs)?
+    } else if let Some(red) = led(|p| matches!(p, Primitive::Reduce { .. })) {
+        super::reduce::with_prologue(lw, red, &set, outputs)?
+    } else {
+        run(lw, &set, outputs)?
     };
     for (o, s) in outputs.iter().zip(storages) {
         drop(o.set_state(State::Ready(s)));

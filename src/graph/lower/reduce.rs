@@ -1,11 +1,17 @@
 //! Lowering of reductions: one dispatch writes every output over the kept
-//! axes.
+//! axes, reading the input from memory or computing it in a fused
+//! elementwise prologue (`kernels::prologue`).
+
+use rustc_hash::FxHashSet as HashSet;
+use std::sync::Arc;
 
 use super::{Lowering, NodeIo};
-use crate::Result;
-use crate::array::Storage;
-use crate::graph::primitive::ReduceOp;
-use crate::kernels::reduce as kernel;
+use crate::array::{ArrayInner, State, Storage};
+use crate::graph::Node;
+use crate::graph::primitive::{Primitive, ReduceOp};
+use crate::kernels::program::Bound;
+use crate::kernels::{prologue, reduce as kernel};
+use crate::{Error, Result};
 
 /// `op` over `axes` of input 0. The kernel writes every output: dead ones get
 /// a scratch buffer that goes back to the pool when this node is done.
@@ -17,18 +23,135 @@ pub(super) fn reduce(
     ddof: u32,
 ) -> Result<Vec<Option<Storage>>> {
     let x = io.input(0);
-    let kept: Vec<usize> = (0..x.shape.len())
-        .filter(|a| !axes.contains(a))
-        .map(|a| x.shape[a])
-        .collect();
-    let storages: Vec<Storage> = op
-        .out_dtypes(x.dtype)
-        .iter()
-        .map(|&d| lw.alloc(&kept, d))
-        .collect::<Result<_>>()?;
+    let storages = alloc_outputs(lw, x, op, axes)?;
     let bufs: Vec<&wgpu::Buffer> = storages.iter().map(|s| s.buffer.buffer()).collect();
     let src = io.operand(0, io.storages[0].strides.clone());
     let d = kernel::reduce(lw.cx(), op, &src, &x.shape, axes, ddof, &bufs)?;
     lw.push(d);
     Ok(storages.into_iter().map(Some).collect())
+}
+
+/// One dense storage per output of `op` over `axes` of `x` (the kept axes).
+fn alloc_outputs(
+    lw: &Lowering<'_>,
+    x: &ArrayInner,
+    op: ReduceOp,
+    axes: &[usize],
+) -> Result<Vec<Storage>> {
+    let kept: Vec<usize> = (0..x.shape.len())
+        .filter(|a| !axes.contains(a))
+        .map(|a| x.shape[a])
+        .collect();
+    op.out_dtypes(x.dtype)
+        .iter()
+        .map(|&d| lw.alloc(&kept, d))
+        .collect()
+}
+
+/// A fused group led by the reduction `red` (see `graph::fuse`): one
+/// reduction whose loads compute its input from the group's elementwise
+/// `members`; `outputs` are the reduction's live outputs and values of the
+/// input's shape the kernel writes beside them (held by the user or read by
+/// later kernels). Returns their storages, in order. A prologue the kernel
+/// cannot run (an f64 value, a gather, a packed extra output) is run as
+/// an elementwise kernel first, then reduced as usual.
+pub(super) fn with_prologue(
+    lw: &mut Lowering<'_>,
+    red: &Arc<Node>,
+    members: &HashSet<*const Node>,
+    outputs: &[Arc<ArrayInner>],
+) -> Result<Vec<Storage>> {
+    let Primitive::Reduce { op, axes, ddof } = &red.primitive else {
+        return Err(Error::Internal("a prologue without its reduction".into()));
+    };
+    let input = &red.inputs[0].inner;
+    let slots = red.outputs.get().map(|o| o.as_slice()).unwrap_or_default();
+    let own = |o: &Arc<ArrayInner>| {
+        slots
+            .iter()
+            .position(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(o)))
+    };
+    let extras: Vec<Arc<ArrayInner>> = outputs
+        .iter()
+        .filter(|o| own(o).is_none())
+        .cloned()
+        .collect();
+    let e = super::program::prologue(members, input, &extras)?;
+    let (mut all, mut written): (Vec<Option<Storage>>, Vec<Option<Storage>>) =
+        if prologue::supported(&e.program) {
+            let storages = alloc_outputs(lw, input, *op, axes)?;
+            let written = extras
+                .iter()
+                .map(|x| lw.alloc(&x.shape, x.dtype))
+                .collect::<Result<Vec<_>>>()?;
+            let bound = Bound {
+                shape: input.shape.clone(),
+                loads: e.loads,
+                consts: e.consts,
+                inputs: e.buffers.iter().map(|b| b.buffer()).collect(),
+                outputs: storages
+                    .iter()
+                    .chain(&written)
+                    .map(|s| s.buffer.buffer())
+                    .collect(),
+            };
+            let d = prologue::reduce(lw.cx(), *op, e.program, &bound, axes, *ddof)?;
+            drop(bound);
+            lw.push(d);
+            (
+                storages.into_iter().map(Some).collect(),
+                written.into_iter().map(Some).collect(),
+            )
+        } else {
+            drop(e);
+            fallback(lw, red, members, input, &extras)?
+        };
+    outputs
+        .iter()
+        .map(|o| {
+            let s = match own(o) {
+                Some(k) => all.get_mut(k).and_then(Option::take),
+                None => extras
+                    .iter()
+                    .position(|x| Arc::ptr_eq(x, o))
+                    .and_then(|j| written[j].take()),
+            };
+            s.ok_or_else(|| Error::Internal("a reduction group's output without storage".into()))
+        })
+        .collect()
+}
+
+/// The unfused way of a group [`with_prologue`] cannot run as one kernel:
+/// an elementwise kernel writes the reduction's input and `extras`, then
+/// the reduction reads it. Returns the reduction's storages (one per
+/// output) and the extras'.
+#[allow(clippy::type_complexity)]
+fn fallback(
+    lw: &mut Lowering<'_>,
+    red: &Arc<Node>,
+    members: &HashSet<*const Node>,
+    input: &Arc<ArrayInner>,
+    extras: &[Arc<ArrayInner>],
+) -> Result<(Vec<Option<Storage>>, Vec<Option<Storage>>)> {
+    let mut values = vec![Arc::clone(input)];
+    values.extend(extras.iter().filter(|x| !Arc::ptr_eq(x, input)).cloned());
+    let mut storages = super::program::run(lw, members, &values)?.into_iter();
+    let s = storages
+        .next()
+        .ok_or_else(|| Error::Internal("a prologue without its storage".into()))?;
+    drop(input.set_state(State::Ready(s)));
+    let mut written = Vec::with_capacity(extras.len());
+    for x in extras {
+        written.push(if Arc::ptr_eq(x, input) {
+            Some(input.storage()?)
+        } else {
+            storages.next()
+        });
+    }
+    let live: Vec<Option<Arc<ArrayInner>>> = red
+        .outputs
+        .get()
+        .map(|o| o.iter().map(|w| w.upgrade()).collect())
+        .unwrap_or_default();
+    Ok((super::lower(lw, red, &live)?, written))
 }
