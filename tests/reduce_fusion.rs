@@ -246,3 +246,45 @@ fn a_gemm_epilogue_keeps_the_adds_before_a_layer_norm() {
     }
     d.set_fusion(true);
 }
+
+/// A held value that a reduction's prologue writes is listed in the memory
+/// snapshot under its own op and call site, as it is unfused (found by an
+/// adversarial pass: it was listed under the reduction).
+#[test]
+fn memory_snapshot_names_a_value_written_by_a_reduction() {
+    let mut rng = Rng::new(139);
+    let hx = Host::small(&[9, 33], &mut rng);
+    let mut seen = Vec::new();
+    for fusion in [true, false] {
+        let d = device();
+        d.set_fusion(fusion);
+        d.record_memory_history(true);
+        let x = common::host::dense(&d, &hx, DType::F32);
+        x.eval().unwrap();
+        let p = (&x * 2.0).unwrap();
+        let line = line!() - 1;
+        let s = (&p + 1.0).unwrap().sum(-1, false).unwrap();
+        wgarray::eval(&[&s, &p]).unwrap();
+        let snap = d.memory_snapshot();
+        let b = snap
+            .buffers
+            .iter()
+            .find(|b| {
+                b.arrays
+                    .iter()
+                    .any(|a| a.shape == vec![9, 33] && a.origin.is_some_and(|o| o.op == "multiply"))
+            })
+            .map(|b| {
+                let o = b.origin.expect("origin");
+                (o.op, o.location.line() == line)
+            });
+        seen.push(b);
+        drop((x, p, s));
+        common::assert_empty(&d);
+    }
+    assert_eq!(
+        seen[0], seen[1],
+        "fused vs unfused: (buffer origin op, at p's line)"
+    );
+    assert_eq!(seen[0], Some(("multiply", true)));
+}

@@ -50,6 +50,15 @@ impl Lowering<'_> {
     /// f64 (a lazy `full` or a graph built before the check could run);
     /// [`Error::TooLarge`], [`Error::OutOfMemory`].
     fn alloc(&self, shape: &[usize], dtype: DType) -> Result<Storage> {
+        self.alloc_for(shape, dtype, self.origin)
+    }
+
+    /// [`Lowering::alloc`] labelled with `origin` (an array a kernel writes
+    /// for another op: a held value a reduction's prologue computes).
+    ///
+    /// # Errors
+    /// As [`Lowering::alloc`].
+    fn alloc_for(&self, shape: &[usize], dtype: DType, origin: Option<Origin>) -> Result<Storage> {
         self.device.check_dtype("float64", dtype)?;
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         self.device.check_binding("eval", bytes)?;
@@ -57,7 +66,7 @@ impl Lowering<'_> {
             self.device
                 .inner
                 .pool
-                .acquire(self.guard, bytes, BufferKind::Storage, self.origin)?;
+                .acquire(self.guard, bytes, BufferKind::Storage, origin)?;
         Ok(Storage {
             buffer: Arc::new(buffer),
             strides: contiguous_strides(shape),

@@ -82,7 +82,7 @@ pub(super) fn with_prologue(
             let storages = alloc_outputs(lw, input, *op, axes)?;
             let written = extras
                 .iter()
-                .map(|x| lw.alloc(&x.shape, x.dtype))
+                .map(|x| lw.alloc_for(&x.shape, x.dtype, x.origin.or(lw.origin)))
                 .collect::<Result<Vec<_>>>()?;
             let bound = Bound {
                 shape: input.shape.clone(),
