@@ -325,6 +325,21 @@ fn gemm_times_each_kernel_after_checking_it() {
         assert!(kernels.iter().any(|k| k["kernel"] == tuned), "{f32_run}");
         assert!(kernels.iter().all(|k| k["error"].is_null()), "{f32_run}");
     }
+    // x @ W^T: its own class at M = 1, every kernel checked against f64.
+    let out = wgbench(&[
+        "gemm",
+        "--shape",
+        "1,33,65",
+        "--dtypes",
+        "f32",
+        "--b-layout",
+        "transposed",
+        "--samples",
+        "1",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("class gemvt"), "{stdout}");
     refused(&["gemm", "--shape", "1,2"], &["three sizes"]);
     refused(
         &["gemm", "--kernel", "tiles 1"],

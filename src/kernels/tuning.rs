@@ -492,6 +492,19 @@ pub(crate) fn candidates(
             tile_wide(),
             splitk(8, 8, false),
         ],
+        // lavapipe, M = 77 (MiniLM's packed demo batch) against 384 to
+        // 1536 (2026-12-01, docs/PERFORMANCE.md): 32 x 128 blocks of 8 x 16
+        // per thread (32 threads) 1.15x to 1.35x the 64 x 128 default in
+        // both weight layouts, which wastes 51 of 128 rows there.
+        (ShapeClass::Medium, true) => vec![
+            register,
+            GemmKernel::Register {
+                wg_x: 8,
+                wg_y: 4,
+                tm: 8,
+                nv: 4,
+            },
+        ],
         (ShapeClass::Gemv | ShapeClass::GemvT, false) => vec![
             splitk(32, 8, true),
             splitk(16, 16, false),
@@ -575,8 +588,9 @@ mod tests {
                 for dtype in DTYPES {
                     let all = candidates(class, software, dtype, &|_| true);
                     assert!(all.iter().all(|k| k.is_valid()), "{all:?}");
-                    // Software adapters time only matrix-vector kernels.
-                    let timed = !software || class.is_gemv();
+                    // Software adapters time matrix-vector and medium
+                    // kernels only.
+                    let timed = !software || class.is_gemv() || class == ShapeClass::Medium;
                     assert_eq!(all.len() >= 2, timed, "{class:?} {software}: {all:?}");
                     let none = candidates(class, software, dtype, &|_| false);
                     assert_eq!(none.len(), 1);

@@ -51,6 +51,11 @@ pub struct GemmArgs {
     /// them, for the others the six fastest of the first.
     #[arg(long)]
     sweep: bool,
+    /// B's layout: `row` (`[K, N]` row-major, `x @ w`) or `transposed` (a
+    /// transposed view of a row-major `[N, K]`: `x @ w.T`, PyTorch's
+    /// `nn.Linear` weights).
+    #[arg(long, value_parser = ["row", "transposed"], default_value = "row")]
+    b_layout: String,
     /// Timed evaluations per kernel (the median is reported).
     #[arg(long, default_value_t = 5, value_name = "N")]
     samples: usize,
@@ -115,7 +120,18 @@ pub fn run(args: GemmArgs) -> Result<(), Stop> {
     }
     let chosen = adapters::chosen(&args.backend, &args.adapter)?;
     let inputs = Inputs::new(m, k, n);
-    let class = ShapeClass::of(m, n);
+    let transposed = args.b_layout == "transposed";
+    let class = if transposed {
+        ShapeClass::of_layout(m, n, 1, k as isize)
+    } else {
+        ShapeClass::of(m, n)
+    };
+    // B as stored: row-major [K, N], or [N, K] (then viewed transposed).
+    let b_stored: Vec<f32> = if transposed {
+        (0..n * k).map(|i| inputs.b[(i % k) * n + i / k]).collect()
+    } else {
+        inputs.b.clone()
+    };
     let flop = 2.0 * (m * k * n) as f64;
     let mut runs = Vec::new();
     let mut failures = 0;
@@ -171,7 +187,11 @@ pub fn run(args: GemmArgs) -> Result<(), Stop> {
             list.retain(|k| device.gemm_kernel_usable(*k, dtype) && seen.insert(*k));
             let (a, b) = match (
                 upload(&inputs.a, &[m, k], dtype, &device),
-                upload(&inputs.b, &[k, n], dtype, &device),
+                if transposed {
+                    upload(&b_stored, &[n, k], dtype, &device).map(|b| b.transpose())
+                } else {
+                    upload(&b_stored, &[k, n], dtype, &device)
+                },
             ) {
                 (Ok(a), Ok(b)) => (a, b),
                 (Err(e @ wgarray::Error::MissingFeature { .. }), _)
