@@ -228,9 +228,11 @@ fn facts(order: &[Arc<Node>]) -> Facts {
             outs.iter()
                 .zip(&consumers[i])
                 .map(|(o, c)| {
-                    // One reference is ours (the upgrade above).
+                    // One reference is ours (the upgrade above). A shared
+                    // scalar operand is held by nodes only, never by the
+                    // user: those outside this eval read it later.
                     o.as_ref()
-                        .is_some_and(|o| Arc::strong_count(o) - 1 > c.len())
+                        .is_some_and(|o| !o.shared && Arc::strong_count(o) - 1 > c.len())
                 })
                 .collect(),
         );
@@ -254,6 +256,14 @@ fn facts(order: &[Arc<Node>]) -> Facts {
         held,
         live,
         shapes,
+    }
+}
+
+/// Sort and deduplicate a list of positions.
+fn sort_dedup(ids: &mut Ids) {
+    if ids.len() > 1 {
+        ids.sort_unstable();
+        ids.dedup();
     }
 }
 
@@ -421,12 +431,10 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             && !(f.kinds[i] == Kind::View && lowered_view[i])
         {
             for &r in &roots[i] {
-                let r = find(&mut parent, r);
-                if !ks.contains(&r) {
-                    ks.push(r);
-                }
+                ks.push(find(&mut parent, r));
             }
         }
+        sort_dedup(&mut ks);
         for k in ks {
             if group_of[k] == usize::MAX {
                 groups.push(Group::default());
@@ -704,12 +712,10 @@ fn materialise(
                 if f.kinds[c] == Kind::Reduce && !in_prologue {
                     continue;
                 }
-                for &r in &roots[c] {
-                    if !rs.contains(&r) {
-                        rs.push(r);
-                    }
-                }
+                rs.extend_from_slice(&roots[c]);
             }
+            // Sorted, not searched: a shared scalar has a reader per op.
+            sort_dedup(&mut rs);
             rs
         };
         match f.kinds[i] {

@@ -7,6 +7,7 @@
 //! only through `Weak`. The outputs of a multi-output primitive share one node
 //! and never point at each other, so no cycle can form (DESIGN.md, rule 1).
 
+pub(crate) mod constants;
 pub(crate) mod eval;
 pub(crate) mod explain;
 pub(crate) mod fuse;
