@@ -212,9 +212,20 @@ impl Array {
         } else {
             t
         };
-        let a = self.astype(t)?;
-        let b = other.astype(t)?;
-        Array::elementwise(ElementwiseOp::Binary(op), name, &[&a, &b], out)
+        // Borrowed where the dtype is already `t` (no handle to count); not
+        // a closure, so that a cast records the caller's location.
+        let a = if self.dtype() == t {
+            None
+        } else {
+            Some(self.astype(t)?)
+        };
+        let b = if other.dtype() == t {
+            None
+        } else {
+            Some(other.astype(t)?)
+        };
+        let (a, b) = (a.as_ref().unwrap_or(self), b.as_ref().unwrap_or(other));
+        Array::elementwise(ElementwiseOp::Binary(op), name, &[a, b], out)
     }
 }
 

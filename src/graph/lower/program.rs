@@ -24,10 +24,20 @@ use crate::{DType, Error, Result};
 /// axis, the array axis it walks and the step (or none: broadcast), and per
 /// array axis the index the walk starts from. Inline up to rank 4: a map
 /// is made per value of a program, so it allocates only for higher ranks.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 struct AxisMap {
     axes: SmallVec<[Option<(usize, isize)>; 4]>,
     starts: SmallVec<[isize; 4]>,
+}
+
+impl Clone for AxisMap {
+    /// By copy (`SmallVec`'s own clone goes element by element).
+    fn clone(&self) -> AxisMap {
+        AxisMap {
+            axes: SmallVec::from_slice(&self.axes),
+            starts: SmallVec::from_slice(&self.starts),
+        }
+    }
 }
 
 impl AxisMap {
@@ -215,8 +225,22 @@ impl<'g> Builder<'g> {
     /// `direct`: `a` is an input of an elementwise node this program
     /// computes (and computes nowhere else), so a load of it may be donated.
     fn value(&mut self, a: &Arc<ArrayInner>, map: &AxisMap, direct: bool) -> Result<Value> {
-        let key = (Arc::as_ptr(a), map.clone());
-        if let Some(&v) = self.memo.get(&key) {
+        // An array with one handle has one reader, one input slot of one
+        // node (an output the program writes has another handle, the
+        // caller's): the program reaches it once, so nothing is memoised.
+        let once = Arc::strong_count(a) == 1;
+        let key = (
+            Arc::as_ptr(a),
+            if once {
+                AxisMap {
+                    axes: SmallVec::new(),
+                    starts: SmallVec::new(),
+                }
+            } else {
+                map.clone()
+            },
+        );
+        if !once && let Some(&v) = self.memo.get(&key) {
             return Ok(v);
         }
         if self.acc == Some(Arc::as_ptr(a)) {
@@ -239,7 +263,9 @@ impl<'g> Builder<'g> {
                 dense: true,
                 gather: None,
             });
-            self.memo.insert(key, v);
+            if !once {
+                self.memo.insert(key, v);
+            }
             return Ok(v);
         }
         let node = match a.pending_node() {
@@ -309,7 +335,9 @@ impl<'g> Builder<'g> {
                 )));
             }
         };
-        self.memo.insert(key, v);
+        if !once {
+            self.memo.insert(key, v);
+        }
         Ok(v)
     }
 
