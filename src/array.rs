@@ -215,7 +215,7 @@ impl Array {
     pub(crate) fn from_node1(
         device: &Device,
         primitive: Primitive,
-        inputs: Vec<Array>,
+        inputs: impl Into<crate::graph::Inputs>,
         shape: Vec<usize>,
         dtype: DType,
     ) -> Array {

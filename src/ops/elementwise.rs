@@ -115,7 +115,10 @@ impl Array {
         Ok(Array::from_node1(
             inputs[0].device(),
             Primitive::Elementwise(op),
-            inputs.iter().map(|a| (*a).clone()).collect(),
+            inputs
+                .iter()
+                .map(|a| (*a).clone())
+                .collect::<crate::graph::Inputs>(),
             shape.into_owned(),
             out,
         ))
