@@ -194,7 +194,7 @@ impl Array {
     pub(crate) fn from_node(
         device: &Device,
         primitive: Primitive,
-        inputs: Vec<Array>,
+        inputs: impl Into<crate::graph::Inputs>,
         outputs: Vec<(Vec<usize>, DType)>,
     ) -> Vec<Array> {
         let origin = device.origin(|| primitive.name());
