@@ -179,6 +179,9 @@ struct Builder<'g> {
     consts: Vec<u64>,
     memo: HashMap<(*const ArrayInner, AxisMap), Value>,
     const_memo: HashMap<(u64, DType), Value>,
+    /// 0-d inputs of members (scalars): every axis of theirs is a
+    /// broadcast, so one value per array whatever the path to it.
+    scalars: HashMap<*const ArrayInner, Value>,
     /// In a GEMM epilogue: the product, whose value is the GEMM's result at
     /// the element (`Source::Acc`); no load is donated there.
     acc: Option<*const ArrayInner>,
@@ -212,6 +215,7 @@ impl<'g> Builder<'g> {
             // About a value per member and one per load or view.
             memo: HashMap::with_capacity_and_hasher(2 * members.len(), Default::default()),
             const_memo: HashMap::default(),
+            scalars: HashMap::default(),
             acc,
         }
     }
@@ -297,10 +301,24 @@ impl<'g> Builder<'g> {
             Primitive::Elementwise(op) if self.members.contains(&Arc::as_ptr(&node)) => {
                 let mut args = kernel::Args::new();
                 for x in &node.inputs {
+                    let ptr = Arc::as_ptr(&x.inner);
                     // An input of the output's shape without length-1
                     // axes is broadcast by the identity: the map is
                     // unchanged.
-                    let v = if x.inner.shape == a.shape && !a.shape.contains(&1) {
+                    let v = if x.inner.shape.is_empty() && self.acc != Some(ptr) {
+                        match self.scalars.get(&ptr) {
+                            Some(&v) => v,
+                            None => {
+                                let all = AxisMap {
+                                    axes: smallvec![None; map.axes.len()],
+                                    starts: SmallVec::new(),
+                                };
+                                let v = self.value(&x.inner, &all, true)?;
+                                self.scalars.insert(ptr, v);
+                                v
+                            }
+                        }
+                    } else if x.inner.shape == a.shape && !a.shape.contains(&1) {
                         self.value(&x.inner, map, true)?
                     } else {
                         let t = AxisMap::broadcast(&x.inner.shape, &a.shape);
@@ -682,6 +700,7 @@ pub(super) fn copy(
         consts: Vec::new(),
         memo: HashMap::default(),
         const_memo: HashMap::default(),
+        scalars: HashMap::default(),
         acc: None,
     };
     b.loads.push(Load {
@@ -760,6 +779,7 @@ pub(super) fn take(
         consts: Vec::new(),
         memo: HashMap::default(),
         const_memo: HashMap::default(),
+        scalars: HashMap::default(),
         acc: None,
     };
     b.loads.push(Load {
