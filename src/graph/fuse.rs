@@ -867,8 +867,7 @@ fn apply_caps(
                     _ => l.push(id),
                 }
             }
-            l.sort_unstable();
-            l.dedup();
+            sort_dedup(&mut l);
             let outs = mat[i].iter().filter(|&&m| m).count().max(1);
             let too_big = s + l.len() > MAX_DEFS || l.len() + outs > max_bindings;
             size[i] = s;
