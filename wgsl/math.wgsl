@@ -71,85 +71,58 @@ fn log1p_f(x: f32) -> f32 {
     return s * (hfsq + t2 + t1) + dk * ln2_lo - hfsq + f + dk * ln2_hi;
 }
 
+// Branch-free (as every hot function below): SIMD-masked drivers
+// (lavapipe, llvmpipe, and GPUs on divergent lanes) run both sides of an
+// `if`, so the argument is clamped into the core's range, the core runs
+// once, fdlibm's cases of the result are each a few operations picked by
+// `select`, and special values (NaN, infinities, tiny and huge x) are
+// selected at the end, on the bits.
 fn expm1_f(x_in: f32) -> f32 {
-    var x = x_in;
-    let hx = bitcast<u32>(x) & 0x7fffffffu;
-    let negative = (bitcast<u32>(x) >> 31u) != 0u;
-    if hx >= 0x4195b844u {
-        // |x| >= 27 ln 2: -1 below, inf past ln(f32::MAX), NaN as is.
-        if is_nan(x) {
-            return x;
-        }
-        if negative {
-            return -1.0;
-        }
-        if hx > 0x42b17217u {
-            return bitcast<f32>(INF_BITS);
-        }
-    }
+    let ux = bitcast<u32>(x_in);
+    let hx = ux & 0x7fffffffu;
+    let negative = (ux >> 31u) != 0u;
+    // Past -27 ln 2 the result is -1, past ln(f32::MAX) inf: clamp there
+    // (NaN gives anything here, replaced at the end).
+    let x = clamp(x_in, bitcast<f32>(0xc195b844u), bitcast<f32>(0x42b17217u));
     let ln2_hi = bitcast<f32>(0x3f317180u);
     let ln2_lo = bitcast<f32>(0x3717f7d1u);
-    var k = 0;
-    var c = 0.0;
-    if hx > 0x3eb17218u {
-        // |x| > ln 2 / 2: x = k ln 2 + r, |r| <= ln 2 / 2.
-        var hi = 0.0;
-        var lo = 0.0;
-        if hx < 0x3f851592u {
-            if negative {
-                hi = x + ln2_hi;
-                lo = -ln2_lo;
-                k = -1;
-            } else {
-                hi = x - ln2_hi;
-                lo = ln2_lo;
-                k = 1;
-            }
-        } else {
-            k = i32(bitcast<f32>(0x3fb8aa3bu) * x + select(0.5, -0.5, negative));
-            let t = f32(k);
-            hi = x - t * ln2_hi;
-            lo = t * ln2_lo;
-        }
-        x = hi - lo;
-        c = (hi - x) - lo;
-    } else if hx < 0x33000000u {
-        // |x| < 2^-25 is its own expm1 (subnormals too).
-        return x;
-    }
-    // exp(x) - 1 on the reduced x by a rational minimax (fdlibm's R).
-    let hfx = 0.5 * x;
-    let hxs = x * hfx;
+    // x = k ln 2 + r, |r| <= ln 2 / 2 (give or take the rounding of
+    // x / ln 2, which the minimax tolerates); k = 0 for |x| <= ln 2 / 2,
+    // where r = x and the correction c = 0 exactly.
+    var k = i32(bitcast<f32>(0x3fb8aa3bu) * x + select(0.5, -0.5, negative));
+    k = select(k, 0, hx <= 0x3eb17218u);
+    let t = f32(k);
+    let hi = x - t * ln2_hi;
+    let lo = t * ln2_lo;
+    let r = hi - lo;
+    let c = (hi - r) - lo;
+    // exp(r) - 1 by a rational minimax (fdlibm's R).
+    let hfx = 0.5 * r;
+    let hxs = r * hfx;
     let r1 = 1.0 + hxs * (bitcast<f32>(0xbd088868u) + hxs * bitcast<f32>(0x3acf3010u));
-    let t = 3.0 - r1 * hfx;
-    var e = hxs * ((r1 - t) / (6.0 - x * t));
-    if k == 0 {
-        return x - (x * e - hxs);
-    }
-    e = x * (e - c) - c;
+    let t3 = 3.0 - r1 * hfx;
+    var e = hxs * ((r1 - t3) / (6.0 - r * t3));
+    let y_k0 = r - (r * e - hxs);
+    e = r * (e - c) - c;
     e -= hxs;
-    // exp(x_in) - 1 = 2^k (x - e + 1) - 1.
-    if k == -1 {
-        return 0.5 * (x - e) - 0.5;
-    }
-    if k == 1 {
-        if x < -0.25 {
-            return -2.0 * (e - (x + 0.5));
-        }
-        return 1.0 + 2.0 * (x - e);
-    }
-    if k < 0 || k > 56 {
-        // 2^(k - 1), then 2: 2^128 (k = 128) is past f32. Neither factor
-        // is a constant, so no compiler folds them into an infinity.
-        let y = (x - e + 1.0) * bitcast<f32>(u32(0x7e + k) << 23u) * 2.0;
-        return y - 1.0;
-    }
-    let twopk = bitcast<f32>(u32(0x7f + k) << 23u);
-    let twomk = bitcast<f32>(u32(0x7f - k) << 23u);
-    if k < 23 {
-        return (x - e + (1.0 - twomk)) * twopk;
-    }
-    return (x - (e + twomk) + 1.0) * twopk;
+    // exp(x) - 1 = 2^k (r - e + 1) - 1, rounded as fdlibm does by k.
+    let y_km1 = 0.5 * (r - e) - 0.5;
+    let y_k1 = select(1.0 + 2.0 * (r - e), -2.0 * (e - (r + 0.5)), r < -0.25);
+    let twopk = exp2i_f(min(k, 127));
+    let twomk = exp2i_f(max(-k, -126));
+    // k < 0 or k > 56: 2^(k - 1), then 2 (2^128 at k = 128 is past f32;
+    // neither factor is a constant a compiler could fold into an inf).
+    let y_far = (r - e + 1.0) * exp2i_f(k - 1) * 2.0 - 1.0;
+    let y_mid = select((r - (e + twomk) + 1.0) * twopk, (r - e + (1.0 - twomk)) * twopk, k < 23);
+    var y = select(y_mid, y_far, k < 0 || k > 56);
+    y = select(y, y_k1, k == 1);
+    y = select(y, y_km1, k == -1);
+    y = select(y, y_k0, k == 0);
+    // |x| < 2^-25 is its own expm1 (subnormals too).
+    y = select(y, x_in, hx < 0x33000000u);
+    y = select(y, -1.0, negative && hx >= 0x4195b844u);
+    y = select(y, bitcast<f32>(INF_BITS), !negative && hx > 0x42b17217u);
+    return select(y, x_in, hx > INF_BITS);
 }
 
 // NumPy maximum/minimum: NaN propagates.
@@ -280,46 +253,29 @@ fn scalbn_f(y: f32, k: i32) -> f32 {
 
 // e^x (musl's expf before 2017, after fdlibm): x = k ln 2 + r with ln 2
 // split in an exact part and a correction, a degree-2 rational in r.
-fn exp_f(x: f32) -> f32 {
-    let ux = bitcast<u32>(x);
+fn exp_f(x_in: f32) -> f32 {
+    let ux = bitcast<u32>(x_in);
     let negative = (ux >> 31u) != 0u;
     let hx = ux & 0x7fffffffu;
-    if is_nan(x) {
-        return x;
-    }
-    if hx >= 0x42aeac50u {
-        if hx >= 0x42b17218u && !negative {
-            return bitcast<f32>(INF_BITS);
-        }
-        if negative && hx >= 0x42cff1b5u {
-            return 0.0;
-        }
-    }
-    var k = 0;
-    var hi = x;
-    var lo = 0.0;
-    if hx > 0x3eb17218u {
-        // |x| > ln 2 / 2
-        if hx > 0x3f851592u {
-            k = i32(bitcast<f32>(0x3fb8aa3bu) * x + select(0.5, -0.5, negative));
-        } else {
-            k = select(1, -1, negative);
-        }
-        let dk = f32(k);
-        hi = x - dk * bitcast<f32>(0x3f317200u);
-        lo = dk * bitcast<f32>(0x35bfbe8eu);
-    } else if hx <= 0x39000000u {
-        // |x| <= 2^-14
-        return 1.0 + x;
-    }
+    // Overflow past 0x42b17218, underflow below -0x42cff1b5: clamp just
+    // beyond both (the results are selected at the end, NaN too).
+    let x = clamp(x_in, -104.0, 89.0);
+    // k = round(x / ln 2), 0 for |x| <= ln 2 / 2 (then hi = x, lo = 0).
+    var k = i32(bitcast<f32>(0x3fb8aa3bu) * x + select(0.5, -0.5, negative));
+    k = select(k, 0, hx <= 0x3eb17218u);
+    let dk = f32(k);
+    let hi = x - dk * bitcast<f32>(0x3f317200u);
+    let lo = dk * bitcast<f32>(0x35bfbe8eu);
     let r = hi - lo;
     let rr = r * r;
     let c = r - rr * (bitcast<f32>(0x3e2aaa8fu) + rr * bitcast<f32>(0xbb355215u));
-    let y = 1.0 + (r * c / (2.0 - c) - lo + hi);
-    if k == 0 {
-        return y;
-    }
-    return scalbn_f(y, k);
+    // 1 + (r c / (2 - c) - lo + hi), written so that a compiler which
+    // reassociates the constant 1 into the sum (lavapipe did, 2.1 ulp)
+    // does not.
+    var y = scalbn_f(1.0 - ((lo - r * c / (2.0 - c)) - hi), k);
+    y = select(y, bitcast<f32>(INF_BITS), !negative && hx >= 0x42b17218u);
+    y = select(y, 0.0, negative && hx >= 0x42cff1b5u);
+    return select(y, x_in, hx > INF_BITS);
 }
 
 // The shared part of log, log2 and log10 (musl's logf, log2f, log10f
@@ -361,13 +317,11 @@ fn softplus_f(x: f32) -> f32 {
 }
 
 fn log_parts(x: f32) -> vec4<f32> {
-    var ix = bitcast<u32>(x);
-    var k = 0;
-    if ix < 0x00800000u {
-        // x = ix 2^-149 and f32(ix) is exact.
-        ix = bitcast<u32>(f32(ix));
-        k = -149;
-    }
+    let ix0 = bitcast<u32>(x);
+    // A subnormal x = ix 2^-149, and f32(ix) is exact.
+    let subnormal = ix0 < 0x00800000u;
+    var ix = select(ix0, bitcast<u32>(f32(ix0)), subnormal);
+    var k = select(0, -149, subnormal);
     ix += 0x3f800000u - 0x3f3504f3u;
     k += i32(ix >> 23u) - 0x7f;
     ix = (ix & 0x007fffffu) + 0x3f3504f3u;
@@ -385,54 +339,36 @@ fn log_parts(x: f32) -> vec4<f32> {
 // result; 1u (not a float result here) when x is ordinary.
 fn log_special_bits(x: f32) -> u32 {
     let ix = bitcast<u32>(x);
-    if is_nan(x) {
-        return ix;
-    }
-    if (ix << 1u) == 0u {
-        return 0xff800000u;
-    }
-    if (ix >> 31u) != 0u {
-        return NAN_BITS;
-    }
-    if ix == INF_BITS {
-        return INF_BITS;
-    }
-    if ix == 0x3f800000u {
-        return 0u;
-    }
-    return 1u;
+    var r = select(1u, 0u, ix == 0x3f800000u);
+    r = select(r, INF_BITS, ix == INF_BITS);
+    r = select(r, NAN_BITS, (ix >> 31u) != 0u);
+    r = select(r, 0xff800000u, (ix << 1u) == 0u);
+    return select(r, ix, (ix & 0x7fffffffu) > INF_BITS);
 }
 
 fn log_f(x: f32) -> f32 {
     let special = log_special_bits(x);
-    if special != 1u {
-        return bitcast<f32>(special);
-    }
     let p = log_parts(x);
     let dk = p.x;
-    return p.z + dk * bitcast<f32>(0x3717f7d1u) - p.w + p.y + dk * bitcast<f32>(0x3f317180u);
+    let y = p.z + dk * bitcast<f32>(0x3717f7d1u) - p.w + p.y + dk * bitcast<f32>(0x3f317180u);
+    return select(bitcast<f32>(special), y, special == 1u);
 }
 
 // log2 and log10: f - hfsq split in a 12-bit head and a tail, so the
 // products with the head of 1/ln 2 (1/ln 10) are exact.
 fn log2_f(x: f32) -> f32 {
     let special = log_special_bits(x);
-    if special != 1u {
-        return bitcast<f32>(special);
-    }
     let p = log_parts(x);
     let hi = bitcast<f32>(bitcast<u32>(p.y - p.w) & 0xfffff000u);
     let lo = p.y - hi - p.w + p.z;
     let ivln2hi = bitcast<f32>(0x3fb8b000u);
     let ivln2lo = bitcast<f32>(0xb9389ad4u);
-    return (lo + hi) * ivln2lo + lo * ivln2hi + hi * ivln2hi + p.x;
+    let y = (lo + hi) * ivln2lo + lo * ivln2hi + hi * ivln2hi + p.x;
+    return select(bitcast<f32>(special), y, special == 1u);
 }
 
 fn log10_f(x: f32) -> f32 {
     let special = log_special_bits(x);
-    if special != 1u {
-        return bitcast<f32>(special);
-    }
     let p = log_parts(x);
     let hi = bitcast<f32>(bitcast<u32>(p.y - p.w) & 0xfffff000u);
     let lo = p.y - hi - p.w + p.z;
@@ -440,7 +376,8 @@ fn log10_f(x: f32) -> f32 {
     let ivln10lo = bitcast<f32>(0xb804ead9u);
     let log10_2hi = bitcast<f32>(0x3e9a2080u);
     let log10_2lo = bitcast<f32>(0x355427dbu);
-    return p.x * log10_2lo + (lo + hi) * ivln10lo + lo * ivln10hi + hi * ivln10hi + p.x * log10_2hi;
+    let y = p.x * log10_2lo + (lo + hi) * ivln10lo + lo * ivln10hi + hi * ivln10hi + p.x * log10_2hi;
+    return select(bitcast<f32>(special), y, special == 1u);
 }
 
 // e^|x| / 2 times sign for |x| beyond ln(f32::MAX), without overflowing
@@ -1088,10 +1025,8 @@ fn cos_f(x: f32) -> f32 {
 fn div_by_sum_f(n: f32, c: f32, e: f32) -> f32 {
     let ue = bitcast<u32>(e);
     let drop = i32((bitcast<u32>(c) >> 23u) & 0xffu) - i32((ue >> 23u) & 0xffu);
-    var e_hi = 0.0;
-    if drop < 24 {
-        e_hi = bitcast<f32>(ue & (0xffffffffu << u32(max(drop, 0))));
-    }
+    let cut = bitcast<f32>(ue & (0xffffffffu << u32(clamp(drop, 0, 31))));
+    let e_hi = select(0.0, cut, drop < 24);
     let s = c + e_hi;
     let q = n / s;
     return q - q * ((e - e_hi) / s);
@@ -1100,40 +1035,30 @@ fn div_by_sum_f(n: f32, c: f32, e: f32) -> f32 {
 // tanh (after musl's tanhf): 1 - 2 / (expm1(2|x|) + 2) beyond
 // log(3)/2, t / (t + 2) with t = expm1(2|x|) below (div_by_sum_f, so
 // only expm1's error and the division's remain), 1 beyond |x| > 10 where
-// tanh rounds to 1; subnormals are their own tanh.
+// tanh rounds to 1 (|x| is clamped there: one expm1 serves every
+// branch); subnormals are their own tanh.
 fn tanh_f(x_in: f32) -> f32 {
     let ux = bitcast<u32>(x_in);
     let w = ux & 0x7fffffffu;
-    let x = bitcast<f32>(w);
-    if is_nan(x_in) {
-        return x_in;
-    }
-    var t = x;
-    if w > 0x3f0c9f54u {
-        if w > 0x41200000u {
-            t = 1.0;
-        } else {
-            let e = expm1_f(2.0 * x);
-            t = 1.0 - 2.0 / (e + 2.0);
-        }
-    } else if w >= 0x00800000u {
-        let e = expm1_f(2.0 * x);
-        t = div_by_sum_f(e, 2.0, e);
-    }
-    return select(t, -t, (ux >> 31u) != 0u);
+    let x = min(bitcast<f32>(w), 10.0);
+    let e = expm1_f(2.0 * x);
+    let big = 1.0 - 2.0 / (e + 2.0);
+    // Below log(3)/2, 0 <= e <= 2 (div_by_sum_f's range); clamped so
+    // that the unused lanes stay in it too.
+    let small = div_by_sum_f(min(e, 2.0), 2.0, min(e, 2.0));
+    var t = select(small, big, w > 0x3f0c9f54u);
+    t = select(t, bitcast<f32>(w), w < 0x00800000u);
+    t = select(t, -t, (ux >> 31u) != 0u);
+    return select(t, x_in, w > INF_BITS);
 }
 
 // 1 / (1 + e^-x), from e^-|x| (exp_f) so that nothing cancels: for x < 0
 // it is e^x / (1 + e^x); the sums are not rounded (div_by_sum_f).
 fn sigmoid_f(x: f32) -> f32 {
-    if is_nan(x) {
-        return x;
-    }
-    if (bitcast<u32>(x) >> 31u) == 0u {
-        return div_by_sum_f(1.0, 1.0, exp_f(-x));
-    }
-    let e = exp_f(x);
-    return div_by_sum_f(e, 1.0, e);
+    let ux = bitcast<u32>(x);
+    let e = exp_f(bitcast<f32>(ux | 0x80000000u));
+    let r = div_by_sum_f(select(e, 1.0, (ux >> 31u) == 0u), 1.0, e);
+    return select(r, x, (ux & 0x7fffffffu) > INF_BITS);
 }
 
 // erf and erfc (musl's erff, erfcf, after fdlibm's s_erff.c): x + x R(x^2)
