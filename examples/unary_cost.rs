@@ -11,7 +11,8 @@
 //! ```
 //!
 //! FUNCTION is one of abs, tanh, exp, expm1, sigmoid, gelu, erf, log,
-//! silu (default: all of them).
+//! silu (default: all of them), or `tanh5` (five tanh, fused into one
+//! kernel) or `chain20` (benches/fusion.rs's 20-op chain, fused).
 
 use std::time::Instant;
 use wgarray::{Array, Device};
@@ -29,6 +30,10 @@ fn apply(name: &str, x: &Array, ax: &Array) -> Array {
         "erf" => x.erf(),
         "log" => ax.log(),
         "silu" => x.silu(),
+        "tanh5" => (0..5).try_fold(x.clone(), |y, _| y.tanh()),
+        "chain20" => (0..5).try_fold(x.clone(), |y, i| {
+            ((&y * 0.5)? + 0.25 * i as f64)?.tanh()?.abs()
+        }),
         other => panic!("unknown function {other}"),
     }
     .unwrap()

@@ -1064,125 +1064,94 @@ fn sigmoid_f(x: f32) -> f32 {
 // erf and erfc (musl's erff, erfcf, after fdlibm's s_erff.c): x + x R(x^2)
 // below 0.84375, erx + P/Q(|x| - 1) below 1.25, and beyond
 // exp(-z^2 - 0.5625) exp((z - x)(z + x) + R/S(1/x^2)) / x for erfc, with z
-// x's 12-bit head so that z^2 is exact.
-fn erf_small_y(x: f32) -> f32 {
-    let z = x * x;
-    let r = bitcast<f32>(0x3e0375d4u) + z * (bitcast<f32>(0xbea66bebu) + z * (bitcast<f32>(0xbce9528fu)
-        + z * (bitcast<f32>(0xbbbd1489u) + z * bitcast<f32>(0xb7c756b1u))));
-    let s = 1.0 + z * (bitcast<f32>(0x3ecbbbceu) + z * (bitcast<f32>(0x3d852a63u) + z * (bitcast<f32>(0x3ba68116u)
-        + z * (bitcast<f32>(0x390aee49u) + z * bitcast<f32>(0xb684e21au)))));
-    return r / s;
-}
+// x's 12-bit head so that z^2 is exact. Branch-free: the four rationals
+// (R, P/Q, and R/S on either side of 1/0.35) are one of degree 7 over
+// degree 8, its coefficients picked by region (the shorter ones padded
+// with zeros, which leaves Horner's results as they were).
 
 const ERX_BITS: u32 = 0x3f58560bu;
 
-// erf(|x|) - erx for 0.84375 <= |x| < 1.25: P/Q(|x| - 1).
-fn erf_mid_pq(ax: f32) -> f32 {
-    let s = ax - 1.0;
-    let p = bitcast<f32>(0xbb1acdc6u) + s * (bitcast<f32>(0x3ed46805u) + s * (bitcast<f32>(0xbebe9208u)
-        + s * (bitcast<f32>(0x3ea2fe54u) + s * (bitcast<f32>(0xbde31cc2u) + s * (bitcast<f32>(0x3d1151b3u)
-        + s * bitcast<f32>(0xbb0df9c0u))))));
-    let q = 1.0 + s * (bitcast<f32>(0x3dd9f331u) + s * (bitcast<f32>(0x3f0a5785u) + s * (bitcast<f32>(0x3d931ae7u)
-        + s * (bitcast<f32>(0x3e013307u) + s * (bitcast<f32>(0x3c5f6e13u) + s * bitcast<f32>(0x3c445aa3u))))));
-    return p / q;
+// The coefficient of region r (0: |x| < 0.84375, 1: < 1.25, 2: < 1/0.35,
+// 3: beyond) from fdlibm's four sets, as bits.
+fn erf_coef(r: u32, c0: u32, c1: u32, c2: u32, c3: u32) -> f32 {
+    return bitcast<f32>(select(select(c0, c1, r >= 1u), select(c2, c3, r >= 3u), r >= 2u));
 }
 
-// erfc(ax) for 1.25 <= ax < 28 (musl's erfc2).
-fn erfc_tail_f(ax: f32) -> f32 {
-    let s = 1.0 / (ax * ax);
-    var r = 0.0;
-    var big_s = 0.0;
-    if bitcast<u32>(ax) < 0x4036db6du {
-        r = bitcast<f32>(0xbc21a093u) + s * (bitcast<f32>(0xbf31a0b7u) + s * (bitcast<f32>(0xc128f022u)
-            + s * (bitcast<f32>(0xc2798057u) + s * (bitcast<f32>(0xc322658cu) + s * (bitcast<f32>(0xc3389ae7u)
-            + s * (bitcast<f32>(0xc2a2932bu) + s * bitcast<f32>(0xc11d077eu)))))));
-        big_s = 1.0 + s * (bitcast<f32>(0x419d35ceu) + s * (bitcast<f32>(0x4309a863u) + s * (bitcast<f32>(0x43d9486fu)
-            + s * (bitcast<f32>(0x442158c9u) + s * (bitcast<f32>(0x43d6810bu) + s * (bitcast<f32>(0x42d9451fu)
-            + s * (bitcast<f32>(0x40d23f7cu) + s * bitcast<f32>(0xbd777f97u))))))));
-    } else {
-        r = bitcast<f32>(0xbc21a092u) + s * (bitcast<f32>(0xbf4c9dd4u) + s * (bitcast<f32>(0xc18e104bu)
-            + s * (bitcast<f32>(0xc320a2eau) + s * (bitcast<f32>(0xc41f6441u) + s * (bitcast<f32>(0xc480230bu)
-            + s * bitcast<f32>(0xc3f1c275u))))));
-        big_s = 1.0 + s * (bitcast<f32>(0x41f2b459u) + s * (bitcast<f32>(0x43a2e571u) + s * (bitcast<f32>(0x44c01759u)
-            + s * (bitcast<f32>(0x4547fdbbu) + s * (bitcast<f32>(0x451f90ceu) + s * (bitcast<f32>(0x43ed43a7u)
-            + s * bitcast<f32>(0xc1b38712u)))))));
-    }
-    let z = bitcast<f32>(bitcast<u32>(ax) & 0xffffe000u);
-    return exp_f(-z * z - 0.5625) * exp_f((z - ax) * (z + ax) + r / big_s) / ax;
+// (erf(u), erfc(u)) for u = |x| >= 0, each to fdlibm's accuracy (erf
+// relative near 0, erfc relative in the tail); NaN gives anything.
+fn erf_erfc_f(u: f32) -> vec2<f32> {
+    let iu = bitcast<u32>(u);
+    let r = select(0u, 1u, iu >= 0x3f580000u) + select(0u, 1u, iu >= 0x3fa00000u)
+        + select(0u, 1u, iu >= 0x4036db6du);
+    // The rational's variable: u^2, u - 1, 1/u^2.
+    let v = select(select(u * u, u - 1.0, r == 1u), 1.0 / (u * u), r >= 2u);
+    var p = erf_coef(r, 0u, 0u, 0xc11d077eu, 0u);
+    p = erf_coef(r, 0u, 0xbb0df9c0u, 0xc2a2932bu, 0xc3f1c275u) + v * p;
+    p = erf_coef(r, 0u, 0x3d1151b3u, 0xc3389ae7u, 0xc480230bu) + v * p;
+    p = erf_coef(r, 0u, 0xbde31cc2u, 0xc322658cu, 0xc41f6441u) + v * p;
+    p = erf_coef(r, 0xb7c756b1u, 0x3ea2fe54u, 0xc2798057u, 0xc320a2eau) + v * p;
+    p = erf_coef(r, 0xbbbd1489u, 0xbebe9208u, 0xc128f022u, 0xc18e104bu) + v * p;
+    p = erf_coef(r, 0xbce9528fu, 0x3ed46805u, 0xbf31a0b7u, 0xbf4c9dd4u) + v * p;
+    p = erf_coef(r, 0xbea66bebu, 0xbb1acdc6u, 0xbc21a093u, 0xbc21a092u) + v * p;
+    // Region 0's R starts at v^0 with 0x3e0375d4 where the others are done:
+    // it is one degree shorter, so its last step multiplies by v.
+    p = select(p, bitcast<f32>(0x3e0375d4u) + v * p, r == 0u);
+    var q = erf_coef(r, 0u, 0u, 0xbd777f97u, 0u);
+    q = erf_coef(r, 0u, 0u, 0x40d23f7cu, 0xc1b38712u) + v * q;
+    q = erf_coef(r, 0u, 0x3c445aa3u, 0x42d9451fu, 0x43ed43a7u) + v * q;
+    q = erf_coef(r, 0xb684e21au, 0x3c5f6e13u, 0x43d6810bu, 0x451f90ceu) + v * q;
+    q = erf_coef(r, 0x390aee49u, 0x3e013307u, 0x442158c9u, 0x4547fdbbu) + v * q;
+    q = erf_coef(r, 0x3ba68116u, 0x3d931ae7u, 0x43d9486fu, 0x44c01759u) + v * q;
+    q = erf_coef(r, 0x3d852a63u, 0x3f0a5785u, 0x4309a863u, 0x43a2e571u) + v * q;
+    q = erf_coef(r, 0x3ecbbbceu, 0x3dd9f331u, 0x419d35ceu, 0x41f2b459u) + v * q;
+    q = 1.0 + v * q;
+    let y = p / q;
+    // The tail: erfc(u) = exp(-z^2 - 0.5625) exp((z - u)(z + u) + y) / u
+    // (u clamped to 28, past which erfc is 0, so the exps stay finite).
+    let ut = clamp(u, 1.0, 28.0);
+    let z = bitcast<f32>(bitcast<u32>(ut) & 0xffffe000u);
+    let tail = exp_f(-z * z - 0.5625) * exp_f((z - ut) * (z + ut) + y) / ut;
+    let erx = bitcast<f32>(ERX_BITS);
+    // Below 2^-28 erf u = u (2/sqrt(pi)), scaled by 8 against underflow.
+    let erf_tiny = 0.125 * (8.0 * u + bitcast<f32>(0x3f8375d4u) * u);
+    var e = select(u + u * y, erf_tiny, iu < 0x31800000u);
+    e = select(e, erx + y, r == 1u);
+    e = select(e, 1.0 - tail, r >= 2u);
+    e = select(e, 1.0, iu >= 0x40c00000u);
+    var c = select(0.5 - (u - 0.5 + u * y), 1.0 - (u + u * y), iu < 0x3e800000u);
+    c = select(c, (1.0 - erx) - y, r == 1u);
+    c = select(c, tail, r >= 2u);
+    c = select(c, 0.0, iu >= 0x41e00000u);
+    return vec2<f32>(e, c);
 }
 
 fn erf_f(x: f32) -> f32 {
     let ux = bitcast<u32>(x);
-    let ix = ux & 0x7fffffffu;
-    let negative = (ux >> 31u) != 0u;
-    if is_nan(x) {
-        return x;
-    }
-    if ix < 0x3f580000u {
-        // |x| < 0.84375; below 2^-28 erf x = x (2/sqrt(pi)), scaled by 8
-        // against underflow.
-        if ix < 0x31800000u {
-            return 0.125 * (8.0 * x + bitcast<f32>(0x3f8375d4u) * x);
-        }
-        return x + x * erf_small_y(x);
-    }
-    let ax = bitcast<f32>(ix);
-    var y = 1.0;
-    if ix < 0x3fa00000u {
-        y = bitcast<f32>(ERX_BITS) + erf_mid_pq(ax);
-    } else if ix < 0x40c00000u {
-        y = 1.0 - erfc_tail_f(ax);
-    }
-    return select(y, -y, negative);
-}
-
-// erfc(x) for x >= 0 (musl's erfcf on that half): gelu's Phi(x) for
-// x < 0 is erfc(-x / sqrt(2)) / 2, which 1 + erf would lose to
-// cancellation.
-fn erfc_pos_f(x: f32) -> f32 {
-    let ix = bitcast<u32>(x);
-    if ix < 0x3f580000u {
-        if ix < 0x23800000u {
-            return 1.0 - x;
-        }
-        let y = erf_small_y(x);
-        if ix < 0x3e800000u {
-            return 1.0 - (x + x * y);
-        }
-        return 0.5 - (x - 0.5 + x * y);
-    }
-    if ix < 0x3fa00000u {
-        return (1.0 - bitcast<f32>(ERX_BITS)) - erf_mid_pq(x);
-    }
-    if ix < 0x41e00000u {
-        return erfc_tail_f(x);
-    }
-    return 0.0;
+    let y = erf_erfc_f(bitcast<f32>(ux & 0x7fffffffu)).x;
+    let r = select(y, -y, (ux >> 31u) != 0u);
+    return select(r, x, (ux & 0x7fffffffu) > INF_BITS);
 }
 
 // GELU x Phi(x) = x erfc(-x / sqrt(2)) / 2; NaN as is.
 fn gelu_f(x: f32) -> f32 {
-    if is_nan(x) {
-        return x;
-    }
-    if x < -14.0 {
-        // x Phi(x) < 2^-142: -0 (and no inf times 0 below); -inf gives
-        // NaN, as -inf * 0 in PyTorch's formula.
-        return select(-0.0, bitcast<f32>(NAN_BITS), bitcast<u32>(x) == 0xff800000u);
-    }
+    let ux = bitcast<u32>(x);
+    let negative = (ux >> 31u) != 0u;
     let t = x * 0.70710678118654752;
-    if (bitcast<u32>(x) >> 31u) != 0u {
-        // erfc(-t) is steep: correct for the rounding of t, d = x c - t
-        // (c = 1/sqrt(2) as a 12-bit head and a tail, x as a 12-bit head
-        // and a tail, so x_h c_h is exact and x_h c_h - t too, by
-        // Sterbenz), erfc(-t - d) = erfc(-t) (1 - 2 t d) to first order.
-        let c_hi = bitcast<f32>(0x3f350000u);
-        let c_lo = 7.5531186547521e-5;
-        let x_h = bitcast<f32>(bitcast<u32>(x) & 0xfffff000u);
-        let d = (x_h * c_hi - t) + (x - x_h) * c_hi + x * c_lo;
-        return 0.5 * x * (erfc_pos_f(-t) * (1.0 - 2.0 * t * d));
-    }
-    return 0.5 * x * (1.0 + erf_f(t));
+    let ee = erf_erfc_f(abs(t));
+    // For x < 0, erfc(-t) is steep: correct for the rounding of t,
+    // d = x c - t (c = 1/sqrt(2) as a 12-bit head and a tail, x as a
+    // 12-bit head and a tail, so x_h c_h is exact and x_h c_h - t too, by
+    // Sterbenz), erfc(-t - d) = erfc(-t) (1 - 2 t d) to first order.
+    let c_hi = bitcast<f32>(0x3f350000u);
+    let c_lo = 7.5531186547521e-5;
+    let x_h = bitcast<f32>(ux & 0xfffff000u);
+    let d = (x_h * c_hi - t) + (x - x_h) * c_hi + x * c_lo;
+    let neg = 0.5 * x * (ee.y * (1.0 - 2.0 * t * d));
+    var g = select(0.5 * x * (1.0 + ee.x), neg, negative);
+    // Below -14, x Phi(x) < 2^-142: -0 (and no inf times 0); -inf gives
+    // NaN, as -inf * 0 in PyTorch's formula.
+    g = select(g, select(-0.0, bitcast<f32>(NAN_BITS), ux == 0xff800000u), negative && ux > 0xc1600000u);
+    return select(g, x, (ux & 0x7fffffffu) > INF_BITS);
 }
 
 // |a|^n exactly, for |a| = m 2^e (m odd) when m^|n| fits in 24 bits (a
