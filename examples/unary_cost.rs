@@ -12,7 +12,8 @@
 //!
 //! FUNCTION is one of abs, tanh, exp, expm1, sigmoid, gelu, erf, log,
 //! silu (default: all of them), or `tanh5` (five tanh, fused into one
-//! kernel) or `chain20` (benches/fusion.rs's 20-op chain, fused).
+//! kernel), `chain20` (benches/fusion.rs's 20-op chain, fused) or
+//! `cheap20` (the same chain with `negative` for `tanh`).
 
 use std::time::Instant;
 use wgarray::{Array, Device};
@@ -33,6 +34,9 @@ fn apply(name: &str, x: &Array, ax: &Array) -> Array {
         "tanh5" => (0..5).try_fold(x.clone(), |y, _| y.tanh()),
         "chain20" => (0..5).try_fold(x.clone(), |y, i| {
             ((&y * 0.5)? + 0.25 * i as f64)?.tanh()?.abs()
+        }),
+        "cheap20" => (0..5).try_fold(x.clone(), |y, i| {
+            ((&y * 0.5)? + 0.25 * i as f64)?.negative()?.abs()
         }),
         other => panic!("unknown function {other}"),
     }
