@@ -44,7 +44,7 @@
 //! ```
 
 pub use crate::kernels::disk::{CACHE_DIR_ENV, CacheDir};
-pub use crate::kernels::matmul::{GemmKernel, ShapeClass};
+pub use crate::kernels::matmul::{GEMV_WIDE_N, GemmKernel, ShapeClass};
 pub use crate::kernels::tuning::{BUDGET_GPU, BUDGET_SOFTWARE, KERNEL_ENV, TUNE_ENV};
 
 use crate::kernels::matmul::usable;
