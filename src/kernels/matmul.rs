@@ -461,12 +461,17 @@ pub(crate) fn register_tile(class: ShapeClass, software: bool) -> GemmKernel {
         // both cores work at N = 384 (1.4x to 1.7x the 16 x 1 x 1 x 4 tile
         // at 1 x 1024 x 3072, 2026-12-01); GPUs want more threads per
         // workgroup.
-        ShapeClass::Gemv | ShapeClass::GemvT if software => tile(8, 1, 1, 4),
-        // From GEMV_WIDE_N columns on, 32 columns per thread (one load of
-        // A feeds twice the columns; still 8 workgroups or more): 1.1x
-        // the 16-column tile at 1 x 1024 x 3072 and 1 x 4096 x 4096 with a
-        // row-major B (2026-12-01, docs/PERFORMANCE.md).
-        ShapeClass::GemvWide | ShapeClass::GemvTWide if software => tile(8, 1, 1, 8),
+        // From GEMV_WIDE_N columns on with a row-major B, 32 columns per
+        // thread (one load of A feeds twice the columns; still 8
+        // workgroups or more): 1.1x to 1.5x the 16-column tile at
+        // 1 x 4096 x 4096 (2026-12-01, docs/PERFORMANCE.md). With B
+        // transposed each column is a row of W, a stream of its own, and
+        // the 16-column tile led in 6 comparisons of 7 (1 x 1024 x 3072,
+        // 1 x 4096 x 4096, four probe runs).
+        ShapeClass::GemvWide if software => tile(8, 1, 1, 8),
+        ShapeClass::Gemv | ShapeClass::GemvT | ShapeClass::GemvTWide if software => {
+            tile(8, 1, 1, 4)
+        }
         ShapeClass::Gemv | ShapeClass::GemvT | ShapeClass::GemvWide | ShapeClass::GemvTWide => {
             tile(64, 1, 1, 1)
         }

@@ -544,23 +544,18 @@ pub(crate) fn candidates(
             splitk(8, 8, true),
             splitk(8, 8, false),
         ],
-        (ShapeClass::GemvT, true) => vec![
+        (ShapeClass::GemvT | ShapeClass::GemvTWide, true) => vec![
             register,
             splitk(8, 8, true),
             tile_wide(),
             splitk(8, 8, false),
         ],
-        // From GEMV_WIDE_N columns on: the 32-column tile first.
+        // From GEMV_WIDE_N columns on with B row-major: the 32-column tile
+        // first.
         (ShapeClass::GemvWide, true) => vec![
             register,
             register_tile(ShapeClass::Gemv, true),
             splitk(8, 8, true),
-        ],
-        (ShapeClass::GemvTWide, true) => vec![
-            register,
-            register_tile(ShapeClass::GemvT, true),
-            splitk(8, 8, true),
-            splitk(8, 8, false),
         ],
         // lavapipe, M = 77 (MiniLM's packed demo batch) against 384 to
         // 1536 (2026-12-01, docs/PERFORMANCE.md): 32 x 128 blocks of 8 x 16
