@@ -278,11 +278,6 @@ fn exp_f(x_in: f32) -> f32 {
     return select(y, x_in, hx > INF_BITS);
 }
 
-// The shared part of log, log2 and log10 (musl's logf, log2f, log10f
-// before 2017, after fdlibm): x = 2^k (1 + f) with 1 + f in
-// [sqrt(2)/2, sqrt(2)), exact. Returns (k, f, s (hfsq + R), hfsq), where
-// log(1 + f) = f - hfsq + s (hfsq + R). Subnormal x are normalised with
-// integer operations (a GPU may flush them to zero in float arithmetic).
 // 2^x: x = k + r with k = round(x) and |r| <= 1/2 both exact, then
 // e^(r ln 2) by exp_f (the product's rounding moves the result by at most
 // 0.35 ulp) scaled by 2^k exactly (as musl's exp2f, which uses a table for
@@ -316,6 +311,11 @@ fn softplus_f(x: f32) -> f32 {
     return max(x, 0.0) + log1p_f(exp_f(-ax));
 }
 
+// The shared part of log, log2 and log10 (musl's logf, log2f, log10f
+// before 2017, after fdlibm): x = 2^k (1 + f) with 1 + f in
+// [sqrt(2)/2, sqrt(2)), exact. Returns (k, f, s (hfsq + R), hfsq), where
+// log(1 + f) = f - hfsq + s (hfsq + R). Subnormal x are normalised with
+// integer operations (a GPU may flush them to zero in float arithmetic).
 fn log_parts(x: f32) -> vec4<f32> {
     let ix0 = bitcast<u32>(x);
     // A subnormal x = ix 2^-149, and f32(ix) is exact.
