@@ -56,6 +56,9 @@ pub(crate) struct ArrayInner {
     /// The op that made the array and its call site; `Some` only when memory
     /// history was on (see [`Device::record_memory_history`]).
     pub origin: Option<Origin>,
+    /// A scalar operand shared by the ops that read it (`graph::constants`):
+    /// never handed to the user, so only nodes hold it.
+    pub shared: bool,
     state: Mutex<State>,
 }
 
@@ -75,6 +78,7 @@ impl ArrayInner {
             dtype,
             device: device.clone(),
             origin,
+            shared: false,
             state: Mutex::new(state),
         });
         if origin.is_some() {
@@ -190,7 +194,7 @@ impl Array {
     pub(crate) fn from_node(
         device: &Device,
         primitive: Primitive,
-        inputs: Vec<Array>,
+        inputs: impl Into<crate::graph::Inputs>,
         outputs: Vec<(Vec<usize>, DType)>,
     ) -> Vec<Array> {
         let origin = device.origin(|| primitive.name());
@@ -211,7 +215,7 @@ impl Array {
     pub(crate) fn from_node1(
         device: &Device,
         primitive: Primitive,
-        inputs: Vec<Array>,
+        inputs: impl Into<crate::graph::Inputs>,
         shape: Vec<usize>,
         dtype: DType,
     ) -> Array {
@@ -414,6 +418,40 @@ impl Array {
         let bits = value.value().bits("full", dtype)?;
         device.check_dtype("full", dtype)?;
         Ok(Array::full_bits(shape, bits, dtype, device))
+    }
+
+    /// A lazy 0-d constant `bits` of `dtype` read by an op as its scalar
+    /// operand: while memory history is off, equal constants share one node
+    /// (`graph::constants`), so a chain of `x + 1.0` records one node per op
+    /// rather than two. Only ops may read it: it is never returned to the
+    /// user (the fusion planner counts on it).
+    #[track_caller]
+    pub(crate) fn operand_constant(bits: u64, dtype: DType, device: &Device) -> Array {
+        let table = &device.inner.constants;
+        if device.inner.history.load(Ordering::Relaxed) {
+            return Array::full_bits(&[], bits, dtype, device);
+        }
+        if let Some(inner) = table.get(bits, dtype) {
+            return Array { inner };
+        }
+        let node = Arc::new(Node::new(device, Primitive::Full { bits }, vec![], None));
+        let mut inner = ArrayInner::new(
+            Vec::new(),
+            dtype,
+            device,
+            State::Pending {
+                node: Arc::clone(&node),
+            },
+            None,
+        );
+        Arc::get_mut(&mut inner)
+            .expect("just made, not yet shared")
+            .shared = true;
+        node.outputs
+            .set(smallvec::smallvec![Arc::downgrade(&inner)])
+            .expect("outputs are set once, here");
+        table.put(bits, dtype, Arc::downgrade(&inner));
+        Array { inner }
     }
 
     /// A lazy constant of a checked shape and a dtype the device has whose

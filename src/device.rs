@@ -281,6 +281,8 @@ pub(crate) struct DeviceInner {
     pub(crate) history: AtomicBool,
     /// The arrays made while history is on, weakly (for memory snapshots).
     pub(crate) registry: Registry,
+    /// Scalar operands shared by the ops that read them, weakly.
+    pub(crate) constants: crate::graph::constants::Constants,
     /// Set by wgpu's device-lost callback, or by wgarray when wgpu refuses
     /// work without a validation error (a destroyed device). A leaf lock:
     /// nothing is called while it is held (see "Lock order" in
@@ -476,6 +478,7 @@ impl Device {
                 dispatches: AtomicU64::new(0),
                 history: AtomicBool::new(false),
                 registry: Registry::default(),
+                constants: Default::default(),
                 lost,
                 uncaptured,
                 wait_timeout_ns: AtomicU64::new(DEFAULT_WAIT_TIMEOUT.as_nanos() as u64),

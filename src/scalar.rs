@@ -221,7 +221,7 @@ impl Value {
     #[track_caller]
     pub(crate) fn constant(self, op: &'static str, dtype: DType, device: &Device) -> Result<Array> {
         let bits = self.bits(op, dtype)?;
-        Ok(Array::full_bits(&[], bits, dtype, device))
+        Ok(Array::operand_constant(bits, dtype, device))
     }
 }
 

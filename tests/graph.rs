@@ -292,3 +292,57 @@ fn concurrent_eval_of_shared_graph() -> R {
     assert_empty(&d);
     Ok(())
 }
+
+/// Equal scalar operands share one lazy constant node while memory history
+/// is off (`graph::constants`): a chain of `x + 1.0` records one node per
+/// op. A shared constant read by a node outside an eval stays a parameter
+/// word there (never a buffer of its own), and both graphs still compute
+/// their own values; with history on each scalar keeps a node of its own.
+#[test]
+fn equal_scalar_operands_share_one_constant_node() -> R {
+    let d = device();
+    let host: Vec<f32> = (0..33).map(|i| (i * 7 % 13) as f32 - 6.5).collect();
+    let x = Array::from_slice(&host, &[33], &d)?;
+    let y = Array::from_slice(&host[..7], &[7], &d)?;
+    let a = (&x + 2.5)?;
+    let b = (&y * 2.5)?;
+    let c = (&a - 2.5)?;
+    // Three ops, one constant between them.
+    assert_eq!(d.live_nodes(), 4);
+    // The constant is also read by `b`, outside this eval: still no
+    // dispatch of its own.
+    let before = d.dispatches();
+    c.eval()?;
+    assert_eq!(d.dispatches() - before, 1, "one fused kernel");
+    assert_eq!(d.live_nodes(), 2, "b and the constant it reads");
+    let before = d.dispatches();
+    b.eval()?;
+    assert_eq!(d.dispatches() - before, 1);
+    assert_eq!(d.live_nodes(), 0);
+    let (av, bv, cv) = (a.to_vec::<f32>()?, b.to_vec::<f32>()?, c.to_vec::<f32>()?);
+    drop((a, b, c));
+    for (i, &h) in host.iter().enumerate() {
+        assert_eq!(av[i], h + 2.5);
+        assert_eq!(cv[i], (h + 2.5) - 2.5);
+    }
+    for (i, &h) in host[..7].iter().enumerate() {
+        assert_eq!(bv[i], h * 2.5);
+    }
+    // Other values and dtypes are other constants.
+    let e = (&(&x + 2.5)? + 3.5)?;
+    let f = (&x.astype(DType::I32)? + 2)?;
+    assert_eq!(d.live_nodes(), 2 + 2 + 2 + 1);
+    assert_eq!(e.to_vec::<f32>()?[3], host[3] + 2.5 + 3.5);
+    assert_eq!(f.to_vec::<i32>()?[3], host[3] as i32 + 2);
+    drop((e, f));
+    assert_eq!(d.live_nodes(), 0);
+    // History on: each scalar is its own node, labelled by its call site.
+    d.record_memory_history(true);
+    let g = (&(&x + 2.5)? + 2.5)?;
+    assert_eq!(d.live_nodes(), 4);
+    assert_eq!(g.to_vec::<f32>()?[5], host[5] + 5.0);
+    d.record_memory_history(false);
+    drop((g, x, y));
+    assert_empty(&d);
+    Ok(())
+}

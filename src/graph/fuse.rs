@@ -37,6 +37,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use super::Node;
@@ -56,9 +57,49 @@ pub(crate) fn enabled() -> bool {
     *ON.get_or_init(|| std::env::var(FUSION_ENV).map_or(true, |v| v.trim() != "0"))
 }
 
-/// Per node, one entry per output: most nodes have one (divmod two), so
-/// these live inline and planning allocates per group, not per node.
-type Outs<T> = SmallVec<[T; 2]>;
+/// Per node, one entry per output, in one flat vector: node `i`'s entries
+/// are `data[at[i]..at[i + 1]]` (most nodes have one output, divmod two,
+/// split any number), so planning allocates per pass, not per node.
+/// Indexed by node, it gives that node's slice.
+struct Outs<T> {
+    at: Rc<[usize]>,
+    data: Vec<T>,
+}
+
+impl<T> Outs<T> {
+    /// Every entry made by `make`.
+    fn with(at: &Rc<[usize]>, make: impl FnMut() -> T) -> Outs<T> {
+        let mut data = Vec::new();
+        data.resize_with(at.last().copied().unwrap_or(0), make);
+        Outs {
+            at: Rc::clone(at),
+            data,
+        }
+    }
+}
+
+impl<T: Clone> Outs<T> {
+    /// Every entry `value`.
+    fn filled(at: &Rc<[usize]>, value: T) -> Outs<T> {
+        Outs {
+            at: Rc::clone(at),
+            data: vec![value; at.last().copied().unwrap_or(0)],
+        }
+    }
+}
+
+impl<T> std::ops::Index<usize> for Outs<T> {
+    type Output = [T];
+    fn index(&self, i: usize) -> &[T] {
+        &self.data[self.at[i]..self.at[i + 1]]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Outs<T> {
+    fn index_mut(&mut self, i: usize) -> &mut [T] {
+        &mut self.data[self.at[i]..self.at[i + 1]]
+    }
+}
 
 /// A short list of positions (readers, kernel roots, loads): inline up to 4.
 type Ids = SmallVec<[usize; 4]>;
@@ -142,6 +183,8 @@ fn kind(p: &Primitive, in_shape: Option<&[usize]>, out_shape: &[usize]) -> Kind 
 
 /// Per-position facts the planner works from.
 struct Facts {
+    /// Where each node's outputs start in the per-output vectors.
+    at: Rc<[usize]>,
     kinds: Vec<Kind>,
     /// Per node, per input slot: the producing `(position, output)` if the
     /// input is pending.
@@ -151,13 +194,30 @@ struct Facts {
     input_ids: Vec<SmallVec<[usize; 3]>>,
     /// Per node, per output: the positions of the nodes that read it (one
     /// entry per input slot).
-    consumers: Vec<Outs<Ids>>,
+    consumers: Outs<Ids>,
     /// Per node, per output: someone outside this eval's graph holds it.
-    held: Vec<Outs<bool>>,
-    /// Per node, per output: alive at all.
-    live: Vec<Outs<bool>>,
-    /// Per node: its outputs' shape (they share one, except split's).
-    shapes: Vec<SmallVec<[usize; 4]>>,
+    held: Outs<bool>,
+    /// Per node, per output: the array, if alive at all (held for the
+    /// plan's duration).
+    outputs: Outs<Option<Arc<ArrayInner>>>,
+    /// Per node: the output whose shape is the node's (they share one,
+    /// except split's), if any is alive.
+    shape_of: Vec<Option<usize>>,
+}
+
+impl Facts {
+    /// Whether output `k` of node `i` is alive at all.
+    fn live(&self, i: usize, k: usize) -> bool {
+        self.outputs[i][k].is_some()
+    }
+
+    /// Node `i`'s outputs' shape (empty if none is alive).
+    fn shape(&self, i: usize) -> &[usize] {
+        match self.shape_of[i] {
+            Some(v) => &self.outputs.data[v].as_ref().expect("a live output").shape,
+            None => &[],
+        }
+    }
 }
 
 fn facts(order: &[Arc<Node>]) -> Facts {
@@ -168,92 +228,92 @@ fn facts(order: &[Arc<Node>]) -> Facts {
         .enumerate()
         .map(|(i, node)| (Arc::as_ptr(node), i))
         .collect();
-    let mut outputs: Vec<Outs<Option<Arc<ArrayInner>>>> = Vec::with_capacity(n);
+    let mut at = Vec::with_capacity(n + 1);
+    at.push(0);
+    let mut outputs: Vec<Option<Arc<ArrayInner>>> = Vec::with_capacity(n);
+    let mut shape_of = Vec::with_capacity(n);
     let mut which: HashMap<*const ArrayInner, (usize, usize)> =
         HashMap::with_capacity_and_hasher(n, Default::default());
     for (i, node) in order.iter().enumerate() {
-        let outs: Outs<Option<Arc<ArrayInner>>> = node
+        let mut shape = None;
+        for (k, w) in node
             .outputs
             .get()
-            .map(|o| o.iter().map(|w| w.upgrade()).collect())
-            .unwrap_or_default();
-        for (k, o) in outs.iter().enumerate() {
-            if let Some(o) = o {
-                which.insert(Arc::as_ptr(o), (i, k));
-            }
-        }
-        outputs.push(outs);
-    }
-    let mut inputs = Vec::with_capacity(n);
-    let input_ids: Vec<SmallVec<[usize; 3]>> = order
-        .iter()
-        .map(|node| {
-            node.inputs
-                .iter()
-                .map(|a| Arc::as_ptr(&a.inner) as usize)
-                .collect()
-        })
-        .collect();
-    let mut consumers: Vec<Outs<Ids>> = outputs
-        .iter()
-        .map(|o| smallvec::smallvec![Ids::new(); o.len()])
-        .collect();
-    for (i, node) in order.iter().enumerate() {
-        let slots: Slots = node
-            .inputs
+            .map_or(&[][..], |o| &o[..])
             .iter()
-            .map(|a| {
-                let v = which.get(&Arc::as_ptr(&a.inner)).copied();
-                #[cfg(debug_assertions)]
-                debug_assert!(
-                    v.is_some()
-                        || a.inner
-                            .pending_node()
-                            .is_none_or(|p| !pos.contains_key(&Arc::as_ptr(&p)))
-                );
-                v
-            })
-            .collect();
-        for &(p, k) in slots.iter().flatten() {
-            consumers[p][k].push(i);
+            .enumerate()
+        {
+            let o = w.upgrade();
+            if let Some(o) = &o {
+                which.insert(Arc::as_ptr(o), (i, k));
+                shape = shape.or(Some(outputs.len()));
+            }
+            outputs.push(o);
+        }
+        shape_of.push(shape);
+        at.push(outputs.len());
+    }
+    let at: Rc<[usize]> = at.into();
+    let outputs = Outs {
+        at: Rc::clone(&at),
+        data: outputs,
+    };
+    let mut inputs = Vec::with_capacity(n);
+    let mut input_ids = Vec::with_capacity(n);
+    let mut consumers: Outs<Ids> = Outs::with(&at, Ids::new);
+    for (i, node) in order.iter().enumerate() {
+        let mut slots = Slots::new();
+        let mut ids = SmallVec::new();
+        for a in &node.inputs {
+            let v = which.get(&Arc::as_ptr(&a.inner)).copied();
+            #[cfg(debug_assertions)]
+            debug_assert!(
+                v.is_some()
+                    || a.inner
+                        .pending_node()
+                        .is_none_or(|p| !pos.contains_key(&Arc::as_ptr(&p)))
+            );
+            if let Some((p, k)) = v {
+                consumers[p][k].push(i);
+            }
+            slots.push(v);
+            ids.push(Arc::as_ptr(&a.inner) as usize);
         }
         inputs.push(slots);
+        input_ids.push(ids);
     }
-    let mut held = Vec::with_capacity(n);
-    let mut live = Vec::with_capacity(n);
-    let mut shapes = Vec::with_capacity(n);
-    let mut kinds = Vec::with_capacity(n);
-    for (i, outs) in outputs.iter().enumerate() {
-        held.push(
-            outs.iter()
-                .zip(&consumers[i])
-                .map(|(o, c)| {
-                    // One reference is ours (the upgrade above).
-                    o.as_ref()
-                        .is_some_and(|o| Arc::strong_count(o) - 1 > c.len())
-                })
-                .collect(),
-        );
-        live.push(outs.iter().map(Option::is_some).collect());
-        let shape = outs
-            .iter()
-            .flatten()
-            .next()
-            .map(|o| SmallVec::from_slice(&o.shape))
-            .unwrap_or_default();
-        let node = &order[i];
-        let in_shape = node.inputs.first().map(|a| a.inner.shape.as_slice());
-        kinds.push(kind(&node.primitive, in_shape, &shape));
-        shapes.push(shape);
+    let mut held = Outs::filled(&at, false);
+    for (v, o) in outputs.data.iter().enumerate() {
+        // One reference is ours (the upgrade above). A shared scalar
+        // operand is held by nodes only, never by the user: those outside
+        // this eval read it later.
+        held.data[v] = o
+            .as_ref()
+            .is_some_and(|o| !o.shared && Arc::strong_count(o) - 1 > consumers.data[v].len());
     }
-    Facts {
-        kinds,
+    let mut f = Facts {
+        at,
+        kinds: Vec::with_capacity(n),
         inputs,
         input_ids,
         consumers,
         held,
-        live,
-        shapes,
+        outputs,
+        shape_of,
+    };
+    for (i, node) in order.iter().enumerate() {
+        let in_shape = node.inputs.first().map(|a| a.inner.shape.as_slice());
+        let k = kind(&node.primitive, in_shape, f.shape(i));
+        f.kinds.push(k);
+    }
+    f
+}
+
+/// Sort and deduplicate a list of positions.
+fn sort_dedup(ids: &mut Ids) {
+    if ids.len() > 1 {
+        ids.sort_unstable();
+        ids.dedup();
     }
 }
 
@@ -274,13 +334,11 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
     let f = facts(order);
     let n = order.len();
     // Values forced to memory by the size and binding caps.
-    let mut forced: Vec<Outs<bool>> = f
-        .live
-        .iter()
-        .map(|l| smallvec::smallvec![false; l.len()])
-        .collect();
+    let mut forced: Outs<bool> = Outs::filled(&f.at, false);
     let (mut mat, mut lowered_view, mut roots);
-    let (mut size, mut leaves) = (vec![0; n], vec![Ids::new(); n]);
+    let mut size = vec![0; n];
+    let mut leaves: Vec<Ids> = Vec::new();
+    leaves.resize_with(n, Ids::new);
     loop {
         (mat, lowered_view, roots) = materialise(&f, fusion, &forced);
         let changed = apply_caps(&f, &mat, &mut forced, max_bindings, &mut size, &mut leaves);
@@ -295,9 +353,8 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
         matches!(f.kinds[i], Kind::Elementwise | Kind::Const) && mat[i].iter().any(|&m| m)
     };
     // Per kernel: definitions, loads and outputs, summed as kernels merge.
-    let mut outs: Vec<usize> = mat
-        .iter()
-        .map(|m| m.iter().filter(|&&x| x).count())
+    let mut outs: Vec<usize> = (0..n)
+        .map(|i| mat[i].iter().filter(|&&x| x).count())
         .collect();
     if fusion {
         for i in (0..n).rev() {
@@ -344,7 +401,7 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             l.extend_from_slice(&leaves[i]);
             l.sort_unstable();
             l.dedup();
-            if f.shapes[t] != f.shapes[i]
+            if f.shape(t) != f.shape(i)
                 || f.kinds[t] == Kind::Reduce
                 || size[t] + size[i] + l.len() > MAX_DEFS
                 || l.len() + outs[t] + outs[i] > max_bindings
@@ -385,7 +442,8 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
     let mut group_of: Vec<usize> = vec![usize::MAX; n];
     let mut groups: Vec<Group> = Vec::new();
     let mut steps = vec![Step::Skip; n];
-    let mut member_of: Vec<SmallVec<[usize; 2]>> = vec![SmallVec::new(); n];
+    let mut member_of: Vec<SmallVec<[usize; 2]>> = Vec::new();
+    member_of.resize_with(n, SmallVec::new);
     // A reduction whose input is an elementwise value computed in its
     // loads leads a kernel of its own (the prologue's nodes join it).
     let prologue: Vec<bool> = (0..n)
@@ -421,12 +479,10 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
             && !(f.kinds[i] == Kind::View && lowered_view[i])
         {
             for &r in &roots[i] {
-                let r = find(&mut parent, r);
-                if !ks.contains(&r) {
-                    ks.push(r);
-                }
+                ks.push(find(&mut parent, r));
             }
         }
+        sort_dedup(&mut ks);
         for k in ks {
             if group_of[k] == usize::MAX {
                 groups.push(Group::default());
@@ -494,7 +550,7 @@ pub(crate) fn plan(order: &[Arc<Node>], fusion: bool, max_bindings: usize) -> Pl
 fn kernels_of(
     c: usize,
     f: &Facts,
-    mat: &[Outs<bool>],
+    mat: &Outs<bool>,
     lowered_view: &[bool],
     roots: &[Ids],
     parent: &mut [usize],
@@ -527,7 +583,7 @@ fn kernels_of(
 fn reduce_writer(
     order: &[Arc<Node>],
     f: &Facts,
-    mat: &[Outs<bool>],
+    mat: &Outs<bool>,
     lowered_view: &[bool],
     roots: &[Ids],
     parent: &mut [usize],
@@ -555,8 +611,7 @@ fn reduce_writer(
         return None;
     }
     let input = &order[t].inputs.first()?.inner;
-    if f.shapes[i].as_slice() != input.shape.as_slice()
-        || readers.iter().any(|&(c, r)| r != Some(t) && c <= t)
+    if f.shape(i) != input.shape.as_slice() || readers.iter().any(|&(c, r)| r != Some(t) && c <= t)
     {
         return None;
     }
@@ -571,7 +626,7 @@ fn reduce_writer(
 
 /// Whether the kernel that computes `i` reads a matmul's product (directly
 /// or through values it computes inline).
-fn reads_product(order: &[Arc<Node>], f: &Facts, mat: &[Outs<bool>], i: usize) -> bool {
+fn reads_product(order: &[Arc<Node>], f: &Facts, mat: &Outs<bool>, i: usize) -> bool {
     let mut stack = vec![i];
     let mut seen: Vec<usize> = Vec::new();
     while let Some(j) = stack.pop() {
@@ -595,7 +650,7 @@ fn reads_product(order: &[Arc<Node>], f: &Facts, mat: &[Outs<bool>], i: usize) -
 /// kernels compute a node.
 struct Reach<'p> {
     f: &'p Facts,
-    mat: &'p [Outs<bool>],
+    mat: &'p Outs<bool>,
     lowered_view: &'p [bool],
     roots: &'p [Ids],
 }
@@ -623,7 +678,7 @@ impl Reach<'_> {
     ) -> Option<usize> {
         let f = self.f;
         if !matches!(order[i].primitive, Primitive::Matmul { .. })
-            || !f.live[i][0]
+            || !f.live(i, 0)
             || f.consumers[i][0].is_empty()
         {
             return None;
@@ -651,7 +706,7 @@ impl Reach<'_> {
                 continue;
             }
             seen.push(d);
-            if f.kinds[d] != Kind::Elementwise || f.shapes[d] != f.shapes[i] {
+            if f.kinds[d] != Kind::Elementwise || f.shape(d) != f.shape(i) {
                 return None;
             }
             for cs in &f.consumers[d] {
@@ -672,19 +727,12 @@ impl Reach<'_> {
 /// and for every node the kernels (by root position, before merging) its
 /// computation is inlined into.
 #[allow(clippy::type_complexity)]
-fn materialise(
-    f: &Facts,
-    fusion: bool,
-    forced: &[Outs<bool>],
-) -> (Vec<Outs<bool>>, Vec<bool>, Vec<Ids>) {
+fn materialise(f: &Facts, fusion: bool, forced: &Outs<bool>) -> (Outs<bool>, Vec<bool>, Vec<Ids>) {
     let n = f.kinds.len();
-    let mut mat: Vec<Outs<bool>> = f
-        .live
-        .iter()
-        .map(|l| smallvec::smallvec![false; l.len()])
-        .collect();
+    let mut mat: Outs<bool> = Outs::filled(&f.at, false);
     let mut lowered_view = vec![false; n];
-    let mut roots: Vec<Ids> = vec![Ids::new(); n];
+    let mut roots: Vec<Ids> = Vec::new();
+    roots.resize_with(n, Ids::new);
     for i in (0..n).rev() {
         // A reduction computes an elementwise value it reads in its loads
         // (its prologue); it reads anything else from memory.
@@ -704,12 +752,10 @@ fn materialise(
                 if f.kinds[c] == Kind::Reduce && !in_prologue {
                     continue;
                 }
-                for &r in &roots[c] {
-                    if !rs.contains(&r) {
-                        rs.push(r);
-                    }
-                }
+                rs.extend_from_slice(&roots[c]);
             }
+            // Sorted, not searched: a shared scalar has a reader per op.
+            sort_dedup(&mut rs);
             rs
         };
         match f.kinds[i] {
@@ -735,7 +781,7 @@ fn materialise(
             Kind::Elementwise => {
                 let mut rs = Ids::new();
                 for k in 0..mat[i].len() {
-                    if !f.live[i][k] {
+                    if !f.live(i, k) {
                         continue;
                     }
                     let inner = union_roots(k, &roots);
@@ -760,7 +806,7 @@ fn materialise(
                     // read by two kernels, every output is written.
                     for k in 0..mat[i].len() {
                         mat[i][k] |=
-                            f.live[i][k] && (f.held[i][k] || !f.consumers[i][k].is_empty());
+                            f.live(i, k) && (f.held[i][k] || !f.consumers[i][k].is_empty());
                     }
                     rs = smallvec::smallvec![i];
                 }
@@ -780,8 +826,8 @@ fn materialise(
 /// share a parameter word).
 fn apply_caps(
     f: &Facts,
-    mat: &[Outs<bool>],
-    forced: &mut [Outs<bool>],
+    mat: &Outs<bool>,
+    forced: &mut Outs<bool>,
     max_bindings: usize,
     size: &mut [usize],
     leaves: &mut [Ids],
@@ -802,7 +848,7 @@ fn apply_caps(
             let mut s = match f.kinds[i] {
                 Kind::Const => 0,
                 Kind::View => 1,
-                _ => f.live[i].iter().filter(|&&x| x).count().max(1),
+                _ => f.outputs[i].iter().filter(|o| o.is_some()).count().max(1),
             };
             let mut l = Ids::new();
             let mut largest: Option<(usize, usize, usize)> = None;
@@ -821,8 +867,7 @@ fn apply_caps(
                     _ => l.push(id),
                 }
             }
-            l.sort_unstable();
-            l.dedup();
+            sort_dedup(&mut l);
             let outs = mat[i].iter().filter(|&&m| m).count().max(1);
             let too_big = s + l.len() > MAX_DEFS || l.len() + outs > max_bindings;
             size[i] = s;

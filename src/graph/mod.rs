@@ -7,6 +7,7 @@
 //! only through `Weak`. The outputs of a multi-output primitive share one node
 //! and never point at each other, so no cycle can form (DESIGN.md, rule 1).
 
+pub(crate) mod constants;
 pub(crate) mod eval;
 pub(crate) mod explain;
 pub(crate) mod fuse;
@@ -26,10 +27,14 @@ pub(crate) use primitive::{Primitive, View};
 /// recording a node allocates no vector for them.
 pub(crate) type Outputs = smallvec::SmallVec<[Weak<ArrayInner>; 1]>;
 
+/// A node's inputs: inline up to two (an elementwise op's), so recording
+/// such a node allocates no vector for them.
+pub(crate) type Inputs = smallvec::SmallVec<[Array; 2]>;
+
 /// A node: a primitive applied to inputs, producing one or more outputs.
 pub(crate) struct Node {
     pub primitive: Primitive,
-    pub inputs: Vec<Array>,
+    pub inputs: Inputs,
     /// The outputs, weakly: set once, right after they are made.
     pub outputs: OnceLock<Outputs>,
     pub device: Device,
@@ -42,13 +47,13 @@ impl Node {
     pub(crate) fn new(
         device: &Device,
         primitive: Primitive,
-        inputs: Vec<Array>,
+        inputs: impl Into<Inputs>,
         origin: Option<Origin>,
     ) -> Node {
         device.inner.live_nodes.fetch_add(1, Ordering::SeqCst);
         Node {
             primitive,
-            inputs,
+            inputs: inputs.into(),
             outputs: OnceLock::new(),
             device: device.clone(),
             origin,
@@ -61,7 +66,9 @@ impl Drop for Node {
     /// would otherwise drop by recursion and overflow the stack.
     fn drop(&mut self) {
         self.device.inner.live_nodes.fetch_sub(1, Ordering::SeqCst);
-        let mut stack = std::mem::take(&mut self.inputs);
+        // Inline while the ancestry is a chain: dropping a node then
+        // allocates nothing.
+        let mut stack: Inputs = std::mem::take(&mut self.inputs);
         while let Some(array) = stack.pop() {
             let Ok(inner) = std::sync::Arc::try_unwrap(array.inner) else {
                 continue; // someone else still holds it
@@ -69,7 +76,7 @@ impl Drop for Node {
             if let State::Pending { node } = inner.take_state()
                 && let Ok(mut node) = std::sync::Arc::try_unwrap(node)
             {
-                stack.append(&mut node.inputs);
+                stack.extend(node.inputs.drain(..));
             }
         }
     }

@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::Node;
 use super::eval::{self, schedule};
 use super::fuse::Plan;
 use super::primitive::Primitive;
+use super::{Inputs, Node};
 use crate::array::{Array, ArrayInner};
 use crate::{DType, Device, Error, Result};
 
@@ -213,17 +213,29 @@ impl Tape {
         device: &Device,
         inputs: &[&Array],
     ) -> (Vec<Arc<Node>>, Vec<Array>) {
-        let mut values: Vec<Vec<Option<Array>>> = Vec::with_capacity(self.steps.len());
+        // Every step's outputs in one flat vector: step `s`'s are at
+        // `values[at[s]..]`.
+        let mut values: Vec<Option<Array>> = Vec::with_capacity(self.steps.len());
+        let mut at: Vec<usize> = Vec::with_capacity(self.steps.len());
         let mut order = Vec::with_capacity(self.steps.len());
-        let get = |r: &Ref, values: &[Vec<Option<Array>>]| match *r {
+        let get = |r: &Ref, values: &[Option<Array>], at: &[usize]| match *r {
             Ref::Input(i) => inputs[i].clone(),
             Ref::Const(i) => self.consts[i].clone(),
-            Ref::Value { step, output } => values[step][output]
+            Ref::Value { step, output } => values[at[step] + output]
                 .clone()
                 .expect("a value read was live when traced"),
         };
         for step in &self.steps {
-            let ins = step.inputs.iter().map(|r| get(r, &values)).collect();
+            let ins: Inputs = step.inputs.iter().map(|r| get(r, &values, &at)).collect();
+            at.push(values.len());
+            if let [Some((shape, dtype))] = &step.outputs[..] {
+                // One output (most steps): no vectors around it.
+                let out =
+                    Array::from_node1(device, step.primitive.clone(), ins, shape.clone(), *dtype);
+                order.push(out.inner.pending_node().expect("just made"));
+                values.push(Some(out));
+                continue;
+            }
             // A dead output gets a descriptor only for the node's sake; it
             // is dropped at once, as it was when traced.
             let shapes = step
@@ -233,14 +245,13 @@ impl Tape {
                 .collect();
             let outs = Array::from_node(device, step.primitive.clone(), ins, shapes);
             order.push(outs[0].inner.pending_node().expect("just made"));
-            values.push(
+            values.extend(
                 outs.into_iter()
                     .zip(&step.outputs)
-                    .map(|(a, o)| o.as_ref().map(|_| a))
-                    .collect(),
+                    .map(|(a, o)| o.as_ref().map(|_| a)),
             );
         }
-        let outputs = self.outputs.iter().map(|r| get(r, &values)).collect();
+        let outputs = self.outputs.iter().map(|r| get(r, &values, &at)).collect();
         (order, outputs)
     }
 

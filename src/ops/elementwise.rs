@@ -115,7 +115,10 @@ impl Array {
         Ok(Array::from_node1(
             inputs[0].device(),
             Primitive::Elementwise(op),
-            inputs.iter().map(|a| (*a).clone()).collect(),
+            inputs
+                .iter()
+                .map(|a| (*a).clone())
+                .collect::<crate::graph::Inputs>(),
             shape.into_owned(),
             out,
         ))
@@ -212,9 +215,20 @@ impl Array {
         } else {
             t
         };
-        let a = self.astype(t)?;
-        let b = other.astype(t)?;
-        Array::elementwise(ElementwiseOp::Binary(op), name, &[&a, &b], out)
+        // Borrowed where the dtype is already `t` (no handle to count); not
+        // a closure, so that a cast records the caller's location.
+        let a = if self.dtype() == t {
+            None
+        } else {
+            Some(self.astype(t)?)
+        };
+        let b = if other.dtype() == t {
+            None
+        } else {
+            Some(other.astype(t)?)
+        };
+        let (a, b) = (a.as_ref().unwrap_or(self), b.as_ref().unwrap_or(other));
+        Array::elementwise(ElementwiseOp::Binary(op), name, &[a, b], out)
     }
 }
 

@@ -24,10 +24,20 @@ use crate::{DType, Error, Result};
 /// axis, the array axis it walks and the step (or none: broadcast), and per
 /// array axis the index the walk starts from. Inline up to rank 4: a map
 /// is made per value of a program, so it allocates only for higher ranks.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 struct AxisMap {
     axes: SmallVec<[Option<(usize, isize)>; 4]>,
     starts: SmallVec<[isize; 4]>,
+}
+
+impl Clone for AxisMap {
+    /// By copy (`SmallVec`'s own clone goes element by element).
+    fn clone(&self) -> AxisMap {
+        AxisMap {
+            axes: SmallVec::from_slice(&self.axes),
+            starts: SmallVec::from_slice(&self.starts),
+        }
+    }
 }
 
 impl AxisMap {
@@ -169,6 +179,9 @@ struct Builder<'g> {
     consts: Vec<u64>,
     memo: HashMap<(*const ArrayInner, AxisMap), Value>,
     const_memo: HashMap<(u64, DType), Value>,
+    /// 0-d inputs of members (scalars): every axis of theirs is a
+    /// broadcast, so one value per array whatever the path to it.
+    scalars: HashMap<*const ArrayInner, Value>,
     /// In a GEMM epilogue: the product, whose value is the GEMM's result at
     /// the element (`Source::Acc`); no load is donated there.
     acc: Option<*const ArrayInner>,
@@ -202,6 +215,7 @@ impl<'g> Builder<'g> {
             // About a value per member and one per load or view.
             memo: HashMap::with_capacity_and_hasher(2 * members.len(), Default::default()),
             const_memo: HashMap::default(),
+            scalars: HashMap::default(),
             acc,
         }
     }
@@ -215,8 +229,22 @@ impl<'g> Builder<'g> {
     /// `direct`: `a` is an input of an elementwise node this program
     /// computes (and computes nowhere else), so a load of it may be donated.
     fn value(&mut self, a: &Arc<ArrayInner>, map: &AxisMap, direct: bool) -> Result<Value> {
-        let key = (Arc::as_ptr(a), map.clone());
-        if let Some(&v) = self.memo.get(&key) {
+        // An array with one handle has one reader, one input slot of one
+        // node (an output the program writes has another handle, the
+        // caller's): the program reaches it once, so nothing is memoised.
+        let once = Arc::strong_count(a) == 1;
+        let key = (
+            Arc::as_ptr(a),
+            if once {
+                AxisMap {
+                    axes: SmallVec::new(),
+                    starts: SmallVec::new(),
+                }
+            } else {
+                map.clone()
+            },
+        );
+        if !once && let Some(&v) = self.memo.get(&key) {
             return Ok(v);
         }
         if self.acc == Some(Arc::as_ptr(a)) {
@@ -239,7 +267,9 @@ impl<'g> Builder<'g> {
                 dense: true,
                 gather: None,
             });
-            self.memo.insert(key, v);
+            if !once {
+                self.memo.insert(key, v);
+            }
             return Ok(v);
         }
         let node = match a.pending_node() {
@@ -271,10 +301,24 @@ impl<'g> Builder<'g> {
             Primitive::Elementwise(op) if self.members.contains(&Arc::as_ptr(&node)) => {
                 let mut args = kernel::Args::new();
                 for x in &node.inputs {
+                    let ptr = Arc::as_ptr(&x.inner);
                     // An input of the output's shape without length-1
                     // axes is broadcast by the identity: the map is
                     // unchanged.
-                    let v = if x.inner.shape == a.shape && !a.shape.contains(&1) {
+                    let v = if x.inner.shape.is_empty() && self.acc != Some(ptr) {
+                        match self.scalars.get(&ptr) {
+                            Some(&v) => v,
+                            None => {
+                                let all = AxisMap {
+                                    axes: smallvec![None; map.axes.len()],
+                                    starts: SmallVec::new(),
+                                };
+                                let v = self.value(&x.inner, &all, true)?;
+                                self.scalars.insert(ptr, v);
+                                v
+                            }
+                        }
+                    } else if x.inner.shape == a.shape && !a.shape.contains(&1) {
                         self.value(&x.inner, map, true)?
                     } else {
                         let t = AxisMap::broadcast(&x.inner.shape, &a.shape);
@@ -309,7 +353,9 @@ impl<'g> Builder<'g> {
                 )));
             }
         };
-        self.memo.insert(key, v);
+        if !once {
+            self.memo.insert(key, v);
+        }
         Ok(v)
     }
 
@@ -654,6 +700,7 @@ pub(super) fn copy(
         consts: Vec::new(),
         memo: HashMap::default(),
         const_memo: HashMap::default(),
+        scalars: HashMap::default(),
         acc: None,
     };
     b.loads.push(Load {
@@ -732,6 +779,7 @@ pub(super) fn take(
         consts: Vec::new(),
         memo: HashMap::default(),
         const_memo: HashMap::default(),
+        scalars: HashMap::default(),
         acc: None,
     };
     b.loads.push(Load {
