@@ -248,17 +248,29 @@ fn a_read_back_past_the_wait_limit_is_a_timeout_and_leaves_the_device_usable() {
     // Nothing finishes within zero seconds of its submission.
     let prev = device.set_wait_timeout(Duration::ZERO);
     assert_eq!(prev, wgarray::DEFAULT_WAIT_TIMEOUT);
-    let c = a.matmul(&a).unwrap();
-    let r = c.to_vec::<f32>();
     // llvmpipe (Mesa's GL) runs the work inside the submission itself, so
     // there nothing is left to wait for and the read-back succeeds.
     let synchronous = device.backend() == wgarray::wgpu::Backend::Gl
         && device.info().device_type == wgarray::wgpu::DeviceType::Cpu;
-    if synchronous && let Ok(got) = &r {
-        assert!(close(got));
-        device.set_wait_timeout(prev);
-        return;
-    }
+    // A thread preempted between the submission and its poll (a loaded
+    // machine) may find the work done: such a read-back is checked and the
+    // product made afresh, up to three times; one of them must time out.
+    let mut attempt = 0;
+    let (c, r) = loop {
+        let c = a.matmul(&a).unwrap();
+        let r = c.to_vec::<f32>();
+        match &r {
+            Ok(got) if synchronous || attempt < 2 => {
+                assert!(close(got));
+                if synchronous {
+                    device.set_wait_timeout(prev);
+                    return;
+                }
+                attempt += 1;
+            }
+            _ => break (c, r),
+        }
+    };
     assert!(
         matches!(r, Err(Error::Timeout { .. })),
         "expected a timeout, got {:?}",
