@@ -493,11 +493,18 @@ pub(crate) fn candidates(
             splitk(8, 8, false),
         ],
         // lavapipe, M = 77 (MiniLM's packed demo batch) against 384 to
-        // 1536 (2026-12-01, docs/PERFORMANCE.md): 32 x 128 blocks of 8 x 16
-        // per thread (32 threads) 1.15x to 1.35x the 64 x 128 default in
-        // both weight layouts, which wastes 51 of 128 rows there.
+        // 1536 (2026-12-01, docs/PERFORMANCE.md): the default's one row of
+        // threads (A loaded once per SIMD group, see `register_tile`), the
+        // same with 32 rows per thread, and 32 x 128 blocks of four thread
+        // rows (the previous choice; 1.15x to 1.35x the 64 x 128 tile).
         (ShapeClass::Medium, true) => vec![
             register,
+            GemmKernel::Register {
+                wg_x: 8,
+                wg_y: 1,
+                tm: 32,
+                nv: 4,
+            },
             GemmKernel::Register {
                 wg_x: 8,
                 wg_y: 4,
