@@ -125,7 +125,10 @@ impl Tuning {
 
     /// The kernel for a GEMM of `dtype` and `class` with dimensions
     /// `[batch, m, n, k]`: the forced one, the recorded choice, or, the
-    /// first time, the fastest candidate (or the first, with timing off).
+    /// first time, the fastest candidate (or the first, with timing off),
+    /// timed with B transposed (`x @ W^T`) where `b_transposed` (as the
+    /// first product of the class is laid out: software adapters read the
+    /// two layouts with different loads, and the tiles rank differently).
     ///
     /// # Errors
     /// What a timing run returns: [`Error::DeviceLost`], [`Error::Timeout`],
@@ -136,6 +139,7 @@ impl Tuning {
         dtype: DType,
         class: ShapeClass,
         dims: [usize; 4],
+        b_transposed: bool,
     ) -> Result<GemmKernel> {
         if let Some(k) = *lock(&self.forced)
             && usable(cx, k, dtype)
@@ -150,7 +154,7 @@ impl Tuning {
         let cands = candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype));
         let timed = self.timing && cands.len() > 1;
         let chosen = if timed {
-            self.tune(cx, dtype, class, dims, &cands)?
+            self.tune(cx, dtype, class, dims, b_transposed, &cands)?
         } else {
             cands[0]
         };
@@ -162,13 +166,15 @@ impl Tuning {
         Ok(chosen)
     }
 
-    /// Time `cands` on a proxy of `dims` and return the fastest.
+    /// Time `cands` on a proxy of `dims` (B transposed where
+    /// `b_transposed`) and return the fastest.
     fn tune(
         &self,
         cx: &Context,
         dtype: DType,
         class: ShapeClass,
         dims: [usize; 4],
+        b_transposed: bool,
         cands: &[GemmKernel],
     ) -> Result<GemmKernel> {
         let started = Instant::now();
@@ -208,9 +214,9 @@ impl Tuning {
             offset: 0,
             strides: vec![0, 0, 0, (rows * cols) as isize, cols as isize, 1],
         };
-        // The class's layout of B: the transpose of a row-major [n, k]
-        // for GemvT, row-major [k, n] otherwise.
-        let b_op = if class == ShapeClass::GemvT {
+        // The layout of B: the transpose of a row-major [n, k] for GemvT
+        // and where the product's is, row-major [k, n] otherwise.
+        let b_op = if class == ShapeClass::GemvT || b_transposed {
             Operand {
                 strides: vec![0, 0, 0, (k * n) as isize, 1, k as isize],
                 ..dense(&b, k, n)
