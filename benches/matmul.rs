@@ -150,9 +150,10 @@ fn bench(c: &mut Criterion) {
 /// Matrix-vector products (M = 1, the decode step of a language model),
 /// with B row-major (`x @ w`, `w: [K, N]`) and transposed (`x @ w.T`,
 /// `w: [N, K]`, PyTorch's `nn.Linear` layout, what examples/minilm uses):
-/// the tuned kernel, the previous choice on lavapipe (`splitk 8 8 1`,
-/// forced; elsewhere whatever that kernel does there) and CPU sgemm on one
-/// core reading the same layout, in the same run. MiniLM's decode shapes
+/// the tuned kernel (the class's choice, narrowed to the product's columns,
+/// see `ShapeClass`), the previous default tile on lavapipe (`register 8 1
+/// 1 4`, forced; elsewhere whatever that kernel does there) and CPU sgemm
+/// on one core reading the same layout, in the same run. MiniLM's decode shapes
 /// (384 -> 1152 Q|K|V, 384 -> 1536 and 1536 -> 384 feed-forward) and two
 /// larger ones. Select with `cargo bench --bench matmul -- gemv`.
 fn gemv(c: &mut Criterion) {
@@ -163,7 +164,7 @@ fn gemv(c: &mut Criterion) {
     group.sample_size(20);
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(2));
-    let previous: GemmKernel = "splitk 8 8 1".parse().unwrap();
+    let previous: GemmKernel = "register 8 1 1 4".parse().unwrap();
     for (k, n) in [
         (384, 1152),
         (384, 1536),
@@ -176,19 +177,14 @@ fn gemv(c: &mut Criterion) {
         let y = data(k * n);
         let a = Array::from_slice(&x, &[1, k], &device).unwrap();
         for transposed in [false, true] {
-            let (b, class, rsb, csb, id) = if transposed {
+            let (b, rsb, csb, id) = if transposed {
                 let w = Array::from_slice(&y, &[n, k], &device).unwrap();
-                (
-                    w.transpose(),
-                    ShapeClass::GemvT,
-                    1,
-                    k as isize,
-                    format!("1x{k}x{n} wT"),
-                )
+                (w.transpose(), 1, k as isize, format!("1x{k}x{n} wT"))
             } else {
                 let w = Array::from_slice(&y, &[k, n], &device).unwrap();
-                (w, ShapeClass::Gemv, n as isize, 1, format!("1x{k}x{n} w"))
+                (w, n as isize, 1, format!("1x{k}x{n} w"))
             };
+            let class = ShapeClass::of_layout(1, n, rsb, csb);
             // Tune (first call of the class) outside the measurement.
             a.matmul(&b).unwrap().eval().unwrap();
             device.synchronize().unwrap();

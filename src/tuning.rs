@@ -44,8 +44,10 @@
 //! ```
 
 pub use crate::kernels::disk::{CACHE_DIR_ENV, CacheDir};
-pub use crate::kernels::matmul::{GemmKernel, ShapeClass};
-pub use crate::kernels::tuning::{BUDGET_GPU, BUDGET_SOFTWARE, KERNEL_ENV, TUNE_ENV};
+pub use crate::kernels::matmul::{GEMV_WIDE_N, GemmKernel, ShapeClass};
+pub use crate::kernels::tuning::{
+    BUDGET_GPU, BUDGET_SOFTWARE, DEFAULT_MARGIN, KERNEL_ENV, TUNE_ENV,
+};
 
 use crate::kernels::matmul::usable;
 use crate::{DType, Device, Error, Result};

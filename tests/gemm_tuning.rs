@@ -394,3 +394,96 @@ fn a_transposed_medium_product_is_tuned_in_its_layout() {
     }
     assert_eq!(warnings_about("wrong"), Vec::<String>::new());
 }
+
+/// Matrix-vector products from [`GEMV_WIDE_N`] output columns on are
+/// their own classes ([`ShapeClass::GemvWide`], [`ShapeClass::GemvTWide`]),
+/// chosen and written apart from the narrow ones; products on both sides
+/// of the boundary, in both weight layouts, at odd sizes (where the tuned
+/// tile is narrowed to the columns) and through an offset view of a wider
+/// weight matrix, against an f64 reference on poisoned pool memory.
+#[test]
+fn wide_matrix_vector_products_are_their_own_classes() {
+    use wgarray::tuning::GEMV_WIDE_N;
+    assert_eq!(ShapeClass::of(1, GEMV_WIDE_N - 1), ShapeClass::Gemv);
+    assert_eq!(ShapeClass::of(1, GEMV_WIDE_N), ShapeClass::GemvWide);
+    assert_eq!(
+        ShapeClass::of_layout(1, GEMV_WIDE_N, 1, 33),
+        ShapeClass::GemvTWide
+    );
+    assert_eq!(
+        ShapeClass::of_layout(1, GEMV_WIDE_N - 1, 1, 33),
+        ShapeClass::GemvT
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = device_in(dir.path());
+    common::poison_pool(&d, 1 << 24);
+    let mut rng = common::Rng::new(29);
+    let mut failures = Vec::new();
+    // (k, n, layout): 0 row-major w [k, n], 1 w.T of a row-major [n, k],
+    // 2 the columns 8.. of a row-major [k, n + 8].
+    let mut cases = Vec::new();
+    for (k, n) in [
+        (33, GEMV_WIDE_N),
+        (7, GEMV_WIDE_N + 1),
+        (1025, GEMV_WIDE_N - 1),
+        (33, 384),
+        (1, 1152),
+        (33, 7),
+    ] {
+        for layout in 0..3 {
+            cases.push((k, n, layout));
+        }
+    }
+    for (k, n, layout) in cases {
+        let x = rng.vec_f32(k);
+        // B as [k, n] row-major, for the reference.
+        let b = rng.vec_f32(k * n);
+        let a = Array::from_slice(&x, &[1, k], &d).unwrap();
+        let w = match layout {
+            0 => Array::from_slice(&b, &[k, n], &d).unwrap(),
+            1 => {
+                let t: Vec<f32> = (0..n * k).map(|i| b[(i % k) * n + i / k]).collect();
+                Array::from_slice(&t, &[n, k], &d).unwrap().transpose()
+            }
+            _ => {
+                let wide: Vec<f32> = (0..k * (n + 8))
+                    .map(|i| {
+                        let (r, c) = (i / (n + 8), i % (n + 8));
+                        if c < 8 { f32::NAN } else { b[r * n + c - 8] }
+                    })
+                    .collect();
+                Array::from_slice(&wide, &[k, n + 8], &d)
+                    .unwrap()
+                    .slice(&[wgarray::Slice::FULL, wgarray::Slice::new(Some(8), None, 1)])
+                    .unwrap()
+            }
+        };
+        let want = common::matmul_ref(&x, &b, 1, 1, k, n);
+        match a.matmul(&w).and_then(|r| r.to_vec::<f32>()) {
+            Ok(g) => {
+                let err = common::rel_frobenius(&g, &want);
+                if err.is_nan() || err >= 1e-5 {
+                    failures.push(format!("1x{k}x{n} layout {layout}: {err:e}"));
+                }
+            }
+            Err(e) => failures.push(format!("1x{k}x{n} layout {layout}: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let text = std::fs::read_to_string(d.gemm_tuning_file().unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for class in [
+        ShapeClass::Gemv,
+        ShapeClass::GemvT,
+        ShapeClass::GemvWide,
+        ShapeClass::GemvTWide,
+    ] {
+        let chosen = d.gemm_kernel(DType::F32, class).expect("chosen");
+        assert_eq!(
+            json["choices"][format!("float32 {}", class.name())],
+            chosen.to_string(),
+            "{class:?}"
+        );
+        assert_eq!(ShapeClass::from_name(class.name()), Some(class));
+    }
+}

@@ -71,85 +71,58 @@ fn log1p_f(x: f32) -> f32 {
     return s * (hfsq + t2 + t1) + dk * ln2_lo - hfsq + f + dk * ln2_hi;
 }
 
+// Branch-free (as every hot function below): SIMD-masked drivers
+// (lavapipe, llvmpipe, and GPUs on divergent lanes) run both sides of an
+// `if`, so the argument is clamped into the core's range, the core runs
+// once, fdlibm's cases of the result are each a few operations picked by
+// `select`, and special values (NaN, infinities, tiny and huge x) are
+// selected at the end, on the bits.
 fn expm1_f(x_in: f32) -> f32 {
-    var x = x_in;
-    let hx = bitcast<u32>(x) & 0x7fffffffu;
-    let negative = (bitcast<u32>(x) >> 31u) != 0u;
-    if hx >= 0x4195b844u {
-        // |x| >= 27 ln 2: -1 below, inf past ln(f32::MAX), NaN as is.
-        if is_nan(x) {
-            return x;
-        }
-        if negative {
-            return -1.0;
-        }
-        if hx > 0x42b17217u {
-            return bitcast<f32>(INF_BITS);
-        }
-    }
+    let ux = bitcast<u32>(x_in);
+    let hx = ux & 0x7fffffffu;
+    let negative = (ux >> 31u) != 0u;
+    // Past -27 ln 2 the result is -1, past ln(f32::MAX) inf: clamp there
+    // (NaN gives anything here, replaced at the end).
+    let x = clamp(x_in, bitcast<f32>(0xc195b844u), bitcast<f32>(0x42b17217u));
     let ln2_hi = bitcast<f32>(0x3f317180u);
     let ln2_lo = bitcast<f32>(0x3717f7d1u);
-    var k = 0;
-    var c = 0.0;
-    if hx > 0x3eb17218u {
-        // |x| > ln 2 / 2: x = k ln 2 + r, |r| <= ln 2 / 2.
-        var hi = 0.0;
-        var lo = 0.0;
-        if hx < 0x3f851592u {
-            if negative {
-                hi = x + ln2_hi;
-                lo = -ln2_lo;
-                k = -1;
-            } else {
-                hi = x - ln2_hi;
-                lo = ln2_lo;
-                k = 1;
-            }
-        } else {
-            k = i32(bitcast<f32>(0x3fb8aa3bu) * x + select(0.5, -0.5, negative));
-            let t = f32(k);
-            hi = x - t * ln2_hi;
-            lo = t * ln2_lo;
-        }
-        x = hi - lo;
-        c = (hi - x) - lo;
-    } else if hx < 0x33000000u {
-        // |x| < 2^-25 is its own expm1 (subnormals too).
-        return x;
-    }
-    // exp(x) - 1 on the reduced x by a rational minimax (fdlibm's R).
-    let hfx = 0.5 * x;
-    let hxs = x * hfx;
+    // x = k ln 2 + r, |r| <= ln 2 / 2 (give or take the rounding of
+    // x / ln 2, which the minimax tolerates); k = 0 for |x| <= ln 2 / 2,
+    // where r = x and the correction c = 0 exactly.
+    var k = i32(bitcast<f32>(0x3fb8aa3bu) * x + select(0.5, -0.5, negative));
+    k = select(k, 0, hx <= 0x3eb17218u);
+    let t = f32(k);
+    let hi = x - t * ln2_hi;
+    let lo = t * ln2_lo;
+    let r = hi - lo;
+    let c = (hi - r) - lo;
+    // exp(r) - 1 by a rational minimax (fdlibm's R).
+    let hfx = 0.5 * r;
+    let hxs = r * hfx;
     let r1 = 1.0 + hxs * (bitcast<f32>(0xbd088868u) + hxs * bitcast<f32>(0x3acf3010u));
-    let t = 3.0 - r1 * hfx;
-    var e = hxs * ((r1 - t) / (6.0 - x * t));
-    if k == 0 {
-        return x - (x * e - hxs);
-    }
-    e = x * (e - c) - c;
+    let t3 = 3.0 - r1 * hfx;
+    var e = hxs * ((r1 - t3) / (6.0 - r * t3));
+    let y_k0 = r - (r * e - hxs);
+    e = r * (e - c) - c;
     e -= hxs;
-    // exp(x_in) - 1 = 2^k (x - e + 1) - 1.
-    if k == -1 {
-        return 0.5 * (x - e) - 0.5;
-    }
-    if k == 1 {
-        if x < -0.25 {
-            return -2.0 * (e - (x + 0.5));
-        }
-        return 1.0 + 2.0 * (x - e);
-    }
-    if k < 0 || k > 56 {
-        // 2^(k - 1), then 2: 2^128 (k = 128) is past f32. Neither factor
-        // is a constant, so no compiler folds them into an infinity.
-        let y = (x - e + 1.0) * bitcast<f32>(u32(0x7e + k) << 23u) * 2.0;
-        return y - 1.0;
-    }
-    let twopk = bitcast<f32>(u32(0x7f + k) << 23u);
-    let twomk = bitcast<f32>(u32(0x7f - k) << 23u);
-    if k < 23 {
-        return (x - e + (1.0 - twomk)) * twopk;
-    }
-    return (x - (e + twomk) + 1.0) * twopk;
+    // exp(x) - 1 = 2^k (r - e + 1) - 1, rounded as fdlibm does by k.
+    let y_km1 = 0.5 * (r - e) - 0.5;
+    let y_k1 = select(1.0 + 2.0 * (r - e), -2.0 * (e - (r + 0.5)), r < -0.25);
+    let twopk = exp2i_f(min(k, 127));
+    let twomk = exp2i_f(max(-k, -126));
+    // k < 0 or k > 56: 2^(k - 1), then 2 (2^128 at k = 128 is past f32;
+    // neither factor is a constant a compiler could fold into an inf).
+    let y_far = (r - e + 1.0) * exp2i_f(k - 1) * 2.0 - 1.0;
+    let y_mid = select((r - (e + twomk) + 1.0) * twopk, (r - e + (1.0 - twomk)) * twopk, k < 23);
+    var y = select(y_mid, y_far, k < 0 || k > 56);
+    y = select(y, y_k1, k == 1);
+    y = select(y, y_km1, k == -1);
+    y = select(y, y_k0, k == 0);
+    // |x| < 2^-25 is its own expm1 (subnormals too).
+    y = select(y, x_in, hx < 0x33000000u);
+    y = select(y, -1.0, negative && hx >= 0x4195b844u);
+    y = select(y, bitcast<f32>(INF_BITS), !negative && hx > 0x42b17217u);
+    return select(y, x_in, hx > INF_BITS);
 }
 
 // NumPy maximum/minimum: NaN propagates.
@@ -280,53 +253,31 @@ fn scalbn_f(y: f32, k: i32) -> f32 {
 
 // e^x (musl's expf before 2017, after fdlibm): x = k ln 2 + r with ln 2
 // split in an exact part and a correction, a degree-2 rational in r.
-fn exp_f(x: f32) -> f32 {
-    let ux = bitcast<u32>(x);
+fn exp_f(x_in: f32) -> f32 {
+    let ux = bitcast<u32>(x_in);
     let negative = (ux >> 31u) != 0u;
     let hx = ux & 0x7fffffffu;
-    if is_nan(x) {
-        return x;
-    }
-    if hx >= 0x42aeac50u {
-        if hx >= 0x42b17218u && !negative {
-            return bitcast<f32>(INF_BITS);
-        }
-        if negative && hx >= 0x42cff1b5u {
-            return 0.0;
-        }
-    }
-    var k = 0;
-    var hi = x;
-    var lo = 0.0;
-    if hx > 0x3eb17218u {
-        // |x| > ln 2 / 2
-        if hx > 0x3f851592u {
-            k = i32(bitcast<f32>(0x3fb8aa3bu) * x + select(0.5, -0.5, negative));
-        } else {
-            k = select(1, -1, negative);
-        }
-        let dk = f32(k);
-        hi = x - dk * bitcast<f32>(0x3f317200u);
-        lo = dk * bitcast<f32>(0x35bfbe8eu);
-    } else if hx <= 0x39000000u {
-        // |x| <= 2^-14
-        return 1.0 + x;
-    }
+    // Overflow past 0x42b17218, underflow below -0x42cff1b5: clamp just
+    // beyond both (the results are selected at the end, NaN too).
+    let x = clamp(x_in, -104.0, 89.0);
+    // k = round(x / ln 2), 0 for |x| <= ln 2 / 2 (then hi = x, lo = 0).
+    var k = i32(bitcast<f32>(0x3fb8aa3bu) * x + select(0.5, -0.5, negative));
+    k = select(k, 0, hx <= 0x3eb17218u);
+    let dk = f32(k);
+    let hi = x - dk * bitcast<f32>(0x3f317200u);
+    let lo = dk * bitcast<f32>(0x35bfbe8eu);
     let r = hi - lo;
     let rr = r * r;
     let c = r - rr * (bitcast<f32>(0x3e2aaa8fu) + rr * bitcast<f32>(0xbb355215u));
-    let y = 1.0 + (r * c / (2.0 - c) - lo + hi);
-    if k == 0 {
-        return y;
-    }
-    return scalbn_f(y, k);
+    // 1 + (r c / (2 - c) - lo + hi), written so that a compiler which
+    // reassociates the constant 1 into the sum (lavapipe did, 2.1 ulp)
+    // does not.
+    var y = scalbn_f(1.0 - ((lo - r * c / (2.0 - c)) - hi), k);
+    y = select(y, bitcast<f32>(INF_BITS), !negative && hx >= 0x42b17218u);
+    y = select(y, 0.0, negative && hx >= 0x42cff1b5u);
+    return select(y, x_in, hx > INF_BITS);
 }
 
-// The shared part of log, log2 and log10 (musl's logf, log2f, log10f
-// before 2017, after fdlibm): x = 2^k (1 + f) with 1 + f in
-// [sqrt(2)/2, sqrt(2)), exact. Returns (k, f, s (hfsq + R), hfsq), where
-// log(1 + f) = f - hfsq + s (hfsq + R). Subnormal x are normalised with
-// integer operations (a GPU may flush them to zero in float arithmetic).
 // 2^x: x = k + r with k = round(x) and |r| <= 1/2 both exact, then
 // e^(r ln 2) by exp_f (the product's rounding moves the result by at most
 // 0.35 ulp) scaled by 2^k exactly (as musl's exp2f, which uses a table for
@@ -360,14 +311,17 @@ fn softplus_f(x: f32) -> f32 {
     return max(x, 0.0) + log1p_f(exp_f(-ax));
 }
 
+// The shared part of log, log2 and log10 (musl's logf, log2f, log10f
+// before 2017, after fdlibm): x = 2^k (1 + f) with 1 + f in
+// [sqrt(2)/2, sqrt(2)), exact. Returns (k, f, s (hfsq + R), hfsq), where
+// log(1 + f) = f - hfsq + s (hfsq + R). Subnormal x are normalised with
+// integer operations (a GPU may flush them to zero in float arithmetic).
 fn log_parts(x: f32) -> vec4<f32> {
-    var ix = bitcast<u32>(x);
-    var k = 0;
-    if ix < 0x00800000u {
-        // x = ix 2^-149 and f32(ix) is exact.
-        ix = bitcast<u32>(f32(ix));
-        k = -149;
-    }
+    let ix0 = bitcast<u32>(x);
+    // A subnormal x = ix 2^-149, and f32(ix) is exact.
+    let subnormal = ix0 < 0x00800000u;
+    var ix = select(ix0, bitcast<u32>(f32(ix0)), subnormal);
+    var k = select(0, -149, subnormal);
     ix += 0x3f800000u - 0x3f3504f3u;
     k += i32(ix >> 23u) - 0x7f;
     ix = (ix & 0x007fffffu) + 0x3f3504f3u;
@@ -385,54 +339,36 @@ fn log_parts(x: f32) -> vec4<f32> {
 // result; 1u (not a float result here) when x is ordinary.
 fn log_special_bits(x: f32) -> u32 {
     let ix = bitcast<u32>(x);
-    if is_nan(x) {
-        return ix;
-    }
-    if (ix << 1u) == 0u {
-        return 0xff800000u;
-    }
-    if (ix >> 31u) != 0u {
-        return NAN_BITS;
-    }
-    if ix == INF_BITS {
-        return INF_BITS;
-    }
-    if ix == 0x3f800000u {
-        return 0u;
-    }
-    return 1u;
+    var r = select(1u, 0u, ix == 0x3f800000u);
+    r = select(r, INF_BITS, ix == INF_BITS);
+    r = select(r, NAN_BITS, (ix >> 31u) != 0u);
+    r = select(r, 0xff800000u, (ix << 1u) == 0u);
+    return select(r, ix, (ix & 0x7fffffffu) > INF_BITS);
 }
 
 fn log_f(x: f32) -> f32 {
     let special = log_special_bits(x);
-    if special != 1u {
-        return bitcast<f32>(special);
-    }
     let p = log_parts(x);
     let dk = p.x;
-    return p.z + dk * bitcast<f32>(0x3717f7d1u) - p.w + p.y + dk * bitcast<f32>(0x3f317180u);
+    let y = p.z + dk * bitcast<f32>(0x3717f7d1u) - p.w + p.y + dk * bitcast<f32>(0x3f317180u);
+    return select(bitcast<f32>(special), y, special == 1u);
 }
 
 // log2 and log10: f - hfsq split in a 12-bit head and a tail, so the
 // products with the head of 1/ln 2 (1/ln 10) are exact.
 fn log2_f(x: f32) -> f32 {
     let special = log_special_bits(x);
-    if special != 1u {
-        return bitcast<f32>(special);
-    }
     let p = log_parts(x);
     let hi = bitcast<f32>(bitcast<u32>(p.y - p.w) & 0xfffff000u);
     let lo = p.y - hi - p.w + p.z;
     let ivln2hi = bitcast<f32>(0x3fb8b000u);
     let ivln2lo = bitcast<f32>(0xb9389ad4u);
-    return (lo + hi) * ivln2lo + lo * ivln2hi + hi * ivln2hi + p.x;
+    let y = (lo + hi) * ivln2lo + lo * ivln2hi + hi * ivln2hi + p.x;
+    return select(bitcast<f32>(special), y, special == 1u);
 }
 
 fn log10_f(x: f32) -> f32 {
     let special = log_special_bits(x);
-    if special != 1u {
-        return bitcast<f32>(special);
-    }
     let p = log_parts(x);
     let hi = bitcast<f32>(bitcast<u32>(p.y - p.w) & 0xfffff000u);
     let lo = p.y - hi - p.w + p.z;
@@ -440,7 +376,8 @@ fn log10_f(x: f32) -> f32 {
     let ivln10lo = bitcast<f32>(0xb804ead9u);
     let log10_2hi = bitcast<f32>(0x3e9a2080u);
     let log10_2lo = bitcast<f32>(0x355427dbu);
-    return p.x * log10_2lo + (lo + hi) * ivln10lo + lo * ivln10hi + hi * ivln10hi + p.x * log10_2hi;
+    let y = p.x * log10_2lo + (lo + hi) * ivln10lo + lo * ivln10hi + hi * ivln10hi + p.x * log10_2hi;
+    return select(bitcast<f32>(special), y, special == 1u);
 }
 
 // e^|x| / 2 times sign for |x| beyond ln(f32::MAX), without overflowing
@@ -1088,176 +1025,135 @@ fn cos_f(x: f32) -> f32 {
 fn div_by_sum_f(n: f32, c: f32, e: f32) -> f32 {
     let ue = bitcast<u32>(e);
     let drop = i32((bitcast<u32>(c) >> 23u) & 0xffu) - i32((ue >> 23u) & 0xffu);
-    var e_hi = 0.0;
-    if drop < 24 {
-        e_hi = bitcast<f32>(ue & (0xffffffffu << u32(max(drop, 0))));
-    }
+    let cut = bitcast<f32>(ue & (0xffffffffu << u32(clamp(drop, 0, 31))));
+    let e_hi = select(0.0, cut, drop < 24);
     let s = c + e_hi;
     let q = n / s;
     return q - q * ((e - e_hi) / s);
 }
 
-// tanh (after musl's tanhf): 1 - 2 / (expm1(2|x|) + 2) beyond
-// log(3)/2, t / (t + 2) with t = expm1(2|x|) below (div_by_sum_f, so
-// only expm1's error and the division's remain), 1 beyond |x| > 10 where
-// tanh rounds to 1; subnormals are their own tanh.
+// tanh: below log(3)/2, |x| + |x| z P(z) with z = x^2 and P a minimax of
+// (tanh(x) - x) / x^3 on [0, 0.5495^2] (degree 4, fitted for relative
+// error in double by Lawson's iteration on 600 Chebyshev points: 1.0e-9,
+// about 0.02 ulp; the coefficients rounded to f32); beyond,
+// 1 - 2 / (e^(2|x|) + 1) (as musl's tanhf, with exp_f for expm1_f: the
+// sum is at least 4 there), |x| clamped at 10 where tanh rounds to 1.
+// Both sides are evaluated (no branch), subnormals are their own tanh.
 fn tanh_f(x_in: f32) -> f32 {
     let ux = bitcast<u32>(x_in);
     let w = ux & 0x7fffffffu;
-    let x = bitcast<f32>(w);
-    if is_nan(x_in) {
-        return x_in;
-    }
-    var t = x;
-    if w > 0x3f0c9f54u {
-        if w > 0x41200000u {
-            t = 1.0;
-        } else {
-            let e = expm1_f(2.0 * x);
-            t = 1.0 - 2.0 / (e + 2.0);
-        }
-    } else if w >= 0x00800000u {
-        let e = expm1_f(2.0 * x);
-        t = div_by_sum_f(e, 2.0, e);
-    }
-    return select(t, -t, (ux >> 31u) != 0u);
+    let a = bitcast<f32>(w);
+    let z = a * a;
+    let p = bitcast<f32>(0xbeaaaaa6u) + z * (bitcast<f32>(0x3e0886a1u) + z * (bitcast<f32>(0xbd5c966au)
+        + z * (bitcast<f32>(0x3cacb035u) + z * bitcast<f32>(0xbbcdfb53u))));
+    let small = a + a * (z * p);
+    let big = 1.0 - 2.0 / (exp_f(2.0 * min(a, 10.0)) + 1.0);
+    var t = select(small, big, w > 0x3f0c9f54u);
+    t = select(t, a, w < 0x00800000u);
+    t = select(t, -t, (ux >> 31u) != 0u);
+    return select(t, x_in, w > INF_BITS);
 }
 
 // 1 / (1 + e^-x), from e^-|x| (exp_f) so that nothing cancels: for x < 0
 // it is e^x / (1 + e^x); the sums are not rounded (div_by_sum_f).
 fn sigmoid_f(x: f32) -> f32 {
-    if is_nan(x) {
-        return x;
-    }
-    if (bitcast<u32>(x) >> 31u) == 0u {
-        return div_by_sum_f(1.0, 1.0, exp_f(-x));
-    }
-    let e = exp_f(x);
-    return div_by_sum_f(e, 1.0, e);
+    let ux = bitcast<u32>(x);
+    let e = exp_f(bitcast<f32>(ux | 0x80000000u));
+    let r = div_by_sum_f(select(e, 1.0, (ux >> 31u) == 0u), 1.0, e);
+    return select(r, x, (ux & 0x7fffffffu) > INF_BITS);
 }
 
 // erf and erfc (musl's erff, erfcf, after fdlibm's s_erff.c): x + x R(x^2)
 // below 0.84375, erx + P/Q(|x| - 1) below 1.25, and beyond
 // exp(-z^2 - 0.5625) exp((z - x)(z + x) + R/S(1/x^2)) / x for erfc, with z
-// x's 12-bit head so that z^2 is exact.
-fn erf_small_y(x: f32) -> f32 {
-    let z = x * x;
-    let r = bitcast<f32>(0x3e0375d4u) + z * (bitcast<f32>(0xbea66bebu) + z * (bitcast<f32>(0xbce9528fu)
-        + z * (bitcast<f32>(0xbbbd1489u) + z * bitcast<f32>(0xb7c756b1u))));
-    let s = 1.0 + z * (bitcast<f32>(0x3ecbbbceu) + z * (bitcast<f32>(0x3d852a63u) + z * (bitcast<f32>(0x3ba68116u)
-        + z * (bitcast<f32>(0x390aee49u) + z * bitcast<f32>(0xb684e21au)))));
-    return r / s;
-}
+// x's 12-bit head so that z^2 is exact. Branch-free: the four rationals
+// (R, P/Q, and R/S on either side of 1/0.35) are one of degree 7 over
+// degree 8, its coefficients picked by region (the shorter ones padded
+// with zeros, which leaves Horner's results as they were).
 
 const ERX_BITS: u32 = 0x3f58560bu;
 
-// erf(|x|) - erx for 0.84375 <= |x| < 1.25: P/Q(|x| - 1).
-fn erf_mid_pq(ax: f32) -> f32 {
-    let s = ax - 1.0;
-    let p = bitcast<f32>(0xbb1acdc6u) + s * (bitcast<f32>(0x3ed46805u) + s * (bitcast<f32>(0xbebe9208u)
-        + s * (bitcast<f32>(0x3ea2fe54u) + s * (bitcast<f32>(0xbde31cc2u) + s * (bitcast<f32>(0x3d1151b3u)
-        + s * bitcast<f32>(0xbb0df9c0u))))));
-    let q = 1.0 + s * (bitcast<f32>(0x3dd9f331u) + s * (bitcast<f32>(0x3f0a5785u) + s * (bitcast<f32>(0x3d931ae7u)
-        + s * (bitcast<f32>(0x3e013307u) + s * (bitcast<f32>(0x3c5f6e13u) + s * bitcast<f32>(0x3c445aa3u))))));
-    return p / q;
+// The coefficient of region r (0: |x| < 0.84375, 1: < 1.25, 2: < 1/0.35,
+// 3: beyond) from fdlibm's four sets, as bits.
+fn erf_coef(r: u32, c0: u32, c1: u32, c2: u32, c3: u32) -> f32 {
+    return bitcast<f32>(select(select(c0, c1, r >= 1u), select(c2, c3, r >= 3u), r >= 2u));
 }
 
-// erfc(ax) for 1.25 <= ax < 28 (musl's erfc2).
-fn erfc_tail_f(ax: f32) -> f32 {
-    let s = 1.0 / (ax * ax);
-    var r = 0.0;
-    var big_s = 0.0;
-    if bitcast<u32>(ax) < 0x4036db6du {
-        r = bitcast<f32>(0xbc21a093u) + s * (bitcast<f32>(0xbf31a0b7u) + s * (bitcast<f32>(0xc128f022u)
-            + s * (bitcast<f32>(0xc2798057u) + s * (bitcast<f32>(0xc322658cu) + s * (bitcast<f32>(0xc3389ae7u)
-            + s * (bitcast<f32>(0xc2a2932bu) + s * bitcast<f32>(0xc11d077eu)))))));
-        big_s = 1.0 + s * (bitcast<f32>(0x419d35ceu) + s * (bitcast<f32>(0x4309a863u) + s * (bitcast<f32>(0x43d9486fu)
-            + s * (bitcast<f32>(0x442158c9u) + s * (bitcast<f32>(0x43d6810bu) + s * (bitcast<f32>(0x42d9451fu)
-            + s * (bitcast<f32>(0x40d23f7cu) + s * bitcast<f32>(0xbd777f97u))))))));
-    } else {
-        r = bitcast<f32>(0xbc21a092u) + s * (bitcast<f32>(0xbf4c9dd4u) + s * (bitcast<f32>(0xc18e104bu)
-            + s * (bitcast<f32>(0xc320a2eau) + s * (bitcast<f32>(0xc41f6441u) + s * (bitcast<f32>(0xc480230bu)
-            + s * bitcast<f32>(0xc3f1c275u))))));
-        big_s = 1.0 + s * (bitcast<f32>(0x41f2b459u) + s * (bitcast<f32>(0x43a2e571u) + s * (bitcast<f32>(0x44c01759u)
-            + s * (bitcast<f32>(0x4547fdbbu) + s * (bitcast<f32>(0x451f90ceu) + s * (bitcast<f32>(0x43ed43a7u)
-            + s * bitcast<f32>(0xc1b38712u)))))));
-    }
-    let z = bitcast<f32>(bitcast<u32>(ax) & 0xffffe000u);
-    return exp_f(-z * z - 0.5625) * exp_f((z - ax) * (z + ax) + r / big_s) / ax;
+// (erf(u), erfc(u)) for u = |x| >= 0, each to fdlibm's accuracy (erf
+// relative near 0, erfc relative in the tail); NaN gives anything.
+fn erf_erfc_f(u: f32) -> vec2<f32> {
+    let iu = bitcast<u32>(u);
+    let r = select(0u, 1u, iu >= 0x3f580000u) + select(0u, 1u, iu >= 0x3fa00000u)
+        + select(0u, 1u, iu >= 0x4036db6du);
+    // The rational's variable: u^2, u - 1, 1/u^2.
+    let v = select(select(u * u, u - 1.0, r == 1u), 1.0 / (u * u), r >= 2u);
+    var p = erf_coef(r, 0u, 0u, 0xc11d077eu, 0u);
+    p = erf_coef(r, 0u, 0xbb0df9c0u, 0xc2a2932bu, 0xc3f1c275u) + v * p;
+    p = erf_coef(r, 0u, 0x3d1151b3u, 0xc3389ae7u, 0xc480230bu) + v * p;
+    p = erf_coef(r, 0u, 0xbde31cc2u, 0xc322658cu, 0xc41f6441u) + v * p;
+    p = erf_coef(r, 0xb7c756b1u, 0x3ea2fe54u, 0xc2798057u, 0xc320a2eau) + v * p;
+    p = erf_coef(r, 0xbbbd1489u, 0xbebe9208u, 0xc128f022u, 0xc18e104bu) + v * p;
+    p = erf_coef(r, 0xbce9528fu, 0x3ed46805u, 0xbf31a0b7u, 0xbf4c9dd4u) + v * p;
+    p = erf_coef(r, 0xbea66bebu, 0xbb1acdc6u, 0xbc21a093u, 0xbc21a092u) + v * p;
+    // Region 0's R starts at v^0 with 0x3e0375d4 where the others are done:
+    // it is one degree shorter, so its last step multiplies by v.
+    p = select(p, bitcast<f32>(0x3e0375d4u) + v * p, r == 0u);
+    var q = erf_coef(r, 0u, 0u, 0xbd777f97u, 0u);
+    q = erf_coef(r, 0u, 0u, 0x40d23f7cu, 0xc1b38712u) + v * q;
+    q = erf_coef(r, 0u, 0x3c445aa3u, 0x42d9451fu, 0x43ed43a7u) + v * q;
+    q = erf_coef(r, 0xb684e21au, 0x3c5f6e13u, 0x43d6810bu, 0x451f90ceu) + v * q;
+    q = erf_coef(r, 0x390aee49u, 0x3e013307u, 0x442158c9u, 0x4547fdbbu) + v * q;
+    q = erf_coef(r, 0x3ba68116u, 0x3d931ae7u, 0x43d9486fu, 0x44c01759u) + v * q;
+    q = erf_coef(r, 0x3d852a63u, 0x3f0a5785u, 0x4309a863u, 0x43a2e571u) + v * q;
+    q = erf_coef(r, 0x3ecbbbceu, 0x3dd9f331u, 0x419d35ceu, 0x41f2b459u) + v * q;
+    q = 1.0 + v * q;
+    let y = p / q;
+    // The tail: erfc(u) = exp(-z^2 - 0.5625) exp((z - u)(z + u) + y) / u
+    // (u clamped to 28, past which erfc is 0, so the exps stay finite).
+    let ut = clamp(u, 1.0, 28.0);
+    let z = bitcast<f32>(bitcast<u32>(ut) & 0xffffe000u);
+    let tail = exp_f(-z * z - 0.5625) * exp_f((z - ut) * (z + ut) + y) / ut;
+    let erx = bitcast<f32>(ERX_BITS);
+    // Below 2^-28 erf u = u (2/sqrt(pi)), scaled by 8 against underflow.
+    let erf_tiny = 0.125 * (8.0 * u + bitcast<f32>(0x3f8375d4u) * u);
+    var e = select(u + u * y, erf_tiny, iu < 0x31800000u);
+    e = select(e, erx + y, r == 1u);
+    e = select(e, 1.0 - tail, r >= 2u);
+    e = select(e, 1.0, iu >= 0x40c00000u);
+    var c = select(0.5 - (u - 0.5 + u * y), 1.0 - (u + u * y), iu < 0x3e800000u);
+    c = select(c, (1.0 - erx) - y, r == 1u);
+    c = select(c, tail, r >= 2u);
+    c = select(c, 0.0, iu >= 0x41e00000u);
+    return vec2<f32>(e, c);
 }
 
 fn erf_f(x: f32) -> f32 {
     let ux = bitcast<u32>(x);
-    let ix = ux & 0x7fffffffu;
-    let negative = (ux >> 31u) != 0u;
-    if is_nan(x) {
-        return x;
-    }
-    if ix < 0x3f580000u {
-        // |x| < 0.84375; below 2^-28 erf x = x (2/sqrt(pi)), scaled by 8
-        // against underflow.
-        if ix < 0x31800000u {
-            return 0.125 * (8.0 * x + bitcast<f32>(0x3f8375d4u) * x);
-        }
-        return x + x * erf_small_y(x);
-    }
-    let ax = bitcast<f32>(ix);
-    var y = 1.0;
-    if ix < 0x3fa00000u {
-        y = bitcast<f32>(ERX_BITS) + erf_mid_pq(ax);
-    } else if ix < 0x40c00000u {
-        y = 1.0 - erfc_tail_f(ax);
-    }
-    return select(y, -y, negative);
-}
-
-// erfc(x) for x >= 0 (musl's erfcf on that half): gelu's Phi(x) for
-// x < 0 is erfc(-x / sqrt(2)) / 2, which 1 + erf would lose to
-// cancellation.
-fn erfc_pos_f(x: f32) -> f32 {
-    let ix = bitcast<u32>(x);
-    if ix < 0x3f580000u {
-        if ix < 0x23800000u {
-            return 1.0 - x;
-        }
-        let y = erf_small_y(x);
-        if ix < 0x3e800000u {
-            return 1.0 - (x + x * y);
-        }
-        return 0.5 - (x - 0.5 + x * y);
-    }
-    if ix < 0x3fa00000u {
-        return (1.0 - bitcast<f32>(ERX_BITS)) - erf_mid_pq(x);
-    }
-    if ix < 0x41e00000u {
-        return erfc_tail_f(x);
-    }
-    return 0.0;
+    let y = erf_erfc_f(bitcast<f32>(ux & 0x7fffffffu)).x;
+    let r = select(y, -y, (ux >> 31u) != 0u);
+    return select(r, x, (ux & 0x7fffffffu) > INF_BITS);
 }
 
 // GELU x Phi(x) = x erfc(-x / sqrt(2)) / 2; NaN as is.
 fn gelu_f(x: f32) -> f32 {
-    if is_nan(x) {
-        return x;
-    }
-    if x < -14.0 {
-        // x Phi(x) < 2^-142: -0 (and no inf times 0 below); -inf gives
-        // NaN, as -inf * 0 in PyTorch's formula.
-        return select(-0.0, bitcast<f32>(NAN_BITS), bitcast<u32>(x) == 0xff800000u);
-    }
+    let ux = bitcast<u32>(x);
+    let negative = (ux >> 31u) != 0u;
     let t = x * 0.70710678118654752;
-    if (bitcast<u32>(x) >> 31u) != 0u {
-        // erfc(-t) is steep: correct for the rounding of t, d = x c - t
-        // (c = 1/sqrt(2) as a 12-bit head and a tail, x as a 12-bit head
-        // and a tail, so x_h c_h is exact and x_h c_h - t too, by
-        // Sterbenz), erfc(-t - d) = erfc(-t) (1 - 2 t d) to first order.
-        let c_hi = bitcast<f32>(0x3f350000u);
-        let c_lo = 7.5531186547521e-5;
-        let x_h = bitcast<f32>(bitcast<u32>(x) & 0xfffff000u);
-        let d = (x_h * c_hi - t) + (x - x_h) * c_hi + x * c_lo;
-        return 0.5 * x * (erfc_pos_f(-t) * (1.0 - 2.0 * t * d));
-    }
-    return 0.5 * x * (1.0 + erf_f(t));
+    let ee = erf_erfc_f(abs(t));
+    // For x < 0, erfc(-t) is steep: correct for the rounding of t,
+    // d = x c - t (c = 1/sqrt(2) as a 12-bit head and a tail, x as a
+    // 12-bit head and a tail, so x_h c_h is exact and x_h c_h - t too, by
+    // Sterbenz), erfc(-t - d) = erfc(-t) (1 - 2 t d) to first order.
+    let c_hi = bitcast<f32>(0x3f350000u);
+    let c_lo = 7.5531186547521e-5;
+    let x_h = bitcast<f32>(ux & 0xfffff000u);
+    let d = (x_h * c_hi - t) + (x - x_h) * c_hi + x * c_lo;
+    let neg = 0.5 * x * (ee.y * (1.0 - 2.0 * t * d));
+    var g = select(0.5 * x * (1.0 + ee.x), neg, negative);
+    // Below -14, x Phi(x) < 2^-142: -0 (and no inf times 0); -inf gives
+    // NaN, as -inf * 0 in PyTorch's formula.
+    g = select(g, select(-0.0, bitcast<f32>(NAN_BITS), ux == 0xff800000u), negative && ux > 0xc1600000u);
+    return select(g, x, (ux & 0x7fffffffu) > INF_BITS);
 }
 
 // |a|^n exactly, for |a| = m 2^e (m odd) when m^|n| fits in 24 bits (a

@@ -83,20 +83,34 @@ fn naive_spec() -> (Spec, &'static Kernel) {
     MATMUL_NAIVE.spec(&[])
 }
 
+/// Matrix-vector products with at least this many output columns are the
+/// wide classes ([`ShapeClass::GemvWide`], [`ShapeClass::GemvTWide`]),
+/// tuned apart from the narrow ones: on lavapipe (2026-12-01,
+/// docs/PERFORMANCE.md) 32 columns per thread win from about 2048 columns
+/// on (enough workgroups for every core), 16 below.
+pub const GEMV_WIDE_N: usize = 2048;
+
 /// The shape classes the GEMM picks a kernel for (and tunes, once per
-/// adapter and dtype): by the output's rows `m` and columns `n`.
+/// adapter and dtype): by the output's rows `m` and columns `n` (and, for
+/// `m == 1`, B's layout).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShapeClass {
-    /// `m == 1`: matrix-vector products (the decode step of a language
-    /// model), bound by reading B once; B row-major `[K, N]` (`x @ w`) or
-    /// any other layout but the one of [`ShapeClass::GemvT`].
+    /// `m == 1`, `n <` [`GEMV_WIDE_N`]: matrix-vector products (the decode
+    /// step of a language model), bound by reading B once; B row-major
+    /// `[K, N]` (`x @ w`) or any other layout but the one of
+    /// [`ShapeClass::GemvT`].
     Gemv,
-    /// `m == 1` with B read along K (unit stride in K, `N > 1`): `x @ W^T`
-    /// with `W` of shape `[N, K]`, PyTorch's `nn.Linear` layout. Tuned
-    /// apart from [`ShapeClass::Gemv`]: each output is a dot product along
-    /// contiguous memory, and which kernel wins differs (on lavapipe the
-    /// split-K kernel, or narrower register tiles, see docs/PERFORMANCE.md).
+    /// `m == 1`, `1 < n <` [`GEMV_WIDE_N`], with B read along K (unit
+    /// stride in K): `x @ W^T` with `W` of shape `[N, K]`, PyTorch's
+    /// `nn.Linear` layout. Tuned apart from [`ShapeClass::Gemv`]: each
+    /// output is a dot product along contiguous memory, and which kernel
+    /// wins differs (on lavapipe the split-K kernel, or narrower register
+    /// tiles, see docs/PERFORMANCE.md).
     GemvT,
+    /// [`ShapeClass::Gemv`] with `n >=` [`GEMV_WIDE_N`].
+    GemvWide,
+    /// [`ShapeClass::GemvT`] with `n >=` [`GEMV_WIDE_N`].
+    GemvTWide,
     /// `m < 32` or `n < 64`: small or skinny outputs.
     Small,
     /// `m < 128` or `n < 128`.
@@ -107,19 +121,26 @@ pub enum ShapeClass {
 
 impl ShapeClass {
     /// Every class, in order.
-    pub const ALL: [ShapeClass; 5] = [
+    pub const ALL: [ShapeClass; 7] = [
         ShapeClass::Gemv,
         ShapeClass::GemvT,
+        ShapeClass::GemvWide,
+        ShapeClass::GemvTWide,
         ShapeClass::Small,
         ShapeClass::Medium,
         ShapeClass::Large,
     ];
 
     /// The class of an `m x n` output whose B is row-major (or of no
-    /// particular layout): never [`ShapeClass::GemvT`].
+    /// particular layout): never [`ShapeClass::GemvT`] or
+    /// [`ShapeClass::GemvTWide`].
     pub fn of(m: usize, n: usize) -> ShapeClass {
         if m == 1 {
-            ShapeClass::Gemv
+            if n >= GEMV_WIDE_N {
+                ShapeClass::GemvWide
+            } else {
+                ShapeClass::Gemv
+            }
         } else if m < 32 || n < 64 {
             ShapeClass::Small
         } else if m < 128 || n < 128 {
@@ -130,28 +151,40 @@ impl ShapeClass {
     }
 
     /// The class of an `m x n` output whose B (`[K, N]`) has element
-    /// strides `b_k` along K and `b_n` along N: [`ShapeClass::GemvT`] for
+    /// strides `b_k` along K and `b_n` along N: [`ShapeClass::GemvT`] (or
+    /// [`ShapeClass::GemvTWide`] from [`GEMV_WIDE_N`] columns on) for
     /// `m == 1`, `n > 1` and `b_k == 1 != b_n`, else [`ShapeClass::of`].
     pub fn of_layout(m: usize, n: usize, b_k: isize, b_n: isize) -> ShapeClass {
-        if m == 1 && n > 1 && b_k == 1 && b_n != 1 {
-            ShapeClass::GemvT
-        } else {
-            ShapeClass::of(m, n)
+        match ShapeClass::of(m, n) {
+            ShapeClass::Gemv if n > 1 && b_k == 1 && b_n != 1 => ShapeClass::GemvT,
+            ShapeClass::GemvWide if b_k == 1 && b_n != 1 => ShapeClass::GemvTWide,
+            class => class,
         }
     }
 
-    /// Whether the class is a matrix-vector one ([`ShapeClass::Gemv`] or
-    /// [`ShapeClass::GemvT`]).
+    /// Whether the class is a matrix-vector one ([`ShapeClass::Gemv`],
+    /// [`ShapeClass::GemvT`] and their wide forms).
     pub fn is_gemv(self) -> bool {
-        matches!(self, ShapeClass::Gemv | ShapeClass::GemvT)
+        matches!(
+            self,
+            ShapeClass::Gemv | ShapeClass::GemvT | ShapeClass::GemvWide | ShapeClass::GemvTWide
+        )
+    }
+
+    /// Whether the class reads B along K ([`ShapeClass::GemvT`],
+    /// [`ShapeClass::GemvTWide`]).
+    pub fn b_transposed(self) -> bool {
+        matches!(self, ShapeClass::GemvT | ShapeClass::GemvTWide)
     }
 
     /// The class's name in the tuning cache file: `gemv`, `gemvt`,
-    /// `small`, `medium`, `large`.
+    /// `gemv-wide`, `gemvt-wide`, `small`, `medium`, `large`.
     pub fn name(self) -> &'static str {
         match self {
             ShapeClass::Gemv => "gemv",
             ShapeClass::GemvT => "gemvt",
+            ShapeClass::GemvWide => "gemv-wide",
+            ShapeClass::GemvTWide => "gemvt-wide",
             ShapeClass::Small => "small",
             ShapeClass::Medium => "medium",
             ShapeClass::Large => "large",
@@ -428,8 +461,20 @@ pub(crate) fn register_tile(class: ShapeClass, software: bool) -> GemmKernel {
         // both cores work at N = 384 (1.4x to 1.7x the 16 x 1 x 1 x 4 tile
         // at 1 x 1024 x 3072, 2026-12-01); GPUs want more threads per
         // workgroup.
-        ShapeClass::Gemv | ShapeClass::GemvT if software => tile(8, 1, 1, 4),
-        ShapeClass::Gemv | ShapeClass::GemvT => tile(64, 1, 1, 1),
+        // From GEMV_WIDE_N columns on with a row-major B, 32 columns per
+        // thread (one load of A feeds twice the columns; still 8
+        // workgroups or more): 1.1x to 1.5x the 16-column tile at
+        // 1 x 4096 x 4096 (2026-12-01, docs/PERFORMANCE.md). With B
+        // transposed each column is a row of W, a stream of its own, and
+        // the 16-column tile led in 6 comparisons of 7 (1 x 1024 x 3072,
+        // 1 x 4096 x 4096, four probe runs).
+        ShapeClass::GemvWide if software => tile(8, 1, 1, 8),
+        ShapeClass::Gemv | ShapeClass::GemvT | ShapeClass::GemvTWide if software => {
+            tile(8, 1, 1, 4)
+        }
+        ShapeClass::Gemv | ShapeClass::GemvT | ShapeClass::GemvWide | ShapeClass::GemvTWide => {
+            tile(64, 1, 1, 1)
+        }
         // Small or skinny on lavapipe and llvmpipe: 16 x 32 blocks, one
         // row of eight threads (A's loads uniform per SIMD group, as for
         // Medium below): MiniLM's attention products (96 heads of
@@ -455,6 +500,37 @@ pub(crate) fn register_tile(class: ShapeClass, software: bool) -> GemmKernel {
         // runs at half the speed of 8 x 16.
         ShapeClass::Large if software => tile(8, 8, 16, 4),
         ShapeClass::Large => tile(8, 8, 8, 4),
+    }
+}
+
+/// A matrix-vector register tile (`wg_y == tm == 1`) narrowed to fewer
+/// columns per thread (`nv` halved, down to 2, kept even for pair loads)
+/// while its last workgroup would compute more than `n / 16` columns past
+/// `n` and the narrower tile wastes fewer. Columns past `n` are clamped
+/// to the last one, so they cost the same loads as real ones: at
+/// 1 x 1536 x 384 the 32-column tile `register 8 1 1 8` computes 512
+/// columns (two workgroups for two cores) and took 1.25x to 1.3x the time
+/// of the 16-column one, which computes 384 (lavapipe, 2026-12-01,
+/// docs/PERFORMANCE.md). Any other kernel is returned as is.
+pub(crate) fn fit_gemv_columns(kernel: GemmKernel, n: usize) -> GemmKernel {
+    let GemmKernel::Register {
+        wg_x,
+        wg_y: 1,
+        tm: 1,
+        mut nv,
+    } = kernel
+    else {
+        return kernel;
+    };
+    let waste = |nv: u32| n.next_multiple_of(4 * wg_x as usize * nv as usize) - n;
+    while nv > 2 && nv.is_multiple_of(4) && waste(nv) * 16 > n && waste(nv / 2) < waste(nv) {
+        nv /= 2;
+    }
+    GemmKernel::Register {
+        wg_x,
+        wg_y: 1,
+        tm: 1,
+        nv,
     }
 }
 

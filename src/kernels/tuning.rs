@@ -6,7 +6,9 @@
 //! adapter: register-blocked tiles on software adapters, workgroup-memory
 //! and cooperative-matrix tiles on GPUs, split-K kernels for
 //! matrix-vector products) on a proxy of the shape (each dimension capped,
-//! see `proxy`) with operands of its own, and keeps the fastest. The
+//! see `proxy`) with operands of its own, and keeps the fastest (the
+//! first candidate, the default, unless another beats it by
+//! [`DEFAULT_MARGIN`]). The
 //! choice goes into the device's table and into the tuning file of the
 //! adapter (`disk.rs`), which later processes on the same adapter, driver
 //! and wgarray version read instead of timing again; the driver's compiled
@@ -61,6 +63,13 @@ fn forced_by_env() -> Option<GemmKernel> {
 pub const BUDGET_SOFTWARE: Duration = Duration::from_millis(2500);
 /// The same on a GPU.
 pub const BUDGET_GPU: Duration = Duration::from_millis(1500);
+
+/// How much faster than the default (a class's first candidate) another
+/// candidate must be timed to be chosen: 10%. Timings on a shared software
+/// adapter spread by 20% and more between runs (other processes on the
+/// same cores); at lavapipe's matrix-vector shapes two runs chose the
+/// 16-column and the 32-column tile in turn on noise alone (2026-12-01).
+pub const DEFAULT_MARGIN: f64 = 0.1;
 
 /// The tuning file's format name and version.
 const FORMAT: &str = "wgarray-gemm-tuning";
@@ -146,10 +155,18 @@ impl Tuning {
         {
             return Ok(k);
         }
+        // A matrix-vector tile's columns fit to this product's n.
+        let fit = |k| {
+            if class.is_gemv() {
+                matmul::fit_gemv_columns(k, dims[2])
+            } else {
+                k
+            }
+        };
         if let Some(k) = self.chosen(dtype, class)
             && usable(cx, k, dtype)
         {
-            return Ok(k);
+            return Ok(fit(k));
         }
         let cands = candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype));
         let timed = self.timing && cands.len() > 1;
@@ -163,7 +180,7 @@ impl Tuning {
             self.save();
             cx.cache.save_pipelines();
         }
-        Ok(chosen)
+        Ok(fit(chosen))
     }
 
     /// Time `cands` on a proxy of `dims` (B transposed where
@@ -214,9 +231,9 @@ impl Tuning {
             offset: 0,
             strides: vec![0, 0, 0, (rows * cols) as isize, cols as isize, 1],
         };
-        // The layout of B: the transpose of a row-major [n, k] for GemvT
-        // and where the product's is, row-major [k, n] otherwise.
-        let b_op = if class == ShapeClass::GemvT || b_transposed {
+        // The layout of B: the transpose of a row-major [n, k] for GemvT,
+        // GemvTWide and where the product's is, row-major [k, n] otherwise.
+        let b_op = if class.b_transposed() || b_transposed {
             Operand {
                 strides: vec![0, 0, 0, (k * n) as isize, 1, k as isize],
                 ..dense(&b, k, n)
@@ -270,7 +287,7 @@ impl Tuning {
                 continue;
             }
             report.push(format!("{cand}: {:.3} ms", t * 1e3));
-            if best.is_none_or(|(bt, _)| t < bt) {
+            if replaces(t, best, cands[0]) {
                 best = Some((t, cand));
             }
         }
@@ -296,11 +313,13 @@ impl Tuning {
         if best.is_some_and(|b| once > 4.0 * b) {
             return Ok(once);
         }
-        let reps = if cx.software {
-            1
-        } else {
-            ((0.01 / once.max(1e-6)).ceil() as usize).clamp(1, 64)
-        };
+        // Runs of about 10 ms on a GPU; on a software adapter of about
+        // 2 ms, at most 16 repetitions: one run of a matrix-vector proxy
+        // takes 0.1 to 0.3 ms there, which the thread pool's wake-ups and
+        // other processes on the same cores blur (a single run chose a
+        // kernel 2x slower than the best, 2026-12-01).
+        let (target, most) = if cx.software { (0.002, 16) } else { (0.01, 64) };
+        let reps = ((target / once.max(1e-6)).ceil() as usize).clamp(1, most);
         let mut t = once;
         for _ in 0..2 {
             t = t.min(self.run(d, cx, reps)? / reps as f64);
@@ -383,6 +402,21 @@ impl Tuning {
     }
 }
 
+/// Whether a candidate timed at `t` seconds replaces `best` so far: when
+/// it is faster, by [`DEFAULT_MARGIN`] when `best` is the default (the
+/// class's first candidate, chosen from measurements on a quiet machine,
+/// which gives way only to a clear win).
+fn replaces(t: f64, best: Option<(f64, GemmKernel)>, default: GemmKernel) -> bool {
+    best.is_none_or(|(bt, bk)| {
+        let margin = if bk == default {
+            1.0 - DEFAULT_MARGIN
+        } else {
+            1.0
+        };
+        t < bt * margin
+    })
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -442,18 +476,42 @@ fn load(path: &std::path::Path, owner: &disk::Owner) -> HashMap<(DType, ShapeCla
 
 /// The shape tuning times for a GEMM of `[batch, m, n, k]`: each dimension
 /// capped (512 on software adapters, 2048 on GPUs; 2048 and 4096 for the
-/// matrix-vector class's n and k), in the same class, and the batch cut so
-/// the proxy does about as much work as a `cap^3 / 4` product.
+/// matrix-vector classes' n and k), in the same class, and the batch cut so
+/// the proxy does about as much work as a `cap^3 / 4` product. The
+/// matrix-vector classes' n and k are also raised to at least
+/// [`GEMV_MIN_N`] and [`GEMV_MIN_K`], within the class: the class's first
+/// product decides for all, and a tiny one (a `1 x 4 x 4` warm-up) times
+/// only the dispatch; their n is rounded up to whole [`GEMV_PROXY_STEP`]s.
 fn proxy(class: ShapeClass, [batch, m, n, k]: [usize; 4], software: bool) -> [usize; 4] {
     let cap = if software { 512 } else { 2048 };
     let (m, n, k) = match class {
-        ShapeClass::Gemv | ShapeClass::GemvT => (1, n.min(4 * cap), k.min(4 * cap)),
+        ShapeClass::Gemv | ShapeClass::GemvT => (
+            1,
+            n.next_multiple_of(GEMV_PROXY_STEP)
+                .clamp(GEMV_MIN_N, matmul::GEMV_WIDE_N - GEMV_PROXY_STEP),
+            k.clamp(GEMV_MIN_K, 4 * cap),
+        ),
+        ShapeClass::GemvWide | ShapeClass::GemvTWide => (
+            1,
+            n.next_multiple_of(GEMV_PROXY_STEP)
+                .clamp(matmul::GEMV_WIDE_N, (4 * cap).max(matmul::GEMV_WIDE_N)),
+            k.clamp(GEMV_MIN_K, 4 * cap),
+        ),
         _ => (m.min(cap), n.min(cap), k.min(cap)),
     };
     let per = (m * n * k).max(1);
     let batch = batch.min((cap * cap * cap / 4 / per).max(1));
     [batch, m, n, k.max(1)]
 }
+
+/// The fewest output columns a matrix-vector proxy has.
+const GEMV_MIN_N: usize = 512;
+/// A matrix-vector proxy's n is a multiple of this (the widest register
+/// tile's columns), so that no candidate is timed on columns it computes
+/// past n, which `matmul::fit_gemv_columns` avoids in the real product.
+const GEMV_PROXY_STEP: usize = 256;
+/// The shortest K a matrix-vector proxy has.
+const GEMV_MIN_K: usize = 384;
 
 /// The kernels worth timing for `class` and `dtype` on a software adapter
 /// or a GPU, those `usable` by the device, first the default (the choice
@@ -492,11 +550,18 @@ pub(crate) fn candidates(
             splitk(8, 8, true),
             splitk(8, 8, false),
         ],
-        (ShapeClass::GemvT, true) => vec![
+        (ShapeClass::GemvT | ShapeClass::GemvTWide, true) => vec![
             register,
             splitk(8, 8, true),
             tile_wide(),
             splitk(8, 8, false),
+        ],
+        // From GEMV_WIDE_N columns on with B row-major: the 32-column tile
+        // first.
+        (ShapeClass::GemvWide, true) => vec![
+            register,
+            register_tile(ShapeClass::Gemv, true),
+            splitk(8, 8, true),
         ],
         // lavapipe, M = 77 (MiniLM's packed demo batch) against 384 to
         // 1536 (2026-12-01, docs/PERFORMANCE.md): the default's one row of
@@ -518,7 +583,10 @@ pub(crate) fn candidates(
                 nv: 4,
             },
         ],
-        (ShapeClass::Gemv | ShapeClass::GemvT, false) => vec![
+        (
+            ShapeClass::Gemv | ShapeClass::GemvT | ShapeClass::GemvWide | ShapeClass::GemvTWide,
+            false,
+        ) => vec![
             splitk(32, 8, true),
             splitk(16, 16, false),
             register,
@@ -578,19 +646,82 @@ mod tests {
                 [1, 4096, 4096, 4096],
                 [1, 17, 9000, 33],
                 [3, 100, 1000, 70_000],
+                [1, 1, 4, 4],
+                [1, 1, 2047, 5],
+                [1, 1, 2048, 100_000],
             ] {
                 let class = ShapeClass::of(dims[1], dims[2]);
                 let p = proxy(class, dims, software);
                 assert_eq!(ShapeClass::of(p[1], p[2]), class, "{dims:?} -> {p:?}");
-                // The transposed-B matrix-vector class keeps its proxy too.
-                if class == ShapeClass::Gemv && p[2] > 1 {
+                // The transposed-B matrix-vector classes keep their proxy
+                // too; a matrix-vector proxy is never tiny.
+                if class.is_gemv() {
                     let t = ShapeClass::of_layout(p[1], p[2], 1, p[3] as isize);
-                    assert_eq!(t, ShapeClass::GemvT);
+                    assert!(t.is_gemv() && t.b_transposed(), "{dims:?} -> {t:?}");
+                    assert_eq!(ShapeClass::of(p[1], p[2]), class);
                     assert_eq!(proxy(t, dims, software), p);
+                    assert!(
+                        p[2] >= GEMV_MIN_N && p[3] >= GEMV_MIN_K,
+                        "{dims:?} -> {p:?}"
+                    );
                 }
                 assert!(p.iter().all(|&x| x >= 1));
                 assert!(p[0] * p[1] * p[2] * p[3] <= 1 << 34, "{dims:?} -> {p:?}");
             }
+        }
+    }
+
+    #[test]
+    fn the_default_gives_way_only_to_a_clear_win() {
+        let default = register_tile(ShapeClass::Gemv, true);
+        let other = register_tile(ShapeClass::GemvWide, true);
+        assert_ne!(default, other);
+        assert!(replaces(1.0, None, default));
+        assert!(!replaces(0.95, Some((1.0, default)), default));
+        assert!(replaces(0.85, Some((1.0, default)), default));
+        assert!(replaces(0.99, Some((1.0, other)), default));
+        assert!(!replaces(1.01, Some((1.0, other)), default));
+    }
+
+    #[test]
+    fn gemv_tiles_narrow_to_the_columns() {
+        let tile = |nv| GemmKernel::Register {
+            wg_x: 8,
+            wg_y: 1,
+            tm: 1,
+            nv,
+        };
+        // (n, tuned nv, nv used): 32-column threads compute 512 columns
+        // for 384 and 1280 for 1152, 16-column ones exactly n.
+        for (n, nv, fitted) in [
+            (384, 8, 4),
+            (1152, 8, 4),
+            (1536, 8, 8),
+            (1000, 8, 8),
+            (4096, 8, 8),
+            (384, 4, 4),
+            (7, 8, 2),
+            (7, 2, 2),
+        ] {
+            let k = matmul::fit_gemv_columns(tile(nv), n);
+            assert_eq!(k, tile(fitted), "n = {n}, nv = {nv}");
+            assert!(k.is_valid());
+        }
+        // Other kernels as they are.
+        for k in [
+            GemmKernel::Register {
+                wg_x: 8,
+                wg_y: 8,
+                tm: 16,
+                nv: 4,
+            },
+            GemmKernel::SplitK {
+                ks: 8,
+                cq: 8,
+                subgroups: true,
+            },
+        ] {
+            assert_eq!(matmul::fit_gemv_columns(k, 384), k);
         }
     }
 
