@@ -358,6 +358,76 @@ fn pair_loads_of_b_at_odd_sizes_and_offsets() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// `x @ W^T` (A row-major, B a transposed view) with K a multiple of eight
+/// reads both operands eight k per load (`vec4<u64>`) on software adapters
+/// with `SHADER_INT64`: the medium tiles with one and with four rows of
+/// threads (the latter with an odd number of column quads, in one case:
+/// each variant is a cold compile in CI), K of 8, 40 and 1032 (and 36,
+/// which takes the vec4 path), M of 1, 9 and 77, N a multiple of four or
+/// not, batched with a bias, and operands that are views starting 8 or 4
+/// elements into their buffers (the latter the vec4 path), against the
+/// f64 reference.
+#[test]
+fn pair_k_loads_of_x_times_w_transposed() {
+    let d = device();
+    poison_pool(&d, 1 << 20);
+    let mut rng = Rng::new(53);
+    let mut failures = Vec::new();
+    let all: &[_] = &[(1, 77, 40, false), (2, 9, 7, true), (1, 1, 36, true)];
+    for (tile, ks, cases, skips) in [
+        (
+            "register 8 1 16 4",
+            &[8, 40, 1032, 36][..],
+            all,
+            &[8isize, 4][..],
+        ),
+        ("register 8 4 8 3", &[40][..], &all[..1], &[8][..]),
+    ] {
+        d.set_gemm_kernel(Some(tile.parse().unwrap())).unwrap();
+        for &k in ks {
+            for &(batch, m, n, bias) in cases {
+                if let Some(e) = check(
+                    &d,
+                    &mut rng,
+                    DType::F32,
+                    [batch, m, k, n],
+                    Layout::RowMajor,
+                    Layout::Transposed,
+                    bias,
+                ) {
+                    failures.push(format!("{tile} {batch}x{m}x{k}x{n} bias {bias}: {e}"));
+                }
+            }
+        }
+        // A = x[:, skip..skip + 40] of a [9, 56] x, B = w[:, skip..skip +
+        // 40]^T of a [12, 56] w: row strides 56, offsets 8 (pairs) or 4.
+        for &skip in skips {
+            let (m, k, n) = (9, 40, 12);
+            let x = rng.vec_f32(m * 56);
+            let w = rng.vec_f32(n * 56);
+            let cols = [Slice::FULL, Slice::new(Some(skip), Some(skip + 40), 1)];
+            let a = Array::from_slice(&x, &[m, 56], &d)
+                .unwrap()
+                .slice(&cols)
+                .unwrap();
+            let b = Array::from_slice(&w, &[n, 56], &d)
+                .unwrap()
+                .slice(&cols)
+                .unwrap();
+            let got = a.matmul(&b.transpose()).unwrap().to_vec::<f32>().unwrap();
+            let at = |v: &[f32], i: usize, j: usize| v[i * 56 + skip as usize + j];
+            let xa: Vec<f32> = (0..m * k).map(|i| at(&x, i / k, i % k)).collect();
+            let yb: Vec<f32> = (0..k * n).map(|i| at(&w, i % n, i / n)).collect();
+            let err = rel_frobenius(&got, &matmul_ref(&xa, &yb, 1, m, k, n));
+            if err >= 1e-5 {
+                failures.push(format!("{tile} views at {skip}: error {err:e}"));
+            }
+        }
+    }
+    d.set_gemm_kernel(None).unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Workgroup memory: a tile is valid up to 64 KiB of staging, and a device
 /// runs it only within its own `max_compute_workgroup_storage_size`
 /// (lavapipe and llvmpipe: 32 KiB; WebGPU's default 16 KiB; NVIDIA 48 KiB).

@@ -355,6 +355,46 @@ fn every_timed_candidate_passes_the_product_check() {
     assert_eq!(warnings_about("wrong"), Vec::<String>::new());
 }
 
+/// A medium product `x @ w.T` (`w: [n, k]` row-major) is tuned on a proxy
+/// with B in that layout (software adapters read it eight k per load, and
+/// the tiles rank differently than on a row-major B): every candidate
+/// passes the product check there, a choice is recorded for the class, and
+/// the product (M = 40, K = 48, N = 72, a transposed view) is right
+/// against an f64 reference.
+#[test]
+fn a_transposed_medium_product_is_tuned_in_its_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = device_in(dir.path());
+    let (m, k, n) = (40, 48, 72);
+    let x: Vec<f32> = (0..m * k)
+        .map(|i| ((i * 7) % 13) as f32 / 8.0 - 0.75)
+        .collect();
+    let w: Vec<f32> = (0..n * k)
+        .map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.25)
+        .collect();
+    let a = Array::from_slice(&x, &[m, k], &d).unwrap();
+    let b = Array::from_slice(&w, &[n, k], &d).unwrap().transpose();
+    let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(
+        ShapeClass::of_layout(m, n, 1, k as isize),
+        ShapeClass::Medium
+    );
+    assert!(d.gemm_kernel(DType::F32, ShapeClass::Medium).is_some());
+    for i in 0..m {
+        for j in 0..n {
+            let want: f64 = (0..k)
+                .map(|p| x[i * k + p] as f64 * w[j * k + p] as f64)
+                .sum();
+            let g = got[i * n + j] as f64;
+            assert!(
+                (g - want).abs() <= 1e-5 * want.abs().max(1.0),
+                "({i}, {j}): {g} vs {want}"
+            );
+        }
+    }
+    assert_eq!(warnings_about("wrong"), Vec::<String>::new());
+}
+
 /// Matrix-vector products from [`GEMV_WIDE_N`] output columns on are
 /// their own classes ([`ShapeClass::GemvWide`], [`ShapeClass::GemvTWide`]),
 /// chosen and written apart from the narrow ones; products on both sides

@@ -45,7 +45,9 @@ fn main(@builtin(workgroup_id) local_wid: vec3<u32>, @builtin(local_invocation_i
     // groups. Separate variables rather than arrays: NIR keeps them in
     // registers without having to split or unroll anything.
 {{DECLS}}
-    for (var k0 = 0u; k0 < p.k; k0 += 4u) {
+    // K_STEP is 8 where both operands are read eight k per load
+    // (`Mode::PairK`, K a multiple of eight; the chunk does eight k), else 4.
+    for (var k0 = 0u; k0 < p.k; k0 += {{K_STEP}}u) {
         // The last chunk of a K that is not a multiple of four masks k >= K.
         let tail = K_TAIL && k0 + 4u > p.k;
         let kmask = vec4<u32>(k0, k0 + 1u, k0 + 2u, k0 + 3u) < vec4<u32>(p.k);

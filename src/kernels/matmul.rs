@@ -475,8 +475,23 @@ pub(crate) fn register_tile(class: ShapeClass, software: bool) -> GemmKernel {
         ShapeClass::Gemv | ShapeClass::GemvT | ShapeClass::GemvWide | ShapeClass::GemvTWide => {
             tile(64, 1, 1, 1)
         }
+        // Small or skinny on lavapipe and llvmpipe: 16 x 32 blocks, one
+        // row of eight threads (A's loads uniform per SIMD group, as for
+        // Medium below): MiniLM's attention products (96 heads of
+        // 14 x 32 x 14 and 14 x 14 x 32) 1.5x to 2x the 32 x 32 tile, and
+        // 1.3x to 2.6x at 16 x 1024 x 2048 and 2048 x 512 x 32 (2026-12-01).
+        ShapeClass::Small if software => tile(8, 1, 16, 1),
         // Small or skinny: 32 x 32 tiles waste little on edges.
         ShapeClass::Small => tile(8, 8, 4, 1),
+        // Medium on lavapipe and llvmpipe: 16 x 128 blocks, one row of
+        // eight threads (one SIMD group) sharing 16 rows. A's addresses
+        // then depend on the workgroup alone, and llvmpipe loads a uniform
+        // address once per group instead of once per lane (so we read the
+        // measurements); only B's loads are per lane.
+        // At M = 77 (MiniLM) against the 32 x 128 tile of four thread rows:
+        // 1.4x to 1.5x in CPU time, through both APIs (2026-12-01,
+        // docs/PERFORMANCE.md).
+        ShapeClass::Medium if software => tile(8, 1, 16, 4),
         // Medium: 64 x 128 tiles.
         ShapeClass::Medium => tile(8, 8, 8, 4),
         // Large: 128 x 128 tiles of 16 x 16 per thread on lavapipe (at
@@ -717,6 +732,32 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
             }
         }
     }
+    // Eight-k pair loads of A and B (`x @ W^T`, f32, SHADER_INT64): the
+    // medium tiles, with and without a bias, and with an epilogue.
+    for kernel in [
+        register_tile(ShapeClass::Medium, true),
+        register_tile(ShapeClass::Small, true),
+    ] {
+        for (out_vec, has_bias, epi) in [
+            (true, false, false),
+            (false, true, false),
+            (true, false, true),
+        ] {
+            let sample = epi.then(|| epilogue::sample(DType::F32));
+            let (spec, kernel) = GemmVariant {
+                dtype: DType::F32,
+                kernel,
+                a_mode: Mode::PairK,
+                b_mode: Mode::PairK,
+                out_vec,
+                has_bias,
+                k_tail: false,
+                scalar_staging: false,
+            }
+            .spec(32, sample.as_ref());
+            out.push((spec, kernel, C::SHADER_INT64));
+        }
+    }
     for (dtype, half, size) in [
         (DType::F32, false, 8),
         (DType::F32, false, 16),
@@ -776,6 +817,14 @@ pub(crate) enum Mode {
     /// raw matrix-vector kernel, see docs/PERFORMANCE.md). The operand's
     /// offset and strides are multiples of eight elements.
     Pair,
+    /// The register family's `x @ W^T` layout on the same adapters (f32,
+    /// `SHADER_INT64`, K a multiple of eight): A and B both read as
+    /// `vec4<u64>` along k, eight k per load (A row-major, B a transposed
+    /// view), and K walked in steps of eight. Per eight k a thread makes
+    /// `tm + 4 nv` loads where the vec4 modes make twice that (see
+    /// [`Mode::Pair`] for why loads are what counts). Offsets and the
+    /// strides other than k's are multiples of eight elements.
+    PairK,
 }
 
 impl Mode {
@@ -784,17 +833,31 @@ impl Mode {
     }
 }
 
-/// The WGSL helpers of [`Mode::Pair`] (appended to the bindings): the f32
-/// halves of a u64 word, the first and second column quad of a
-/// `vec4<u64>`, and the `b1`/`b4` loads.
+/// The WGSL helpers of the pair modes ([`Mode::Pair`], [`Mode::PairK`]):
+/// the f32 halves of a u64 word, and the first and second quad of a
+/// `vec4<u64>` (appended to the bindings once, before [`pair_loads`]).
 const PAIR_HELPERS: &str = "
 fn pair_lo(w: u64) -> f32 { return bitcast<f32>(u32(w & 0xfffffffflu)); }
 fn pair_hi(w: u64) -> f32 { return bitcast<f32>(u32(w >> 32u)); }
 fn pair_first(w: vec4<u64>) -> vec4<f32> { return vec4<f32>(pair_lo(w.x), pair_hi(w.x), pair_lo(w.y), pair_hi(w.y)); }
 fn pair_second(w: vec4<u64>) -> vec4<f32> { return vec4<f32>(pair_lo(w.z), pair_hi(w.z), pair_lo(w.w), pair_hi(w.w)); }
-fn pair_one(e: u32) -> f32 { let x = b[e >> 3u][(e >> 1u) & 3u]; return select(pair_lo(x), pair_hi(x), (e & 1u) == 1u); }
-fn pair_four(e: u32) -> vec4<f32> { let w = b[e >> 3u]; return select(pair_first(w), pair_second(w), (e & 4u) != 0u); }
 ";
+
+/// The element loads of binding `name` (an `array<vec4<u64>>` of f32
+/// pairs): `{name}_pair_one(e)` (one element) and `{name}_pair_four(e)`
+/// (four from a multiple of four), with their [`Access`].
+fn pair_loads(name: &str) -> (String, Access) {
+    let text = format!(
+        "fn {name}_pair_one(e: u32) -> f32 {{ let x = {name}[e >> 3u][(e >> 1u) & 3u]; return select(pair_lo(x), pair_hi(x), (e & 1u) == 1u); }}\n\
+         fn {name}_pair_four(e: u32) -> vec4<f32> {{ let w = {name}[e >> 3u]; return select(pair_first(w), pair_second(w), (e & 4u) != 0u); }}\n"
+    );
+    let access = Access {
+        arr: "vec4<u64>",
+        one: format!("{name}_pair_one(e)"),
+        four: format!("{name}_pair_four(e)"),
+    };
+    (text, access)
+}
 
 /// Whether an operand of `rows x cols` can be read as vec4s along the
 /// dimension with stride `unit` (which must be 1), the other stride and every
@@ -827,6 +890,28 @@ fn pair_ok(cx: &Context, g: &Gemm<'_>, kernel: GemmKernel) -> bool {
         && (g.k == 1 || row_stride(b).rem_euclid(8) == 0)
         && b.offset.is_multiple_of(8)
         && batch_strides(b).iter().all(|s| s.rem_euclid(8) == 0)
+}
+
+/// Whether `g` can be read with [`Mode::PairK`] by `kernel` on this
+/// device: f32, a register tile, a software adapter with `SHADER_INT64`, K
+/// a multiple of eight, A unit-stride along k and B along k (`x @ W^T`),
+/// their offsets and other strides multiples of eight elements.
+fn pair_k_ok(cx: &Context, g: &Gemm<'_>, kernel: GemmKernel) -> bool {
+    let eights = |op: &Operand<'_>, other: isize, other_len: usize| {
+        (other_len == 1 || other.rem_euclid(8) == 0)
+            && op.offset.is_multiple_of(8)
+            && batch_strides(op).iter().all(|s| s.rem_euclid(8) == 0)
+    };
+    matches!(kernel, GemmKernel::Register { .. })
+        && g.dtype == DType::F32
+        && cx.software
+        && cx.features.contains(wgpu::Features::SHADER_INT64)
+        && g.k >= 8
+        && g.k.is_multiple_of(8)
+        && col_stride(&g.a) == 1
+        && row_stride(&g.b) == 1
+        && eights(&g.a, row_stride(&g.a), g.m)
+        && eights(&g.b, col_stride(&g.b), g.n)
 }
 
 /// The WGSL for one operand: its binding's element type, and expressions
@@ -992,6 +1077,18 @@ pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode, looped: bool) ->
             decls.push(format!("var acc_{r}_{v} = vec4<f32>(0.0);"));
         }
     }
+    if a_mode == Mode::PairK {
+        debug_assert_eq!(b_mode, Mode::PairK);
+        let c = pair_k_chunk(tile, &mut decls);
+        return GemmBody {
+            decls: indent(decls, 1),
+            chunk: indent(c, 2),
+            epilogue: indent(
+                store_quads(&calls(tile, &quad_of), "c_base", "out_base", looped),
+                1,
+            ),
+        };
+    }
     let mut c = Vec::new();
     // The 4 x 4NV block of B: b{kk}_{v} = B[k0 + kk, 4 quad_v .. 4 quad_v + 4].
     // In the tail chunk a vec4 along k is masked lane by lane (`kmasked`),
@@ -1053,8 +1150,8 @@ pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode, looped: bool) ->
             Mode::Inner => c.push(format!(
                 "let x{r} = kmasked(a4(arow_{r} + k0), tail, kmask);"
             )),
-            // (Pair is a mode of B only.)
-            Mode::Scalar | Mode::Pair => c.push(format!(
+            // (Pair is a mode of B only; PairK has its own chunk.)
+            Mode::Scalar | Mode::Pair | Mode::PairK => c.push(format!(
                 "let x{r} = kmasked(vec4<f32>(a1(arow_{r} + kc.x * p.a_cs), \
                  a1(arow_{r} + kc.y * p.a_cs), a1(arow_{r} + kc.z * p.a_cs), \
                  a1(arow_{r} + kc.w * p.a_cs)), tail, kmask);"
@@ -1082,17 +1179,77 @@ pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode, looped: bool) ->
             ));
         }
     }
-    let mut calls = Vec::new();
-    for r in 0..tm {
-        for v in 0..nv {
-            calls.push([format!("row0 + {r}u"), quad_of(v), format!("acc_{r}_{v}")]);
-        }
-    }
     GemmBody {
         decls: indent(decls, 1),
         chunk: indent(c, 2),
-        epilogue: indent(store_quads(&calls, "c_base", "out_base", looped), 1),
+        epilogue: indent(
+            store_quads(&calls(tile, &quad_of), "c_base", "out_base", looped),
+            1,
+        ),
     }
+}
+
+/// The `store_quad` arguments of every accumulator of `tile`, its column
+/// quads given by `quad_of`.
+fn calls(tile: Tile, quad_of: &dyn Fn(u32) -> String) -> Vec<[String; 3]> {
+    let mut calls = Vec::new();
+    for r in 0..tile.tm {
+        for v in 0..tile.nv {
+            calls.push([format!("row0 + {r}u"), quad_of(v), format!("acc_{r}_{v}")]);
+        }
+    }
+    calls
+}
+
+/// [`Mode::PairK`]'s chunk of eight k (the loop steps by eight, K is a
+/// multiple of it), adding the column offsets of B to `decls`. A first:
+/// y{r} = A[row r, k0 .. k0 + 8] in one load, x{r}_{h} its quad h; then
+/// per column group v the eight k of its four columns in four loads,
+/// transposed in registers into b{kk}_{v}_{h} = B[k0 + 4h + kk, quad v],
+/// and its multiply-adds in k order (as the four-k chunk does, so results
+/// do not depend on the mode).
+fn pair_k_chunk(tile: Tile, decls: &mut Vec<String>) -> Vec<String> {
+    let (tm, nv) = (tile.tm, tile.nv);
+    for v in 0..nv {
+        for j in 0..4 {
+            decls.push(format!(
+                "let e{j}_{v} = b_base + min(quad_{v} * 4u + {j}u, p.n - 1u) * p.b_cs;"
+            ));
+        }
+    }
+    let halves = [(0, "first"), (1, "second")];
+    let mut c = Vec::new();
+    for r in 0..tm {
+        c.push(format!("let y{r} = a[(arow_{r} + k0) >> 3u];"));
+        for (h, half) in halves {
+            c.push(format!("let x{r}_{h} = pair_{half}(y{r});"));
+        }
+    }
+    for v in 0..nv {
+        for j in 0..4 {
+            c.push(format!("let w{j}_{v} = b[(e{j}_{v} + k0) >> 3u];"));
+        }
+        for (h, half) in halves {
+            for j in 0..4 {
+                c.push(format!("let t{j}_{v}_{h} = pair_{half}(w{j}_{v});"));
+            }
+            for kk in 0..4 {
+                c.push(format!(
+                    "let b{kk}_{v}_{h} = vec4<f32>(t0_{v}_{h}[{kk}], t1_{v}_{h}[{kk}], t2_{v}_{h}[{kk}], t3_{v}_{h}[{kk}]);"
+                ));
+            }
+        }
+        for r in 0..tm {
+            let mut e = format!("acc_{r}_{v}");
+            for h in 0..2 {
+                for (kk, lane) in ["x", "y", "z", "w"].iter().enumerate() {
+                    e = format!("fma(vec4<f32>(x{r}_{h}.{lane}), b{kk}_{v}_{h}, {e})");
+                }
+            }
+            c.push(format!("acc_{r}_{v} = {e};"));
+        }
+    }
+    c
 }
 
 /// A family's stores: `store_quad(row, quad, acc, c_base, out_base)` for
@@ -1178,13 +1335,22 @@ impl GemmVariant {
             k_tail,
             scalar_staging,
         } = self;
-        let aa = access(dtype, a_mode.vec(), "a");
-        let ba = if b_mode == Mode::Pair {
-            Access {
-                arr: "vec4<u64>",
-                one: "pair_one(e)".into(),
-                four: "pair_four(e)".into(),
+        let mut pair_text = String::new();
+        let mut pairs = |name: &str| {
+            let (text, access) = pair_loads(name);
+            if pair_text.is_empty() {
+                pair_text.push_str(PAIR_HELPERS);
             }
+            pair_text.push_str(&text);
+            access
+        };
+        let aa = if a_mode == Mode::PairK {
+            pairs("a")
+        } else {
+            access(dtype, a_mode.vec(), "a")
+        };
+        let ba = if matches!(b_mode, Mode::Pair | Mode::PairK) {
+            pairs("b")
         } else {
             access(dtype, b_mode.vec(), "b")
         };
@@ -1195,9 +1361,7 @@ impl GemmVariant {
              @group(0) @binding(2) var<storage, read> b: array<{}>;\n",
             aa.arr, ba.arr
         );
-        if b_mode == Mode::Pair {
-            bindings.push_str(PAIR_HELPERS);
-        }
+        bindings.push_str(&pair_text);
         let out_binding = if has_bias {
             bindings.push_str(&format!(
                 "@group(0) @binding(3) var<storage, read> bias: array<{}>;\n",
@@ -1243,6 +1407,10 @@ impl GemmVariant {
                         ("WG_Y", wg_y.to_string()),
                         ("TM", tm.to_string()),
                         ("NV", nv.to_string()),
+                        (
+                            "K_STEP",
+                            if a_mode == Mode::PairK { "8" } else { "4" }.into(),
+                        ),
                         ("DECLS", body.decls),
                         ("CHUNK", body.chunk),
                         ("EPILOGUE", body.epilogue),
@@ -1353,9 +1521,13 @@ pub(crate) fn gemm(cx: &Context, g: &mut Gemm<'_>) -> Result<Vec<Dispatch>> {
         return Ok(Vec::new());
     }
     let class = ShapeClass::of_layout(g.m, g.n, row_stride(&g.b), col_stride(&g.b));
-    let kernel = cx
-        .tuning
-        .kernel(cx, g.dtype, class, [batch, g.m, g.n, g.k])?;
+    let kernel = cx.tuning.kernel(
+        cx,
+        g.dtype,
+        class,
+        [batch, g.m, g.n, g.k],
+        row_stride(&g.b) == 1 && col_stride(&g.b) != 1,
+    )?;
     dispatches(cx, g, kernel)
 }
 
@@ -1400,14 +1572,19 @@ pub(crate) fn dispatches(
     if batch * m * n == 0 {
         return Ok(Vec::new());
     }
-    let a_mode = if vec_ok(&g.a, m, k, true) {
+    let pair_k = pair_k_ok(cx, g, kernel);
+    let a_mode = if pair_k {
+        Mode::PairK
+    } else if vec_ok(&g.a, m, k, true) {
         Mode::Inner
     } else if kernel.a_outer_ok() && vec_ok(&g.a, m, k, false) {
         Mode::Outer
     } else {
         Mode::Scalar
     };
-    let b_mode = if pair_ok(cx, g, kernel) {
+    let b_mode = if pair_k {
+        Mode::PairK
+    } else if pair_ok(cx, g, kernel) {
         Mode::Pair
     } else if vec_ok(&g.b, k, n, true) {
         Mode::Inner

@@ -134,7 +134,10 @@ impl Tuning {
 
     /// The kernel for a GEMM of `dtype` and `class` with dimensions
     /// `[batch, m, n, k]`: the forced one, the recorded choice, or, the
-    /// first time, the fastest candidate (or the first, with timing off).
+    /// first time, the fastest candidate (or the first, with timing off),
+    /// timed with B transposed (`x @ W^T`) where `b_transposed` (as the
+    /// first product of the class is laid out: software adapters read the
+    /// two layouts with different loads, and the tiles rank differently).
     ///
     /// # Errors
     /// What a timing run returns: [`Error::DeviceLost`], [`Error::Timeout`],
@@ -145,6 +148,7 @@ impl Tuning {
         dtype: DType,
         class: ShapeClass,
         dims: [usize; 4],
+        b_transposed: bool,
     ) -> Result<GemmKernel> {
         if let Some(k) = *lock(&self.forced)
             && usable(cx, k, dtype)
@@ -167,7 +171,7 @@ impl Tuning {
         let cands = candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype));
         let timed = self.timing && cands.len() > 1;
         let chosen = if timed {
-            self.tune(cx, dtype, class, dims, &cands)?
+            self.tune(cx, dtype, class, dims, b_transposed, &cands)?
         } else {
             cands[0]
         };
@@ -179,13 +183,15 @@ impl Tuning {
         Ok(fit(chosen))
     }
 
-    /// Time `cands` on a proxy of `dims` and return the fastest.
+    /// Time `cands` on a proxy of `dims` (B transposed where
+    /// `b_transposed`) and return the fastest.
     fn tune(
         &self,
         cx: &Context,
         dtype: DType,
         class: ShapeClass,
         dims: [usize; 4],
+        b_transposed: bool,
         cands: &[GemmKernel],
     ) -> Result<GemmKernel> {
         let started = Instant::now();
@@ -225,9 +231,9 @@ impl Tuning {
             offset: 0,
             strides: vec![0, 0, 0, (rows * cols) as isize, cols as isize, 1],
         };
-        // The class's layout of B: the transpose of a row-major [n, k]
-        // for GemvT and GemvTWide, row-major [k, n] otherwise.
-        let b_op = if class.b_transposed() {
+        // The layout of B: the transpose of a row-major [n, k] for GemvT,
+        // GemvTWide and where the product's is, row-major [k, n] otherwise.
+        let b_op = if class.b_transposed() || b_transposed {
             Operand {
                 strides: vec![0, 0, 0, (k * n) as isize, 1, k as isize],
                 ..dense(&b, k, n)
@@ -558,11 +564,18 @@ pub(crate) fn candidates(
             splitk(8, 8, true),
         ],
         // lavapipe, M = 77 (MiniLM's packed demo batch) against 384 to
-        // 1536 (2026-12-01, docs/PERFORMANCE.md): 32 x 128 blocks of 8 x 16
-        // per thread (32 threads) 1.15x to 1.35x the 64 x 128 default in
-        // both weight layouts, which wastes 51 of 128 rows there.
+        // 1536 (2026-12-01, docs/PERFORMANCE.md): the default's one row of
+        // threads (A loaded once per SIMD group, see `register_tile`), the
+        // same with 32 rows per thread, and 32 x 128 blocks of four thread
+        // rows (the previous choice; 1.15x to 1.35x the 64 x 128 tile).
         (ShapeClass::Medium, true) => vec![
             register,
+            GemmKernel::Register {
+                wg_x: 8,
+                wg_y: 1,
+                tm: 32,
+                nv: 4,
+            },
             GemmKernel::Register {
                 wg_x: 8,
                 wg_y: 4,
