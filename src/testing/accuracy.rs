@@ -871,9 +871,9 @@ pub fn functions() -> Vec<Function> {
             Array::silu,
             |x| x * sigmoid64(x),
             (-87.0, f32::INFINITY),
-            3.0,
-            &[87.0, 16.635532],
-            "within 3 ulp for x >= -87; below, sigmoid(x) is subnormal and the product loses bits",
+            3.5,
+            &[87.0, 16.635532, 7.608274],
+            "within 3.5 ulp for x >= -87 (3.33 measured at x = -7.608274 over every f32 in [-12, -1]: sigmoid's 2 ulp and the product's rounding add up); below, sigmoid(x) is subnormal and the product loses bits",
         ),
         u(
             "degrees",
