@@ -58,7 +58,8 @@ impl Device {
     /// from the tuning file; `None` before either. A kernel forced with
     /// [`Device::set_gemm_kernel`] is not reported here.
     pub fn gemm_kernel(&self, dtype: DType, class: ShapeClass) -> Option<GemmKernel> {
-        self.inner.kernels.tuning.chosen(dtype, class)
+        let cx = &self.inner.kernels;
+        cx.tuning.chosen(cx, dtype, class)
     }
 
     /// Force `kernel` for every GEMM on this device that it can run (a

@@ -93,7 +93,14 @@ fn choices_are_written_and_read_by_the_next_device() {
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["owner"]["adapter"], first.info().name.as_str());
     assert_eq!(json["owner"]["crate_version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(json["choices"]["float32 gemv"], chosen.to_string());
+    let entry = &json["choices"]["float32 gemv"];
+    assert_eq!(entry["kernel"], chosen.to_string());
+    let among: Vec<String> = first
+        .gemm_candidates(DType::F32, CLASS)
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    assert_eq!(entry["candidates"], serde_json::json!(among));
     if first
         .features()
         .contains(wgarray::wgpu::Features::PIPELINE_CACHE)
@@ -121,34 +128,45 @@ fn corrupt_and_foreign_files_are_ignored_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     let file = device_in(dir.path()).gemm_tuning_file().unwrap();
     let name = file.display().to_string();
-    let valid = |owner: serde_json::Value, kernel: &str| {
-        serde_json::json!({
-            "format": "wgarray-gemm-tuning",
-            "version": 1,
-            "owner": owner,
-            "choices": { "float32 gemv": kernel },
-        })
-        .to_string()
-    };
+    // A file as this build writes it: the choice among `candidates`.
+    let file_of =
+        |version: u64, owner: &serde_json::Value, kernel: &str, candidates: &[GemmKernel]| {
+            let among: Vec<String> = candidates.iter().map(|k| k.to_string()).collect();
+            serde_json::json!({
+                "format": "wgarray-gemm-tuning",
+                "version": version,
+                "owner": owner,
+                "choices": { "float32 gemv": { "kernel": kernel, "candidates": among } },
+            })
+            .to_string()
+        };
     // Learn the owner block this adapter writes.
     let probe = device_in(dir.path());
+    let candidates = probe.gemm_candidates(DType::F32, CLASS);
     small_gemm(&probe);
     let written: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let owner = written["owner"].clone();
     drop(probe);
+    let valid = |owner: &serde_json::Value, kernel: &str| file_of(2, owner, kernel, &candidates);
     let mut foreign = owner.clone();
     foreign["driver_info"] = "another driver".into();
+    // Version 1 wrote the kernel's name alone, without its candidates.
+    let version_1 = serde_json::json!({
+        "format": "wgarray-gemm-tuning",
+        "version": 1,
+        "owner": owner,
+        "choices": { "float32 gemv": "register 16 1 1 4" },
+    })
+    .to_string();
     let cases = [
         ("garbage", b"\x00\xffnot json".to_vec()),
-        (
-            "truncated",
-            valid(owner.clone(), "register 16 1 1 4")[..40].into(),
-        ),
-        ("foreign", valid(foreign, "register 16 1 1 4").into_bytes()),
+        ("truncated", valid(&owner, "register 16 1 1 4")[..40].into()),
+        ("foreign", valid(&foreign, "register 16 1 1 4").into_bytes()),
+        ("version 1", version_1.into_bytes()),
         (
             "bad kernel",
-            valid(owner.clone(), "register 99 99 1 1").into_bytes(),
+            valid(&owner, "register 99 99 1 1").into_bytes(),
         ),
     ];
     for (what, bytes) in cases {
@@ -162,13 +180,41 @@ fn corrupt_and_foreign_files_are_ignored_with_a_warning() {
         let again = device_in(dir.path());
         assert!(again.gemm_kernel(DType::F32, CLASS).is_some(), "{what}");
     }
-    // A valid file of this adapter is taken as it is.
-    std::fs::write(&file, valid(owner, "register 16 1 1 4")).unwrap();
+    // A choice made among other candidates (an earlier build of the same
+    // version) is not taken: the class is timed again among this build's
+    // candidates, and the entry rewritten.
+    let stale = "register 16 1 1 4".parse::<GemmKernel>().unwrap();
+    let mut others = candidates.clone();
+    others.retain(|k| *k != stale);
+    others.push(stale);
+    others.push("register 8 8 8 4".parse().unwrap());
+    std::fs::write(&file, file_of(2, &owner, "register 16 1 1 4", &others)).unwrap();
     let d = device_in(dir.path());
     assert_eq!(
         d.gemm_kernel(DType::F32, CLASS),
-        Some("register 16 1 1 4".parse::<GemmKernel>().unwrap())
+        None,
+        "a stale choice is taken"
     );
+    small_gemm(&d);
+    let retuned = d.gemm_kernel(DType::F32, CLASS).expect("timed again");
+    assert!(
+        candidates
+            .iter()
+            .any(|k| k.to_string() == retuned.to_string()),
+        "{retuned}"
+    );
+    drop(d);
+    let rewritten: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let among: Vec<String> = candidates.iter().map(|k| k.to_string()).collect();
+    assert_eq!(
+        rewritten["choices"]["float32 gemv"]["candidates"],
+        serde_json::json!(among)
+    );
+    // A valid file of this adapter is taken as it is.
+    std::fs::write(&file, valid(&owner, "register 16 1 1 4")).unwrap();
+    let d = device_in(dir.path());
+    assert_eq!(d.gemm_kernel(DType::F32, CLASS), Some(stale));
     small_gemm(&d);
 }
 
@@ -310,7 +356,7 @@ fn transposed_weight_matrix_vector_is_its_own_class() {
     for (class, key) in [(ShapeClass::Gemv, "gemv"), (ShapeClass::GemvT, "gemvt")] {
         let chosen = d.gemm_kernel(DType::F32, class).expect("chosen");
         assert_eq!(
-            json["choices"][format!("float32 {key}")],
+            json["choices"][format!("float32 {key}")]["kernel"],
             chosen.to_string()
         );
     }
@@ -480,7 +526,7 @@ fn wide_matrix_vector_products_are_their_own_classes() {
     ] {
         let chosen = d.gemm_kernel(DType::F32, class).expect("chosen");
         assert_eq!(
-            json["choices"][format!("float32 {}", class.name())],
+            json["choices"][format!("float32 {}", class.name())]["kernel"],
             chosen.to_string(),
             "{class:?}"
         );

@@ -16,9 +16,13 @@ use std::process::{Command, Output};
 use report::{Group, Report, Status, Timer};
 
 fn wgbench(args: &[&str]) -> Output {
+    // Tuning files of this test process alone: a file left in the user's
+    // cache by another build must not decide what these tests see.
+    let cache = std::env::temp_dir().join(format!("wgbench-test-{}-cache", std::process::id()));
     Command::new(env!("CARGO_BIN_EXE_wgbench"))
         .args(args)
         .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .env(wgarray::tuning::CACHE_DIR_ENV, cache)
         .output()
         .expect("wgbench runs")
 }

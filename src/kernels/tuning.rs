@@ -11,7 +11,10 @@
 //! [`DEFAULT_MARGIN`]). The
 //! choice goes into the device's table and into the tuning file of the
 //! adapter (`disk.rs`), which later processes on the same adapter, driver
-//! and wgarray version read instead of timing again; the driver's compiled
+//! and wgarray version read instead of timing again, as long as the
+//! candidates recorded beside a choice are still the class's candidates
+//! (a build that changed them, under the same version number, times the
+//! class again and rewrites its entry); the driver's compiled
 //! pipelines are saved beside it, so that a later process's first call
 //! compiles from the driver's cache where the adapter has one.
 //!
@@ -73,9 +76,20 @@ pub const DEFAULT_MARGIN: f64 = 0.1;
 
 /// The tuning file's format name and version.
 const FORMAT: &str = "wgarray-gemm-tuning";
-const VERSION: u64 = 1;
+/// Version 2: each choice records the candidates it was chosen among.
+const VERSION: u64 = 2;
 
 const DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
+/// One class's choice and the candidates it was chosen among.
+#[derive(Clone, Debug, PartialEq)]
+struct Choice {
+    kernel: GemmKernel,
+    candidates: Vec<GemmKernel>,
+    /// Whether `candidates` are known to be this build's for the class
+    /// (chosen here, or read and compared once).
+    current: bool,
+}
 
 /// The GEMM's kernel choices for one device.
 pub(crate) struct Tuning {
@@ -85,7 +99,7 @@ pub(crate) struct Tuning {
     /// The tuning file, unless the cache directory is off.
     file: Option<PathBuf>,
     /// Choices by dtype and class: read from the file, or timed here.
-    table: Mutex<HashMap<(DType, ShapeClass), GemmKernel>>,
+    table: Mutex<HashMap<(DType, ShapeClass), Choice>>,
     /// `Device::set_gemm_kernel`.
     forced: Mutex<Option<GemmKernel>>,
     /// Whether candidates are timed (else each class takes its first).
@@ -121,9 +135,33 @@ impl Tuning {
         self.file.as_ref()
     }
 
-    /// The choice recorded for `dtype` and `class`, if any.
-    pub(crate) fn chosen(&self, dtype: DType, class: ShapeClass) -> Option<GemmKernel> {
-        lock(&self.table).get(&(dtype, class)).copied()
+    /// The choice recorded for `dtype` and `class`, if any. A choice read
+    /// from the file among other candidates than this build's (same
+    /// version number, changed kernels) is dropped, once, with a log line.
+    pub(crate) fn chosen(
+        &self,
+        cx: &Context,
+        dtype: DType,
+        class: ShapeClass,
+    ) -> Option<GemmKernel> {
+        let mut table = lock(&self.table);
+        let choice = table.get_mut(&(dtype, class))?;
+        if !choice.current {
+            let cands = candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype));
+            if choice.candidates != cands {
+                log::info!(
+                    "wgarray: the {dtype} {} GEMM choice in {} was made among other candidates; timing again",
+                    class.name(),
+                    self.file
+                        .as_ref()
+                        .map_or(String::new(), |f| f.display().to_string())
+                );
+                table.remove(&(dtype, class));
+                return None;
+            }
+            choice.current = true;
+        }
+        Some(choice.kernel)
     }
 
     /// Force `kernel` for every GEMM it can run (`None`: back to the
@@ -163,7 +201,7 @@ impl Tuning {
                 k
             }
         };
-        if let Some(k) = self.chosen(dtype, class)
+        if let Some(k) = self.chosen(cx, dtype, class)
             && usable(cx, k, dtype)
         {
             return Ok(fit(k));
@@ -175,7 +213,14 @@ impl Tuning {
         } else {
             cands[0]
         };
-        lock(&self.table).insert((dtype, class), chosen);
+        lock(&self.table).insert(
+            (dtype, class),
+            Choice {
+                kernel: chosen,
+                candidates: cands,
+                current: true,
+            },
+        );
         if timed {
             self.save();
             cx.cache.save_pipelines();
@@ -379,15 +424,19 @@ impl Tuning {
     fn save(&self) {
         let Some(file) = &self.file else { return };
         let mut merged = load(file, &self.owner);
-        merged.extend(lock(&self.table).iter().map(|(k, v)| (*k, *v)));
+        merged.extend(lock(&self.table).iter().map(|(k, v)| (*k, v.clone())));
         let mut keys: Vec<_> = merged.keys().copied().collect();
         keys.sort_by_key(|(d, c)| (d.name(), *c));
         let choices: serde_json::Map<String, serde_json::Value> = keys
             .iter()
             .map(|key| {
+                let choice = &merged[key];
                 (
                     format!("{} {}", key.0.name(), key.1.name()),
-                    serde_json::Value::String(merged[key].to_string()),
+                    serde_json::json!({
+                        "kernel": choice.kernel.to_string(),
+                        "candidates": choice.candidates.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
+                    }),
                 )
             })
             .collect();
@@ -422,8 +471,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The choices in tuning file `path` if it is `owner`'s; nothing, with a
-/// warning, if it is corrupt or someone else's.
-fn load(path: &std::path::Path, owner: &disk::Owner) -> HashMap<(DType, ShapeClass), GemmKernel> {
+/// warning, if it is corrupt or someone else's. Each is checked against
+/// this build's candidates when first asked for (`Tuning::chosen`).
+fn load(path: &std::path::Path, owner: &disk::Owner) -> HashMap<(DType, ShapeClass), Choice> {
     let mut table = HashMap::new();
     let Some(bytes) = disk::read(path) else {
         return table;
@@ -461,8 +511,20 @@ fn load(path: &std::path::Path, owner: &disk::Owner) -> HashMap<(DType, ShapeCla
         let parsed = key.split_once(' ').and_then(|(d, c)| {
             let dtype = DTYPES.into_iter().find(|t| t.name() == d)?;
             let class = ShapeClass::from_name(c)?;
-            let kernel: GemmKernel = value.as_str()?.parse().ok()?;
-            Some(((dtype, class), kernel))
+            let kernel: GemmKernel = value["kernel"].as_str()?.parse().ok()?;
+            let candidates = value["candidates"]
+                .as_array()?
+                .iter()
+                .map(|k| k.as_str()?.parse().ok())
+                .collect::<Option<Vec<GemmKernel>>>()?;
+            Some((
+                (dtype, class),
+                Choice {
+                    kernel,
+                    candidates,
+                    current: false,
+                },
+            ))
         });
         match parsed {
             Some((k, v)) => {
