@@ -5,8 +5,10 @@
 //!   planning); unfused with an array operand, and unfused with an eval
 //!   after every op (200 ops); per op, divide by 1000 (200);
 //! - `chain20`: a 20-op elementwise chain on f32[16M] (64 MiB in, 64 MiB
-//!   out), fused and unfused, beside a raw wgpu vec4 copy of the same bytes
-//!   (criterion prints bytes per second: compare the three);
+//!   out), with five `tanh` among its ops and with `negative` in their
+//!   place (arithmetic only), each fused and unfused, beside a raw wgpu
+//!   vec4 copy of the same bytes (criterion prints bytes per second:
+//!   compare them);
 //! - `softmax` and `layer_norm` on f32[4096, 1024], fused and unfused;
 //! - `mlp`: a transformer MLP block (`layer_norm(x + gelu(x W1 + b1) W2 + b2)`,
 //!   x f32[128, 384], W1 [384, 1536]), eager (with and without the GEMM
@@ -80,13 +82,21 @@ fn chain(c: &mut Criterion, d: &Device) {
     g.finish();
 }
 
-/// 20 elementwise ops that keep values in a small range.
-fn twenty(x: &Array) -> Array {
+/// 20 elementwise ops that keep values in a small range: five rounds of
+/// `(y * 0.5 + 0.25 i)`, then `tanh` (`transcendental`) or `negative`,
+/// then `abs`. With `tanh` the fused kernel is compute-bound on a CPU
+/// adapter (five 1.5-ulp `tanh` per element); with `negative` it is the
+/// memory-bound chain the bandwidth floor is about.
+fn twenty(x: &Array, transcendental: bool) -> Array {
     let mut y = x.clone();
     for i in 0..5 {
         y = (&y * 0.5).unwrap();
         y = (&y + 0.25 * i as f64).unwrap();
-        y = y.tanh().unwrap();
+        y = if transcendental {
+            y.tanh().unwrap()
+        } else {
+            y.negative().unwrap()
+        };
         y = y.abs().unwrap();
     }
     y
@@ -99,15 +109,18 @@ fn chain20(c: &mut Criterion, d: &Device) {
     g.sample_size(10);
     // Bytes a single pass moves: read the input, write the output.
     g.throughput(Throughput::Bytes(2 * 4 * N as u64));
-    for fusion in [true, false] {
-        g.bench_function(if fusion { "fused" } else { "unfused" }, |b| {
-            d.set_fusion(fusion);
-            b.iter(|| {
-                let y = twenty(&x);
-                y.eval().unwrap();
-                d.synchronize().unwrap();
-            })
-        });
+    for (transcendental, name) in [(true, "tanh"), (false, "arithmetic")] {
+        for fusion in [true, false] {
+            let tag = if fusion { "fused" } else { "unfused" };
+            g.bench_function(format!("{name} {tag}"), |b| {
+                d.set_fusion(fusion);
+                b.iter(|| {
+                    let y = twenty(&x, transcendental);
+                    y.eval().unwrap();
+                    d.synchronize().unwrap();
+                })
+            });
+        }
     }
     d.set_fusion(true);
     // A raw vec4 copy of the same bytes, the bandwidth to compare with.

@@ -7,8 +7,11 @@ bash scripts/install-deps.sh
 # Mesa's EGL probes Wayland and complains without a runtime dir.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # Benchmarks are built (so they cannot rot) but not run: their figures come
-# from `cargo bench` on a quiet machine (docs/PERFORMANCE.md).
-cargo bench --no-run
+# from `cargo bench` on a quiet machine (docs/PERFORMANCE.md). Built in the
+# test profile with the tests' features, so they link against the library
+# the tests build below instead of a release build of their own (3 minutes
+# on CI's two cores).
+cargo test --all-features --benches --no-run
 # --all-features: the optional conversions (feature `ndarray`) are tested,
 # and the benchmark CLI (feature `wgbench`, src/bin/wgbench) is built and
 # tests/wgbench.rs runs its smoke suite on each backend and parses its JSON.

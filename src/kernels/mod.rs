@@ -766,7 +766,10 @@ impl KernelCache {
                 layout: Some(&pipeline_layout),
                 module: &shader,
                 entry_point: Some("main"),
-                compilation_options: Default::default(),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    zero_initialize_workgroup_memory: false,
+                    ..Default::default()
+                },
                 cache: self.disk.as_ref().map(|d| &d.cache),
             });
         if let Some(d) = &self.disk {
