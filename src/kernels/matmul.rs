@@ -671,36 +671,47 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
 #[cfg(test)]
 pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capabilities)> {
     use naga::valid::Capabilities as C;
+    // The store and bias choices each family is checked with: a vec4
+    // store; a bias with a k tail; a fused epilogue (no bias: WebGPU's 8
+    // bindings) with a k tail. As (out_vec, has_bias, k_tail, epilogue).
+    const STORES: [(bool, bool, bool, bool); 3] = [
+        (true, false, false, false),
+        (false, true, true, false),
+        (false, false, true, true),
+    ];
     let mut out = Vec::new();
+    let mut push = |dtype: DType,
+                    kernel: GemmKernel,
+                    (a_mode, b_mode): (Mode, Mode),
+                    (out_vec, has_bias, k_tail, epi): (bool, bool, bool, bool),
+                    caps: C| {
+        let sample = epi.then(|| epilogue::sample(dtype));
+        let (spec, kernel) = GemmVariant {
+            dtype,
+            kernel,
+            a_mode,
+            b_mode,
+            out_vec,
+            has_bias,
+            k_tail,
+            scalar_staging: false,
+        }
+        .spec(32, sample.as_ref());
+        out.push((spec, kernel, caps));
+    };
+    let split_k = GemmKernel::SplitK {
+        ks: 32,
+        cq: 8,
+        subgroups: true,
+    };
     for dtype in [DType::F32, DType::F16, DType::BF16] {
-        for (a_mode, b_mode) in [
+        for modes in [
             (Mode::Inner, Mode::Inner),
             (Mode::Inner, Mode::Outer),
             (Mode::Scalar, Mode::Scalar),
         ] {
-            // The last with a fused epilogue (no bias: WebGPU's 8 bindings).
-            for (out_vec, has_bias, k_tail, epi) in [
-                (true, false, false, false),
-                (false, true, true, false),
-                (false, false, true, true),
-            ] {
-                let sample = epi.then(|| epilogue::sample(dtype));
-                let (spec, kernel) = GemmVariant {
-                    dtype,
-                    kernel: GemmKernel::SplitK {
-                        ks: 32,
-                        cq: 8,
-                        subgroups: true,
-                    },
-                    a_mode,
-                    b_mode,
-                    out_vec,
-                    has_bias,
-                    k_tail,
-                    scalar_staging: false,
-                }
-                .spec(32, sample.as_ref());
-                out.push((spec, kernel, C::SUBGROUP));
+            for store in STORES {
+                push(dtype, split_k, modes, store, C::SUBGROUP);
             }
         }
     }
@@ -711,29 +722,20 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
         register_tile(ShapeClass::Large, true),
     ] {
         for a_mode in [Mode::Inner, Mode::Scalar] {
-            for (out_vec, has_bias, k_tail, epi) in [
-                (true, false, false, false),
-                (false, true, true, false),
-                (false, false, true, true),
-            ] {
-                let sample = epi.then(|| epilogue::sample(DType::F32));
-                let (spec, kernel) = GemmVariant {
-                    dtype: DType::F32,
+            for store in STORES {
+                push(
+                    DType::F32,
                     kernel,
-                    a_mode,
-                    b_mode: Mode::Pair,
-                    out_vec,
-                    has_bias,
-                    k_tail,
-                    scalar_staging: false,
-                }
-                .spec(32, sample.as_ref());
-                out.push((spec, kernel, C::SHADER_INT64));
+                    (a_mode, Mode::Pair),
+                    store,
+                    C::SHADER_INT64,
+                );
             }
         }
     }
     // Eight-k pair loads of A and B (`x @ W^T`, f32, SHADER_INT64): the
-    // medium tiles, with and without a bias, and with an epilogue.
+    // medium and small tiles, with and without a bias, and with an
+    // epilogue; K is a multiple of 8 (no k tail).
     for kernel in [
         register_tile(ShapeClass::Medium, true),
         register_tile(ShapeClass::Small, true),
@@ -743,19 +745,9 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
             (false, true, false),
             (true, false, true),
         ] {
-            let sample = epi.then(|| epilogue::sample(DType::F32));
-            let (spec, kernel) = GemmVariant {
-                dtype: DType::F32,
-                kernel,
-                a_mode: Mode::PairK,
-                b_mode: Mode::PairK,
-                out_vec,
-                has_bias,
-                k_tail: false,
-                scalar_staging: false,
-            }
-            .spec(32, sample.as_ref());
-            out.push((spec, kernel, C::SHADER_INT64));
+            let store = (out_vec, has_bias, false, epi);
+            let modes = (Mode::PairK, Mode::PairK);
+            push(DType::F32, kernel, modes, store, C::SHADER_INT64);
         }
     }
     for (dtype, half, size) in [
@@ -765,34 +757,24 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
         (DType::F16, true, 16),
         (DType::BF16, false, 8),
     ] {
-        for (a_mode, b_mode) in [
+        let coop = GemmKernel::Coop {
+            size,
+            half,
+            frags: if size == 16 && !half { 1 } else { 2 },
+        };
+        for modes in [
             (Mode::Inner, Mode::Inner),
             (Mode::Outer, Mode::Outer),
             (Mode::Scalar, Mode::Scalar),
         ] {
-            // The last with a fused epilogue (no bias: WebGPU's 8 bindings).
-            for (out_vec, has_bias, k_tail, epi) in [
-                (true, false, false, false),
-                (false, true, true, false),
-                (false, false, true, true),
-            ] {
-                let sample = epi.then(|| epilogue::sample(dtype));
-                let (spec, kernel) = GemmVariant {
+            for store in STORES {
+                push(
                     dtype,
-                    kernel: GemmKernel::Coop {
-                        size,
-                        half,
-                        frags: if size == 16 && !half { 1 } else { 2 },
-                    },
-                    a_mode,
-                    b_mode,
-                    out_vec,
-                    has_bias,
-                    k_tail,
-                    scalar_staging: false,
-                }
-                .spec(32, sample.as_ref());
-                out.push((spec, kernel, C::SUBGROUP | C::COOPERATIVE_MATRIX));
+                    coop,
+                    modes,
+                    store,
+                    C::SUBGROUP | C::COOPERATIVE_MATRIX,
+                );
             }
         }
     }
