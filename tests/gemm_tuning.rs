@@ -211,10 +211,12 @@ fn corrupt_and_foreign_files_are_ignored_with_a_warning() {
         rewritten["choices"]["float32 gemv"]["candidates"],
         serde_json::json!(among)
     );
-    // A valid file of this adapter is taken as it is.
-    std::fs::write(&file, valid(&owner, "register 16 1 1 4")).unwrap();
+    // A valid file of this adapter (a choice among its candidates) is
+    // taken as it is.
+    let last = *candidates.last().unwrap();
+    std::fs::write(&file, valid(&owner, &last.to_string())).unwrap();
     let d = device_in(dir.path());
-    assert_eq!(d.gemm_kernel(DType::F32, CLASS), Some(stale));
+    assert_eq!(d.gemm_kernel(DType::F32, CLASS), Some(last));
     small_gemm(&d);
 }
 

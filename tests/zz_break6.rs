@@ -272,6 +272,61 @@ fn names(ks: &[GemmKernel]) -> Vec<String> {
     ks.iter().map(|k| k.to_string()).collect()
 }
 
+/// Kernel strings and structs outside the family limits, whose limit
+/// arithmetic overflows u32: typed errors, never a panic (debug builds
+/// check overflow).
+#[test]
+fn kernels_with_overflowing_parameters_are_invalid_not_a_panic() {
+    for s in [
+        "splitk 64 67108865 0",
+        "splitk 64 4294967295 1",
+        "splitk 2 2147483648 0",
+        "register 4294967295 4294967295 4294967295 4294967295",
+        "shared 4294967295 4294967295 4294967292 4294967295 4294967292",
+        "coop 16 0 4294967295",
+    ] {
+        let r = std::panic::catch_unwind(|| s.parse::<GemmKernel>());
+        assert!(
+            matches!(r, Ok(Err(Error::InvalidArgument(_)))),
+            "{s:?}: {:?}",
+            r.map_err(|_| "panicked")
+        );
+    }
+    let m = u32::MAX;
+    for k in [
+        GemmKernel::SplitK {
+            ks: 64,
+            cq: m,
+            subgroups: false,
+        },
+        GemmKernel::Shared {
+            wg_x: m,
+            wg_y: m,
+            tm: m - 3,
+            nv: m,
+            bk: m - 3,
+        },
+        GemmKernel::Coop {
+            size: m,
+            half: false,
+            frags: m,
+        },
+    ] {
+        let r = std::panic::catch_unwind(|| (k.is_valid(), k.workgroup_bytes()));
+        assert!(matches!(r, Ok((false, _))), "{k:?}");
+    }
+    let d = device();
+    let k = GemmKernel::SplitK {
+        ks: 64,
+        cq: 67_108_865,
+        subgroups: false,
+    };
+    assert!(matches!(
+        d.set_gemm_kernel(Some(k)),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
 /// Hand-written files: never a panic or an error; an entry that is not a
 /// choice among this build's candidates is timed again.
 #[test]
@@ -297,23 +352,32 @@ fn hand_written_tuning_files_never_panic() {
         .unwrap();
     let mut doubled = current.clone();
     doubled.extend(current.clone());
+    let overflow = file_with(serde_json::json!({
+        "float32 gemv": entry("splitk 64 67108865 0", &current),
+        "float32 medium": entry(&current[0], &["splitk 64 67108865 0".to_string()]),
+    }));
     // Duplicated keys: serde keeps one; written by hand.
     let duplicated = format!(
         "{{\"format\": \"wgarray-gemm-tuning\", \"version\": 2, \"owner\": {owner}, \"choices\": {{\
          \"float32 gemv\": {}, \"float32 gemv\": {}}}}}",
-        entry(outsider, &current),
-        entry(&current[0], &current)
+        entry(&current[0], &current),
+        entry(outsider, &current)
     );
     let mut many = serde_json::Map::new();
     for i in 0..20_000 {
         many.insert(format!("float32 class{i}"), entry(&current[0], &current));
     }
-    many.insert("float32 gemv".into(), entry(&current[0], &current));
+    many.insert("float32 gemv".into(), entry(outsider, &current));
     let cases = [
+        (
+            "a choice outside its candidates",
+            file_with(serde_json::json!({ "float32 gemv": entry(outsider, &current) })),
+        ),
         (
             "duplicated candidates",
             file_with(serde_json::json!({ "float32 gemv": entry(&current[0], &doubled) })),
         ),
+        ("overflowing kernels", overflow),
         ("duplicated keys", duplicated),
         ("a big file", file_with(serde_json::Value::Object(many))),
         (
@@ -332,12 +396,10 @@ fn hand_written_tuning_files_never_panic() {
         let d = std::panic::catch_unwind(|| device_in(dir.path()))
             .unwrap_or_else(|_| panic!("{what}: the device panicked reading the file"));
         let taken = d.gemm_kernel(DType::F32, ShapeClass::Gemv);
-        if what != "duplicated keys" {
-            assert!(
-                taken.is_none_or(|k| cands.contains(&k)),
-                "{what}: took {taken:?}, not one of {current:?}"
-            );
-        }
+        assert!(
+            taken.is_none_or(|k| cands.contains(&k)),
+            "{what}: took {taken:?}, not one of {current:?}"
+        );
         small_gemv(&d);
         let chosen = d.gemm_kernel(DType::F32, ShapeClass::Gemv).expect(what);
         assert!(cands.contains(&chosen), "{what}: chose {chosen}");

@@ -294,7 +294,9 @@ impl GemmKernel {
                     && self.workgroup_bytes() <= MAX_WORKGROUP_BYTES
             }
             GemmKernel::SplitK { ks, cq, .. } => {
-                ks.is_power_of_two() && (2..=64).contains(&ks) && (1..=256).contains(&(ks * cq))
+                ks.is_power_of_two()
+                    && (2..=64).contains(&ks)
+                    && (1..=256).contains(&(ks as u64 * cq as u64))
             }
             GemmKernel::Coop { size, frags, .. } => {
                 (size == 8 || size == 16)
@@ -319,12 +321,16 @@ impl GemmKernel {
                 bk,
             } => {
                 let (bm, bn) = shared_block(wg_x, wg_y, tm, nv);
-                2 * bk as u64 * (bm + bn) * 4
+                (bk as u64 * 8).saturating_mul(bm.saturating_add(bn))
             }
             GemmKernel::SplitK { ks, cq, .. } => ks as u64 * cq as u64 * 16,
             GemmKernel::Coop { size, half, frags } => {
-                let (bm, elem) = (2 * frags as u64 * size as u64, if half { 2 } else { 4 });
-                2 * COOP_BK as u64 * 2 * bm * elem + 4 * size as u64 * size as u64 * 4
+                let (bm, elem) = (
+                    (frags as u64 * size as u64).saturating_mul(2),
+                    if half { 2 } else { 4 },
+                );
+                bm.saturating_mul(4 * COOP_BK as u64 * elem)
+                    .saturating_add((size as u64 * size as u64).saturating_mul(16))
             }
         }
     }
@@ -429,9 +435,12 @@ impl std::str::FromStr for GemmKernel {
 }
 
 /// The rows of A and columns of B a `Shared` kernel stages per step, in
-/// u64 (no overflow for parameters not yet validated).
+/// u64, saturating (no overflow for parameters not yet validated).
 fn shared_block(wg_x: u32, wg_y: u32, tm: u32, nv: u32) -> (u64, u64) {
-    (wg_y as u64 * tm as u64, 4 * wg_x as u64 * nv as u64)
+    (
+        wg_y as u64 * tm as u64,
+        (wg_x as u64 * nv as u64).saturating_mul(4),
+    )
 }
 
 /// The most workgroup memory a kernel of the workgroup-memory and

@@ -137,7 +137,8 @@ impl Tuning {
 
     /// The choice recorded for `dtype` and `class`, if any. A choice read
     /// from the file among other candidates than this build's (same
-    /// version number, changed kernels) is dropped, once, with a log line.
+    /// version number, changed kernels), or that is not one of its own
+    /// candidates (a hand-edited file), is dropped, once, with a log line.
     pub(crate) fn chosen(
         &self,
         cx: &Context,
@@ -148,9 +149,11 @@ impl Tuning {
         let choice = table.get_mut(&(dtype, class))?;
         if !choice.current {
             let cands = candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype));
-            if choice.candidates != cands {
+            // A hand-edited entry whose kernel is not among its candidates
+            // was not chosen among them either.
+            if choice.candidates != cands || !cands.contains(&choice.kernel) {
                 log::info!(
-                    "wgarray: the {dtype} {} GEMM choice in {} was made among other candidates; timing again",
+                    "wgarray: the {dtype} {} GEMM choice in {} was made among other candidates (or is not one of them); timing again",
                     class.name(),
                     self.file
                         .as_ref()
