@@ -96,6 +96,50 @@ fn scans_after_huge_values_read_no_stale_workgroup_memory() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A row of more than 256 blocks (pass 2 walks several block totals per
+/// thread, some threads none): cummax exactly, and an i32 cumsum.
+#[test]
+fn scans_of_more_than_256_blocks_after_huge_values() {
+    let d = device();
+    let mut rng = Rng::new(605);
+    let len = 300_001;
+    let v = rng.vec_f32(len);
+    let ints: Vec<i32> = rng.vec_i32(len, 100);
+    let x = Array::from_slice(&v, &[len], &d).unwrap();
+    let xi = Array::from_slice(&ints, &[len], &d).unwrap();
+    for reverse in [false, true] {
+        for inclusive in [false, true] {
+            pollute(&d);
+            let got = x
+                .cummax(None, reverse, inclusive)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            let want = scan_ref(&v, len, true, reverse, inclusive);
+            let bad = got
+                .iter()
+                .zip(&want)
+                .position(|(&g, &w)| !(g as f64 == w || (w.is_infinite() && g == f32::MIN)));
+            assert_eq!(bad, None, "cummax rev {reverse} incl {inclusive}");
+            pollute(&d);
+            let got = xi
+                .cumsum(None, reverse, inclusive)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap();
+            let mut acc = 0i32;
+            let mut want = vec![0; len];
+            for q in 0..len {
+                let r = if reverse { len - 1 - q } else { q };
+                let next = acc + ints[r];
+                want[r] = if inclusive { next } else { acc };
+                acc = next;
+            }
+            assert!(got == want, "i32 cumsum rev {reverse} incl {inclusive}");
+        }
+    }
+}
+
 #[test]
 fn reductions_sorts_and_topk_after_huge_values() {
     let d = device();
@@ -119,7 +163,7 @@ fn reductions_sorts_and_topk_after_huge_values() {
         let min = x.min(-1, false).unwrap().to_vec::<f32>().unwrap();
         pollute(&d);
         let sorted = x.sort(Some(-1)).unwrap().to_vec::<f32>().unwrap();
-        let k = len.min(20);
+        let k = len.min(64);
         pollute(&d);
         let (tv, ti) = x.topk(k, -1).unwrap();
         let (tv, ti) = (tv.to_vec::<f32>().unwrap(), ti.to_vec::<u32>().unwrap());
@@ -171,6 +215,7 @@ fn gemm_after_huge(
     rng: &mut Rng,
     kernel: GemmKernel,
     dims: [usize; 4],
+    transposed: bool,
 ) -> Option<String> {
     let [batch, m, k, n] = dims;
     d.set_gemm_kernel(Some(kernel)).unwrap();
@@ -181,18 +226,43 @@ fn gemm_after_huge(
     hv.matmul(&h).unwrap().eval().unwrap();
     let x = rng.vec_f32(batch * m * k);
     let y = rng.vec_f32(k * n);
-    let a = Array::from_slice(&x, &[batch, m, k], d).unwrap();
-    let b = Array::from_slice(&y, &[k, n], d).unwrap();
+    let (a, b) = if transposed {
+        // Views of the stored transposes (vec4 loads along the other
+        // dimension: the staging code's other modes).
+        let xt: Vec<f32> = (0..batch * k * m)
+            .map(|i| {
+                let (bi, kk, r) = (i / (k * m), i / m % k, i % m);
+                x[(bi * m + r) * k + kk]
+            })
+            .collect();
+        let yt: Vec<f32> = (0..n * k).map(|i| y[(i % k) * n + i / k]).collect();
+        (
+            Array::from_slice(&xt, &[batch, k, m], d)
+                .unwrap()
+                .swapaxes(1, 2)
+                .unwrap(),
+            Array::from_slice(&yt, &[n, k], d)
+                .unwrap()
+                .swapaxes(0, 1)
+                .unwrap(),
+        )
+    } else {
+        (
+            Array::from_slice(&x, &[batch, m, k], d).unwrap(),
+            Array::from_slice(&y, &[k, n], d).unwrap(),
+        )
+    };
     let got = a.matmul(&b).and_then(|p| p.to_vec::<f32>());
     d.set_gemm_kernel(None).unwrap();
     let got = match got {
         Ok(g) => g,
-        Err(e) => return Some(format!("{kernel} {dims:?}: {e}")),
+        Err(e) => return Some(format!("{kernel} {dims:?} transposed {transposed}: {e}")),
     };
     let y_batched: Vec<f32> = (0..batch).flat_map(|_| y.iter().copied()).collect();
     let want = matmul_ref(&x, &y_batched, batch, m, k, n);
     let err = rel_frobenius(&got, &want);
-    (err.is_nan() || err >= 1e-5).then(|| format!("{kernel} {dims:?}: relative error {err:e}"))
+    (err.is_nan() || err >= 1e-5)
+        .then(|| format!("{kernel} {dims:?} transposed {transposed}: relative error {err:e}"))
 }
 
 #[test]
@@ -222,8 +292,10 @@ fn forced_gemm_families_after_huge_values() {
             [3, 17, 19, 9],
             [2, 65, 3, 131],
         ] {
-            if let Some(e) = gemm_after_huge(&d, &mut rng, kernel, dims) {
-                failures.push(e);
+            for transposed in [false, true] {
+                if let Some(e) = gemm_after_huge(&d, &mut rng, kernel, dims, transposed) {
+                    failures.push(e);
+                }
             }
         }
     }
