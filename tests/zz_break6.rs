@@ -96,6 +96,30 @@ fn scans_after_huge_values_read_no_stale_workgroup_memory() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Empty arrays through the workgroup-memory kernels after huge values:
+/// the right shapes (and sums of nothing are zero), no error.
+#[test]
+fn empty_arrays_through_workgroup_memory_kernels() {
+    let d = device();
+    pollute(&d);
+    for shape in [[0usize, 300], [0, 2000], [3, 0]] {
+        let x = Array::from_slice(&[] as &[f32], &shape, &d).unwrap();
+        assert_eq!(x.cumsum(Some(-1), true, false).unwrap().shape(), &shape[..]);
+        assert_eq!(x.sort(Some(-1)).unwrap().shape(), &shape[..]);
+        let s = x.sum(-1, false).unwrap();
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![0.0; shape[0]]);
+        if shape[1] >= 5 {
+            let (v, i) = x.topk(5, -1).unwrap();
+            assert_eq!(v.shape(), &[0, 5]);
+            assert_eq!(i.to_vec::<u32>().unwrap(), Vec::<u32>::new());
+        }
+        let a = Array::from_slice(&[] as &[f32], &[shape[0], shape[1]], &d).unwrap();
+        let b = Array::full(&[shape[1], 9], 1.0, DType::F32, &d).unwrap();
+        let p = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(p, vec![0.0; shape[0] * 9], "{shape:?}");
+    }
+}
+
 /// A row of more than 256 blocks (pass 2 walks several block totals per
 /// thread, some threads none): cummax exactly, and an i32 cumsum.
 #[test]
@@ -609,6 +633,7 @@ fn tanh_special_values_and_thresholds() {
     ];
     for (n, g) in nans.iter().zip(tanh_of(&d, &nans)) {
         assert!(g.is_nan(), "tanh({:#x}) = {g}", n.to_bits());
+        assert_eq!(g.to_bits(), n.to_bits(), "NaN payload and sign");
     }
 }
 
@@ -632,6 +657,33 @@ fn tanh_over_a_sweep_of_every_bit_pattern() {
             worst = (u, xi);
         }
     }
+    assert!(
+        worst.0 <= 1.5,
+        "{} ulp at {:e} ({:#x})",
+        worst.0,
+        worst.1,
+        worst.1.to_bits()
+    );
+}
+
+/// Dense sweeps where the two formulas and the exp's reduction work:
+/// every 37th f32 in [0.01, 10] (about 1.2 million), within 1.5 ulp.
+#[test]
+fn tanh_dense_over_its_working_range() {
+    let d = device();
+    let x: Vec<f32> = (0.01f32.to_bits()..=10f32.to_bits())
+        .step_by(37)
+        .map(f32::from_bits)
+        .collect();
+    let got = tanh_of(&d, &x);
+    let mut worst = (0.0, 0.0f32);
+    for (&xi, &g) in x.iter().zip(&got) {
+        let u = ulps(g, (xi as f64).tanh());
+        if u > worst.0 {
+            worst = (u, xi);
+        }
+    }
+    eprintln!("tanh worst {} ulp at {:e}", worst.0, worst.1);
     assert!(
         worst.0 <= 1.5,
         "{} ulp at {:e} ({:#x})",
