@@ -502,6 +502,20 @@ fn hand_written_tuning_files_never_panic() {
     }
 }
 
+/// A directory where the tuning file goes: not read, not written, with
+/// warnings; GEMMs run and choose as without a file.
+#[test]
+fn a_directory_in_place_of_the_tuning_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = device_in(dir.path()).gemm_tuning_file().unwrap();
+    std::fs::create_dir_all(file.join("inside")).unwrap();
+    let d = device_in(dir.path());
+    assert_eq!(d.gemm_kernel(DType::F32, ShapeClass::Gemv), None);
+    small_gemv(&d);
+    assert!(d.gemm_kernel(DType::F32, ShapeClass::Gemv).is_some());
+    assert!(file.join("inside").is_dir());
+}
+
 /// Two devices on one adapter tune and write the same file at the same
 /// time: the file stays valid, the next device reads a choice.
 #[test]
