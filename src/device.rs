@@ -746,11 +746,24 @@ impl Device {
         self.inner.fusion.load(Ordering::SeqCst)
     }
 
-    /// Compute pipelines created so far (each kernel specialisation once,
-    /// and again after a [`crate::Compiled`] handle that made it was
-    /// dropped and it was asked for again).
+    /// Compute pipelines created so far for evals (each kernel
+    /// specialisation once, and again after a [`crate::Compiled`] handle
+    /// that made it was dropped and it was asked for again). Pipelines the
+    /// GEMM warm-up made are not counted (see [`Device::pipelines_warmed`]),
+    /// so the figure does not depend on what an earlier process left in
+    /// the tuning file.
     pub fn pipelines_created(&self) -> u64 {
         self.inner.kernels.cache.created()
+    }
+
+    /// Compute pipelines this device's GEMM warm-up has created so far: when
+    /// the first device of a process on an adapter opens, it compiles the
+    /// GEMM kernels that earlier processes' evals compiled (the tuning
+    /// file's list, at most [`crate::tuning::WARM_UP_MAX`]) on a thread of
+    /// its own, so that the first GEMM of a shape class finds its pipeline
+    /// made or being made. [`crate::tuning::WARM_UP_ENV`]`=0` turns it off.
+    pub fn pipelines_warmed(&self) -> u64 {
+        self.inner.kernels.cache.warmed()
     }
 
     /// Compute pipelines the device's kernel cache holds now. Pipelines made

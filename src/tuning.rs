@@ -21,7 +21,13 @@
 //! driver version and by wgarray's version, and later processes read it
 //! instead of timing. The driver's compiled pipelines are saved beside it
 //! where the adapter supports wgpu's `PipelineCache` (Vulkan), so a later
-//! process's first call of a shape does not compile from scratch either. A
+//! process's first call of a shape does not compile from scratch either.
+//! The file also lists the last GEMM kernels evals compiled
+//! ([`WARM_UP_MAX`]); the first device a later process opens on the
+//! adapter compiles them on a thread of its own (a warm-up, turned off by
+//! [`WARM_UP_ENV`]`=0`), so that its first GEMM of a shape class finds the
+//! pipeline made or being made: on lavapipe a large tile's pipeline takes
+//! 50 to 100 ms to create even with Mesa's shader cache warm. A
 //! corrupt or foreign file is ignored with a warning in the log (the `log`
 //! crate), never an error. [`TUNE_ENV`]`=0` turns timing off: each class
 //! then takes its default kernel. [`KERNEL_ENV`] forces one kernel on every
@@ -46,7 +52,7 @@
 pub use crate::kernels::disk::{CACHE_DIR_ENV, CacheDir};
 pub use crate::kernels::matmul::{GEMV_WIDE_N, GemmKernel, ShapeClass};
 pub use crate::kernels::tuning::{
-    BUDGET_GPU, BUDGET_SOFTWARE, DEFAULT_MARGIN, KERNEL_ENV, TUNE_ENV,
+    BUDGET_GPU, BUDGET_SOFTWARE, DEFAULT_MARGIN, KERNEL_ENV, TUNE_ENV, WARM_UP_ENV, WARM_UP_MAX,
 };
 
 use crate::kernels::matmul::usable;

@@ -535,3 +535,123 @@ fn wide_matrix_vector_products_are_their_own_classes() {
         assert_eq!(ShapeClass::from_name(class.name()), Some(class));
     }
 }
+
+/// A `m x k @ k x n` f32 product of varied values, checked against f64
+/// dot products (bits equal to within the rounding of a k-term sum).
+fn checked_gemm(d: &Device, (m, k, n): (usize, usize, usize)) {
+    let x: Vec<f32> = (0..m * k)
+        .map(|i| ((i * 7) % 13) as f32 / 8.0 - 0.7)
+        .collect();
+    let y: Vec<f32> = (0..k * n)
+        .map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.3)
+        .collect();
+    let a = Array::from_slice(&x, &[m, k], d).unwrap();
+    let b = Array::from_slice(&y, &[k, n], d).unwrap();
+    let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let want: f64 = (0..k)
+                .map(|p| x[i * k + p] as f64 * y[p * n + j] as f64)
+                .sum();
+            let tol = 1e-5 * (1.0 + want.abs()) * k as f64;
+            assert!(
+                (got[i * n + j] as f64 - want).abs() <= tol,
+                "({i}, {j}): {} against {want}",
+                got[i * n + j]
+            );
+        }
+    }
+}
+
+/// Waits (up to a minute: a cold compile on llvmpipe takes seconds) until
+/// `d`'s warm-up has made `n` pipelines; fails otherwise.
+fn wait_warmed(d: &Device, n: u64) {
+    let start = std::time::Instant::now();
+    while d.pipelines_warmed() < n {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the warm-up made {} of {n} pipelines in a minute",
+            d.pipelines_warmed()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_later_device_warms_up_the_gemm_kernels_earlier_evals_compiled() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two products in different classes (a large tile and a small one; K
+    // and N not multiples of four in the second).
+    let shapes = [(96, 64, 256), (7, 33, 18)];
+    let first = device_in(dir.path());
+    assert_eq!(first.pipelines_warmed(), 0, "a new file has no list");
+    for s in shapes {
+        checked_gemm(&first, s);
+    }
+    let file = first.gemm_tuning_file().unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let listed = json["warm"].as_array().expect("a warm-up list").clone();
+    assert_eq!(
+        listed.len(),
+        2,
+        "one entry per GEMM kernel compiled: {json}"
+    );
+    drop(first);
+    // A hand-edited entry that names no kernel is dropped with a warning;
+    // a duplicate counts once.
+    let mut edited = json.clone();
+    let mut entries = listed.clone();
+    entries.insert(
+        0,
+        serde_json::json!("float32;register 8 8 0 4;inner;inner;10000"),
+    );
+    entries.push(listed[0].clone());
+    edited["warm"] = serde_json::Value::Array(entries);
+    std::fs::write(&file, serde_json::to_string(&edited).unwrap()).unwrap();
+
+    // The next device with this file compiles both on its warm-up thread;
+    // the same products then make no pipeline.
+    let second = device_in(dir.path());
+    wait_warmed(&second, 2);
+    let created = second.pipelines_created();
+    for s in shapes {
+        checked_gemm(&second, s);
+    }
+    let gemm_created = second.pipelines_created() - created;
+    assert_eq!(second.pipelines_warmed(), 2);
+    assert_eq!(
+        gemm_created, 0,
+        "the evals found the warmed GEMM pipelines (the upload and read-back make none)"
+    );
+    assert_eq!(
+        warnings_about(&file.display().to_string())
+            .iter()
+            .filter(|w| w.contains("register 8 8 0 4"))
+            .count(),
+        1
+    );
+    drop(second);
+    // Only the first device of a process with this file warms up.
+    let third = device_in(dir.path());
+    checked_gemm(&third, shapes[1]);
+    assert_eq!(third.pipelines_warmed(), 0);
+}
+
+#[test]
+fn an_eval_waits_for_the_warm_up_compile_of_its_kernel() {
+    // Asked for at once, each kernel is made exactly once: by the warm-up
+    // (the eval waits for it) or by the eval (the warm-up then finds it).
+    let dir = tempfile::tempdir().unwrap();
+    let shape = (64, 48, 128);
+    let first = device_in(dir.path());
+    checked_gemm(&first, shape);
+    drop(first);
+    let second = device_in(dir.path());
+    let created = second.pipelines_created();
+    checked_gemm(&second, shape);
+    // The eval's own pipelines: none for the GEMM if the warm-up made it.
+    let by_eval = second.pipelines_created() - created;
+    wait_warmed(&second, 1 - by_eval.min(1));
+    assert_eq!(by_eval + second.pipelines_warmed(), 1, "made once");
+}

@@ -621,6 +621,9 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                                         has_bias,
                                         k_tail,
                                         scalar_staging: false,
+                                        // Both store forms, without
+                                        // doubling the list.
+                                        looped_stores: k_tail,
                                     }
                                     .spec(32, None),
                                 );
@@ -645,6 +648,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                     has_bias: false,
                     k_tail,
                     scalar_staging: false,
+                    looped_stores: false,
                 };
                 out.push(variant.spec(32, Some(&sample)));
             }
@@ -662,6 +666,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                                 has_bias: true,
                                 k_tail: true,
                                 scalar_staging: true,
+                                looped_stores: false,
                             }
                             .spec(32, None),
                         );
@@ -704,6 +709,7 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
             has_bias,
             k_tail,
             scalar_staging: false,
+            looped_stores: false,
         }
         .spec(32, sample.as_ref());
         out.push((spec, kernel, caps));
@@ -819,8 +825,27 @@ pub(crate) enum Mode {
 }
 
 impl Mode {
+    const ALL: [Mode; 5] = [
+        Mode::Scalar,
+        Mode::Inner,
+        Mode::Outer,
+        Mode::Pair,
+        Mode::PairK,
+    ];
+
     fn vec(self) -> bool {
         self != Mode::Scalar
+    }
+
+    /// The mode's name in a [`GemmVariant::key`].
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Scalar => "scalar",
+            Mode::Inner => "inner",
+            Mode::Outer => "outer",
+            Mode::Pair => "pair",
+            Mode::PairK => "pairk",
+        }
     }
 }
 
@@ -1290,6 +1315,24 @@ pub(crate) fn indent(lines: Vec<String>, depth: usize) -> String {
         .collect::<String>()
 }
 
+/// Start compiling the tuning file's warm-up list on a thread of its own
+/// (`tuning::WARM_UP_MAX`): the kernels `cx`'s device can run, as the
+/// GEMM dispatch would ask for them.
+pub(crate) fn warm_up(cx: &Context) {
+    let subgroup = cx.subgroup_min_size;
+    let jobs = cx
+        .tuning
+        .warm_up_list()
+        .into_iter()
+        .filter(|v| usable(cx, v.kernel, v.dtype))
+        .map(|v| {
+            let build: super::WarmBuild = Box::new(move || v.spec(subgroup, None));
+            (QuickKey::Gemm(v), build)
+        })
+        .collect();
+    cx.cache.warm_up(jobs);
+}
+
 /// One specialisation of the GEMM: everything its WGSL depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct GemmVariant {
@@ -1306,9 +1349,69 @@ pub(crate) struct GemmVariant {
     /// The workgroup-memory family's staging in f32 arrays
     /// (`Context::scalar_staging`); false for the other families.
     scalar_staging: bool,
+    /// The register family's stores as one loop ([`store_quads`]) even
+    /// without a fused epilogue: on software adapters, where the
+    /// straight-line stores of a large tile are about half of the driver's
+    /// pipeline creation (lavapipe, `register 8 8 16 4`: 97 to 104 ms
+    /// straight, 49 to 57 looped, 2026-12-01) and the loop costs nothing
+    /// measurable per call. GPUs keep them straight-line (a dynamically
+    /// indexed array of accumulators may live in local memory there).
+    looped_stores: bool,
 }
 
 impl GemmVariant {
+    /// The variant as one line of text (the tuning file's warm-up list):
+    /// `float32;register 8 8 16 4;inner;pair;` then the five flags as 0 or 1
+    /// (`out_vec`, `has_bias`, `k_tail`, `scalar_staging`, `looped_stores`).
+    pub(crate) fn key(self) -> String {
+        let flags = [
+            self.out_vec,
+            self.has_bias,
+            self.k_tail,
+            self.scalar_staging,
+            self.looped_stores,
+        ]
+        .map(|b| if b { "1" } else { "0" })
+        .concat();
+        format!(
+            "{};{};{};{};{flags}",
+            self.dtype.name(),
+            self.kernel,
+            self.a_mode.name(),
+            self.b_mode.name()
+        )
+    }
+
+    /// The variant [`GemmVariant::key`] wrote, or `None` for any other text.
+    pub(crate) fn from_key(key: &str) -> Option<GemmVariant> {
+        let mut parts = key.split(';');
+        let dtype = [DType::F32, DType::F16, DType::BF16]
+            .into_iter()
+            .find(|d| d.name() == parts.next().unwrap_or_default())?;
+        let kernel: GemmKernel = parts.next()?.parse().ok()?;
+        let mut mode = || {
+            let name = parts.next()?;
+            Mode::ALL.into_iter().find(|m| m.name() == name)
+        };
+        let (a_mode, b_mode) = (mode()?, mode()?);
+        let flags = parts.next()?.as_bytes();
+        if parts.next().is_some() || flags.len() != 5 || !flags.iter().all(|b| b"01".contains(b)) {
+            return None;
+        }
+        let flag = |i: usize| flags[i] == b'1';
+        Some(GemmVariant {
+            dtype,
+            kernel,
+            a_mode,
+            b_mode,
+            out_vec: flag(0),
+            has_bias: flag(1),
+            k_tail: flag(2),
+            scalar_staging: flag(3),
+            looped_stores: flag(4),
+        })
+    }
+
     /// The kernel text's substitutions for this variant; `subgroup` is the
     /// adapter's subgroup size (the cooperative family's workgroup is four
     /// subgroups). With an `epilogue` (its `rank` and dense flags filled
@@ -1325,6 +1428,7 @@ impl GemmVariant {
             has_bias,
             k_tail,
             scalar_staging,
+            looped_stores,
         } = self;
         let mut pair_text = String::new();
         let mut pairs = |name: &str| {
@@ -1389,7 +1493,7 @@ impl GemmVariant {
                     Tile { wg_x, wg_y, tm, nv },
                     a_mode,
                     b_mode,
-                    epilogue.is_some(),
+                    epilogue.is_some() || looped_stores,
                 );
                 (
                     &GEMM,
@@ -1593,6 +1697,10 @@ pub(crate) fn dispatches(
         has_bias: g.bias.is_some(),
         k_tail: !k.is_multiple_of(kernel.k_step()),
         scalar_staging: cx.scalar_staging && kernel.family() == "shared",
+        // Large tiles only: the small and matrix-vector tiles' few stores
+        // compile fast straight-line, and keep that form tested here too.
+        looped_stores: cx.software
+            && matches!(kernel, GemmKernel::Register { tm, nv, .. } if tm * nv > 16),
     };
     let zero = Operand {
         buffer: g.out,
@@ -1642,8 +1750,11 @@ pub(crate) fn dispatches(
     let pipeline = match &g.epilogue {
         None => {
             buffers.push(g.out.clone());
-            cx.cache
-                .get_quick(QuickKey::Gemm(variant), || variant.spec(subgroup, None))?
+            let p = cx
+                .cache
+                .get_quick(QuickKey::Gemm(variant), || variant.spec(subgroup, None))?;
+            cx.tuning.note_used(variant);
+            p
         }
         Some(e) => {
             buffers.extend(e.bound.inputs.iter().map(|&b| b.clone()));

@@ -32,8 +32,8 @@ pub(crate) mod topk;
 pub(crate) mod tuning;
 
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::graph::primitive::ReduceOp;
 use crate::memory::QueueGuard;
@@ -50,7 +50,7 @@ pub(crate) const WORKGROUP: u32 = 256;
 /// and the optional features. The device owns one; kernels know nothing
 /// else of it.
 pub(crate) struct Context {
-    pub cache: KernelCache,
+    pub cache: Arc<KernelCache>,
     pub limits: wgpu::Limits,
     pub features: wgpu::Features,
     /// A software adapter (device type `Cpu`: lavapipe, llvmpipe, WARP):
@@ -105,8 +105,8 @@ impl Context {
         } else {
             Vec::new()
         };
-        Context {
-            cache: KernelCache::new(device.clone(), pipelines),
+        let cx = Context {
+            cache: Arc::new(KernelCache::new(device.clone(), pipelines)),
             limits,
             features,
             software: info.device_type == wgpu::DeviceType::Cpu,
@@ -117,7 +117,9 @@ impl Context {
             coop,
             tuning: tuning::Tuning::new(device, queue, owner, dir),
             wide_dispatches: std::sync::atomic::AtomicU64::new(0),
-        }
+        };
+        matmul::warm_up(&cx);
+        cx
     }
 
     /// Whether the device multiplies `size x size x size` cooperative
@@ -465,6 +467,18 @@ pub(crate) struct KernelCache {
     pipelines: Mutex<HashMap<Spec, Pipeline>>,
     layouts: Mutex<HashMap<LayoutKey, (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
     created: AtomicU64,
+    /// Of `created`, the pipelines a warm-up made ([`KernelCache::warm_up`]).
+    warmed: AtomicU64,
+    /// Specialisations being compiled now, by any thread: a second request
+    /// waits for the first ([`KernelCache::get`]) rather than compiling
+    /// again.
+    compiling: Mutex<rustc_hash::FxHashSet<Spec>>,
+    /// Signalled when a compile ends (`compiling` shrinks).
+    compiled: Condvar,
+    /// A warm-up thread is running.
+    warming: Mutex<bool>,
+    /// Signalled when a warm-up ends.
+    warmed_up: Condvar,
     /// The parameter buffer, reused by every submission (see `params_buffer`).
     params: Mutex<Option<wgpu::Buffer>>,
     /// Pipelines by a family's compact key, so that the hot path does not
@@ -585,6 +599,11 @@ impl KernelCache {
             pipelines: Mutex::new(HashMap::default()),
             layouts: Mutex::new(HashMap::default()),
             created: AtomicU64::new(0),
+            warmed: AtomicU64::new(0),
+            compiling: Mutex::new(Default::default()),
+            compiled: Condvar::new(),
+            warming: Mutex::new(false),
+            warmed_up: Condvar::new(),
             params: Mutex::new(None),
             quick: Mutex::new(HashMap::default()),
         }
@@ -648,8 +667,62 @@ impl KernelCache {
         }
     }
 
+    /// Pipelines created for evals (a warm-up's are not counted).
     pub(crate) fn created(&self) -> u64 {
-        self.created.load(Ordering::SeqCst)
+        self.created.load(Ordering::SeqCst) - self.warmed.load(Ordering::SeqCst)
+    }
+
+    /// Pipelines created by warm-ups ([`KernelCache::warm_up`]).
+    pub(crate) fn warmed(&self) -> u64 {
+        self.warmed.load(Ordering::SeqCst)
+    }
+
+    /// Compile `jobs` (each a quick key and how to build its [`Spec`]) on
+    /// a thread of their own, in order, as [`KernelCache::get_quick`]
+    /// would on first use: the kernels a later eval will probably ask for
+    /// (the tuning file's warm-up list), made while the program does other
+    /// work. An eval that asks for one being compiled waits for it rather
+    /// than compiling it again. The thread holds the cache weakly: once
+    /// the device is gone it stops after the kernel in hand. A kernel that
+    /// fails to compile is logged and skipped (the eval that asks for it
+    /// reports the error). Pipelines made here are counted by
+    /// [`KernelCache::warmed`], not [`KernelCache::created`].
+    pub(crate) fn warm_up(self: &Arc<Self>, jobs: Vec<(QuickKey, WarmBuild)>) {
+        if jobs.is_empty() {
+            return;
+        }
+        *self.warming.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        let cache = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("wgarray warm-up".into())
+            .spawn(move || {
+                WARMING.with(|w| w.set(true));
+                for (key, build) in jobs {
+                    let Some(cache) = cache.upgrade() else { return };
+                    if let Err(e) = cache.get_quick(key, build) {
+                        log::debug!("wgarray: warm-up kernel not made: {e}");
+                    }
+                }
+                if let Some(cache) = cache.upgrade() {
+                    *cache.warming.lock().unwrap_or_else(|e| e.into_inner()) = false;
+                    cache.warmed_up.notify_all();
+                }
+            });
+        if let Err(e) = spawned {
+            log::warn!("wgarray: no warm-up thread: {e}");
+            *self.warming.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        }
+    }
+
+    /// Wait until a running warm-up has ended (the GEMM tuning does, so
+    /// that its timings do not share the CPU or the GPU with compiles).
+    pub(crate) fn wait_warm_up(&self) {
+        let warming = self.warming.lock().unwrap_or_else(|e| e.into_inner());
+        drop(
+            self.warmed_up
+                .wait_while(warming, |w| *w)
+                .unwrap_or_else(|e| e.into_inner()),
+        );
     }
 
     /// Pipelines the cache holds now.
@@ -734,14 +807,36 @@ impl KernelCache {
     /// # Errors
     /// [`Error::Kernel`] when WGSL parsing, validation or pipeline creation fails.
     pub(crate) fn get(&self, kernel: &Kernel, spec: &Spec) -> Result<Pipeline> {
-        if let Some(p) = self
-            .pipelines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(spec)
-        {
-            return Ok(p.clone());
+        let lookup = || {
+            self.pipelines
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(spec)
+                .cloned()
+        };
+        if let Some(p) = lookup() {
+            return Ok(p);
         }
+        // One compile per specialisation: wait for another thread's (a
+        // warm-up's, another eval's), then take its pipeline; or mark it
+        // ours. A compile inserts its pipeline before it unmarks, so a
+        // marked spec or a cached pipeline is always found here.
+        let mut compiling = self.compiling.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(p) = lookup() {
+                return Ok(p);
+            }
+            if !compiling.contains(spec) {
+                break;
+            }
+            compiling = self
+                .compiled
+                .wait(compiling)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        compiling.insert(spec.clone());
+        drop(compiling);
+        let _unmark = Compiling { cache: self, spec };
         let started = std::time::Instant::now();
         let source = kernel.source_for(spec);
         let label = format!("{}{:?}", spec.kernel, spec.subs);
@@ -784,6 +879,9 @@ impl KernelCache {
             });
         }
         let id = self.created.fetch_add(1, Ordering::SeqCst);
+        if WARMING.with(|w| w.get()) {
+            self.warmed.fetch_add(1, Ordering::SeqCst);
+        }
         CREATED.with(|c| {
             if let Some(v) = c.borrow_mut().as_mut() {
                 v.push(id);
@@ -805,6 +903,32 @@ impl KernelCache {
             .unwrap_or_else(|e| e.into_inner())
             .insert(spec.clone(), p.clone());
         Ok(p)
+    }
+}
+
+/// How a warm-up job builds its specialisation (on the warm-up thread).
+pub(crate) type WarmBuild = Box<dyn FnOnce() -> (Spec, &'static Kernel) + Send>;
+
+thread_local! {
+    /// This thread is a warm-up's ([`KernelCache::warm_up`]).
+    static WARMING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Unmarks a specialisation [`KernelCache::get`] marked as compiling, and
+/// wakes the threads waiting for it, however the compile ends.
+struct Compiling<'a> {
+    cache: &'a KernelCache,
+    spec: &'a Spec,
+}
+
+impl Drop for Compiling<'_> {
+    fn drop(&mut self) {
+        self.cache
+            .compiling
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(self.spec);
+        self.cache.compiled.notify_all();
     }
 }
 

@@ -61,6 +61,19 @@ fn forced_by_env() -> Option<GemmKernel> {
     }
 }
 
+/// The environment variable that turns the warm-up off (`0`, `off`,
+/// `false`): see [`WARM_UP_MAX`].
+pub const WARM_UP_ENV: &str = "WGARRAY_WARM_UP";
+
+/// The GEMM specialisations a tuning file lists for warm-up, at most: the
+/// last ones compiled for evals (not for a forced kernel) by processes on
+/// the adapter. The first device a process opens on the adapter compiles
+/// them on a thread of its own while the program goes on, so that a later
+/// process's first GEMM of a shape class finds its pipeline made or being
+/// made. lavapipe spends 50 to 100 ms creating the pipeline of a large
+/// tile even when Mesa's shader cache has its code (docs/PERFORMANCE.md).
+pub const WARM_UP_MAX: usize = 8;
+
 /// Wall time one tuning may take on a software adapter, once one candidate
 /// is timed.
 pub const BUDGET_SOFTWARE: Duration = Duration::from_millis(2500);
@@ -104,6 +117,33 @@ pub(crate) struct Tuning {
     forced: Mutex<Option<GemmKernel>>,
     /// Whether candidates are timed (else each class takes its first).
     timing: bool,
+    /// The warm-up list ([`WARM_UP_MAX`]): [`matmul::GemmVariant::key`]s,
+    /// oldest first.
+    warm: Mutex<Vec<String>>,
+    /// The variants [`Tuning::note_used`] has seen.
+    noted: Mutex<rustc_hash::FxHashSet<matmul::GemmVariant>>,
+}
+
+thread_local! {
+    /// This thread is timing candidates ([`Tuning::tune`]): its GEMMs are
+    /// not the program's.
+    static TIMING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as timing while it lives.
+struct Timing;
+
+impl Timing {
+    fn start() -> Timing {
+        TIMING.with(|t| t.set(true));
+        Timing
+    }
+}
+
+impl Drop for Timing {
+    fn drop(&mut self) {
+        TIMING.with(|t| t.set(false));
+    }
 }
 
 impl Tuning {
@@ -116,7 +156,7 @@ impl Tuning {
         dir: Option<PathBuf>,
     ) -> Tuning {
         let file = dir.map(|d| d.join(format!("gemm-{}.json", owner.stem())));
-        let table = file.as_ref().map(|f| load(f, &owner)).unwrap_or_default();
+        let (table, warm) = file.as_ref().map(|f| load(f, &owner)).unwrap_or_default();
         let timing = !std::env::var(TUNE_ENV)
             .is_ok_and(|v| ["0", "off", "false"].contains(&v.trim().to_ascii_lowercase().as_str()));
         Tuning {
@@ -127,7 +167,58 @@ impl Tuning {
             table: Mutex::new(table),
             forced: Mutex::new(forced_by_env()),
             timing,
+            warm: Mutex::new(warm),
+            noted: Mutex::new(Default::default()),
         }
+    }
+
+    /// The specialisations the first device of this process with this
+    /// tuning file and a list in it warms up (the file's list), or none:
+    /// for later devices (a test suite opens hundreds), without a file,
+    /// and with [`WARM_UP_ENV`] off.
+    pub(crate) fn warm_up_list(&self) -> Vec<matmul::GemmVariant> {
+        static WARMED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+        let off = std::env::var(WARM_UP_ENV)
+            .is_ok_and(|v| ["0", "off", "false"].contains(&v.trim().to_ascii_lowercase().as_str()));
+        let Some(file) = &self.file else {
+            return Vec::new();
+        };
+        let mut warmed = lock(&WARMED);
+        if off || warmed.contains(file) {
+            return Vec::new();
+        }
+        let list: Vec<_> = lock(&self.warm)
+            .iter()
+            .filter_map(|k| matmul::GemmVariant::from_key(k))
+            .collect();
+        if !list.is_empty() {
+            warmed.push(file.clone());
+        }
+        list
+    }
+
+    /// Note that an eval ran the GEMM specialisation `variant` (not a
+    /// tuning run): it joins the tuning file's warm-up list, unless a
+    /// kernel is forced. Once per variant and device; cheap after that.
+    pub(crate) fn note_used(&self, variant: matmul::GemmVariant) {
+        if self.file.is_none()
+            || TIMING.with(|t| t.get())
+            || !lock(&self.noted).insert(variant)
+            || lock(&self.forced).is_some()
+        {
+            return;
+        }
+        let key = variant.key();
+        {
+            let mut warm = lock(&self.warm);
+            if warm.contains(&key) {
+                return;
+            }
+            warm.push(key);
+            let extra = warm.len().saturating_sub(WARM_UP_MAX);
+            warm.drain(..extra);
+        }
+        self.save();
     }
 
     /// The tuning file, if the cache directory is on.
@@ -242,6 +333,9 @@ impl Tuning {
         b_transposed: bool,
         cands: &[GemmKernel],
     ) -> Result<GemmKernel> {
+        // Timings taken beside a warm-up's compiles would be the CPU's.
+        cx.cache.wait_warm_up();
+        let _timing = Timing::start();
         let started = Instant::now();
         let budget = if cx.software {
             BUDGET_SOFTWARE
@@ -426,8 +520,13 @@ impl Tuning {
     /// for classes this device has not chosen.
     fn save(&self) {
         let Some(file) = &self.file else { return };
-        let mut merged = load(file, &self.owner);
+        let (mut merged, mut warm) = load(file, &self.owner);
         merged.extend(lock(&self.table).iter().map(|(k, v)| (*k, v.clone())));
+        // The file's list (another process may have added to it), then ours.
+        let ours = lock(&self.warm).clone();
+        warm.retain(|k| !ours.contains(k));
+        warm.extend(ours);
+        warm.drain(..warm.len().saturating_sub(WARM_UP_MAX));
         let mut keys: Vec<_> = merged.keys().copied().collect();
         keys.sort_by_key(|(d, c)| (d.name(), *c));
         let choices: serde_json::Map<String, serde_json::Value> = keys
@@ -448,6 +547,7 @@ impl Tuning {
             "version": VERSION,
             "owner": self.owner.to_json(),
             "choices": choices,
+            "warm": warm,
         });
         let text = serde_json::to_string_pretty(&json).expect("a JSON value serialises");
         disk::write(file, text.as_bytes());
@@ -473,13 +573,41 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The choices in tuning file `path` if it is `owner`'s; nothing, with a
-/// warning, if it is corrupt or someone else's. Each is checked against
-/// this build's candidates when first asked for (`Tuning::chosen`).
-fn load(path: &std::path::Path, owner: &disk::Owner) -> HashMap<(DType, ShapeClass), Choice> {
+/// The choices in tuning file `path` if it is `owner`'s, and its warm-up
+/// list; nothing, with a warning, if it is corrupt or someone else's. Each
+/// choice is checked against this build's candidates when first asked for
+/// (`Tuning::chosen`). A warm-up entry that does not parse is dropped with
+/// a warning.
+fn load(path: &std::path::Path, owner: &disk::Owner) -> (Table, Vec<String>) {
+    let (table, json) = load_choices(path, owner);
+    let mut warm = Vec::new();
+    let Some(json) = json else {
+        return (table, warm);
+    };
+    for entry in json["warm"].as_array().into_iter().flatten() {
+        match entry
+            .as_str()
+            .filter(|k| matmul::GemmVariant::from_key(k).is_some())
+        {
+            Some(k) if !warm.iter().any(|w| w == k) => warm.push(k.to_string()),
+            Some(_) => {}
+            None => log::warn!(
+                "wgarray: ignoring warm-up entry {entry} of GEMM tuning file {}",
+                path.display()
+            ),
+        }
+    }
+    warm.drain(..warm.len().saturating_sub(WARM_UP_MAX));
+    (table, warm)
+}
+
+type Table = HashMap<(DType, ShapeClass), Choice>;
+
+/// The choices of [`load`], and the file's JSON if it is `owner`'s.
+fn load_choices(path: &std::path::Path, owner: &disk::Owner) -> (Table, Option<serde_json::Value>) {
     let mut table = HashMap::new();
     let Some(bytes) = disk::read(path) else {
-        return table;
+        return (table, None);
     };
     let warn = |why: &str| {
         log::warn!(
@@ -491,12 +619,12 @@ fn load(path: &std::path::Path, owner: &disk::Owner) -> HashMap<(DType, ShapeCla
         Ok(j) => j,
         Err(e) => {
             warn(&format!("corrupt ({e})"));
-            return table;
+            return (table, None);
         }
     };
     if json["format"] != FORMAT || json["version"] != VERSION {
         warn("not a wgarray GEMM tuning file of this version");
-        return table;
+        return (table, None);
     }
     if json["owner"] != owner.to_json() {
         warn(&format!(
@@ -504,11 +632,11 @@ fn load(path: &std::path::Path, owner: &disk::Owner) -> HashMap<(DType, ShapeCla
             json["owner"],
             owner.to_json()
         ));
-        return table;
+        return (table, None);
     }
     let Some(choices) = json["choices"].as_object() else {
         warn("corrupt (no choices)");
-        return table;
+        return (table, None);
     };
     for (key, value) in choices {
         let parsed = key.split_once(' ').and_then(|(d, c)| {
@@ -536,7 +664,7 @@ fn load(path: &std::path::Path, owner: &disk::Owner) -> HashMap<(DType, ShapeCla
             None => warn(&format!("corrupt entry {key:?}: {value}")),
         }
     }
-    table
+    (table, Some(json))
 }
 
 /// The shape tuning times for a GEMM of `[batch, m, n, k]`: each dimension
