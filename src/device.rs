@@ -766,6 +766,19 @@ impl Device {
         self.inner.kernels.cache.warmed()
     }
 
+    /// Block until this device's GEMM warm-up (see
+    /// [`Device::pipelines_warmed`]) has ended; returns at once when none
+    /// runs, which is the case for every device but the first a process
+    /// opens with a tuning file that lists kernels. For code that counts
+    /// pipelines or times kernels and wants no compiles beside it: a
+    /// warm-up on a software adapter takes 0.05 to 0.1 s per kernel with
+    /// Mesa's shader cache warm, seconds cold on GL. The GEMM tuning waits
+    /// for it too before it times candidates. Never fails; a warm-up whose
+    /// kernel fails to compile logs it and goes on.
+    pub fn wait_warm_up(&self) {
+        self.inner.kernels.cache.wait_warm_up();
+    }
+
     /// Compute pipelines the device's kernel cache holds now. Pipelines made
     /// by a [`crate::Compiled`] handle's calls leave the cache when the
     /// handle is dropped or cleared; the others stay for the device's life.

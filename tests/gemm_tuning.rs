@@ -563,20 +563,6 @@ fn checked_gemm(d: &Device, (m, k, n): (usize, usize, usize)) {
     }
 }
 
-/// Waits (up to a minute: a cold compile on llvmpipe takes seconds) until
-/// `d`'s warm-up has made `n` pipelines; fails otherwise.
-fn wait_warmed(d: &Device, n: u64) {
-    let start = std::time::Instant::now();
-    while d.pipelines_warmed() < n {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(60),
-            "the warm-up made {} of {n} pipelines in a minute",
-            d.pipelines_warmed()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn a_later_device_warms_up_the_gemm_kernels_earlier_evals_compiled() {
     let dir = tempfile::tempdir().unwrap();
@@ -613,7 +599,7 @@ fn a_later_device_warms_up_the_gemm_kernels_earlier_evals_compiled() {
     // The next device with this file compiles both on its warm-up thread;
     // the same products then make no pipeline.
     let second = device_in(dir.path());
-    wait_warmed(&second, 2);
+    second.wait_warm_up();
     let created = second.pipelines_created();
     for s in shapes {
         checked_gemm(&second, s);
@@ -652,6 +638,6 @@ fn an_eval_waits_for_the_warm_up_compile_of_its_kernel() {
     checked_gemm(&second, shape);
     // The eval's own pipelines: none for the GEMM if the warm-up made it.
     let by_eval = second.pipelines_created() - created;
-    wait_warmed(&second, 1 - by_eval.min(1));
+    second.wait_warm_up();
     assert_eq!(by_eval + second.pipelines_warmed(), 1, "made once");
 }

@@ -9,9 +9,13 @@
 use wgarray::Device;
 
 /// The device a benchmark runs on: the one `WGARRAY_BACKEND` /
-/// `WGARRAY_ADAPTER` pick, as in the tests. Panics when there is none.
+/// `WGARRAY_ADAPTER` pick, as in the tests, once its GEMM warm-up (the
+/// tuning file's kernels, compiled on a thread) has ended, so that no
+/// compile shares the CPU with a timing. Panics when there is none.
 pub fn device() -> Device {
-    Device::new_default().expect("a GPU adapter (see README)")
+    let device = Device::new_default().expect("a GPU adapter (see README)");
+    device.wait_warm_up();
+    device
 }
 
 /// What wgarray's pool asks of every storage buffer: any kernel input or

@@ -80,6 +80,12 @@ pub(crate) struct Context {
 /// (`Context::scalar_staging`), so that form runs where tests run.
 pub(crate) const SCALAR_STAGING_ENV: &str = "WGARRAY_GEMM_SCALAR_STAGING";
 
+impl Drop for Context {
+    fn drop(&mut self) {
+        self.cache.stop_warm_up();
+    }
+}
+
 impl Context {
     /// The kernel context of a new device on `adapter`: the pipeline cache
     /// (with the driver's cache file, where the device has
@@ -479,6 +485,11 @@ pub(crate) struct KernelCache {
     warming: Mutex<bool>,
     /// Signalled when a warm-up ends.
     warmed_up: Condvar,
+    /// The warm-up thread, joined when the device goes
+    /// ([`KernelCache::stop_warm_up`]).
+    warm_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Asks the warm-up thread to stop after the kernel in hand.
+    warm_stop: std::sync::atomic::AtomicBool,
     /// The parameter buffer, reused by every submission (see `params_buffer`).
     params: Mutex<Option<wgpu::Buffer>>,
     /// Pipelines by a family's compact key, so that the hot path does not
@@ -603,6 +614,8 @@ impl KernelCache {
             compiling: Mutex::new(Default::default()),
             compiled: Condvar::new(),
             warming: Mutex::new(false),
+            warm_thread: Mutex::new(None),
+            warm_stop: std::sync::atomic::AtomicBool::new(false),
             warmed_up: Condvar::new(),
             params: Mutex::new(None),
             quick: Mutex::new(HashMap::default()),
@@ -696,26 +709,62 @@ impl KernelCache {
         let spawned = std::thread::Builder::new()
             .name("wgarray warm-up".into())
             .spawn(move || {
+                // Dropped however the thread ends, a panic in the driver
+                // included, so that no one waits for a warm-up that is gone.
+                let _end = WarmUpEnd(cache.clone());
                 WARMING.with(|w| w.set(true));
                 for (key, build) in jobs {
                     let Some(cache) = cache.upgrade() else { return };
+                    if cache.warm_stop.load(Ordering::SeqCst) {
+                        return;
+                    }
                     if let Err(e) = cache.get_quick(key, build) {
                         log::debug!("wgarray: warm-up kernel not made: {e}");
                     }
                 }
-                if let Some(cache) = cache.upgrade() {
-                    *cache.warming.lock().unwrap_or_else(|e| e.into_inner()) = false;
-                    cache.warmed_up.notify_all();
-                }
             });
-        if let Err(e) = spawned {
-            log::warn!("wgarray: no warm-up thread: {e}");
-            *self.warming.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        match spawned {
+            Ok(handle) => {
+                *self.warm_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle)
+            }
+            Err(e) => {
+                log::warn!("wgarray: no warm-up thread: {e}");
+                self.end_warm_up();
+            }
         }
     }
 
+    /// Stop the warm-up after the kernel in hand and wait for its thread,
+    /// so that when the device's drop returns no thread of wgarray's still
+    /// holds its `wgpu::Device` (as with the poller: a thread left inside
+    /// lavapipe at process exit can crash it). At most one kernel's
+    /// compile (0.05 to 0.1 s on lavapipe; seconds cold on GL).
+    pub(crate) fn stop_warm_up(&self) {
+        self.warm_stop.store(true, Ordering::SeqCst);
+        let handle = self
+            .warm_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = handle
+            && h.thread().id() != std::thread::current().id()
+        {
+            // A panic on the thread was reported there (and ended the
+            // warm-up through its guard).
+            let _ = h.join();
+        }
+    }
+
+    /// Mark the warm-up ended and wake [`KernelCache::wait_warm_up`]'s
+    /// waiters.
+    fn end_warm_up(&self) {
+        *self.warming.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.warmed_up.notify_all();
+    }
+
     /// Wait until a running warm-up has ended (the GEMM tuning does, so
-    /// that its timings do not share the CPU or the GPU with compiles).
+    /// that its timings do not share the CPU or the GPU with compiles);
+    /// at once when none runs.
     pub(crate) fn wait_warm_up(&self) {
         let warming = self.warming.lock().unwrap_or_else(|e| e.into_inner());
         drop(
@@ -914,6 +963,17 @@ thread_local! {
     static WARMING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Ends a warm-up ([`KernelCache::end_warm_up`]) when its thread ends.
+struct WarmUpEnd(std::sync::Weak<KernelCache>);
+
+impl Drop for WarmUpEnd {
+    fn drop(&mut self) {
+        if let Some(cache) = self.0.upgrade() {
+            cache.end_warm_up();
+        }
+    }
+}
+
 /// Unmarks a specialisation [`KernelCache::get`] marked as compiling, and
 /// wakes the threads waiting for it, however the compile ends.
 struct Compiling<'a> {
@@ -1075,4 +1135,88 @@ pub(crate) fn submit(
         }
     }
     Ok(queue.submit([encoder.finish()]))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use super::{QuickKey, WarmBuild};
+    use crate::graph::primitive::ReduceOp;
+    use crate::{DType, Device};
+
+    /// A warm-up job under a key of its own (`i`), building a real GEMM
+    /// specialisation after `before` runs.
+    fn job(i: usize, before: impl FnOnce() + Send + 'static) -> (QuickKey, WarmBuild) {
+        let key = QuickKey::Reduce {
+            op: [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min][i],
+            input: DType::F32,
+            row: true,
+        };
+        let build: WarmBuild = Box::new(move || {
+            before();
+            super::matmul::specs().swap_remove(i)
+        });
+        (key, build)
+    }
+
+    /// Runs `f` on a thread of its own; fails if it has not returned in a
+    /// minute (a hang is a failure, not a stuck suite).
+    fn within_a_minute(f: impl FnOnce() + Send + 'static) {
+        let (done, finished) = mpsc::channel();
+        std::thread::spawn(move || {
+            f();
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(Duration::from_secs(60))
+            .expect("returned within a minute");
+    }
+
+    /// A warm-up whose thread panics (a driver's panic, say) still ends:
+    /// [`super::KernelCache::wait_warm_up`] returns, as the GEMM tuning
+    /// needs before it times anything.
+    #[test]
+    fn a_warm_up_that_panics_still_ends() {
+        let device = Device::new_default().expect("a GPU adapter");
+        let cache = device.inner.kernels.cache.clone();
+        cache.warm_up(vec![job(0, || panic!("a driver's panic (on purpose)"))]);
+        within_a_minute(move || cache.wait_warm_up());
+    }
+
+    /// Dropping the device stops its warm-up after the kernel in hand and
+    /// joins the thread: when the drop returns, nothing holds the kernel
+    /// cache (and its `wgpu::Device`) any more, and the jobs after the one
+    /// in hand never ran.
+    #[test]
+    fn dropping_the_device_joins_its_warm_up() {
+        let device = Device::new_default().expect("a GPU adapter");
+        let cache = Arc::downgrade(&device.inner.kernels.cache);
+        let (started, in_hand) = mpsc::channel();
+        let (ran, later) = mpsc::channel();
+        // The first job goes on only once the device's drop has asked the
+        // thread to stop (a minute at most).
+        let watched = cache.clone();
+        device.inner.kernels.cache.warm_up(vec![
+            job(0, move || {
+                started.send(()).unwrap();
+                let start = std::time::Instant::now();
+                while watched
+                    .upgrade()
+                    .is_some_and(|c| !c.warm_stop.load(Ordering::SeqCst))
+                    && start.elapsed() < Duration::from_secs(60)
+                {
+                    std::thread::yield_now();
+                }
+            }),
+            job(1, move || ran.send(()).unwrap()),
+        ]);
+        in_hand.recv().unwrap();
+        within_a_minute(move || drop(device));
+        assert_eq!(cache.strong_count(), 0, "the warm-up thread let go");
+        assert!(later.try_recv().is_err(), "a job after the stop ran");
+    }
 }

@@ -143,6 +143,7 @@ pub fn run(args: GemmArgs) -> Result<(), Stop> {
                 identity.name
             ))
         })?;
+        device.wait_warm_up(); // its compiles would share the CPU with the timing
         let limits = device.limits();
         out(&format!(
             "{} ({}, {}): {m} x {k} x {n}, class {}; workgroup memory {} bytes, {} threads; \

@@ -342,6 +342,9 @@ fn run_adapter(
             return run;
         }
     };
+    // No timing beside the GEMM warm-up's compiles (an earlier process's
+    // tuning file may list some).
+    device.wait_warm_up();
     let ctx = cases::Ctx {
         device,
         suite: args.suite,
