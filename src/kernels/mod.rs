@@ -1141,9 +1141,9 @@ pub(crate) fn submit(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::mpsc;
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
+    use std::sync::mpsc;
     use std::time::Duration;
 
     use super::{QuickKey, WarmBuild};
