@@ -749,19 +749,21 @@ impl Device {
     /// Compute pipelines created so far for evals (each kernel
     /// specialisation once, and again after a [`crate::Compiled`] handle
     /// that made it was dropped and it was asked for again). Pipelines the
-    /// GEMM warm-up made are not counted (see [`Device::pipelines_warmed`]),
-    /// so the figure does not depend on what an earlier process left in
-    /// the tuning file.
+    /// GEMM warm-up made are not counted (see [`Device::pipelines_warmed`]);
+    /// an eval that finds one made creates none, so on a device that
+    /// warmed up the figure is lower by what the warm-up made first.
     pub fn pipelines_created(&self) -> u64 {
         self.inner.kernels.cache.created()
     }
 
-    /// Compute pipelines this device's GEMM warm-up has created so far: when
-    /// the first device of a process on an adapter opens, it compiles the
-    /// GEMM kernels that earlier processes' evals compiled (the tuning
-    /// file's list, at most [`crate::tuning::WARM_UP_MAX`]) on a thread of
-    /// its own, so that the first GEMM of a shape class finds its pipeline
-    /// made or being made. [`crate::tuning::WARM_UP_ENV`]`=0` turns it off.
+    /// Compute pipelines this device's GEMM warm-up has created so far:
+    /// the first device a process opens with a tuning file whose warm-up
+    /// list is not empty compiles the GEMM kernels that earlier evals
+    /// compiled (that list, at most [`crate::tuning::WARM_UP_MAX`]) on a
+    /// thread of its own, so that the first GEMM of a shape class finds its
+    /// pipeline made or being made. Not on GL, where wgpu serialises every
+    /// call on one context lock. [`crate::tuning::WARM_UP_ENV`]`=0` turns it
+    /// off.
     pub fn pipelines_warmed(&self) -> u64 {
         self.inner.kernels.cache.warmed()
     }
@@ -769,7 +771,7 @@ impl Device {
     /// Block until this device's GEMM warm-up (see
     /// [`Device::pipelines_warmed`]) has ended; returns at once when none
     /// runs, which is the case for every device but the first a process
-    /// opens with a tuning file that lists kernels. For code that counts
+    /// opens with a tuning file that lists kernels (and on GL). For code that counts
     /// pipelines or times kernels and wants no compiles beside it: a
     /// warm-up on a software adapter takes 0.05 to 0.1 s per kernel with
     /// Mesa's shader cache warm, seconds cold on GL. The GEMM tuning waits

@@ -25,7 +25,7 @@
 //! The file also lists the last GEMM kernels evals compiled
 //! ([`WARM_UP_MAX`]); the first device a later process opens on the
 //! adapter compiles them on a thread of its own (a warm-up, turned off by
-//! [`WARM_UP_ENV`]`=0`), so that its first GEMM of a shape class finds the
+//! [`WARM_UP_ENV`]`=0`; not on GL, whose calls wgpu serialises), so that its first GEMM of a shape class finds the
 //! pipeline made or being made: on lavapipe a large tile's pipeline takes
 //! 50 to 100 ms to create even with Mesa's shader cache warm. A
 //! corrupt or foreign file is ignored with a warning in the log (the `log`

@@ -892,16 +892,36 @@ fn vec_ok(op: &Operand<'_>, rows: usize, cols: usize, along_cols: bool) -> bool 
         && batch_strides(op).iter().all(|s| s.rem_euclid(4) == 0)
 }
 
+/// What both pair modes ask of the device and the kernel, whatever the
+/// operands: f32, a register tile, a software adapter with `SHADER_INT64`.
+fn pair_device_ok(cx: &Context, kernel: GemmKernel, dtype: DType) -> bool {
+    matches!(kernel, GemmKernel::Register { .. })
+        && dtype == DType::F32
+        && cx.software
+        && cx.features.contains(wgpu::Features::SHADER_INT64)
+}
+
+/// Whether the register family's stores are one loop (`looped_stores`):
+/// large tiles on software adapters only; the small and matrix-vector
+/// tiles' few stores compile fast straight-line, and keep that form
+/// tested there too.
+fn looped_stores(cx: &Context, kernel: GemmKernel) -> bool {
+    cx.software && matches!(kernel, GemmKernel::Register { tm, nv, .. } if tm * nv > 16)
+}
+
+/// Whether `kernel` stages its tiles in f32 arrays (`scalar_staging`).
+fn scalar_staging(cx: &Context, kernel: GemmKernel) -> bool {
+    cx.scalar_staging && kernel.family() == "shared"
+}
+
 /// Whether `g`'s B can be read with [`Mode::Pair`] by `kernel` on this
 /// device: f32, a register tile with an even `nv`, a software adapter with
 /// `SHADER_INT64`, B unit-stride along n with its offset and other
 /// strides multiples of eight elements.
 fn pair_ok(cx: &Context, g: &Gemm<'_>, kernel: GemmKernel) -> bool {
     let b = &g.b;
-    matches!(kernel, GemmKernel::Register { nv, .. } if nv.is_multiple_of(2))
-        && g.dtype == DType::F32
-        && cx.software
-        && cx.features.contains(wgpu::Features::SHADER_INT64)
+    pair_device_ok(cx, kernel, g.dtype)
+        && matches!(kernel, GemmKernel::Register { nv, .. } if nv.is_multiple_of(2))
         && vec_ok(b, g.k, g.n, true)
         && (g.k == 1 || row_stride(b).rem_euclid(8) == 0)
         && b.offset.is_multiple_of(8)
@@ -918,10 +938,7 @@ fn pair_k_ok(cx: &Context, g: &Gemm<'_>, kernel: GemmKernel) -> bool {
             && op.offset.is_multiple_of(8)
             && batch_strides(op).iter().all(|s| s.rem_euclid(8) == 0)
     };
-    matches!(kernel, GemmKernel::Register { .. })
-        && g.dtype == DType::F32
-        && cx.software
-        && cx.features.contains(wgpu::Features::SHADER_INT64)
+    pair_device_ok(cx, kernel, g.dtype)
         && g.k >= 8
         && g.k.is_multiple_of(8)
         && col_stride(&g.a) == 1
@@ -1318,13 +1335,21 @@ pub(crate) fn indent(lines: Vec<String>, depth: usize) -> String {
 /// Start compiling the tuning file's warm-up list on a thread of its own
 /// (`tuning::WARM_UP_MAX`): the kernels `cx`'s device can run, as the
 /// GEMM dispatch would ask for them.
+///
+/// Not on GL: there every wgpu call holds the one EGL context lock, so the
+/// thread's compiles would wait on the program's work and the program's
+/// on them (and wgpu-hal gives up on that lock after 6 s with a panic,
+/// which a cold compile of a large tile on llvmpipe can approach).
 pub(crate) fn warm_up(cx: &Context) {
+    if cx.backend == wgpu::Backend::Gl {
+        return;
+    }
     let subgroup = cx.subgroup_min_size;
     let jobs = cx
         .tuning
         .warm_up_list()
         .into_iter()
-        .filter(|v| usable(cx, v.kernel, v.dtype))
+        .filter(|v| v.possible_on(cx))
         .map(|v| {
             let build: super::WarmBuild = Box::new(move || v.spec(subgroup, None));
             (QuickKey::Gemm(v), build)
@@ -1380,6 +1405,25 @@ impl GemmVariant {
             self.a_mode.name(),
             self.b_mode.name()
         )
+    }
+
+    /// Whether [`dispatches`] could ask for this variant on `cx`'s device,
+    /// as far as the device and the kernel decide it (not the operands'
+    /// layouts): what a tuning file's warm-up entry must pass before it is
+    /// compiled, since a hand-edited one can name any combination (a
+    /// [`Mode::PairK`] A with another B builds no valid kernel).
+    pub(crate) fn possible_on(&self, cx: &Context) -> bool {
+        let pair_k = self.a_mode == Mode::PairK;
+        usable(cx, self.kernel, self.dtype)
+            && pair_k == (self.b_mode == Mode::PairK)
+            && self.a_mode != Mode::Pair
+            && (self.a_mode != Mode::Outer || self.kernel.a_outer_ok())
+            && (!pair_k || pair_device_ok(cx, self.kernel, self.dtype))
+            && (self.b_mode != Mode::Pair
+                || pair_device_ok(cx, self.kernel, self.dtype)
+                    && matches!(self.kernel, GemmKernel::Register { nv, .. } if nv.is_multiple_of(2)))
+            && self.scalar_staging == scalar_staging(cx, self.kernel)
+            && self.looped_stores == looped_stores(cx, self.kernel)
     }
 
     /// The variant [`GemmVariant::key`] wrote, or `None` for any other text.
@@ -1696,11 +1740,8 @@ pub(crate) fn dispatches(
         out_vec: n.is_multiple_of(4),
         has_bias: g.bias.is_some(),
         k_tail: !k.is_multiple_of(kernel.k_step()),
-        scalar_staging: cx.scalar_staging && kernel.family() == "shared",
-        // Large tiles only: the small and matrix-vector tiles' few stores
-        // compile fast straight-line, and keep that form tested here too.
-        looped_stores: cx.software
-            && matches!(kernel, GemmKernel::Register { tm, nv, .. } if tm * nv > 16),
+        scalar_staging: scalar_staging(cx, kernel),
+        looped_stores: looped_stores(cx, kernel),
     };
     let zero = Operand {
         buffer: g.out,

@@ -62,6 +62,8 @@ pub(crate) struct Context {
     /// read-modify-write of the whole vector; or with
     /// [`SCALAR_STAGING_ENV`] set, to test that form on other adapters.
     pub scalar_staging: bool,
+    /// The adapter's backend.
+    pub backend: wgpu::Backend,
     /// The adapter's subgroup sizes (equal where the size is fixed).
     pub subgroup_min_size: u32,
     pub subgroup_max_size: u32,
@@ -118,6 +120,7 @@ impl Context {
             software: info.device_type == wgpu::DeviceType::Cpu,
             scalar_staging: matches!(raw.backend, wgpu::Backend::Metal | wgpu::Backend::Dx12)
                 || std::env::var(SCALAR_STAGING_ENV).is_ok_and(|v| v.trim() == "1"),
+            backend: raw.backend,
             subgroup_min_size: raw.subgroup_min_size,
             subgroup_max_size: raw.subgroup_max_size,
             coop,
@@ -472,7 +475,10 @@ pub(crate) struct KernelCache {
     device: wgpu::Device,
     pipelines: Mutex<HashMap<Spec, Pipeline>>,
     layouts: Mutex<HashMap<LayoutKey, (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
+    /// Pipelines created, by anyone: the source of pipeline ids.
     created: AtomicU64,
+    /// Of those, the ones created for evals ([`KernelCache::created`]).
+    created_for_evals: AtomicU64,
     /// Of `created`, the pipelines a warm-up made ([`KernelCache::warm_up`]).
     warmed: AtomicU64,
     /// Specialisations being compiled now, by any thread: a second request
@@ -610,6 +616,7 @@ impl KernelCache {
             pipelines: Mutex::new(HashMap::default()),
             layouts: Mutex::new(HashMap::default()),
             created: AtomicU64::new(0),
+            created_for_evals: AtomicU64::new(0),
             warmed: AtomicU64::new(0),
             compiling: Mutex::new(Default::default()),
             compiled: Condvar::new(),
@@ -682,7 +689,7 @@ impl KernelCache {
 
     /// Pipelines created for evals (a warm-up's are not counted).
     pub(crate) fn created(&self) -> u64 {
-        self.created.load(Ordering::SeqCst) - self.warmed.load(Ordering::SeqCst)
+        self.created_for_evals.load(Ordering::SeqCst)
     }
 
     /// Pipelines created by warm-ups ([`KernelCache::warm_up`]).
@@ -930,8 +937,12 @@ impl KernelCache {
             });
         }
         let id = self.created.fetch_add(1, Ordering::SeqCst);
+        // One counter each, so that no reader sees a pipeline in neither
+        // or both.
         if WARMING.with(|w| w.get()) {
             self.warmed.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.created_for_evals.fetch_add(1, Ordering::SeqCst);
         }
         CREATED.with(|c| {
             if let Some(v) = c.borrow_mut().as_mut() {
@@ -1150,6 +1161,15 @@ mod tests {
     use crate::graph::primitive::ReduceOp;
     use crate::{DType, Device};
 
+    /// A device without a cache directory: no tuning file, so no warm-up
+    /// of its own beside the one a test starts.
+    fn device() -> Device {
+        let options = crate::DeviceOptions::from_env()
+            .expect("WGARRAY_BACKEND names a backend")
+            .with_cache_dir(crate::tuning::CacheDir::Off);
+        Device::new(&options).expect("a GPU adapter")
+    }
+
     /// A warm-up job under a key of its own (`i`), building a real GEMM
     /// specialisation after `before` runs.
     fn job(i: usize, before: impl FnOnce() + Send + 'static) -> (QuickKey, WarmBuild) {
@@ -1183,7 +1203,7 @@ mod tests {
     /// needs before it times anything.
     #[test]
     fn a_warm_up_that_panics_still_ends() {
-        let device = Device::new_default().expect("a GPU adapter");
+        let device = device();
         let cache = device.inner.kernels.cache.clone();
         cache.warm_up(vec![job(0, || panic!("a driver's panic (on purpose)"))]);
         within_a_minute(move || cache.wait_warm_up());
@@ -1195,7 +1215,7 @@ mod tests {
     /// in hand never ran.
     #[test]
     fn dropping_the_device_joins_its_warm_up() {
-        let device = Device::new_default().expect("a GPU adapter");
+        let device = device();
         let cache = Arc::downgrade(&device.inner.kernels.cache);
         let (started, in_hand) = mpsc::channel();
         let (ran, later) = mpsc::channel();

@@ -68,7 +68,7 @@ pub const WARM_UP_ENV: &str = "WGARRAY_WARM_UP";
 /// The GEMM specialisations a tuning file lists for warm-up, at most: the
 /// last ones compiled for evals (not for a forced kernel) by processes on
 /// the adapter. The first device a process opens on the adapter compiles
-/// them on a thread of its own while the program goes on, so that a later
+/// them on a thread of its own while the program goes on (not on GL), so that a later
 /// process's first GEMM of a shape class finds its pipeline made or being
 /// made. lavapipe spends 50 to 100 ms creating the pipeline of a large
 /// tile even when Mesa's shader cache has its code (docs/PERFORMANCE.md).
@@ -102,6 +102,10 @@ struct Choice {
     /// Whether `candidates` are known to be this build's for the class
     /// (chosen here, or read and compared once).
     current: bool,
+    /// Taken as the class's default because timing is off ([`TUNE_ENV`]):
+    /// not a choice, so never written to the file (a later process that
+    /// times would trust it).
+    defaulted: bool,
 }
 
 /// The GEMM's kernel choices for one device.
@@ -203,8 +207,8 @@ impl Tuning {
     pub(crate) fn note_used(&self, variant: matmul::GemmVariant) {
         if self.file.is_none()
             || TIMING.with(|t| t.get())
-            || !lock(&self.noted).insert(variant)
             || lock(&self.forced).is_some()
+            || !lock(&self.noted).insert(variant)
         {
             return;
         }
@@ -307,12 +311,14 @@ impl Tuning {
         } else {
             cands[0]
         };
+        let defaulted = !timed && cands.len() > 1;
         lock(&self.table).insert(
             (dtype, class),
             Choice {
                 kernel: chosen,
                 candidates: cands,
                 current: true,
+                defaulted,
             },
         );
         if timed {
@@ -521,7 +527,12 @@ impl Tuning {
     fn save(&self) {
         let Some(file) = &self.file else { return };
         let (mut merged, mut warm) = load(file, &self.owner);
-        merged.extend(lock(&self.table).iter().map(|(k, v)| (*k, v.clone())));
+        merged.extend(
+            lock(&self.table)
+                .iter()
+                .filter(|(_, v)| !v.defaulted)
+                .map(|(k, v)| (*k, v.clone())),
+        );
         // The file's list (another process may have added to it), then ours.
         let ours = lock(&self.warm).clone();
         warm.retain(|k| !ours.contains(k));
@@ -654,6 +665,7 @@ fn load_choices(path: &std::path::Path, owner: &disk::Owner) -> (Table, Option<s
                     kernel,
                     candidates,
                     current: false,
+                    defaulted: false,
                 },
             ))
         });

@@ -211,6 +211,13 @@ pub use property::{Generate, PropertyFailure, PropertyTest, Values};
 pub fn default_device() -> Result<Device> {
     static DEVICE: OnceLock<Result<Device>> = OnceLock::new();
     DEVICE
-        .get_or_init(|| Device::new(&DeviceOptions::from_env()?.with_prefer_software(true)))
+        .get_or_init(|| {
+            let device = Device::new(&DeviceOptions::from_env()?.with_prefer_software(true))?;
+            // This device is never dropped, so its warm-up thread would
+            // never be joined: a process that ends while the thread is
+            // inside the driver can crash there (as the poller did).
+            device.wait_warm_up();
+            Ok(device)
+        })
         .clone()
 }
