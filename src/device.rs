@@ -454,9 +454,12 @@ impl Device {
                 .push(e.to_string());
         }));
 
+        // Software adapters' storage buffers can also be bound as uniform
+        // buffers (`GemmKernel::Uniform`, which only they run).
         let pool = Arc::new(Pool::new(
             device.clone(),
             crate::memory::default_cache_limit(limits.max_buffer_size),
+            info.device_type == wgpu::DeviceType::Cpu,
         ));
         let poller = crate::memory::Poller::new(device.clone());
         Ok(Device {

@@ -70,13 +70,17 @@ impl Device {
 
     /// Force `kernel` for every GEMM on this device that it can run (a
     /// cooperative-matrix kernel runs only its fragment type's dtype; the
-    /// others fall back to the tuned choice), or `None` to go back to the
+    /// others fall back to the tuned choice; a uniform-window kernel runs
+    /// f32 matrix-vector products and gives every other product the
+    /// register tile of its class), or `None` to go back to the
     /// tuned choices. Returns the previous setting. For benchmarks (the
     /// previous kernel beside the new one) and tests (every family).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the parameters are outside the
-    /// family's limits; [`Error::MissingFeature`] when the device cannot
+    /// family's limits, or for a uniform-window kernel on a device that is
+    /// not a software adapter (or cannot bind a 64 KiB uniform buffer
+    /// besides the parameters); [`Error::MissingFeature`] when the device cannot
     /// run the kernel for any dtype (a cooperative-matrix kernel without
     /// `EXPERIMENTAL_COOPERATIVE_MATRIX` and a matching configuration, a
     /// subgroup kernel without `SUBGROUP`).
@@ -88,6 +92,13 @@ impl Device {
                 )));
             }
             let cx = &self.inner.kernels;
+            if let GemmKernel::Uniform { .. } = k
+                && !usable(cx, k, DType::F32)
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "GEMM kernel {k} runs on software adapters only (with a 64 KiB uniform buffer binding)"
+                )));
+            }
             if ![DType::F32, DType::F16, DType::BF16]
                 .into_iter()
                 .any(|d| usable(cx, k, d))

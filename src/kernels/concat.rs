@@ -180,6 +180,7 @@ fn concat_group(
     let mut buffers: Vec<wgpu::Buffer> = parts.iter().map(|q| q.src.buffer.clone()).collect();
     buffers.push(out.clone());
     Ok(Some(Dispatch {
+        windows: Vec::new(),
         pipeline: cx.cache.get(kernel, &spec)?,
         params: p.words(),
         buffers,

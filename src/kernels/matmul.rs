@@ -2,20 +2,22 @@
 //! tile), dtype and operand layout, and the reference one-thread-per-output
 //! kernel (wgsl/matmul_naive.wgsl) kept for comparison.
 //!
-//! Four families share one prelude (`wgsl/gemm_common.wgsl`: parameters,
+//! Five families share one prelude (`wgsl/gemm_common.wgsl`: parameters,
 //! operand loads for the dtype, and the epilogue `store_quad`) and one
 //! operand description (load modes from the strides, here): the
 //! register-blocked GEMM (`wgsl/gemm.wgsl`, generated here by
 //! `gemm_body`), the workgroup-memory GEMM (`gemm_shared.rs`), the split-K
-//! matrix-vector kernel (`gemm_splitk.rs`) and the cooperative-matrix GEMM
-//! (`gemm_coop.rs`). Which one runs is decided per adapter, shape class and
+//! matrix-vector kernel (`gemm_splitk.rs`), the cooperative-matrix GEMM
+//! (`gemm_coop.rs`) and the uniform-window matrix-vector kernel of
+//! software adapters (`gemm_uniform.rs`). Which one runs is decided per adapter, shape class and
 //! dtype by `tuning.rs`.
 
 use super::epilogue::{self, Epilogue, GEMM_WORDS};
 use super::program::Program;
 use super::{
-    Context, Dispatch, GEMM, GEMM_COOP, GEMM_EPILOGUE, GEMM_SHARED, GEMM_SPLITK, Kernel,
-    MATMUL_NAIVE, Operand, Params, QuickKey, Spec, gemm_coop, gemm_shared, gemm_splitk,
+    Context, Dispatch, GEMM, GEMM_COOP, GEMM_EPILOGUE, GEMM_SHARED, GEMM_SPLITK, GEMM_UNIFORM,
+    Kernel, MATMUL_NAIVE, Operand, Params, QuickKey, Spec, gemm_coop, gemm_shared, gemm_splitk,
+    gemm_uniform,
 };
 use crate::DType;
 use crate::Result;
@@ -72,6 +74,7 @@ pub(crate) fn matmul_naive(
     p.put(20, batch_strides(b).iter().map(|&x| x as i64))?;
     let (spec, kernel) = naive_spec();
     Ok(Some(Dispatch {
+        windows: Vec::new(),
         pipeline: cx.cache.get(kernel, &spec)?,
         params: p.words(),
         buffers: vec![a.buffer.clone(), b.buffer.clone(), c.clone()],
@@ -197,7 +200,7 @@ impl ShapeClass {
     }
 }
 
-/// A GEMM kernel: one of four families and its tile. [`crate::Device`]
+/// A GEMM kernel: one of five families and its tile. [`crate::Device`]
 /// picks one per shape class and dtype by timing candidates on the adapter
 /// (see `Device::gemm_kernel` and `docs/ARCHITECTURE.md`, "Matmul"); tests
 /// and benchmarks can force one with `Device::set_gemm_kernel`.
@@ -252,16 +255,32 @@ pub enum GemmKernel {
     /// for `Shared`).
     /// `half`: f16 fragments (for f16 operands), else f32.
     Coop { size: u32, half: bool, frags: u32 },
+    /// Matrix-vector through uniform-buffer windows
+    /// (`wgsl/gemm_uniform.wgsl`, software adapters only): for `m = 1`, f32,
+    /// a B unit-stride along n, `wg_x` threads per workgroup, each `4 nv`
+    /// columns, B read through up to 14 uniform-buffer bindings of 64 KiB
+    /// per dispatch, each holding whole rows, and as many dispatches as K
+    /// needs (the first stores, the later ones add). Why: Mesa's llvmpipe
+    /// (lavapipe and llvmpipe GL) runs every storage-buffer load as a loop
+    /// over the SIMD lanes with a bounds check per lane, but gathers a
+    /// uniform-buffer load in one pass; at MiniLM's shapes the uniform
+    /// loads run 2x to 3x faster (docs/PERFORMANCE.md). Products it cannot
+    /// run (another dtype or layout, a batch, a fused epilogue, a B buffer
+    /// without `UNIFORM` usage or under 64 KiB, a row over 64 KiB) fall
+    /// back to the register family's tile for their shape class. Limits:
+    /// `wg_x` from 1 to 256, `nv` from 1 to 16.
+    Uniform { wg_x: u32, nv: u32 },
 }
 
 impl GemmKernel {
-    /// The family's name: `register`, `shared`, `splitk`, `coop`.
+    /// The family's name: `register`, `shared`, `splitk`, `coop`, `uniform`.
     pub fn family(&self) -> &'static str {
         match self {
             GemmKernel::Register { .. } => "register",
             GemmKernel::Shared { .. } => "shared",
             GemmKernel::SplitK { .. } => "splitk",
             GemmKernel::Coop { .. } => "coop",
+            GemmKernel::Uniform { .. } => "uniform",
         }
     }
 
@@ -303,6 +322,7 @@ impl GemmKernel {
                     && (1..=4).contains(&frags)
                     && self.workgroup_bytes() <= MAX_WORKGROUP_BYTES
             }
+            GemmKernel::Uniform { wg_x, nv } => (1..=256).contains(&wg_x) && (1..=16).contains(&nv),
         }
     }
 
@@ -312,7 +332,7 @@ impl GemmKernel {
     /// buffer's bound.
     pub fn workgroup_bytes(&self) -> u64 {
         match *self {
-            GemmKernel::Register { .. } => 0,
+            GemmKernel::Register { .. } | GemmKernel::Uniform { .. } => 0,
             GemmKernel::Shared {
                 wg_x,
                 wg_y,
@@ -344,6 +364,7 @@ impl GemmKernel {
             } => (wg_y * tm, wg_x * 4 * nv),
             GemmKernel::SplitK { cq, .. } => (1, 4 * cq),
             GemmKernel::Coop { size, frags, .. } => (2 * frags * size, 2 * frags * size),
+            GemmKernel::Uniform { wg_x, nv } => (1, 4 * wg_x * nv),
         };
         (r as usize, c as usize)
     }
@@ -354,6 +375,8 @@ impl GemmKernel {
             GemmKernel::Register { .. } | GemmKernel::SplitK { .. } => 4,
             GemmKernel::Shared { bk, .. } => bk as usize,
             GemmKernel::Coop { .. } => COOP_BK as usize,
+            // One k per step: no masked tail.
+            GemmKernel::Uniform { .. } => 1,
         }
     }
 
@@ -363,7 +386,7 @@ impl GemmKernel {
         match *self {
             GemmKernel::Register { tm, .. } => tm.is_multiple_of(4),
             GemmKernel::Shared { .. } | GemmKernel::Coop { .. } => true,
-            GemmKernel::SplitK { .. } => false,
+            GemmKernel::SplitK { .. } | GemmKernel::Uniform { .. } => false,
         }
     }
 }
@@ -389,6 +412,7 @@ impl std::fmt::Display for GemmKernel {
             GemmKernel::Coop { size, half, frags } => {
                 write!(f, "coop {size} {} {frags}", half as u32)
             }
+            GemmKernel::Uniform { wg_x, nv } => write!(f, "uniform {wg_x} {nv}"),
         }
     }
 }
@@ -428,6 +452,7 @@ impl std::str::FromStr for GemmKernel {
                 half: half == 1,
                 frags,
             },
+            ("uniform", &[wg_x, nv]) => GemmKernel::Uniform { wg_x, nv },
             _ => return Err(bad()),
         };
         if k.is_valid() { Ok(k) } else { Err(bad()) }
@@ -589,7 +614,21 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     });
     let mut seen = std::collections::HashSet::new();
     // Subgroup and cooperative-matrix kernels need capabilities WebGPU
-    // lacks: `extended_specs` lists them.
+    // lacks: `extended_specs` lists them. The uniform family has one
+    // specialisation per bias choice, listed here.
+    for &kernel in &kernels {
+        if let GemmKernel::Uniform { .. } = kernel
+            && seen.insert(kernel)
+        {
+            for has_bias in [false, true] {
+                out.push(uniform_variant(kernel, has_bias).spec(
+                    32,
+                    gemm_uniform::MAX_WINDOWS,
+                    None,
+                ));
+            }
+        }
+    }
     kernels.retain(|k| {
         seen.insert(*k)
             && !matches!(
@@ -625,7 +664,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                                         // doubling the list.
                                         looped_stores: k_tail,
                                     }
-                                    .spec(32, None),
+                                    .spec(32, 0, None),
                                 );
                             }
                         }
@@ -650,7 +689,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                     scalar_staging: false,
                     looped_stores: false,
                 };
-                out.push(variant.spec(32, Some(&sample)));
+                out.push(variant.spec(32, 0, Some(&sample)));
             }
             // The staging Metal and D3D12 get, in every load mode.
             if kernel.family() == "shared" {
@@ -668,7 +707,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                                 scalar_staging: true,
                                 looped_stores: false,
                             }
-                            .spec(32, None),
+                            .spec(32, 0, None),
                         );
                     }
                 }
@@ -711,7 +750,7 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
             scalar_staging: false,
             looped_stores: false,
         }
-        .spec(32, sample.as_ref());
+        .spec(32, 0, sample.as_ref());
         out.push((spec, kernel, caps));
     };
     let split_k = GemmKernel::SplitK {
@@ -1345,13 +1384,14 @@ pub(crate) fn warm_up(cx: &Context) {
         return;
     }
     let subgroup = cx.subgroup_min_size;
+    let windows = gemm_uniform::windows(cx);
     let jobs = cx
         .tuning
         .warm_up_list()
         .into_iter()
         .filter(|v| v.possible_on(cx))
         .map(|v| {
-            let build: super::WarmBuild = Box::new(move || v.spec(subgroup, None));
+            let build: super::WarmBuild = Box::new(move || v.spec(subgroup, windows, None));
             (QuickKey::Gemm(v), build)
         })
         .collect();
@@ -1424,6 +1464,8 @@ impl GemmVariant {
                     && matches!(self.kernel, GemmKernel::Register { nv, .. } if nv.is_multiple_of(2)))
             && self.scalar_staging == scalar_staging(cx, self.kernel)
             && self.looped_stores == looped_stores(cx, self.kernel)
+            && (!matches!(self.kernel, GemmKernel::Uniform { .. })
+                || self == &uniform_variant(self.kernel, self.has_bias))
     }
 
     /// The variant [`GemmVariant::key`] wrote, or `None` for any other text.
@@ -1462,7 +1504,15 @@ impl GemmVariant {
     /// in), the kernel has no `out` binding: the epilogue's inputs and
     /// outputs follow A, B and the bias, and the whole text becomes the body
     /// of [`GEMM_EPILOGUE`] (which adds the elementwise helpers).
-    fn spec(self, subgroup: u32, epilogue: Option<&Program>) -> (Spec, &'static Kernel) {
+    ///
+    /// `windows`: the uniform family's windows per dispatch on the device
+    /// (`gemm_uniform::windows`; unused by the other families).
+    fn spec(
+        self,
+        subgroup: u32,
+        windows: u32,
+        epilogue: Option<&Program>,
+    ) -> (Spec, &'static Kernel) {
         let GemmVariant {
             dtype,
             kernel,
@@ -1510,7 +1560,7 @@ impl GemmVariant {
         } else {
             3
         };
-        let (out_one, out_four, epilogue_fn, epilogue_params) = match epilogue {
+        let (out_one, out_four, epilogue_fn, mut epilogue_params) = match epilogue {
             None => {
                 bindings.push_str(&format!(
                     "@group(0) @binding({out_binding}) var<storage, read_write> out: array<{out_arr}>;"
@@ -1568,6 +1618,17 @@ impl GemmVariant {
                 &GEMM_COOP,
                 gemm_coop::subs(kernel, subgroup, a_mode, b_mode),
             ),
+            GemmKernel::Uniform { .. } => {
+                debug_assert!(
+                    epilogue.is_none(),
+                    "the uniform family has no fused epilogue"
+                );
+                epilogue_params = gemm_uniform::params_field(windows);
+                (
+                    &GEMM_UNIFORM,
+                    gemm_uniform::subs(kernel, windows, out_binding as u32 + 1),
+                )
+            }
         };
         subs.extend([
             ("OUT_VEC", flag(out_vec)),
@@ -1592,7 +1653,13 @@ impl GemmVariant {
         let subs: Vec<(&'static str, &str)> = subs.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let reads = 2 + has_bias as u32;
         let Some(e) = epilogue else {
-            return family.spec_with_bindings(&subs, reads, 1);
+            let (mut spec, family) = family.spec_with_bindings(&subs, reads, 1);
+            if let GemmKernel::Uniform { .. } = kernel {
+                spec.windows = windows;
+                spec.params = (GEMM_WORDS + gemm_uniform::extra_words(windows))
+                    .next_multiple_of(super::PARAMS_WORDS) as u32;
+            }
+            return (spec, family);
         };
         // The family's text, its directives (`enable ...;`) moved before the
         // elementwise helpers.
@@ -1670,6 +1737,123 @@ pub(crate) fn gemm(cx: &Context, g: &mut Gemm<'_>) -> Result<Vec<Dispatch>> {
     dispatches(cx, g, kernel)
 }
 
+/// The one specialisation of the uniform family for `kernel` (with or
+/// without a bias): f32, A read one element at a time, B along n, vector
+/// stores, no K tail.
+fn uniform_variant(kernel: GemmKernel, has_bias: bool) -> GemmVariant {
+    GemmVariant {
+        dtype: DType::F32,
+        kernel,
+        a_mode: Mode::Scalar,
+        b_mode: Mode::Inner,
+        out_vec: true,
+        has_bias,
+        k_tail: false,
+        scalar_staging: false,
+        looped_stores: false,
+    }
+}
+
+/// The dispatches of the uniform family (`GemmKernel::Uniform`), or `None`
+/// for a product it cannot run: not f32, a batch, more than one row, a
+/// fused epilogue, or a B that `gemm_uniform::plan` cannot place in
+/// windows. One dispatch per group of windows; the first stores, the
+/// later ones add.
+///
+/// # Errors
+/// As [`gemm`].
+fn uniform_dispatches(
+    cx: &Context,
+    g: &Gemm<'_>,
+    kernel: GemmKernel,
+) -> Result<Option<Vec<Dispatch>>> {
+    let batch: usize = g.batch_shape.iter().product();
+    let windows = gemm_uniform::windows(cx);
+    if !usable(cx, kernel, g.dtype) || batch != 1 || g.m != 1 || g.epilogue.is_some() {
+        return Ok(None);
+    }
+    let Some(plan) = gemm_uniform::plan(cx, &g.b, g.k, g.n, windows) else {
+        return Ok(None);
+    };
+    let variant = uniform_variant(kernel, g.bias.is_some());
+    let pipeline = cx.cache.get_quick(QuickKey::Gemm(variant), || {
+        variant.spec(cx.subgroup_min_size, windows, None)
+    })?;
+    cx.tuning.note_used(variant);
+    let mut buffers = vec![g.a.buffer.clone(), g.b.buffer.clone()];
+    if let Some(c) = &g.bias {
+        buffers.push(c.buffer.clone());
+    }
+    buffers.push(g.out.clone());
+    let (_, cols) = kernel.block();
+    let groups = g.n.div_ceil(cols) as u32;
+    let mut out = Vec::with_capacity(plan.len());
+    for (i, group) in plan.iter().enumerate() {
+        let mut extra = vec![(i == 0) as u32, 0, 0, 0];
+        extra.extend(group.iter().flat_map(|w| w.words));
+        out.push(Dispatch {
+            pipeline: pipeline.clone(),
+            params: gemm_params(g, extra)?.words(),
+            buffers: buffers.clone(),
+            windows: group
+                .iter()
+                .map(|w| (g.b.buffer.clone(), w.offset))
+                .collect(),
+            workgroups: [groups, 1, 1],
+        });
+    }
+    Ok(Some(out))
+}
+
+/// The GEMM's parameter block for `g` (the families' `Params` in
+/// `wgsl/gemm_common.wgsl`), `extra` words after its own [`GEMM_WORDS`]
+/// (a fused epilogue's, the uniform family's windows).
+///
+/// # Errors
+/// [`crate::Error::TooLarge`] for sizes, strides or offsets past `u32`, or
+/// an output of more than `u32::MAX` elements.
+fn gemm_params(g: &Gemm<'_>, extra: Vec<u32>) -> Result<Params> {
+    let (m, n, k) = (g.m, g.n, g.k);
+    let batch: usize = g.batch_shape.iter().product();
+    let zero = Operand {
+        buffer: g.out,
+        dtype: g.dtype,
+        offset: 0,
+        strides: vec![0; 6],
+    };
+    let c = g.bias.as_ref().unwrap_or(&zero);
+    let mut p = Params::with_words("matmul", GEMM_WORDS + extra.len());
+    p.put_bits(GEMM_WORDS, extra);
+    p.put(0, [m as i64, n as i64, k as i64, 0])?;
+    for (base, op) in [(4, &g.a), (7, &g.b), (10, c)] {
+        p.put(
+            base,
+            [
+                op.offset as i64,
+                row_stride(op) as i64,
+                col_stride(op) as i64,
+            ],
+        )?;
+    }
+    p.put_bits(13, [g.alpha.to_bits(), g.beta.to_bits()]);
+    p.put(16, g.batch_shape.iter().map(|&x| x as i64))?;
+    let strides = batch_strides(&g.a)
+        .iter()
+        .chain(batch_strides(&g.b))
+        .chain(batch_strides(c));
+    p.put(20, strides.map(|&x| x as i64))?;
+    if batch * m * n > u32::MAX as usize {
+        // The kernel's flat output index is a u32.
+        return Err(crate::Error::TooLarge {
+            op: "matmul",
+            limit: crate::Limit::KernelIndex,
+            value: (batch * m * n) as u64,
+            max: u32::MAX as u64,
+        });
+    }
+    Ok(p)
+}
+
 /// Whether `kernel` can run `dtype` on this device.
 pub(crate) fn usable(cx: &Context, kernel: GemmKernel, dtype: DType) -> bool {
     let threads = |n: u32| n <= cx.limits.max_compute_invocations_per_workgroup;
@@ -1693,6 +1877,9 @@ pub(crate) fn usable(cx: &Context, kernel: GemmKernel, dtype: DType) -> bool {
                     && memory(kernel)
                     && cx.coop_ok(size, half)
             }
+            GemmKernel::Uniform { wg_x, .. } => {
+                cx.software && dtype == DType::F32 && threads(wg_x) && gemm_uniform::windows(cx) > 0
+            }
         }
 }
 
@@ -1710,6 +1897,15 @@ pub(crate) fn dispatches(
     let batch: usize = g.batch_shape.iter().product();
     if batch * m * n == 0 {
         return Ok(Vec::new());
+    }
+    if let GemmKernel::Uniform { .. } = kernel {
+        if let Some(d) = uniform_dispatches(cx, g, kernel)? {
+            return Ok(d);
+        }
+        // What the family cannot run takes the register tile of its class.
+        let class = ShapeClass::of_layout(m, n, row_stride(&g.b), col_stride(&g.b));
+        let tile = fit_gemv_columns(register_tile(class, cx.software), n);
+        return dispatches(cx, g, tile);
     }
     let pair_k = pair_k_ok(cx, g, kernel);
     let a_mode = if pair_k {
@@ -1743,46 +1939,11 @@ pub(crate) fn dispatches(
         scalar_staging: scalar_staging(cx, kernel),
         looped_stores: looped_stores(cx, kernel),
     };
-    let zero = Operand {
-        buffer: g.out,
-        dtype: g.dtype,
-        offset: 0,
-        strides: vec![0; 6],
-    };
-    let c = g.bias.as_ref().unwrap_or(&zero);
     let epi_words = match g.epilogue.as_mut() {
         Some(e) => epilogue::params(e)?,
         None => Vec::new(),
     };
-    let mut p = Params::with_words("matmul", GEMM_WORDS + epi_words.len());
-    p.put_bits(GEMM_WORDS, epi_words);
-    p.put(0, [m as i64, n as i64, k as i64, 0])?;
-    for (base, op) in [(4, &g.a), (7, &g.b), (10, c)] {
-        p.put(
-            base,
-            [
-                op.offset as i64,
-                row_stride(op) as i64,
-                col_stride(op) as i64,
-            ],
-        )?;
-    }
-    p.put_bits(13, [g.alpha.to_bits(), g.beta.to_bits()]);
-    p.put(16, g.batch_shape.iter().map(|&x| x as i64))?;
-    let strides = batch_strides(&g.a)
-        .iter()
-        .chain(batch_strides(&g.b))
-        .chain(batch_strides(c));
-    p.put(20, strides.map(|&x| x as i64))?;
-    if batch * m * n > u32::MAX as usize {
-        // The kernel's flat output index is a u32.
-        return Err(crate::Error::TooLarge {
-            op: "matmul",
-            limit: crate::Limit::KernelIndex,
-            value: (batch * m * n) as u64,
-            max: u32::MAX as u64,
-        });
-    }
+    let p = gemm_params(g, epi_words)?;
     let subgroup = cx.subgroup_min_size;
     let mut buffers = vec![g.a.buffer.clone(), g.b.buffer.clone()];
     if let Some(c) = &g.bias {
@@ -1793,7 +1954,7 @@ pub(crate) fn dispatches(
             buffers.push(g.out.clone());
             let p = cx
                 .cache
-                .get_quick(QuickKey::Gemm(variant), || variant.spec(subgroup, None))?;
+                .get_quick(QuickKey::Gemm(variant), || variant.spec(subgroup, 0, None))?;
             cx.tuning.note_used(variant);
             p
         }
@@ -1802,7 +1963,7 @@ pub(crate) fn dispatches(
             buffers.extend(e.bound.outputs.iter().map(|&b| b.clone()));
             cx.cache
                 .get_quick(QuickKey::GemmEpilogue(variant, e.program.clone()), || {
-                    variant.spec(subgroup, Some(&e.program))
+                    variant.spec(subgroup, 0, Some(&e.program))
                 })?
         }
     };
@@ -1819,6 +1980,7 @@ pub(crate) fn dispatches(
                 let mut params = p.clone();
                 params.put(32, origin.map(|o| o as i64))?;
                 out.push(Dispatch {
+                    windows: Vec::new(),
                     pipeline: pipeline.clone(),
                     params: params.words(),
                     buffers: buffers.clone(),

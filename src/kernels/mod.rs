@@ -18,6 +18,7 @@ pub(crate) mod gemm_check;
 pub(crate) mod gemm_coop;
 pub(crate) mod gemm_shared;
 pub(crate) mod gemm_splitk;
+pub(crate) mod gemm_uniform;
 pub(crate) mod matmul;
 #[cfg(test)]
 mod portability;
@@ -322,6 +323,16 @@ pub(crate) static GEMM_SPLITK: Kernel = Kernel {
     writes: 1,
 };
 
+/// The uniform-window matrix-vector GEMM (`wgsl/gemm_uniform.wgsl`,
+/// `gemm_uniform.rs`).
+pub(crate) static GEMM_UNIFORM: Kernel = Kernel {
+    name: "gemm_uniform",
+    prelude: &[GEMM_COMMON],
+    source: include_str!("../../wgsl/gemm_uniform.wgsl"),
+    reads: 2,
+    writes: 1,
+};
+
 /// The cooperative-matrix GEMM (`wgsl/gemm_coop.wgsl`, `gemm_coop.rs`).
 pub(crate) static GEMM_COOP: Kernel = Kernel {
     name: "gemm_coop",
@@ -381,7 +392,14 @@ pub(crate) struct Spec {
     pub writes: u32,
     /// Words of the parameter block (a multiple of [`PARAMS_WORDS`]).
     pub params: u32,
+    /// Uniform-buffer windows of [`WINDOW_BYTES`] after the storage
+    /// bindings (`GemmKernel::Uniform`); 0 for every other kernel.
+    pub windows: u32,
 }
+
+/// The size of one uniform-buffer window (`Spec::windows`), in bytes:
+/// WebGPU's default `max_uniform_buffer_binding_size`.
+pub(crate) const WINDOW_BYTES: u64 = 65536;
 
 impl Kernel {
     pub(crate) fn spec(&'static self, subs: &[(&'static str, &str)]) -> (Spec, &'static Kernel) {
@@ -404,6 +422,7 @@ impl Kernel {
                 reads,
                 writes,
                 params: PARAMS_WORDS as u32,
+                windows: 0,
             },
             self,
         )
@@ -464,8 +483,9 @@ pub(crate) fn recording_created<R>(f: impl FnOnce() -> R) -> (R, Vec<u64>) {
     (r, created)
 }
 
-/// Read-only and read-write storage bindings, and words of parameters.
-type LayoutKey = (u32, u32, u32);
+/// Read-only and read-write storage bindings, words of parameters, and
+/// uniform windows.
+type LayoutKey = (u32, u32, u32, u32);
 
 /// The per-device pipeline cache, keyed by kernel and specialisation.
 ///
@@ -811,10 +831,11 @@ impl KernelCache {
         reads: u32,
         writes: u32,
         params: u32,
+        windows: u32,
     ) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
         let mut layouts = self.layouts.lock().unwrap_or_else(|e| e.into_inner());
         layouts
-            .entry((reads, writes, params))
+            .entry((reads, writes, params, windows))
             .or_insert_with(|| {
                 let mut entries = vec![wgpu::BindGroupLayoutEntry {
                     binding: 0,
@@ -836,6 +857,18 @@ impl KernelCache {
                             },
                             has_dynamic_offset: false,
                             min_binding_size: None,
+                        },
+                        count: None,
+                    });
+                }
+                for i in 0..windows {
+                    entries.push(wgpu::BindGroupLayoutEntry {
+                        binding: 1 + reads + writes + i,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty: wgpu::BindingType::Buffer {
+                            ty: wgpu::BufferBindingType::Uniform,
+                            has_dynamic_offset: false,
+                            min_binding_size: wgpu::BufferSize::new(WINDOW_BYTES),
                         },
                         count: None,
                     });
@@ -901,7 +934,8 @@ impl KernelCache {
         let module = parse(&source, &label)?;
         validate(&module, &source, &label, naga::valid::Capabilities::all())?;
         let parsed = started.elapsed();
-        let (layout, pipeline_layout) = self.layout(spec.reads, spec.writes, spec.params);
+        let (layout, pipeline_layout) =
+            self.layout(spec.reads, spec.writes, spec.params, spec.windows);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
         // The module naga already parsed, not its text: wgpu would parse
@@ -1066,11 +1100,16 @@ pub(crate) struct Dispatch {
     /// A multiple of [`PARAMS_WORDS`] words, as the kernel declares.
     pub params: Vec<u32>,
     pub buffers: Vec<wgpu::Buffer>,
+    /// Uniform-buffer windows (`Spec::windows`): each a buffer and the byte
+    /// offset of its [`WINDOW_BYTES`], bound after `buffers`. Empty for
+    /// every kernel but `GemmKernel::Uniform`.
+    pub windows: Vec<(wgpu::Buffer, u64)>,
     pub workgroups: [u32; 3],
 }
 
 /// The bind group of dispatch `d`: its parameter slot of `params` (bound
-/// with a dynamic offset) at 0, then its buffers at 1, 2, ...
+/// with a dynamic offset) at 0, then its buffers at 1, 2, ..., then its
+/// uniform windows.
 pub(crate) fn bind_group(
     device: &wgpu::Device,
     params: &wgpu::Buffer,
@@ -1088,6 +1127,16 @@ pub(crate) fn bind_group(
         entries.push(wgpu::BindGroupEntry {
             binding: 1 + i as u32,
             resource: b.as_entire_binding(),
+        });
+    }
+    for (i, (b, offset)) in d.windows.iter().enumerate() {
+        entries.push(wgpu::BindGroupEntry {
+            binding: 1 + (d.buffers.len() + i) as u32,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: b,
+                offset: *offset,
+                size: wgpu::BufferSize::new(WINDOW_BYTES),
+            }),
         });
     }
     device.create_bind_group(&wgpu::BindGroupDescriptor {

@@ -649,6 +649,7 @@ pub(crate) fn dispatch(
         .cache
         .get_quick(QuickKey::Program(program.clone()), || program.spec())?;
     Ok(Some(Dispatch {
+        windows: Vec::new(),
         pipeline,
         params: p.words(),
         buffers,

@@ -252,6 +252,7 @@ pub(crate) fn reduce(
     let mut buffers: Vec<wgpu::Buffer> = bound.inputs.iter().map(|&b| b.clone()).collect();
     buffers.extend(bound.outputs.iter().map(|&b| b.clone()));
     Ok(Some(Dispatch {
+        windows: Vec::new(),
         pipeline,
         params: p.words(),
         buffers,

@@ -123,6 +123,7 @@ pub(crate) fn random(
     p.put_bits(8, [tail]);
     let (spec, kernel) = spec(dist, dtype);
     Ok(Some(Dispatch {
+        windows: Vec::new(),
         pipeline: cx.cache.get(kernel, &spec)?,
         params: p.words(),
         buffers: vec![key.buffer.clone(), out.clone()],

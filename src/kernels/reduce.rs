@@ -334,6 +334,7 @@ pub(crate) fn reduce(
     let mut buffers = vec![x.buffer.clone()];
     buffers.extend(outs.iter().map(|b| (*b).clone()));
     Ok(Some(Dispatch {
+        windows: Vec::new(),
         pipeline,
         params: p.words(),
         buffers,

@@ -136,6 +136,7 @@ pub(crate) fn scan(
         let mut p = p.clone();
         p.put(32, [pass as i64])?;
         Ok(Dispatch {
+            windows: Vec::new(),
             pipeline: pipeline.clone(),
             params: p.words(),
             buffers: buffers.clone(),

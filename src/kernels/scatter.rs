@@ -222,6 +222,7 @@ fn encode(
         let mut p = p.clone();
         p.put(40, [pass])?;
         dispatches.push(Dispatch {
+            windows: Vec::new(),
             pipeline: pipeline.clone(),
             params: p.words(),
             buffers: buffers.clone(),

@@ -119,6 +119,7 @@ pub(crate) fn sort(
         p.put(6, [pass as i64])?;
         p.put(24, [k as i64, j as i64])?;
         Ok(Dispatch {
+            windows: Vec::new(),
             pipeline: pipeline.clone(),
             params: p.words(),
             buffers: buffers.clone(),

@@ -118,6 +118,7 @@ pub(crate) fn topk(
         rows as u64
     };
     Ok(Some(Dispatch {
+        windows: Vec::new(),
         pipeline: cx.cache.get(kernel, &spec)?,
         params: p.words(),
         buffers: vec![x.buffer.clone(), vals.clone(), idx.clone()],

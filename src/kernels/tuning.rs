@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use super::gemm_check::{Probe, read};
 use super::matmul::{self, Gemm, GemmKernel, ShapeClass, register_tile, shared_tile, usable};
 use super::{Context, Dispatch, Operand, disk};
+use crate::memory::BufferKind;
 use crate::{DType, Error, Result};
 
 /// The environment variable that turns tuning off (`0`, `off`, `false`).
@@ -349,19 +350,22 @@ impl Tuning {
             BUDGET_GPU
         };
         let [batch, m, n, k] = proxy(class, dims, cx.software);
-        let buffer = |elems: usize, usage| {
+        // Buffers as the pool makes them (on software adapters B must be
+        // bindable as uniform windows, `GemmKernel::Uniform`).
+        let storage = BufferKind::Storage.usage(cx.software);
+        let buffer = |elems: usize| {
             let bytes = (elems * dtype.size_in_bytes()).next_multiple_of(256) as u64;
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("wgarray gemm tuning"),
                 size: bytes,
-                usage: wgpu::BufferUsages::STORAGE | usage,
+                usage: storage,
                 mapped_at_creation: false,
             })
         };
         let (a, b, out) = (
-            buffer(batch * m * k, wgpu::BufferUsages::COPY_DST),
-            buffer(batch * k * n, wgpu::BufferUsages::COPY_DST),
-            buffer(batch * m * n, wgpu::BufferUsages::COPY_SRC),
+            buffer(batch * m * k),
+            buffer(batch * k * n),
+            buffer(batch * m * n),
         );
         // Known operands: each candidate's product is checked before it
         // may be chosen (`gemm_check`).
@@ -477,7 +481,17 @@ impl Tuning {
 
     /// Run `d` `reps` times in one submission and wait: the wall time.
     fn run(&self, d: &[Dispatch], cx: &Context, reps: usize) -> Result<f64> {
-        let stride = super::PARAMS_BYTES.max(cx.limits.min_uniform_buffer_offset_alignment as u64);
+        // One slot per dispatch, as large as the largest parameter block
+        // (the uniform family's pass 256 bytes) and aligned for a dynamic
+        // offset.
+        let align = super::PARAMS_BYTES.max(cx.limits.min_uniform_buffer_offset_alignment as u64);
+        let stride = d
+            .iter()
+            .map(|x| 4 * x.params.len() as u64)
+            .max()
+            .unwrap_or(0)
+            .next_multiple_of(align)
+            .max(align);
         let params = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("wgarray gemm tuning params"),
             size: stride * d.len() as u64,
@@ -744,12 +758,19 @@ pub(crate) fn candidates(
         nv: 2,
         bk: 8,
     };
+    let uniform = |nv| GemmKernel::Uniform { wg_x: 8, nv };
     let mut v = match (class, software) {
         // lavapipe (2026-12-01, docs/PERFORMANCE.md): with B row-major the
-        // 8 x 1 x 1 x 4 and 8 x 1 x 1 x 8 tiles lead, the split-K kernel
-        // trails by up to 2x; with B transposed the split-K kernel leads
-        // from K = 4096 on and the narrow tile below.
+        // uniform-window kernels lead (2x to 3x the register tiles: their
+        // loads are gathers, not per-lane loops), 32 columns per thread
+        // below GEMV_WIDE_N columns, 16 from there on; then the 8 x 1 x 1 x
+        // 4 and 8 x 1 x 1 x 8 register tiles, and the split-K kernel trails
+        // those by up to 2x; with B transposed the split-K kernel leads
+        // from K = 4096 on and the narrow tile below. (Where the uniform
+        // family cannot run a product, it takes `register`.)
         (ShapeClass::Gemv, true) => vec![
+            uniform(8),
+            uniform(4),
             register,
             tile_wide(),
             splitk(8, 8, true),
@@ -764,6 +785,8 @@ pub(crate) fn candidates(
         // From GEMV_WIDE_N columns on with B row-major: the 32-column tile
         // first.
         (ShapeClass::GemvWide, true) => vec![
+            uniform(4),
+            uniform(8),
             register,
             register_tile(ShapeClass::Gemv, true),
             splitk(8, 8, true),

@@ -128,16 +128,23 @@ pub(crate) fn default_cache_limit(max_buffer_size: u64) -> u64 {
 /// What a pooled buffer is for; each kind has its own usage flags and cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum BufferKind {
-    /// `STORAGE | COPY_SRC | COPY_DST`: any kernel input or output.
+    /// `STORAGE | COPY_SRC | COPY_DST`: any kernel input or output; on
+    /// software adapters also `UNIFORM` (the uniform-window matrix-vector
+    /// GEMM binds 64 KiB windows of a matrix as uniform buffers, see
+    /// `GemmKernel::Uniform`).
     Storage,
     /// `MAP_READ | COPY_DST`: read-back staging.
     Readback,
 }
 
 impl BufferKind {
-    fn usage(self) -> wgpu::BufferUsages {
+    /// The usage flags of a buffer of this kind; `uniform` (a software
+    /// adapter) adds `UNIFORM` to storage buffers. The GEMM tuning's
+    /// operands take the same flags.
+    pub(crate) fn usage(self, uniform: bool) -> wgpu::BufferUsages {
         use wgpu::BufferUsages as U;
         match self {
+            BufferKind::Storage if uniform => U::STORAGE | U::UNIFORM | U::COPY_SRC | U::COPY_DST,
             BufferKind::Storage => U::STORAGE | U::COPY_SRC | U::COPY_DST,
             BufferKind::Readback => U::MAP_READ | U::COPY_DST,
         }
@@ -302,6 +309,8 @@ impl State {
 /// The per-device buffer pool. See the module docs for the policy.
 pub(crate) struct Pool {
     device: wgpu::Device,
+    /// Storage buffers also get `UNIFORM` usage ([`BufferKind::Storage`]).
+    uniform: bool,
     state: Mutex<State>,
     queue_lock: Mutex<()>,
 }
@@ -325,10 +334,12 @@ pub(crate) fn round_size(bytes: u64) -> u64 {
 }
 
 impl Pool {
-    /// A pool on `device` with a cache limit of `cache_limit` bytes.
-    pub(crate) fn new(device: wgpu::Device, cache_limit: u64) -> Self {
+    /// A pool on `device` with a cache limit of `cache_limit` bytes; with
+    /// `uniform`, storage buffers can also be bound as uniform buffers.
+    pub(crate) fn new(device: wgpu::Device, cache_limit: u64, uniform: bool) -> Self {
         Pool {
             device,
+            uniform,
             state: Mutex::new(State {
                 free: BTreeMap::new(),
                 lru: BTreeMap::new(),
@@ -467,7 +478,7 @@ impl Pool {
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("wgarray pool"),
             size,
-            usage: kind.usage(),
+            usage: kind.usage(self.uniform),
             mapped_at_creation: false,
         });
         let v = pollster::block_on(val.pop());
