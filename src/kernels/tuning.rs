@@ -763,13 +763,15 @@ pub(crate) fn candidates(
         // lavapipe (2026-12-01, docs/PERFORMANCE.md): with B row-major the
         // uniform-window kernels lead (2x to 3x the register tiles: their
         // loads are gathers, not per-lane loops), 32 columns per thread
-        // below GEMV_WIDE_N columns, 16 from there on; then the 8 x 1 x 1 x
+        // below GEMV_WIDE_N columns, 64 from there on (chosen over 16 at
+        // 1 x 1024 x 3072 and 1 x 4096 x 4096); then the 8 x 1 x 1 x
         // 4 and 8 x 1 x 1 x 8 register tiles, and the split-K kernel trails
         // those by up to 2x; with B transposed the split-K kernel leads
         // from K = 4096 on and the narrow tile below. (Where the uniform
         // family cannot run a product, it takes `register`.)
         (ShapeClass::Gemv, true) => vec![
             uniform(8),
+            uniform(16),
             uniform(4),
             register,
             tile_wide(),
@@ -785,6 +787,7 @@ pub(crate) fn candidates(
         // From GEMV_WIDE_N columns on with B row-major: the 32-column tile
         // first.
         (ShapeClass::GemvWide, true) => vec![
+            uniform(16),
             uniform(4),
             uniform(8),
             register,
