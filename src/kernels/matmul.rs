@@ -1755,8 +1755,8 @@ fn uniform_variant(kernel: GemmKernel, has_bias: bool) -> GemmVariant {
 }
 
 /// The dispatches of the uniform family (`GemmKernel::Uniform`), or `None`
-/// for a product it cannot run: not f32, a batch, more than one row, a
-/// fused epilogue, or a B that `gemm_uniform::plan` cannot place in
+/// for a product it cannot run: not f32, a batch, more than one row, K = 0,
+/// a fused epilogue, or a B that `gemm_uniform::plan` cannot place in
 /// windows. One dispatch per group of windows; the first stores, the
 /// later ones add.
 ///
@@ -1769,7 +1769,9 @@ fn uniform_dispatches(
 ) -> Result<Option<Vec<Dispatch>>> {
     let batch: usize = g.batch_shape.iter().product();
     let windows = gemm_uniform::windows(cx);
-    if !usable(cx, kernel, g.dtype) || batch != 1 || g.m != 1 || g.epilogue.is_some() {
+    // (K = 0 goes to the register tile, which stores `beta * bias`: the
+    // family would plan no dispatch at all.)
+    if !usable(cx, kernel, g.dtype) || batch != 1 || g.m != 1 || g.k == 0 || g.epilogue.is_some() {
         return Ok(None);
     }
     let Some(plan) = gemm_uniform::plan(cx, &g.b, g.k, g.n, windows) else {

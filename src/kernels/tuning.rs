@@ -422,6 +422,13 @@ impl Tuning {
                 }
                 Err(e) => return Err(e),
             };
+            // A uniform-window candidate that cannot run the proxy (a batched
+            // or transposed first product) would time the register tile it
+            // falls back to under its own name.
+            if cand.family() == "uniform" && d.iter().any(|x| x.windows.is_empty()) {
+                report.push(format!("{cand}: not timed (cannot run the proxy)"));
+                continue;
+            }
             let t = self.time(&d, cx, best.map(|b| b.0))?;
             let product = read(
                 &self.device,
