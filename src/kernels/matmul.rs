@@ -36,6 +36,23 @@ fn col_stride(op: &Operand<'_>) -> isize {
     op.strides[5]
 }
 
+/// Store `op`'s offset, row stride and column stride at words `base ..
+/// base + 3` of `p` (the layout both `gemm_common.wgsl` and
+/// `matmul_naive.wgsl` read).
+///
+/// # Errors
+/// [`crate::Error::TooLarge`] for values past `u32` (strides past `i32`).
+fn put_operand(p: &mut Params, base: usize, op: &Operand<'_>) -> Result<()> {
+    p.put(
+        base,
+        [
+            op.offset as i64,
+            row_stride(op) as i64,
+            col_stride(op) as i64,
+        ],
+    )
+}
+
 /// The reference kernel (wgsl/matmul_naive.wgsl, one thread per output, f32):
 /// `c[batch, m, n] (+)= a[batch, m, k0..k] @ b[batch, k0..k, n]` into dense
 /// `c`, adding to `c` when `accumulate`. Only `crate::baseline` uses it, as
@@ -60,14 +77,7 @@ pub(crate) fn matmul_naive(
     p.put(0, [m, n, k.end, total].map(|x| x as i64))?;
     p.put(10, [k.start as i64, accumulate as i64])?;
     for (base, op) in [(4, a), (7, b)] {
-        p.put(
-            base,
-            [
-                op.offset as i64,
-                row_stride(op) as i64,
-                col_stride(op) as i64,
-            ],
-        )?;
+        put_operand(&mut p, base, op)?;
     }
     p.put(12, batch_shape.iter().map(|&x| x as i64))?;
     p.put(16, batch_strides(a).iter().map(|&x| x as i64))?;
@@ -1828,14 +1838,7 @@ fn gemm_params(g: &Gemm<'_>, extra: Vec<u32>) -> Result<Params> {
     p.put_bits(GEMM_WORDS, extra);
     p.put(0, [m as i64, n as i64, k as i64, 0])?;
     for (base, op) in [(4, &g.a), (7, &g.b), (10, c)] {
-        p.put(
-            base,
-            [
-                op.offset as i64,
-                row_stride(op) as i64,
-                col_stride(op) as i64,
-            ],
-        )?;
+        put_operand(&mut p, base, op)?;
     }
     p.put_bits(13, [g.alpha.to_bits(), g.beta.to_bits()]);
     p.put(16, g.batch_shape.iter().map(|&x| x as i64))?;
