@@ -633,6 +633,81 @@ fn a_later_device_warms_up_the_gemm_kernels_earlier_evals_compiled() {
     assert_eq!(third.pipelines_warmed(), 0);
 }
 
+/// The uniform family's row kernel (`x @ w.T` on a software adapter; one
+/// specialisation per K) is warmed up by a later device like every GEMM
+/// kernel: its warm-up entry carries A's quads (K / 4). Hand-edited
+/// entries with no quads or with an A row past one window are dropped
+/// with a warning or skipped. (The class's choice is set in the file, so
+/// that the test does not depend on what a tuning on shared cores picks.)
+#[test]
+fn a_later_device_warms_up_the_uniform_row_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let (k, n) = (384, 1152);
+    let mut rng = common::Rng::new(41);
+    let (xs, ws) = (rng.vec_f32(k), rng.vec_f32(n * k));
+    let w_t: Vec<f32> = (0..k * n).map(|i| ws[(i % n) * k + i / n]).collect();
+    let want = common::matmul_ref(&xs, &w_t, 1, 1, k, n);
+    let run = |d: &Device| {
+        let x = Array::from_slice(&xs, &[1, k], d).unwrap();
+        let w = Array::from_slice(&ws, &[n, k], d).unwrap();
+        let got = x.matmul(&w.transpose()).unwrap().to_vec::<f32>().unwrap();
+        let err = common::rel_frobenius(&got, &want);
+        assert!(err < 2e-6, "error {err}");
+    };
+    let first = device_in(dir.path());
+    let uniform: GemmKernel = "uniform 8 8".parse().unwrap();
+    if first.info().device_type != wgarray::wgpu::DeviceType::Cpu {
+        assert!(first.set_gemm_kernel(Some(uniform)).is_err());
+        return;
+    }
+    run(&first);
+    let file = first.gemm_tuning_file().unwrap();
+    drop(first);
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        f(&mut json);
+        std::fs::write(&file, serde_json::to_string(&json).unwrap()).unwrap();
+    };
+    edit(&|json| {
+        json["choices"]["float32 gemvt"]["kernel"] = serde_json::json!(uniform.to_string());
+        json["warm"] = serde_json::json!([]);
+    });
+    // A device that runs the product notes the row kernel.
+    let second = device_in(dir.path());
+    run(&second);
+    assert_eq!(
+        second.gemm_kernel(DType::F32, ShapeClass::GemvT),
+        Some(uniform)
+    );
+    drop(second);
+    let entry = "float32;uniform 8 8;scalar;scalar;00000;96";
+    edit(&|json| {
+        assert_eq!(json["warm"], serde_json::json!([entry]), "{json}");
+        json["warm"] = serde_json::json!([
+            "float32;uniform 8 8;scalar;scalar;00000;0",
+            "float32;uniform 8 8;scalar;scalar;00000;4097",
+            entry
+        ]);
+    });
+    // The next one compiles it on its warm-up thread (not on GL, which
+    // has no warm-up), and its product makes no pipeline.
+    let third = device_in(dir.path());
+    third.wait_warm_up();
+    let created = third.pipelines_created();
+    run(&third);
+    let warmed = if common::is_gl(&third) { 0 } else { 1 };
+    assert_eq!(third.pipelines_warmed(), warmed);
+    assert_eq!(third.pipelines_created() - created, 1 - warmed);
+    assert_eq!(
+        warnings_about(&file.display().to_string())
+            .iter()
+            .filter(|w| w.contains("00000;0"))
+            .count(),
+        1
+    );
+}
+
 #[test]
 fn an_eval_waits_for_the_warm_up_compile_of_its_kernel() {
     // Asked for at once, each kernel is made exactly once: by the warm-up

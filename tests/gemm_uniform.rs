@@ -5,11 +5,16 @@
 //! offset views, a bias with alpha and beta, and every product it must
 //! hand to the register family (those give the same answers through it).
 //!
-//! Which path ran is checked by the dispatch count: the family runs
-//! `ceil(K / (rows per window * windows))` dispatches, the register tile
-//! one. For a row-major B at offset 0 whose rows are whole multiples of
-//! 256 bytes, a window holds `65536 / (4 n)` rows: the model below, written
-//! apart from the kernel's placement code.
+//! Both kernels of the family are covered: the column kernel (B row-major)
+//! and the row kernel (B unit-stride along K, `x @ w.T`).
+//!
+//! Which path ran is checked by the dispatch count: the column kernel runs
+//! `ceil(K / (rows per window * windows))` dispatches, the row kernel
+//! `ceil(N / (columns per window * (windows - 1)))` (A takes one binding),
+//! the register tile one. For a B at offset 0 whose lines (rows of a
+//! row-major B, W's rows for `w.T`) are whole multiples of 256 bytes, a
+//! window holds `65536 / (4 line)` of them: the models below, written apart
+//! from the kernel's placement code.
 
 mod common;
 
@@ -54,6 +59,21 @@ fn expected_dispatches(d: &Device, k: usize, n: usize) -> u64 {
     assert_eq!(4 * n % 256, 0, "the model's precondition");
     let rows = 65536 / (4 * n);
     k.div_ceil(rows * windows(d)) as u64
+}
+
+/// Dispatches of the row kernel for `x @ w.T`, `w` a dense `[n, k]` at
+/// offset 0 with `4 k` a multiple of 256 bytes.
+fn expected_row_dispatches(d: &Device, k: usize, n: usize) -> u64 {
+    assert_eq!(4 * k % 256, 0, "the model's precondition");
+    let cols = 65536 / (4 * k);
+    n.div_ceil(cols * (windows(d) - 1)) as u64
+}
+
+/// `w.T` for a `[n, k]` `w` as a row-major `[k, n]` (the reference's B).
+fn transposed(w: &[f32], n: usize, k: usize) -> Vec<f32> {
+    (0..k)
+        .flat_map(|i| (0..n).map(move |j| w[j * k + i]))
+        .collect()
 }
 
 /// `x @ b` evaluated, with the dispatches it took.
@@ -202,19 +222,8 @@ fn what_the_family_cannot_run_takes_the_register_tile() {
             used,
         );
     }
-    // B transposed (x @ W^T: unit stride along k).
-    let (k, n) = (300, 1152);
-    let xs = rng.vec_f32(k);
-    let wt = rng.vec_f32(n * k);
-    let x = Array::from_slice(&xs, &[1, k], &d).unwrap();
-    let w = Array::from_slice(&wt, &[n, k], &d).unwrap().transpose();
-    let ws: Vec<f32> = (0..k)
-        .flat_map(|i| (0..n).map(move |j| (i, j)))
-        .map(|(i, j)| wt[j * k + i])
-        .collect();
-    let (got, used) = run(&d, &x, &w);
-    check("B transposed", got, matmul_ref(&xs, &ws, 1, 1, k, n), used);
     // A batch of two.
+    let (k, n) = (300, 1152);
     let xs = rng.vec_f32(2 * k);
     let ws = rng.vec_f32(2 * k * n);
     let x = Array::from_slice(&xs, &[2, 1, k], &d).unwrap();
@@ -266,6 +275,168 @@ fn what_the_family_cannot_run_takes_the_register_tile() {
 }
 
 #[test]
+fn the_row_kernel_matches_the_reference_in_one_and_many_dispatches() {
+    let d = device();
+    let mut rng = Rng::new(21);
+    for kernel in KERNELS {
+        if !forced(&d, kernel) {
+            return;
+        }
+        // (k, n) of `x @ w.T`, w [n, k]: 256 columns per window; MiniLM's
+        // three shapes (3 dispatches each at 13 windows of B); odd n, from
+        // 4 to 10 columns per window; a K of 1024 columns per window, the
+        // largest K with whole rows of 256 bytes.
+        for (k, n) in [
+            (64, 1025),
+            (384, 1152),
+            (384, 1536),
+            (1536, 384),
+            (1536, 33),
+            (4096, 33),
+            (1024, 3072),
+            (4096, 1025),
+            (16128, 7),
+        ] {
+            poison_pool(&d, 1 << 16);
+            let xs = rng.vec_f32(k);
+            let ws = rng.vec_f32(n * k);
+            let x = Array::from_slice(&xs, &[1, k], &d).unwrap();
+            let w = Array::from_slice(&ws, &[n, k], &d).unwrap();
+            let (got, used) = run(&d, &x, &w.transpose());
+            let err = rel_frobenius(&got, &matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n));
+            assert!(err < TOL, "{kernel} 1x{k}x{n} w.T: error {err}");
+            assert_eq!(
+                used,
+                expected_row_dispatches(&d, k, n),
+                "{kernel} 1x{k}x{n} w.T: dispatches"
+            );
+        }
+    }
+    d.set_gemm_kernel(None).unwrap();
+    assert_empty(&d);
+}
+
+#[test]
+fn the_row_kernel_applies_the_bias_alpha_and_beta_in_every_dispatch() {
+    let d = device();
+    let mut rng = Rng::new(22);
+    if !forced(&d, "uniform 8 8") {
+        return;
+    }
+    // K = 300: rows of 1200 bytes, so windows start inside a row.
+    let (k, n) = (300, 1153);
+    let xs = rng.vec_f32(k);
+    let ws = rng.vec_f32(n * k);
+    let cs = rng.vec_f32(n);
+    let x = Array::from_slice(&xs, &[1, k], &d).unwrap();
+    let w = Array::from_slice(&ws, &[n, k], &d).unwrap();
+    let c = Array::from_slice(&cs, &[n], &d).unwrap();
+    poison_pool(&d, 1 << 16);
+    let before = d.dispatches();
+    let y = c.addmm(&x, &w.transpose(), 0.5, -2.0).unwrap();
+    y.eval().unwrap();
+    // At most 54 rows of 1200 bytes per window.
+    let used = d.dispatches() - before;
+    assert!(
+        used >= n.div_ceil(54 * (windows(&d) - 1)) as u64 && used > 1,
+        "{used} dispatches"
+    );
+    let want: Vec<f64> = matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n)
+        .iter()
+        .zip(&cs)
+        .map(|(p, &c)| 0.5 * p - 2.0 * c as f64)
+        .collect();
+    let err = rel_frobenius(&y.to_vec::<f32>().unwrap(), &want);
+    assert!(err < TOL, "error {err}");
+}
+
+#[test]
+fn the_row_kernel_reads_views_of_a_and_w() {
+    let d = device();
+    let mut rng = Rng::new(23);
+    if !forced(&d, "uniform 8 8") {
+        return;
+    }
+    let (k, n) = (512, 700);
+    // W: rows 3 .. 3 + n and columns 8 .. 8 + k of a [n + 5, k + 36]
+    // matrix (offset 3 (k + 36) + 8, row stride k + 36: both multiples of
+    // four, not of a window's alignment). A: row 2 of a [3, k] matrix, at
+    // byte 4096.
+    let wide = k + 36;
+    let stored = rng.vec_f32((n + 5) * wide);
+    let rows = rng.vec_f32(3 * k);
+    let big = Array::from_slice(&stored, &[n + 5, wide], &d).unwrap();
+    let w = big
+        .slice(&[
+            Slice::new(Some(3), Some(3 + n as isize), 1),
+            Slice::new(Some(8), Some(8 + k as isize), 1),
+        ])
+        .unwrap();
+    let a = Array::from_slice(&rows, &[3, k], &d).unwrap();
+    let x = a
+        .slice(&[Slice::new(Some(2), Some(3), 1), Slice::FULL])
+        .unwrap();
+    let ws: Vec<f32> = (0..n)
+        .flat_map(|j| stored[(3 + j) * wide + 8..(3 + j) * wide + 8 + k].to_vec())
+        .collect();
+    let xs = rows[2 * k..].to_vec();
+    poison_pool(&d, 1 << 16);
+    let (got, used) = run(&d, &x, &w.transpose());
+    let err = rel_frobenius(&got, &matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n));
+    assert!(err < TOL, "error {err}");
+    // 4 (k + 36) bytes per row: at most 29 rows per window.
+    assert!(
+        used >= n.div_ceil(29 * (windows(&d) - 1)) as u64 && used > 1,
+        "{used} dispatches"
+    );
+}
+
+#[test]
+fn what_the_row_kernel_cannot_run_takes_the_register_tile() {
+    let d = device();
+    let mut rng = Rng::new(24);
+    if !forced(&d, "uniform 8 8") {
+        return;
+    }
+    // Each `x @ w.T` below, w [n, k] within a [n, ld] matrix, and x taken
+    // from a [1, ax * k + a_off] row at element a_off with step ax:
+    // K not a multiple of four; a row of W over one window; W's row stride
+    // not a multiple of four; A strided; A at a byte offset (4) off the
+    // alignment of uniform offsets.
+    for (what, k, n, ld, ax, a_off) in [
+        ("K % 4 != 0", 301, 1152, 301, 1, 0),
+        ("a row over one window", 16384, 2, 16384, 1, 0),
+        ("W's row stride", 300, 1152, 302, 1, 0),
+        ("A strided", 300, 1152, 300, 2, 0),
+        ("A's offset", 300, 1152, 300, 1, 1),
+    ] {
+        poison_pool(&d, 1 << 16);
+        let stored = rng.vec_f32(n * ld);
+        let xrow = rng.vec_f32(ax * k + a_off);
+        let w = Array::from_slice(&stored, &[n, ld], &d)
+            .unwrap()
+            .slice(&[Slice::FULL, Slice::new(None, Some(k as isize), 1)])
+            .unwrap();
+        let x = Array::from_slice(&xrow, &[1, ax * k + a_off], &d)
+            .unwrap()
+            .slice(&[
+                Slice::FULL,
+                Slice::new(Some(a_off as isize), None, ax as isize),
+            ])
+            .unwrap();
+        let ws: Vec<f32> = (0..n)
+            .flat_map(|j| stored[j * ld..j * ld + k].to_vec())
+            .collect();
+        let xs: Vec<f32> = xrow[a_off..].iter().step_by(ax).copied().collect();
+        let (got, used) = run(&d, &x, &w.transpose());
+        let err = rel_frobenius(&got, &matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n));
+        assert!(err < TOL, "{what}: error {err}");
+        assert_eq!(used, 1, "{what}: one register dispatch");
+    }
+    d.set_gemm_kernel(None).unwrap();
+}
+
+#[test]
 fn outside_its_limits_is_an_invalid_argument() {
     for bad in [
         "uniform 0 8",
@@ -286,8 +457,8 @@ fn outside_its_limits_is_an_invalid_argument() {
 
 /// The tuning of a matrix-vector class times the family (its parameter
 /// block is larger than the others' 256 bytes, and every dispatch of a
-/// timing run gets a slot of its own): no validation error, and the
-/// kernel chosen computes the right product.
+/// timing run gets a slot of its own), B row-major and transposed: no
+/// validation error, and the kernel chosen computes the right product.
 #[test]
 fn tuning_times_the_family_without_a_validation_error() {
     let options = wgarray::DeviceOptions::from_env()
@@ -315,6 +486,23 @@ fn tuning_times_the_family_without_a_validation_error() {
     );
     let err = rel_frobenius(&got, &matmul_ref(&xs, &ws, 1, 1, k, n));
     assert!(err < TOL, "error {err}");
+    // The transposed class, whose proxy (K rounded to a multiple of four)
+    // the row kernel runs; the product's own K of 1025 it cannot.
+    assert_eq!(
+        d.gemm_candidates(DType::F32, ShapeClass::GemvT)
+            .iter()
+            .any(|k| k.family() == "uniform"),
+        software
+    );
+    let wt = Array::from_slice(&ws, &[n, k], &d).unwrap().transpose();
+    let (got, _) = run(&d, &x, &wt);
+    assert_eq!(d.take_uncaptured_errors(), Vec::<String>::new());
+    assert!(
+        d.gemm_kernel(DType::F32, ShapeClass::GemvT).is_some(),
+        "tuned"
+    );
+    let err = rel_frobenius(&got, &matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n));
+    assert!(err < TOL, "w.T: error {err}");
 }
 
 /// K = 0 through views of a buffer large enough for the family: the

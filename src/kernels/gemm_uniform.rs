@@ -1,7 +1,17 @@
-//! The uniform-window matrix-vector family (`wgsl/gemm_uniform.wgsl`,
-//! `GemmKernel::Uniform`): on software adapters, `x @ B` for one row of A,
-//! with B read through uniform-buffer bindings of 64 KiB ("windows") that
-//! each hold whole rows of B, and as many dispatches as K needs.
+//! The uniform-window matrix-vector family (`GemmKernel::Uniform`): on
+//! software adapters, `x @ B` for one row of A, with B read through
+//! uniform-buffer bindings of 64 KiB ("windows") that each hold whole lines
+//! of B, in as many dispatches as B needs. It has two kernels, chosen by
+//! B's layout:
+//! * the column kernel (`wgsl/gemm_uniform.wgsl`) for B unit-stride along
+//!   n (row-major `x @ w`): windows of B's rows; a thread owns column
+//!   quads and walks K, and the dispatches after the first add to the
+//!   output;
+//! * the row kernel (`wgsl/gemm_uniform_rows.wgsl`) for B unit-stride along
+//!   K (`x @ w.T` of a row-major `w`, a Linear layer's weight): windows of
+//!   B's columns (W's rows), A's row in one more uniform binding, eight
+//!   lanes per column summing across K, and each dispatch storing columns
+//!   of its own.
 //!
 //! Why: Mesa's llvmpipe (lavapipe, and llvmpipe behind GL) compiles every
 //! storage-buffer load to a loop over the SIMD lanes, with a bounds check
@@ -11,11 +21,23 @@
 //! loaded float, so the load decides; see docs/PERFORMANCE.md for the
 //! measurements.
 //!
-//! This module writes the kernel's generated parts ([`subs`]) and places
-//! the windows ([`plan`]); `matmul::dispatches` builds the dispatches.
+//! This module writes the kernels' generated parts ([`subs`],
+//! [`row_subs`]) and places the windows ([`plan`], [`a_window`]);
+//! `matmul::dispatches` builds the dispatches.
 
 use super::matmul::{GemmKernel, indent};
 use super::{Context, Operand, WINDOW_BYTES};
+
+/// The row kernel's lanes per column: llvmpipe's SIMD width on x86 (eight
+/// f32 lanes of AVX2), so one SIMD group reads one column.
+pub(crate) const ROW_LANES: u32 = 8;
+
+/// The row kernel's columns per workgroup. Two, because a window holds as
+/// few as 4 columns (K = 4096): lavapipe, 1 x 4096 x 4096, same run
+/// (2026-12-02): 2 columns 18.7 ms, 1 column 18.3, 4 columns 24.4, against
+/// 1.079 / 1.156 ms (4 / 2) at 1 x 384 x 1152; 16 lanes per column were
+/// slower at every shape but 4096 x 4096.
+pub(crate) const ROW_GROUP: u32 = 2;
 
 /// The most windows one dispatch binds: WebGPU's default of 12 uniform
 /// buffers per stage is the floor of what adapters offer, and lavapipe
@@ -35,8 +57,8 @@ pub(crate) fn windows(cx: &Context) -> u32 {
         .min(MAX_WINDOWS)
 }
 
-/// Parameter words after the GEMM's own: `first` (a vec4) and one vec4
-/// per window.
+/// Parameter words after the GEMM's own: `first` (a vec4; the column
+/// kernel's first-dispatch flag) and one vec4 per window of B.
 pub(crate) fn extra_words(windows: u32) -> usize {
     4 + 4 * windows as usize
 }
@@ -47,7 +69,7 @@ pub(crate) fn params_field(windows: u32) -> String {
     format!("    first: vec4<u32>,\n    win: array<vec4<u32>, {windows}>,")
 }
 
-/// The family's substitutions for `windows` windows (bindings from
+/// The column kernel's substitutions for `windows` windows (bindings from
 /// `first_binding` on): the window declarations, the generated
 /// declarations, the per-window loops and the stores.
 pub(crate) fn subs(
@@ -105,87 +127,160 @@ pub(crate) fn subs(
     ]
 }
 
-/// Where one dispatch's windows lie: per window the byte offset of its
-/// 64 KiB in B's buffer and its parameter words (first row, end row, the
-/// quad of B's buffer where the window starts, 0).
-pub(crate) struct Window {
+/// Where one window of B lies: the byte offset of its 64 KiB in B's buffer
+/// and its parameter words (first line, end line, the quad of B's buffer
+/// where the window starts, 0).
+pub(crate) struct Placement {
     pub offset: u64,
     pub words: [u32; 4],
 }
 
 /// The windows of a `[1, k] x [k, n]` product with B `b` on `cx`'s device,
 /// grouped `windows` to a dispatch (the last dispatch's unused windows
-/// repeat its last one with no rows), or `None` when the family cannot
-/// read this B: its buffer lacks `UNIFORM` usage or is smaller than a
+/// repeat its last one with no lines), or `None` when the family cannot
+/// read this B. With `along_k` false a line is a row of B (`n` elements
+/// along n, the column kernel's), with `along_k` true a column (`k`
+/// elements along K, the row kernel's).
+///
+/// `None` when B's buffer lacks `UNIFORM` usage or is smaller than a
 /// window, its size or the device's uniform offset alignment is not a
-/// multiple of 16 bytes, B is not unit-stride along n with its offset and
-/// row stride multiples of four elements, or a row (`n` floats, padded to
-/// the alignment) does not fit in one window.
+/// multiple of 16 bytes, B is not unit-stride along its lines, its offset
+/// or line stride is not a multiple of four elements, or a line (padded
+/// to the alignment) does not fit in one window.
 pub(crate) fn plan(
     cx: &Context,
     b: &Operand<'_>,
     k: usize,
     n: usize,
+    along_k: bool,
     windows: u32,
-) -> Option<Vec<Vec<Window>>> {
+) -> Option<Vec<Vec<Placement>>> {
     let size = b.buffer.size();
     let align = (cx.limits.min_uniform_buffer_offset_alignment as u64).max(16);
-    // Strides over [batch0..batch3, rows, cols].
-    let (row_stride, col_stride) = (b.strides[4], b.strides[5]);
-    let rs = if k == 1 { 0 } else { row_stride };
+    // Strides over [batch0..batch3, rows, cols]: the step between lines
+    // and the step along one.
+    let (lines, len, stride, step) = if along_k {
+        (n, k, b.strides[5], b.strides[4])
+    } else {
+        (k, n, b.strides[4], b.strides[5])
+    };
+    let stride = if lines == 1 { 0 } else { stride };
     if windows == 0
         || !b.buffer.usage().contains(wgpu::BufferUsages::UNIFORM)
         || size < WINDOW_BYTES
         || !size.is_multiple_of(align)
         || !align.is_multiple_of(16)
-        || (n > 1 && col_stride != 1)
-        || !n.is_multiple_of(4)
-        || rs < 0
-        || rs % 4 != 0
+        || (len > 1 && step != 1)
+        || !len.is_multiple_of(4)
+        || stride < 0
+        || stride % 4 != 0
         || !b.offset.is_multiple_of(4)
-        || 4 * n as u64 + align > WINDOW_BYTES
+        || 4 * len as u64 + align > WINDOW_BYTES
     {
         return None;
     }
-    let (rs, off) = (rs as u64, b.offset as u64);
+    let (stride, off) = (stride as u64, b.offset as u64);
+    let (lines, len) = (lines as u64, len as u64);
     let mut all = Vec::new();
-    let mut row = 0u64;
-    let k = k as u64;
-    while row < k {
-        let mut group: Vec<Window> = Vec::with_capacity(windows as usize);
+    let mut line = 0u64;
+    while line < lines {
+        let mut group: Vec<Placement> = Vec::with_capacity(windows as usize);
         for _ in 0..windows {
-            if row == k {
+            if line == lines {
                 let last = group.last().expect("a window per dispatch");
-                let words = [k as u32, k as u32, last.words[2], 0];
-                group.push(Window {
+                let words = [lines as u32, lines as u32, last.words[2], 0];
+                group.push(Placement {
                     offset: last.offset,
                     words,
                 });
                 continue;
             }
-            let start = 4 * (off + row * rs);
+            let start = 4 * (off + line * stride);
             let mut offset = start / align * align;
             if offset + WINDOW_BYTES > size {
                 // The last window of the buffer ends at its end (then
-                // `offset` is still at most `start`, as the product's rows
+                // `offset` is still at most `start`, as the product's lines
                 // lie inside the buffer).
                 offset = size - WINDOW_BYTES;
             }
-            // The rows whose n floats end inside the window: row r ends at
-            // byte 4 (off + r rs + n).
+            // The lines whose `len` elements end inside the window: line l
+            // ends at byte 4 (off + l stride + len).
             let end_elem = (offset + WINDOW_BYTES) / 4;
-            let last = (end_elem - off - n as u64)
-                .checked_div(rs)
-                .map_or(k - 1, |r| r.min(k - 1));
+            let last = (end_elem - off - len)
+                .checked_div(stride)
+                .map_or(lines - 1, |l| l.min(lines - 1));
             let end = last + 1;
-            debug_assert!(end > row && offset <= start);
-            group.push(Window {
+            debug_assert!(end > line && offset <= start);
+            group.push(Placement {
                 offset,
-                words: [row as u32, end as u32, (offset / 16) as u32, 0],
+                words: [line as u32, end as u32, (offset / 16) as u32, 0],
             });
-            row = end;
+            line = end;
         }
         all.push(group);
     }
     Some(all)
+}
+
+/// The row kernel's binding of A's row on `cx`'s device: the byte offset
+/// of its `4 k` bytes in A's buffer, or `None` when A's buffer lacks
+/// `UNIFORM` usage, A is not unit-stride along K, or its first element's
+/// byte offset is not a multiple of the device's uniform offset alignment
+/// (then the register tile runs the product). `k` is a multiple of four
+/// that [`plan`] accepted, so `4 k` bytes fit in one window.
+pub(crate) fn a_window(cx: &Context, a: &Operand<'_>, k: usize) -> Option<u64> {
+    let align = cx.limits.min_uniform_buffer_offset_alignment as u64;
+    let offset = 4 * a.offset as u64;
+    let bytes = 4 * k as u64;
+    (a.buffer.usage().contains(wgpu::BufferUsages::UNIFORM)
+        && (k == 1 || a.strides[5] == 1)
+        && offset.is_multiple_of(align)
+        && offset + bytes <= a.buffer.size()
+        && bytes <= cx.limits.max_uniform_buffer_binding_size)
+        .then_some(offset)
+}
+
+/// The row kernel's substitutions for `windows` windows of B and A's row of
+/// `a_quads` quads (bindings from `first_binding` on, A's last).
+pub(crate) fn row_subs(
+    windows: u32,
+    a_quads: u32,
+    first_binding: u32,
+) -> Vec<(&'static str, String)> {
+    let quads = WINDOW_BYTES / 16;
+    let mut bindings: Vec<String> = (0..windows)
+        .map(|j| {
+            format!(
+                "@group(0) @binding({}) var<uniform> w{j}: array<vec4<f32>, {quads}>;",
+                first_binding + j
+            )
+        })
+        .collect();
+    bindings.push(format!(
+        "@group(0) @binding({}) var<uniform> x: array<vec4<f32>, {a_quads}>;",
+        first_binding + windows
+    ));
+    let mut loops = Vec::new();
+    for j in 0..windows {
+        loops.extend([
+            "{".to_string(),
+            format!("    let c = min(p.win[{j}].x + t0 + lid.y, p.win[{j}].y - 1u);"),
+            format!("    let r = col_quad0 + c * col_quads - p.win[{j}].z;"),
+            "    var acc = vec4<f32>(0.0);".into(),
+            "    for (var q = lid.x; q < XQ; q += LANES) {".into(),
+            format!("        acc = fma(x[q], w{j}[r + q], acc);"),
+            "    }".into(),
+            format!("    part[({j}u * ROWS + lid.y) * LANES + lid.x] = acc;"),
+            "}".into(),
+        ]);
+    }
+    vec![
+        ("LANES", ROW_LANES.to_string()),
+        ("ROWS", ROW_GROUP.to_string()),
+        ("WINDOW_COUNT", windows.to_string()),
+        ("XQ", a_quads.to_string()),
+        ("PART", (windows * ROW_GROUP * ROW_LANES).to_string()),
+        ("WINDOW_BINDINGS", bindings.join("\n")),
+        ("WINDOWS", indent(loops, 1)),
+    ]
 }

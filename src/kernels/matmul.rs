@@ -16,8 +16,8 @@ use super::epilogue::{self, Epilogue, GEMM_WORDS};
 use super::program::Program;
 use super::{
     Context, Dispatch, GEMM, GEMM_COOP, GEMM_EPILOGUE, GEMM_SHARED, GEMM_SPLITK, GEMM_UNIFORM,
-    Kernel, MATMUL_NAIVE, Operand, Params, QuickKey, Spec, gemm_coop, gemm_shared, gemm_splitk,
-    gemm_uniform,
+    GEMM_UNIFORM_ROWS, Kernel, MATMUL_NAIVE, Operand, Params, QuickKey, Spec, WINDOW_BYTES, Window,
+    gemm_coop, gemm_shared, gemm_splitk, gemm_uniform,
 };
 use crate::DType;
 use crate::Result;
@@ -631,11 +631,20 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
             && seen.insert(kernel)
         {
             for has_bias in [false, true] {
-                out.push(uniform_variant(kernel, has_bias).spec(
+                out.push(uniform_variant(kernel, has_bias, 0).spec(
                     32,
                     gemm_uniform::MAX_WINDOWS,
                     None,
                 ));
+                // The row kernel at the smallest, a typical and the
+                // largest A row (4, 384 and 16384 floats).
+                for a_quads in [1, 96, 4096] {
+                    out.push(uniform_variant(kernel, has_bias, a_quads).spec(
+                        32,
+                        gemm_uniform::MAX_WINDOWS,
+                        None,
+                    ));
+                }
             }
         }
     }
@@ -673,6 +682,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                                         // Both store forms, without
                                         // doubling the list.
                                         looped_stores: k_tail,
+                                        a_quads: 0,
                                     }
                                     .spec(32, 0, None),
                                 );
@@ -698,6 +708,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                     k_tail,
                     scalar_staging: false,
                     looped_stores: false,
+                    a_quads: 0,
                 };
                 out.push(variant.spec(32, 0, Some(&sample)));
             }
@@ -716,6 +727,7 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                                 k_tail: true,
                                 scalar_staging: true,
                                 looped_stores: false,
+                                a_quads: 0,
                             }
                             .spec(32, 0, None),
                         );
@@ -759,6 +771,7 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
             k_tail,
             scalar_staging: false,
             looped_stores: false,
+            a_quads: 0,
         }
         .spec(32, 0, sample.as_ref());
         out.push((spec, kernel, caps));
@@ -1432,12 +1445,17 @@ pub(crate) struct GemmVariant {
     /// measurable per call. GPUs keep them straight-line (a dynamically
     /// indexed array of accumulators may live in local memory there).
     looped_stores: bool,
+    /// The uniform family's row kernel (B read along K): A's row as a
+    /// uniform binding of this many quads (K / 4). 0 for the column kernel
+    /// and every other family.
+    a_quads: u32,
 }
 
 impl GemmVariant {
     /// The variant as one line of text (the tuning file's warm-up list):
     /// `float32;register 8 8 16 4;inner;pair;` then the five flags as 0 or 1
-    /// (`out_vec`, `has_bias`, `k_tail`, `scalar_staging`, `looped_stores`).
+    /// (`out_vec`, `has_bias`, `k_tail`, `scalar_staging`, `looped_stores`),
+    /// and for the uniform row kernel `;` and its `a_quads`.
     pub(crate) fn key(self) -> String {
         let flags = [
             self.out_vec,
@@ -1448,8 +1466,13 @@ impl GemmVariant {
         ]
         .map(|b| if b { "1" } else { "0" })
         .concat();
+        let rows = if self.a_quads > 0 {
+            format!(";{}", self.a_quads)
+        } else {
+            String::new()
+        };
         format!(
-            "{};{};{};{};{flags}",
+            "{};{};{};{};{flags}{rows}",
             self.dtype.name(),
             self.kernel,
             self.a_mode.name(),
@@ -1475,7 +1498,12 @@ impl GemmVariant {
             && self.scalar_staging == scalar_staging(cx, self.kernel)
             && self.looped_stores == looped_stores(cx, self.kernel)
             && (!matches!(self.kernel, GemmKernel::Uniform { .. })
-                || self == &uniform_variant(self.kernel, self.has_bias))
+                || self == &uniform_variant(self.kernel, self.has_bias, self.a_quads))
+            && (self.a_quads == 0
+                || matches!(self.kernel, GemmKernel::Uniform { .. })
+                    && gemm_uniform::windows(cx) >= 2
+                    && 16 * self.a_quads as u64
+                        <= cx.limits.max_uniform_buffer_binding_size.min(WINDOW_BYTES))
     }
 
     /// The variant [`GemmVariant::key`] wrote, or `None` for any other text.
@@ -1491,6 +1519,10 @@ impl GemmVariant {
         };
         let (a_mode, b_mode) = (mode()?, mode()?);
         let flags = parts.next()?.as_bytes();
+        let a_quads = match parts.next() {
+            None => 0,
+            Some(q) => q.parse().ok().filter(|&q| q > 0)?,
+        };
         if parts.next().is_some() || flags.len() != 5 || !flags.iter().all(|b| b"01".contains(b)) {
             return None;
         }
@@ -1505,6 +1537,7 @@ impl GemmVariant {
             k_tail: flag(2),
             scalar_staging: flag(3),
             looped_stores: flag(4),
+            a_quads,
         })
     }
 
@@ -1533,6 +1566,7 @@ impl GemmVariant {
             k_tail,
             scalar_staging,
             looped_stores,
+            a_quads,
         } = self;
         let mut pair_text = String::new();
         let mut pairs = |name: &str| {
@@ -1633,11 +1667,20 @@ impl GemmVariant {
                     epilogue.is_none(),
                     "the uniform family has no fused epilogue"
                 );
-                epilogue_params = gemm_uniform::params_field(windows);
-                (
-                    &GEMM_UNIFORM,
-                    gemm_uniform::subs(kernel, windows, out_binding as u32 + 1),
-                )
+                if a_quads > 0 {
+                    // The row kernel: one of the device's windows is A's.
+                    epilogue_params = gemm_uniform::params_field(windows - 1);
+                    (
+                        &GEMM_UNIFORM_ROWS,
+                        gemm_uniform::row_subs(windows - 1, a_quads, out_binding as u32 + 1),
+                    )
+                } else {
+                    epilogue_params = gemm_uniform::params_field(windows);
+                    (
+                        &GEMM_UNIFORM,
+                        gemm_uniform::subs(kernel, windows, out_binding as u32 + 1),
+                    )
+                }
             }
         };
         subs.extend([
@@ -1665,8 +1708,12 @@ impl GemmVariant {
         let Some(e) = epilogue else {
             let (mut spec, family) = family.spec_with_bindings(&subs, reads, 1);
             if let GemmKernel::Uniform { .. } = kernel {
-                spec.windows = windows;
-                spec.params = (GEMM_WORDS + gemm_uniform::extra_words(windows))
+                let b_windows = if a_quads > 0 { windows - 1 } else { windows };
+                spec.windows = vec![WINDOW_BYTES; b_windows as usize];
+                if a_quads > 0 {
+                    spec.windows.push(16 * a_quads as u64);
+                }
+                spec.params = (GEMM_WORDS + gemm_uniform::extra_words(b_windows))
                     .next_multiple_of(super::PARAMS_WORDS) as u32;
             }
             return (spec, family);
@@ -1748,27 +1795,34 @@ pub(crate) fn gemm(cx: &Context, g: &mut Gemm<'_>) -> Result<Vec<Dispatch>> {
 }
 
 /// The one specialisation of the uniform family for `kernel` (with or
-/// without a bias): f32, A read one element at a time, B along n, vector
-/// stores, no K tail.
-fn uniform_variant(kernel: GemmKernel, has_bias: bool) -> GemmVariant {
+/// without a bias), f32 with no K tail, A read one element at a time. With
+/// `a_quads` 0 the column kernel (B along n, vector stores); otherwise the
+/// row kernel (A's row as a uniform binding of `a_quads` quads, B through
+/// its windows alone, so its storage bindings are declared one element at
+/// a time; one store per column).
+fn uniform_variant(kernel: GemmKernel, has_bias: bool, a_quads: u32) -> GemmVariant {
+    let rows = a_quads > 0;
     GemmVariant {
         dtype: DType::F32,
         kernel,
         a_mode: Mode::Scalar,
-        b_mode: Mode::Inner,
-        out_vec: true,
+        b_mode: if rows { Mode::Scalar } else { Mode::Inner },
+        out_vec: !rows,
         has_bias,
         k_tail: false,
         scalar_staging: false,
         looped_stores: false,
+        a_quads,
     }
 }
 
 /// The dispatches of the uniform family (`GemmKernel::Uniform`), or `None`
 /// for a product it cannot run: not f32, a batch, more than one row, K = 0,
-/// a fused epilogue, or a B that `gemm_uniform::plan` cannot place in
-/// windows. One dispatch per group of windows; the first stores, the
-/// later ones add.
+/// a fused epilogue, or operands that `gemm_uniform::plan` and
+/// `gemm_uniform::a_window` cannot place in windows. B unit-stride along K
+/// and not along n takes the row kernel (every dispatch stores columns of
+/// its own); any other B the column kernel (one dispatch per group of
+/// windows, the first storing and the later ones adding).
 ///
 /// # Errors
 /// As [`gemm`].
@@ -1784,10 +1838,30 @@ fn uniform_dispatches(
     if !usable(cx, kernel, g.dtype) || batch != 1 || g.m != 1 || g.k == 0 || g.epilogue.is_some() {
         return Ok(None);
     }
-    let Some(plan) = gemm_uniform::plan(cx, &g.b, g.k, g.n, windows) else {
+    // The tuning's test of a transposed B (`ShapeClass` proxies).
+    let along_k = row_stride(&g.b) == 1 && col_stride(&g.b) != 1;
+    let b_windows = if along_k {
+        windows.saturating_sub(1)
+    } else {
+        windows
+    };
+    let Some(plan) = gemm_uniform::plan(cx, &g.b, g.k, g.n, along_k, b_windows) else {
         return Ok(None);
     };
-    let variant = uniform_variant(kernel, g.bias.is_some());
+    let a_window = if along_k {
+        match gemm_uniform::a_window(cx, &g.a, g.k) {
+            Some(offset) => Some(Window {
+                buffer: g.a.buffer.clone(),
+                offset,
+                size: 4 * g.k as u64,
+            }),
+            None => return Ok(None),
+        }
+    } else {
+        None
+    };
+    let a_quads = if along_k { (g.k / 4) as u32 } else { 0 };
+    let variant = uniform_variant(kernel, g.bias.is_some(), a_quads);
     let pipeline = cx.cache.get_quick(QuickKey::Gemm(variant), || {
         variant.spec(cx.subgroup_min_size, windows, None)
     })?;
@@ -1798,19 +1872,36 @@ fn uniform_dispatches(
     }
     buffers.push(g.out.clone());
     let (_, cols) = kernel.block();
-    let groups = g.n.div_ceil(cols) as u32;
     let mut out = Vec::with_capacity(plan.len());
     for (i, group) in plan.iter().enumerate() {
+        // The column kernel's dispatches cover every column; the row
+        // kernel's the most columns a window of this one holds.
+        let groups = if along_k {
+            let most = group.iter().map(|w| w.words[1] - w.words[0]).max();
+            most.unwrap_or(0).div_ceil(gemm_uniform::ROW_GROUP)
+        } else {
+            g.n.div_ceil(cols) as u32
+        };
         let mut extra = vec![(i == 0) as u32, 0, 0, 0];
         extra.extend(group.iter().flat_map(|w| w.words));
+        let mut bound: Vec<Window> = group
+            .iter()
+            .map(|w| Window {
+                buffer: g.b.buffer.clone(),
+                offset: w.offset,
+                size: WINDOW_BYTES,
+            })
+            .collect();
+        bound.extend(a_window.iter().map(|w| Window {
+            buffer: w.buffer.clone(),
+            offset: w.offset,
+            size: w.size,
+        }));
         out.push(Dispatch {
             pipeline: pipeline.clone(),
             params: gemm_params(g, extra)?.words(),
             buffers: buffers.clone(),
-            windows: group
-                .iter()
-                .map(|w| (g.b.buffer.clone(), w.offset))
-                .collect(),
+            windows: bound,
             workgroups: [groups, 1, 1],
         });
     }
@@ -1943,6 +2034,7 @@ pub(crate) fn dispatches(
         k_tail: !k.is_multiple_of(kernel.k_step()),
         scalar_staging: scalar_staging(cx, kernel),
         looped_stores: looped_stores(cx, kernel),
+        a_quads: 0,
     };
     let epi_words = match g.epilogue.as_mut() {
         Some(e) => epilogue::params(e)?,

@@ -333,6 +333,16 @@ pub(crate) static GEMM_UNIFORM: Kernel = Kernel {
     writes: 1,
 };
 
+/// The uniform-window matrix-vector GEMM's kernel for B read along K
+/// (`wgsl/gemm_uniform_rows.wgsl`, `gemm_uniform.rs`).
+pub(crate) static GEMM_UNIFORM_ROWS: Kernel = Kernel {
+    name: "gemm_uniform_rows",
+    prelude: &[GEMM_COMMON],
+    source: include_str!("../../wgsl/gemm_uniform_rows.wgsl"),
+    reads: 2,
+    writes: 1,
+};
+
 /// The cooperative-matrix GEMM (`wgsl/gemm_coop.wgsl`, `gemm_coop.rs`).
 pub(crate) static GEMM_COOP: Kernel = Kernel {
     name: "gemm_coop",
@@ -392,12 +402,13 @@ pub(crate) struct Spec {
     pub writes: u32,
     /// Words of the parameter block (a multiple of [`PARAMS_WORDS`]).
     pub params: u32,
-    /// Uniform-buffer windows of [`WINDOW_BYTES`] after the storage
-    /// bindings (`GemmKernel::Uniform`); 0 for every other kernel.
-    pub windows: u32,
+    /// Uniform-buffer windows after the storage bindings, each its binding
+    /// size in bytes (at most [`WINDOW_BYTES`]; `GemmKernel::Uniform`);
+    /// empty for every other kernel.
+    pub windows: Vec<u64>,
 }
 
-/// The size of one uniform-buffer window (`Spec::windows`), in bytes:
+/// The largest uniform-buffer window (`Spec::windows`), in bytes:
 /// WebGPU's default `max_uniform_buffer_binding_size`.
 pub(crate) const WINDOW_BYTES: u64 = 65536;
 
@@ -422,7 +433,7 @@ impl Kernel {
                 reads,
                 writes,
                 params: PARAMS_WORDS as u32,
-                windows: 0,
+                windows: Vec::new(),
             },
             self,
         )
@@ -483,9 +494,9 @@ pub(crate) fn recording_created<R>(f: impl FnOnce() -> R) -> (R, Vec<u64>) {
     (r, created)
 }
 
-/// Read-only and read-write storage bindings, words of parameters, and
-/// uniform windows.
-type LayoutKey = (u32, u32, u32, u32);
+/// Read-only and read-write storage bindings, words of parameters, and the
+/// uniform windows' sizes in bytes.
+type LayoutKey = (u32, u32, u32, Vec<u64>);
 
 /// The per-device pipeline cache, keyed by kernel and specialisation.
 ///
@@ -831,11 +842,11 @@ impl KernelCache {
         reads: u32,
         writes: u32,
         params: u32,
-        windows: u32,
+        windows: &[u64],
     ) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
         let mut layouts = self.layouts.lock().unwrap_or_else(|e| e.into_inner());
         layouts
-            .entry((reads, writes, params, windows))
+            .entry((reads, writes, params, windows.to_vec()))
             .or_insert_with(|| {
                 let mut entries = vec![wgpu::BindGroupLayoutEntry {
                     binding: 0,
@@ -861,14 +872,14 @@ impl KernelCache {
                         count: None,
                     });
                 }
-                for i in 0..windows {
+                for (i, &size) in (0..).zip(windows) {
                     entries.push(wgpu::BindGroupLayoutEntry {
                         binding: 1 + reads + writes + i,
                         visibility: wgpu::ShaderStages::COMPUTE,
                         ty: wgpu::BindingType::Buffer {
                             ty: wgpu::BufferBindingType::Uniform,
                             has_dynamic_offset: false,
-                            min_binding_size: wgpu::BufferSize::new(WINDOW_BYTES),
+                            min_binding_size: wgpu::BufferSize::new(size),
                         },
                         count: None,
                     });
@@ -935,7 +946,7 @@ impl KernelCache {
         validate(&module, &source, &label, naga::valid::Capabilities::all())?;
         let parsed = started.elapsed();
         let (layout, pipeline_layout) =
-            self.layout(spec.reads, spec.writes, spec.params, spec.windows);
+            self.layout(spec.reads, spec.writes, spec.params, &spec.windows);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
         // The module naga already parsed, not its text: wgpu would parse
@@ -1100,11 +1111,19 @@ pub(crate) struct Dispatch {
     /// A multiple of [`PARAMS_WORDS`] words, as the kernel declares.
     pub params: Vec<u32>,
     pub buffers: Vec<wgpu::Buffer>,
-    /// Uniform-buffer windows (`Spec::windows`): each a buffer and the byte
-    /// offset of its [`WINDOW_BYTES`], bound after `buffers`. Empty for
-    /// every kernel but `GemmKernel::Uniform`.
-    pub windows: Vec<(wgpu::Buffer, u64)>,
+    /// Uniform-buffer windows (`Spec::windows`), bound after `buffers`.
+    /// Empty for every kernel but `GemmKernel::Uniform`.
+    pub windows: Vec<Window>,
     pub workgroups: [u32; 3],
+}
+
+/// One uniform-buffer binding of a dispatch: `size` bytes of `buffer` from
+/// byte `offset` (a multiple of the adapter's
+/// `min_uniform_buffer_offset_alignment`).
+pub(crate) struct Window {
+    pub buffer: wgpu::Buffer,
+    pub offset: u64,
+    pub size: u64,
 }
 
 /// The bind group of dispatch `d`: its parameter slot of `params` (bound
@@ -1129,13 +1148,13 @@ pub(crate) fn bind_group(
             resource: b.as_entire_binding(),
         });
     }
-    for (i, (b, offset)) in d.windows.iter().enumerate() {
+    for (i, w) in d.windows.iter().enumerate() {
         entries.push(wgpu::BindGroupEntry {
             binding: 1 + (d.buffers.len() + i) as u32,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: b,
-                offset: *offset,
-                size: wgpu::BufferSize::new(WINDOW_BYTES),
+                buffer: &w.buffer,
+                offset: w.offset,
+                size: wgpu::BufferSize::new(w.size),
             }),
         });
     }
