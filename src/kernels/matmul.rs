@@ -265,20 +265,26 @@ pub enum GemmKernel {
     /// for `Shared`).
     /// `half`: f16 fragments (for f16 operands), else f32.
     Coop { size: u32, half: bool, frags: u32 },
-    /// Matrix-vector through uniform-buffer windows
-    /// (`wgsl/gemm_uniform.wgsl`, software adapters only): for `m = 1`, f32,
-    /// a B unit-stride along n, `wg_x` threads per workgroup, each `4 nv`
-    /// columns, B read through up to 14 uniform-buffer bindings of 64 KiB
-    /// per dispatch, each holding whole rows, and as many dispatches as K
-    /// needs (the first stores, the later ones add). Why: Mesa's llvmpipe
-    /// (lavapipe and llvmpipe GL) runs every storage-buffer load as a loop
-    /// over the SIMD lanes with a bounds check per lane, but gathers a
-    /// uniform-buffer load in one pass; at MiniLM's shapes the uniform
-    /// loads run 2x to 3x faster (docs/PERFORMANCE.md). Products it cannot
-    /// run (another dtype or layout, a batch, a fused epilogue, a B buffer
-    /// without `UNIFORM` usage or under 64 KiB, a row over 64 KiB) fall
-    /// back to the register family's tile for their shape class. Limits:
-    /// `wg_x` from 1 to 256, `nv` from 1 to 16.
+    /// Matrix-vector through uniform-buffer windows (software adapters
+    /// only), for `m = 1` and f32, with B read through up to 14
+    /// uniform-buffer bindings of 64 KiB per dispatch, each holding whole
+    /// lines of B. For B unit-stride along n (`x @ w`,
+    /// `wgsl/gemm_uniform.wgsl`): `wg_x` threads per workgroup, each `4 nv`
+    /// columns, windows of B's rows, and as many dispatches as K needs (the
+    /// first stores, the later ones add). For B unit-stride along K
+    /// (`x @ w.T` with `w: [N, K]` row-major, `wgsl/gemm_uniform_rows.wgsl`):
+    /// one geometry whatever `wg_x` and `nv` say (8 lanes per column, 2
+    /// columns per workgroup), windows of W's rows, A's row as one more
+    /// uniform binding, and as many dispatches as N needs. Why: Mesa's
+    /// llvmpipe (lavapipe and llvmpipe GL) runs every storage-buffer load
+    /// as a loop over the SIMD lanes with a bounds check per lane, but
+    /// gathers a uniform-buffer load in one pass; the family runs 2x to 3x
+    /// the register tiles (docs/PERFORMANCE.md). Products it cannot run
+    /// (another dtype, a batch, a fused epilogue, a B buffer without
+    /// `UNIFORM` usage or under 64 KiB, a line of B over 64 KiB; with B
+    /// along K, a K not a multiple of four or an A that is strided or at an
+    /// unaligned offset) fall back to the register family's tile for their
+    /// shape class. Limits: `wg_x` from 1 to 256, `nv` from 1 to 16.
     Uniform { wg_x: u32, nv: u32 },
 }
 

@@ -830,8 +830,8 @@ pub(crate) fn candidates(
         // those by up to 2x; with B transposed the split-K kernel leads
         // from K = 4096 on and the narrow tile below. (Where the uniform
         // family cannot run a product, it takes `register`.) With B
-        // transposed the uniform family's row kernel leads too (2.2x to
-        // 3x those; one candidate, as its geometry is fixed).
+        // transposed the uniform family's row kernel leads too (1.2x to
+        // 3x those, 2026-12-02; one candidate, as its geometry is fixed).
         (ShapeClass::Gemv, true) => vec![
             uniform(8),
             uniform(16),
