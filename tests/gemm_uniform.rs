@@ -27,6 +27,26 @@ const KERNELS: [&str; 2] = ["uniform 8 8", "uniform 8 4"];
 /// f32 products over K of up to a few thousand random terms in [-1, 1).
 const TOL: f64 = 2e-6;
 
+/// The tuning reports this binary logged (`wgarray: tuned the ...`).
+static TUNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+struct Recorder;
+
+impl log::Log for Recorder {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Info
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        let line = r.args().to_string();
+        if line.starts_with("wgarray: tuned the") {
+            TUNINGS.lock().unwrap().push(line);
+        }
+    }
+    fn flush(&self) {}
+}
+
+static RECORDER: Recorder = Recorder;
+
 /// Force `kernel` on `d` and say whether the family runs there: on a
 /// software adapter it must; on any other the forcing must fail with
 /// `InvalidArgument`, and the caller's test has nothing more to check.
@@ -282,20 +302,22 @@ fn the_row_kernel_matches_the_reference_in_one_and_many_dispatches() {
         if !forced(&d, kernel) {
             return;
         }
-        // (k, n) of `x @ w.T`, w [n, k]: 256 columns per window; MiniLM's
-        // three shapes (3 dispatches each at 13 windows of B); odd n, from
-        // 4 to 10 columns per window; a K of 1024 columns per window, the
-        // largest K with whole rows of 256 bytes.
+        // (k, n) of `x @ w.T`, w [n, k], each in more than one dispatch
+        // (so the count tells the row kernel from the register tile): 256
+        // columns per window; MiniLM's three shapes (3 dispatches each at
+        // 13 windows of B); odd n, 10 and 4 columns per window; one column
+        // per window at the largest K whose rows are whole multiples of
+        // 256 bytes and fit in a window beside its alignment.
         for (k, n) in [
-            (64, 1025),
+            (64, 3329),
             (384, 1152),
             (384, 1536),
             (1536, 384),
-            (1536, 33),
-            (4096, 33),
+            (1536, 131),
+            (4096, 53),
             (1024, 3072),
             (4096, 1025),
-            (16128, 7),
+            (16128, 14),
         ] {
             poison_pool(&d, 1 << 16);
             let xs = rng.vec_f32(k);
@@ -310,6 +332,7 @@ fn the_row_kernel_matches_the_reference_in_one_and_many_dispatches() {
                 expected_row_dispatches(&d, k, n),
                 "{kernel} 1x{k}x{n} w.T: dispatches"
             );
+            assert!(used > 1, "{kernel} 1x{k}x{n} w.T: the case's premise");
         }
     }
     d.set_gemm_kernel(None).unwrap();
@@ -405,7 +428,14 @@ fn what_the_row_kernel_cannot_run_takes_the_register_tile() {
     // alignment of uniform offsets.
     for (what, k, n, ld, ax, a_off) in [
         ("K % 4 != 0", 301, 1152, 301, 1, 0),
-        ("a row over one window", 16384, 2, 16384, 1, 0),
+        (
+            "a row and its alignment over one window",
+            16384,
+            14,
+            16384,
+            1,
+            0,
+        ),
         ("W's row stride", 300, 1152, 302, 1, 0),
         ("A strided", 300, 1152, 300, 2, 0),
         ("A's offset", 300, 1152, 300, 1, 1),
@@ -433,6 +463,29 @@ fn what_the_row_kernel_cannot_run_takes_the_register_tile() {
         assert!(err < TOL, "{what}: error {err}");
         assert_eq!(used, 1, "{what}: one register dispatch");
     }
+    // B one column broadcast to N (stride 0 along n, 1 along K) in a
+    // buffer of more than one window: every column would share a window.
+    let (k, n) = (300, 140_000);
+    let big = rng.vec_f32(20_000);
+    let xs = rng.vec_f32(k);
+    let col = Array::from_slice(&big, &[20_000], &d)
+        .unwrap()
+        .slice(&[Slice::new(None, Some(k as isize), 1)])
+        .unwrap()
+        .reshape(&[k, 1])
+        .unwrap()
+        .broadcast_to(&[k, n])
+        .unwrap();
+    let x = Array::from_slice(&xs, &[1, k], &d).unwrap();
+    let (got, used) = run(&d, &x, &col);
+    let dot: f64 = xs
+        .iter()
+        .zip(&big)
+        .map(|(a, b)| *a as f64 * *b as f64)
+        .sum();
+    let err = rel_frobenius(&got, &vec![dot; n]);
+    assert!(err < TOL, "broadcast column: error {err}");
+    assert_eq!(used, 1, "broadcast column: one register dispatch");
     d.set_gemm_kernel(None).unwrap();
 }
 
@@ -461,6 +514,7 @@ fn outside_its_limits_is_an_invalid_argument() {
 /// validation error, and the kernel chosen computes the right product.
 #[test]
 fn tuning_times_the_family_without_a_validation_error() {
+    let _ = log::set_logger(&RECORDER).map(|()| log::set_max_level(log::LevelFilter::Info));
     let options = wgarray::DeviceOptions::from_env()
         .unwrap()
         .with_cache_dir(wgarray::tuning::CacheDir::Off);
@@ -503,6 +557,19 @@ fn tuning_times_the_family_without_a_validation_error() {
     );
     let err = rel_frobenius(&got, &matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n));
     assert!(err < TOL, "w.T: error {err}");
+    // The row kernel was timed (not skipped as unable to run the proxy).
+    if software {
+        let tunings = TUNINGS.lock().unwrap();
+        let report = tunings
+            .iter()
+            .find(|t| t.contains("float32 gemvt GEMM"))
+            .expect("a report of the gemvt tuning");
+        let timed = report
+            .split("uniform 8 8: ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+        assert!(timed, "{report}");
+    }
 }
 
 /// K = 0 through views of a buffer large enough for the family: the

@@ -145,8 +145,9 @@ pub(crate) struct Placement {
 /// `None` when B's buffer lacks `UNIFORM` usage or is smaller than a
 /// window, its size or the device's uniform offset alignment is not a
 /// multiple of 16 bytes, B is not unit-stride along its lines, its offset
-/// or line stride is not a multiple of four elements, or a line (padded
-/// to the alignment) does not fit in one window.
+/// or line stride is not a multiple of four elements (nor 0, for the row
+/// kernel, unless B has one column), or a line (padded to the alignment)
+/// does not fit in one window.
 pub(crate) fn plan(
     cx: &Context,
     b: &Operand<'_>,
@@ -173,6 +174,9 @@ pub(crate) fn plan(
         || (len > 1 && step != 1)
         || !len.is_multiple_of(4)
         || stride < 0
+        // A broadcast column of B (stride 0) would put all of N in one
+        // window: the row kernel's workgroups are the columns per window.
+        || (along_k && stride == 0 && lines > 1)
         || stride % 4 != 0
         || !b.offset.is_multiple_of(4)
         || 4 * len as u64 + align > WINDOW_BYTES
@@ -229,7 +233,8 @@ pub(crate) fn plan(
 /// (then the register tile runs the product). `k` is a multiple of four
 /// that [`plan`] accepted, so `4 k` bytes fit in one window.
 pub(crate) fn a_window(cx: &Context, a: &Operand<'_>, k: usize) -> Option<u64> {
-    let align = cx.limits.min_uniform_buffer_offset_alignment as u64;
+    // As `plan`'s: at least the 16 bytes of a quad.
+    let align = (cx.limits.min_uniform_buffer_offset_alignment as u64).max(16);
     let offset = 4 * a.offset as u64;
     let bytes = 4 * k as u64;
     (a.buffer.usage().contains(wgpu::BufferUsages::UNIFORM)
