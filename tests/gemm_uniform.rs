@@ -96,6 +96,30 @@ fn transposed(w: &[f32], n: usize, k: usize) -> Vec<f32> {
         .collect()
 }
 
+/// Rows `r0 .. r0 + rows` and columns `c0 .. c0 + cols` of a random
+/// `[stored_rows, stored_cols]` f32 matrix on `d`: the view, and its
+/// elements row-major on the host.
+fn view_of(
+    d: &Device,
+    rng: &mut Rng,
+    (rows, cols): (usize, usize),
+    (r0, c0): (usize, usize),
+    (stored_rows, stored_cols): (usize, usize),
+) -> (Array, Vec<f32>) {
+    let stored = rng.vec_f32(stored_rows * stored_cols);
+    let view = Array::from_slice(&stored, &[stored_rows, stored_cols], d)
+        .unwrap()
+        .slice(&[
+            Slice::new(Some(r0 as isize), Some((r0 + rows) as isize), 1),
+            Slice::new(Some(c0 as isize), Some((c0 + cols) as isize), 1),
+        ])
+        .unwrap();
+    let host = (r0..r0 + rows)
+        .flat_map(|r| stored[r * stored_cols + c0..r * stored_cols + c0 + cols].to_vec())
+        .collect();
+    (view, host)
+}
+
 /// `x @ b` evaluated, with the dispatches it took.
 fn run(d: &Device, x: &Array, b: &Array) -> (Vec<f32>, u64) {
     let before = d.dispatches();
@@ -185,23 +209,12 @@ fn views_of_a_and_b_read_through_unaligned_windows() {
     // B: rows 3 .. 3 + k and columns 64 .. 64 + n of a [k + 5, n + 132]
     // matrix (row stride n + 132, offset 3 (n + 132) + 64: windows start
     // inside a row). A: every other element of a [1, 2k] row.
-    let wide = n + 132;
-    let stored = rng.vec_f32((k + 5) * wide);
+    let (b, ws) = view_of(&d, &mut rng, (k, n), (3, 64), (k + 5, n + 132));
     let xs2 = rng.vec_f32(2 * k);
-    let big = Array::from_slice(&stored, &[k + 5, wide], &d).unwrap();
-    let b = big
-        .slice(&[
-            Slice::new(Some(3), Some(3 + k as isize), 1),
-            Slice::new(Some(64), Some(64 + n as isize), 1),
-        ])
-        .unwrap();
     let xrow = Array::from_slice(&xs2, &[1, 2 * k], &d).unwrap();
     let x = xrow
         .slice(&[Slice::FULL, Slice::new(None, None, 2)])
         .unwrap();
-    let ws: Vec<f32> = (0..k)
-        .flat_map(|i| stored[(3 + i) * wide + 64..(3 + i) * wide + 64 + n].to_vec())
-        .collect();
     let xs: Vec<f32> = xs2.iter().step_by(2).copied().collect();
     let (got, used) = run(&d, &x, &b);
     let err = rel_frobenius(&got, &matmul_ref(&xs, &ws, 1, 1, k, n));
@@ -385,23 +398,12 @@ fn the_row_kernel_reads_views_of_a_and_w() {
     // matrix (offset 3 (k + 36) + 8, row stride k + 36: both multiples of
     // four, not of a window's alignment). A: row 2 of a [3, k] matrix, at
     // byte 4096.
-    let wide = k + 36;
-    let stored = rng.vec_f32((n + 5) * wide);
+    let (w, ws) = view_of(&d, &mut rng, (n, k), (3, 8), (n + 5, k + 36));
     let rows = rng.vec_f32(3 * k);
-    let big = Array::from_slice(&stored, &[n + 5, wide], &d).unwrap();
-    let w = big
-        .slice(&[
-            Slice::new(Some(3), Some(3 + n as isize), 1),
-            Slice::new(Some(8), Some(8 + k as isize), 1),
-        ])
-        .unwrap();
     let a = Array::from_slice(&rows, &[3, k], &d).unwrap();
     let x = a
         .slice(&[Slice::new(Some(2), Some(3), 1), Slice::FULL])
         .unwrap();
-    let ws: Vec<f32> = (0..n)
-        .flat_map(|j| stored[(3 + j) * wide + 8..(3 + j) * wide + 8 + k].to_vec())
-        .collect();
     let xs = rows[2 * k..].to_vec();
     poison_pool(&d, 1 << 16);
     let (got, used) = run(&d, &x, &w.transpose());
@@ -441,12 +443,8 @@ fn what_the_row_kernel_cannot_run_takes_the_register_tile() {
         ("A's offset", 300, 1152, 300, 1, 1),
     ] {
         poison_pool(&d, 1 << 16);
-        let stored = rng.vec_f32(n * ld);
+        let (w, ws) = view_of(&d, &mut rng, (n, k), (0, 0), (n, ld));
         let xrow = rng.vec_f32(ax * k + a_off);
-        let w = Array::from_slice(&stored, &[n, ld], &d)
-            .unwrap()
-            .slice(&[Slice::FULL, Slice::new(None, Some(k as isize), 1)])
-            .unwrap();
         let x = Array::from_slice(&xrow, &[1, ax * k + a_off], &d)
             .unwrap()
             .slice(&[
@@ -454,9 +452,6 @@ fn what_the_row_kernel_cannot_run_takes_the_register_tile() {
                 Slice::new(Some(a_off as isize), None, ax as isize),
             ])
             .unwrap();
-        let ws: Vec<f32> = (0..n)
-            .flat_map(|j| stored[j * ld..j * ld + k].to_vec())
-            .collect();
         let xs: Vec<f32> = xrow[a_off..].iter().step_by(ax).copied().collect();
         let (got, used) = run(&d, &x, &w.transpose());
         let err = rel_frobenius(&got, &matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n));
