@@ -358,6 +358,39 @@ fn pair_loads_of_b_at_odd_sizes_and_offsets() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The wide matrix-vector class's 1024-column register tile (`register 8
+/// 1 1 32`, 128 columns per thread, a candidate on software adapters):
+/// one row of A, N of two whole workgroups and a part (2056, pair loads
+/// where the adapter has them), not a multiple of eight (2052, vec4
+/// loads) and under one workgroup (1000), K of 7 and 1025, against the
+/// f64 reference on a poisoned pool.
+#[test]
+fn the_1024_column_matrix_vector_tile() {
+    let d = device();
+    poison_pool(&d, 1 << 22);
+    let mut rng = Rng::new(59);
+    let mut failures = Vec::new();
+    d.set_gemm_kernel(Some("register 8 1 1 32".parse().unwrap()))
+        .unwrap();
+    for k in [7, 1025] {
+        for n in [2056, 2052, 1000] {
+            if let Some(e) = check(
+                &d,
+                &mut rng,
+                DType::F32,
+                [1, 1, k, n],
+                Layout::RowMajor,
+                Layout::RowMajor,
+                false,
+            ) {
+                failures.push(format!("1x{k}x{n}: {e}"));
+            }
+        }
+    }
+    d.set_gemm_kernel(None).unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// `x @ W^T` (A row-major, B a transposed view) with K a multiple of eight
 /// reads both operands eight k per load (`vec4<u64>`) on software adapters
 /// with `SHADER_INT64`: the medium tiles with one and with four rows of

@@ -791,9 +791,11 @@ fn proxy(class: ShapeClass, [batch, m, n, k]: [usize; 4], software: bool) -> [us
 
 /// The fewest output columns a matrix-vector proxy has.
 const GEMV_MIN_N: usize = 512;
-/// A matrix-vector proxy's n is a multiple of this (the widest register
-/// tile's columns), so that no candidate is timed on columns it computes
-/// past n, which `matmul::fit_gemv_columns` avoids in the real product.
+/// A matrix-vector proxy's n is a multiple of this (the columns of the
+/// narrow class's widest register tile), so that no candidate is timed on
+/// columns it computes past n, which `matmul::fit_gemv_columns` avoids in
+/// the real product. The wide class's proxy on software adapters is 2048
+/// columns, a multiple of its widest tile's 1024.
 const GEMV_PROXY_STEP: usize = 256;
 /// The shortest K a matrix-vector proxy has.
 const GEMV_MIN_K: usize = 384;
@@ -853,10 +855,26 @@ pub(crate) fn candidates(
             tile_wide(),
             splitk(8, 8, false),
         ],
-        // From GEMV_WIDE_N columns on with B row-major: the 32-column tile
-        // first.
+        // From GEMV_WIDE_N columns on with B row-major: the uniform kernel
+        // first, then a register tile of 128 columns per thread (1024 per
+        // workgroup, a 4 KiB span of each row of B). Which wins depends on
+        // the host: on 2026-12-02's (an AVX-512 EPYC, where the register
+        // tiles ran 2.4x to 11x faster than on 2026-12-01's, the uniform
+        // kernels 1.4x to 1.9x) the wide tile ran 1.4x to 1.7x `uniform 8
+        // 16` and 1.9x the 32-column tile at 1 x 2048 x 2048 (the proxy)
+        // and 1 x 4096 x 4096, and the tuning chose it (docs/PERFORMANCE.md). The span per row is what counts, not the threads: 32 x 1 x 1
+        // x 8 (a workgroup of four SIMD groups of 32 columns each, the same
+        // 1024 columns) ran 3.5x slower, as lavapipe runs a workgroup on
+        // one thread, its SIMD groups one after another. Narrower products
+        // get the tile narrowed by `matmul::fit_gemv_columns`.
         (ShapeClass::GemvWide, true) => vec![
             uniform(16),
+            GemmKernel::Register {
+                wg_x: 8,
+                wg_y: 1,
+                tm: 1,
+                nv: 32,
+            },
             uniform(4),
             uniform(8),
             register,
@@ -1005,6 +1023,12 @@ mod tests {
             (384, 4, 4),
             (7, 8, 2),
             (7, 2, 2),
+            // The wide class's 1024-column tile.
+            (4096, 32, 32),
+            (3072, 32, 32),
+            (2560, 32, 16),
+            (2304, 32, 8),
+            (2052, 32, 4),
         ] {
             let k = matmul::fit_gemv_columns(tile(nv), n);
             assert_eq!(k, tile(fitted), "n = {n}, nv = {nv}");
