@@ -862,11 +862,13 @@ pub(crate) fn candidates(
         // tiles ran 2.4x to 11x faster than on 2026-12-01's, the uniform
         // kernels 1.4x to 1.9x) the wide tile ran 1.4x to 1.7x `uniform 8
         // 16` and 1.9x the 32-column tile at 1 x 2048 x 2048 (the proxy)
-        // and 1 x 4096 x 4096, and the tuning chose it (docs/PERFORMANCE.md). The span per row is what counts, not the threads: 32 x 1 x 1
-        // x 8 (a workgroup of four SIMD groups of 32 columns each, the same
-        // 1024 columns) ran 3.5x slower, as lavapipe runs a workgroup on
-        // one thread, its SIMD groups one after another. Narrower products
-        // get the tile narrowed by `matmul::fit_gemv_columns`.
+        // and 1 x 4096 x 4096, and the tuning chose it
+        // (docs/PERFORMANCE.md). The span per row is what counts, not the
+        // threads: 32 x 1 x 1 x 8 (a workgroup of four SIMD groups of 32
+        // columns each, the same 1024 columns) ran 3.5x slower, as
+        // lavapipe runs a workgroup on one thread, its SIMD groups one
+        // after another. Narrower products get the tile narrowed by
+        // `matmul::fit_gemv_columns`.
         (ShapeClass::GemvWide, true) => vec![
             uniform(16),
             GemmKernel::Register {
