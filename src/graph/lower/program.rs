@@ -420,7 +420,17 @@ fn donor_order(
 ) -> Option<Order> {
     let n = crate::shape::numel(shape);
     let bytes = (n * dtype.size_in_bytes()) as u64;
-    if offset != 0 || n == 0 || storage.buffer.buffer().size() > round_size(bytes) + PAGE {
+    if n == 0 || storage.buffer.buffer().size() > round_size(bytes) + PAGE {
+        return None;
+    }
+    dense_order(shape, offset, strides)
+}
+
+/// The order of `shape`'s axes (outermost first, length-1 axes first) in
+/// which element `offset` and `strides` walk a buffer densely from its
+/// first element; the identity where they do in the iteration order.
+fn dense_order(shape: &[usize], offset: usize, strides: &[isize]) -> Option<Order> {
+    if offset != 0 {
         return None;
     }
     let mut order: Order = (0..shape.len()).filter(|&d| shape[d] == 1).collect();
@@ -919,5 +929,22 @@ mod tests {
             (5, vec![0, 0, 1])
         );
         assert!(AxisMap::of_view(&View::Reshape, &[2, 3], &[3, 2]).is_none());
+    }
+
+    #[test]
+    fn dense_orders_follow_the_buffer() {
+        let o = |shape: &[usize], offset, strides: &[isize]| {
+            dense_order(shape, offset, strides).map(|o| o.to_vec())
+        };
+        // Dense, a length-1 axis with any stride, a transpose of [2, 3, 4].
+        assert_eq!(o(&[2, 3], 0, &[3, 1]), Some(vec![0, 1]));
+        assert_eq!(o(&[2, 1, 3], 0, &[3, 0, 1]), Some(vec![0, 1, 2]));
+        assert_eq!(o(&[4, 3, 2], 0, &[1, 4, 12]), Some(vec![2, 1, 0]));
+        assert_eq!(o(&[3, 1, 2], 0, &[1, 7, 3]), Some(vec![1, 2, 0]));
+        // Not from the first element, a gap, a repeat, a reversal.
+        assert_eq!(o(&[2, 3], 1, &[3, 1]), None);
+        assert_eq!(o(&[2, 3], 0, &[4, 1]), None);
+        assert_eq!(o(&[2, 3], 0, &[0, 1]), None);
+        assert_eq!(o(&[2, 3], 0, &[3, -1]), None);
     }
 }
