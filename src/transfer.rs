@@ -101,30 +101,6 @@ pub(crate) fn write_host_bytes(dst: WriteOnly<'_, [u8]>, src: &[u8], dtype: DTyp
     tail.fill(0);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_bytes_become_device_bytes_with_zero_padding() {
-        let mut out = [0xAAu8; 16];
-        write_host_bytes(WriteOnly::from_mut(&mut out[..]), &[1, 0, 7], DType::Bool);
-        let words: Vec<u32> = out
-            .chunks_exact(4)
-            .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
-            .collect();
-        assert_eq!(words, [1, 0, 1, 0]);
-
-        let mut out = [0xAAu8; 8];
-        write_host_bytes(
-            WriteOnly::from_mut(&mut out[..]),
-            &[1, 2, 3, 4, 5, 6],
-            DType::F16,
-        );
-        assert_eq!(out, [1, 2, 3, 4, 5, 6, 0, 0]);
-    }
-}
-
 /// The bytes of a buffer a strided view of `shape` reads (element `offset`,
 /// element `strides`, `elem` bytes an element), from the first word its
 /// lowest element touches to the last word its highest does, and how to
@@ -192,14 +168,33 @@ impl Span {
 
 #[cfg(test)]
 mod tests {
-    use super::Span;
+    use super::*;
+
+    #[test]
+    fn host_bytes_become_device_bytes_with_zero_padding() {
+        let mut out = [0xAAu8; 16];
+        write_host_bytes(WriteOnly::from_mut(&mut out[..]), &[1, 0, 7], DType::Bool);
+        let words: Vec<u32> = out
+            .chunks_exact(4)
+            .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(words, [1, 0, 1, 0]);
+
+        let mut out = [0xAAu8; 8];
+        write_host_bytes(
+            WriteOnly::from_mut(&mut out[..]),
+            &[1, 2, 3, 4, 5, 6],
+            DType::F16,
+        );
+        assert_eq!(out, [1, 2, 3, 4, 5, 6, 0, 0]);
+    }
 
     #[test]
     fn a_span_gathers_transposed_reversed_and_broadcast_views() {
         // A [2, 3] f32 buffer of 0..6 from element 1 (one leading element).
         let bytes: Vec<u8> = (0..7u32).flat_map(|v| v.to_le_bytes()).collect();
         let read = |shape: &[usize], strides: &[isize], offset: usize| {
-            let s = Span::of(shape, strides, offset, 4);
+            let s = super::Span::of(shape, strides, offset, 4);
             let b = &bytes[s.first as usize..(s.first + s.len) as usize];
             let v: Vec<u32> = s
                 .gather(b)
@@ -214,7 +209,7 @@ mod tests {
         assert_eq!(read(&[3], &[-1], 6), (vec![6, 5, 4], 16, 12));
         assert_eq!(read(&[2, 2], &[3, 0], 2), (vec![2, 2, 5, 5], 8, 16));
         // 2-byte elements from an odd element: whole words around them.
-        let s = Span::of(&[2], &[2], 3, 2);
+        let s = super::Span::of(&[2], &[2], 3, 2);
         assert_eq!((s.first, s.len, s.start), (4, 8, 2));
     }
 }

@@ -15,6 +15,9 @@ use wgarray::{Array, DType, Device, Slice};
 
 const MIB: u64 = 1 << 20;
 
+/// A graph built on an input.
+type Build<'a> = Box<dyn Fn(&Array) -> Array + 'a>;
+
 /// A device with fusion on or off.
 fn device_with(fusion: bool) -> Device {
     let d = device();
@@ -252,7 +255,7 @@ fn views_that_must_not_donate_do_not() {
         // A slice that starts past the first element, a reversed one, and
         // a broadcast that repeats elements: each thread would read an
         // element another thread writes.
-        let cases: [(&str, Box<dyn Fn(&Array) -> Array>); 3] = [
+        let cases: [(&str, Build); 3] = [
             (
                 "offset slice",
                 Box::new(|x: &Array| {

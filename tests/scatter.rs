@@ -454,7 +454,9 @@ fn put_along_axis_broadcasts_indices_and_values_against_the_array() {
     // pool; and where the array's axis has length 1 ([1, 7, 33] against
     // indices 5 long there), one of the candidates.
     poison_pool(&d, 5 * 7 * 33 * 4);
-    let cases: &[(&[usize], &[usize], &[usize], usize)] = &[
+    // (array, indices, values, axis) shapes.
+    type Case<'a> = (&'a [usize], &'a [usize], &'a [usize], usize);
+    let cases: &[Case] = &[
         (&[5, 7, 33], &[5, 3, 1], &[1], 1),
         (&[5, 7, 33], &[1, 1, 4], &[5, 1, 4], 2),
         (&[5, 7, 33], &[2, 7, 1], &[33], 0),
@@ -479,9 +481,8 @@ fn put_along_axis_broadcasts_indices_and_values_against_the_array() {
                 c[k] = rest % ishape[k];
                 rest /= ishape[k];
             }
-            for j in 0..ishape[axis] {
+            for (j, &p) in perm.iter().enumerate().take(ishape[axis]) {
                 c[axis] = j;
-                let p = perm[j];
                 raw[ravel(&c, ishape)] = if p % 2 == 1 { p - len } else { p };
             }
         }

@@ -454,19 +454,9 @@ fn dense_order(shape: &[usize], offset: usize, strides: &[isize]) -> Option<Orde
 }
 
 /// Which buffers a finished program binds: distinct input buffers, and the
-/// donated loads, which read through an output's binding. Returns the
-/// buffers, per output the buffer it takes over (if any), and the order of
-/// the iteration axes the donors walk densely (outermost first; every
-/// donor of one program walks the same order).
-fn bind(
-    defs: &mut [Def],
-    loads: &[Load],
-    outputs: &[Value],
-) -> (
-    Vec<Arc<PooledBuffer>>,
-    Vec<Option<Arc<PooledBuffer>>>,
-    Option<Order>,
-) {
+/// donated loads, which read through an output's binding (see
+/// [`Binding`]; every donor of one program walks the same order).
+fn bind(defs: &mut [Def], loads: &[Load], outputs: &[Value]) -> Binding {
     // An output may take a load's buffer when that load is the array's only
     // one, it is donatable and of the output's dtype.
     let mut per_array: HashMap<*const ArrayInner, usize> = HashMap::default();
@@ -518,7 +508,20 @@ fn bind(
         .iter()
         .map(|d| d.map(|li| Arc::clone(&loads[li].storage.buffer)))
         .collect();
-    (buffers, donated, order)
+    Binding {
+        buffers,
+        donated,
+        order,
+    }
+}
+
+/// What [`bind`] decided: the input bindings' buffers, per output the
+/// buffer it takes over (if any), and the order of the iteration axes the
+/// donors walk densely (outermost first).
+struct Binding {
+    buffers: Vec<Arc<PooledBuffer>>,
+    donated: Vec<Option<Arc<PooledBuffer>>>,
+    order: Option<Order>,
 }
 
 /// Build, bind and encode a program writing `outputs` (arrays of one shape),
@@ -548,7 +551,11 @@ pub(super) fn run(
 /// its storage's strides say so (a donor read through a transpose gives a
 /// transposed result, as MLX's donation does).
 fn finish(lw: &mut Lowering<'_>, mut b: Builder<'_>, values: Vec<Value>) -> Result<Vec<Storage>> {
-    let (buffers, donated, order) = bind(&mut b.defs, &b.loads, &values);
+    let Binding {
+        buffers,
+        donated,
+        order,
+    } = bind(&mut b.defs, &b.loads, &values);
     let order: Order = order.unwrap_or_else(|| (0..b.shape.len()).collect());
     let walk: Vec<usize> = order.iter().map(|&d| b.shape[d]).collect();
     let dense = crate::shape::contiguous_strides(&walk);
@@ -628,7 +635,7 @@ pub(super) fn epilogue(
     for o in outputs {
         values.push(b.value(o, &identity, false)?);
     }
-    let (buffers, _, _) = bind(&mut b.defs, &b.loads, &values);
+    let buffers = bind(&mut b.defs, &b.loads, &values).buffers;
     let mut storages = Vec::with_capacity(values.len());
     for &v in &values {
         storages.push(lw.alloc(&shape, b.defs[v as usize].dtype())?);
@@ -699,7 +706,7 @@ pub(super) fn prologue(
     for l in &mut b.loads {
         l.donor = None;
     }
-    let (buffers, _, _) = bind(&mut b.defs, &b.loads, &values);
+    let buffers = bind(&mut b.defs, &b.loads, &values).buffers;
     let loads = b
         .loads
         .iter()
