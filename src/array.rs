@@ -36,6 +36,56 @@ impl Storage {
     }
 }
 
+/// Where a read-back takes an evaluated, non-empty array's elements from
+/// ([`Array::read_source`]).
+pub(crate) enum ReadSource {
+    /// Dense row-major elements from a word-aligned offset: the array's own
+    /// storage, or that of a dense copy of it (held here until the read is
+    /// done).
+    Dense {
+        storage: Storage,
+        /// Bytes per element.
+        elem: usize,
+        _copy: Option<Array>,
+    },
+    /// A strided view whose dense copy did not fit under the memory limit:
+    /// the bytes it spans, its elements gathered on the host.
+    Gather {
+        storage: Storage,
+        span: crate::transfer::Span,
+    },
+}
+
+impl ReadSource {
+    /// The storage whose buffer is read.
+    pub(crate) fn storage(&self) -> &Storage {
+        match self {
+            ReadSource::Dense { storage, .. } | ReadSource::Gather { storage, .. } => storage,
+        }
+    }
+
+    /// The bytes of the buffer to copy to the host, as (offset, length),
+    /// both multiples of 4, for an array of `nbytes` bytes.
+    pub(crate) fn range(&self, nbytes: usize) -> (u64, u64) {
+        match self {
+            ReadSource::Dense { storage, elem, .. } => (
+                (storage.offset * elem) as u64,
+                nbytes.next_multiple_of(4) as u64,
+            ),
+            ReadSource::Gather { span, .. } => (span.first, span.len),
+        }
+    }
+
+    /// The dense row-major bytes, from the bytes [`ReadSource::range`]
+    /// copied (at least the array's bytes).
+    pub(crate) fn dense<'b>(&self, bytes: &'b [u8]) -> std::borrow::Cow<'b, [u8]> {
+        match self {
+            ReadSource::Dense { .. } => std::borrow::Cow::Borrowed(bytes),
+            ReadSource::Gather { span, .. } => std::borrow::Cow::Owned(span.gather(bytes)),
+        }
+    }
+}
+
 pub(crate) enum State {
     /// Not evaluated: one of `node`'s outputs (the node knows which, weakly).
     Pending { node: Arc<Node> },
@@ -611,11 +661,18 @@ impl Array {
         crate::eval(&[self])
     }
 
-    /// Evaluate, then copy the elements back in row-major order.
+    /// Evaluate, then copy the elements back in row-major order. A strided
+    /// view is copied dense on the device first; where that copy would pass
+    /// the memory limit, the bytes it spans are read and gathered on the
+    /// host. The staging buffer is not counted against the limit
+    /// ([`Device::set_memory_limit`]), so a result that was computed can be
+    /// read.
     ///
     /// # Errors
     /// [`Error::DType`] when `T` is not this array's dtype; the errors of
-    /// [`crate::eval`]; [`Error::Readback`] when mapping fails.
+    /// [`crate::eval`]; [`Error::Readback`] when mapping fails;
+    /// [`Error::OutOfMemory`] (with `limit` `u64::MAX`) when the driver
+    /// cannot give the staging buffer.
     #[track_caller]
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype() {
@@ -631,7 +688,10 @@ impl Array {
     /// Evaluate, then copy the elements in row-major order into `dst`,
     /// without allocating host memory: the bytes go from the mapped
     /// read-back buffer (from the device's pool, reused from one call to
-    /// the next) straight into `dst`. For loops that read every step.
+    /// the next) straight into `dst`. For loops that read every step. (A
+    /// strided view whose dense copy would pass the memory limit is
+    /// gathered on the host first, into a temporary: see
+    /// [`Device::set_memory_limit`].)
     ///
     /// ```
     /// use wgarray::{Array, Device};
@@ -687,38 +747,42 @@ impl Array {
     ///
     /// One evaluator: a strided view, or a 2-byte one starting mid-word, is
     /// first copied dense by a `Copy` node evaluated like any other; then
-    /// the dense bytes are copied to a staging buffer and mapped.
+    /// the dense bytes are copied to a staging buffer and mapped. Where
+    /// that copy would pass the memory limit, the bytes the view spans are
+    /// read instead and its elements gathered on the host (see
+    /// [`Device::set_memory_limit`]: staging is not counted).
     #[track_caller]
     pub(crate) fn read_mapped<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
-        let Some((storage, _copy)) = self.dense_storage()? else {
+        let Some(source) = self.read_source()? else {
             return Ok(f(&[]));
         };
         let nbytes = self.nbytes();
-        let elem = self.dtype().size_in_bytes();
         let device = self.device();
         let dev = &device.inner;
         let origin = device.origin(|| "read-back");
+        let (offset, size) = source.range(nbytes);
         device.scoped(|| {
             crate::memory::read_back(
                 &dev.pool,
                 &dev.queue,
-                storage.buffer.buffer(),
-                (storage.offset * elem) as u64,
-                nbytes.next_multiple_of(4) as u64,
+                source.storage().buffer.buffer(),
+                offset,
+                size,
                 origin,
                 device.wait_timeout(),
-                |b| f(&b[..nbytes]),
+                |b| f(&source.dense(b)[..nbytes]),
             )
         })
     }
 
-    /// Evaluate, and return a storage holding the elements densely in
-    /// row-major order from a word-aligned offset, for a read-back: this
-    /// array's own, or that of a `Copy` of it (returned too: it holds the
-    /// buffer), evaluated like any other node. `None` for an empty array
-    /// (after checking the device, since nothing else will).
+    /// Evaluate, and say where a read-back finds the elements (see
+    /// [`ReadSource`]): this array's own storage when it is dense from a
+    /// word-aligned offset, else that of a `Copy` of it, evaluated like any
+    /// other node, or, when that copy would pass the memory limit, the
+    /// bytes the view spans. `None` for an empty array (after checking the
+    /// device, since nothing else will).
     #[track_caller]
-    pub(crate) fn dense_storage(&self) -> Result<Option<(Storage, Option<Array>)>> {
+    pub(crate) fn read_source(&self) -> Result<Option<ReadSource>> {
         // No loss probe when nothing is pending: the read-back's own
         // submission tells.
         crate::graph::eval::evaluate(&[self])?;
@@ -731,7 +795,11 @@ impl Array {
         let aligned = crate::shape::is_contiguous(self.shape(), &storage.strides)
             && (storage.offset * elem).is_multiple_of(4);
         if aligned {
-            return Ok(Some((storage, None)));
+            return Ok(Some(ReadSource::Dense {
+                storage,
+                elem,
+                _copy: None,
+            }));
         }
         let copy = Array::from_node(
             self.device(),
@@ -741,8 +809,19 @@ impl Array {
         )
         .pop()
         .expect("one output");
-        crate::graph::eval::evaluate(&[&copy])?;
-        Ok(Some((copy.inner.storage()?, Some(copy))))
+        match crate::graph::eval::evaluate(&[&copy]) {
+            Ok(_) => Ok(Some(ReadSource::Dense {
+                storage: copy.inner.storage()?,
+                elem,
+                _copy: Some(copy),
+            })),
+            Err(Error::OutOfMemory { .. }) => {
+                let span =
+                    crate::transfer::Span::of(self.shape(), &storage.strides, storage.offset, elem);
+                Ok(Some(ReadSource::Gather { storage, span }))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The values as f64, row-major (for printing and tests).

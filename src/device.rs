@@ -603,10 +603,36 @@ impl Device {
         self.inner.pool.cache_limit()
     }
 
-    /// Cap active memory at `bytes`; returns the previous limit (MLX
-    /// `set_memory_limit`). An allocation that would pass it first empties
-    /// the cache, then fails with [`Error::OutOfMemory`]. Default: no limit
-    /// (the driver's own out-of-memory still maps to that error).
+    /// Cap the device memory arrays hold at `bytes`; returns the previous
+    /// limit (MLX `set_memory_limit`). Default: no limit.
+    ///
+    /// What it counts: the storage buffers on loan, that is every
+    /// evaluated array's buffer and the intermediates and outputs of an
+    /// eval ([`Device::active_memory`] less read-backs in flight). An
+    /// allocation that would pass it first empties the cache, then fails
+    /// with [`Error::OutOfMemory`] whose `limit` is this value; the
+    /// driver's own out-of-memory maps to the same error with `limit`
+    /// `u64::MAX`.
+    ///
+    /// What it does not count: the staging buffers a read-back copies a
+    /// result into ([`crate::Array::to_vec`], [`crate::Array::to_vec_async`],
+    /// [`crate::Array::read_into`], [`crate::Array::item`], [`crate::io::save_safetensors`]).
+    /// They are host memory (wgpu maps them for the CPU: system memory on a
+    /// discrete GPU, and on a CPU adapter all memory is), and the field's
+    /// limits leave host staging out too: PyTorch's
+    /// `set_per_process_memory_fraction` caps its CUDA caching allocator,
+    /// not its pinned host allocator; CuPy's `MemoryPool.set_limit` caps the
+    /// device pool, not its `PinnedMemoryPool`; MLX's limit governs graph
+    /// evaluation (its reads copy unified memory into host objects). So a
+    /// result computed within the limit can always be read back: a strided
+    /// view is copied dense on the device first, which counts, and where
+    /// that copy would pass the limit the read takes the bytes the view
+    /// spans and gathers its elements on the host. A read fails only where
+    /// the host (the driver) cannot give the staging memory:
+    /// [`Error::OutOfMemory`] with `limit` `u64::MAX`. Staging in use still
+    /// counts in [`Device::active_memory`] and [`Device::peak_memory`]
+    /// (bytes wgarray holds), which may so pass the limit while a read is
+    /// in flight.
     pub fn set_memory_limit(&self, bytes: u64) -> u64 {
         self.inner.pool.set_memory_limit(bytes)
     }

@@ -8,7 +8,9 @@
 //! slice, a memory-mapped file, a strided ndarray) to the memory wgpu
 //! copies to the GPU from. Read-back, the other direction, is
 //! `Array::read_into` (`src/array.rs`), which copies out of the mapped
-//! read-back buffer straight into the caller's slice.
+//! read-back buffer straight into the caller's slice; a strided view read
+//! without its dense copy on the device is gathered on the host through a
+//! [`Span`].
 
 use std::num::NonZeroU64;
 
@@ -99,6 +101,71 @@ pub(crate) fn write_host_bytes(dst: WriteOnly<'_, [u8]>, src: &[u8], dtype: DTyp
     tail.fill(0);
 }
 
+/// The bytes of a buffer a strided view of `shape` reads (element `offset`,
+/// element `strides`, `elem` bytes an element), from the first word its
+/// lowest element touches to the last word its highest does, and how to
+/// gather its elements from them in row-major order. For a read-back that
+/// cannot copy the view dense on the device first (see
+/// `Array::read_mapped`).
+#[derive(Clone, Debug)]
+pub(crate) struct Span {
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+    /// The first element's byte position in the span's bytes.
+    start: usize,
+    elem: usize,
+    /// The span's first byte in the buffer (a multiple of 4).
+    pub first: u64,
+    /// The span's length in bytes (a multiple of 4).
+    pub len: u64,
+}
+
+impl Span {
+    /// The span of a non-empty view.
+    pub(crate) fn of(shape: &[usize], strides: &[isize], offset: usize, elem: usize) -> Span {
+        let (mut lo, mut hi) = (offset as isize, offset as isize);
+        for (&n, &s) in shape.iter().zip(strides) {
+            let reach = (n.max(1) as isize - 1) * s;
+            lo += reach.min(0);
+            hi += reach.max(0);
+        }
+        let first = (lo as usize * elem) / 4 * 4;
+        let end = ((hi as usize + 1) * elem).next_multiple_of(4);
+        Span {
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            start: offset * elem - first,
+            elem,
+            first: first as u64,
+            len: (end - first) as u64,
+        }
+    }
+
+    /// The view's elements in row-major order, dense, from the span's
+    /// `bytes`.
+    pub(crate) fn gather(&self, bytes: &[u8]) -> Vec<u8> {
+        let n: usize = self.shape.iter().product();
+        let mut out = Vec::with_capacity(n * self.elem);
+        let mut index = vec![0usize; self.shape.len()];
+        let mut at = self.start as isize;
+        let elem = self.elem as isize;
+        for _ in 0..n {
+            out.extend_from_slice(&bytes[at as usize..at as usize + self.elem]);
+            // Next index, last axis fastest.
+            for d in (0..self.shape.len()).rev() {
+                index[d] += 1;
+                at += self.strides[d] * elem;
+                if index[d] < self.shape[d] {
+                    break;
+                }
+                at -= self.strides[d] * elem * self.shape[d] as isize;
+                index[d] = 0;
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +187,29 @@ mod tests {
             DType::F16,
         );
         assert_eq!(out, [1, 2, 3, 4, 5, 6, 0, 0]);
+    }
+
+    #[test]
+    fn a_span_gathers_transposed_reversed_and_broadcast_views() {
+        // A [2, 3] f32 buffer of 0..6 from element 1 (one leading element).
+        let bytes: Vec<u8> = (0..7u32).flat_map(|v| v.to_le_bytes()).collect();
+        let read = |shape: &[usize], strides: &[isize], offset: usize| {
+            let s = super::Span::of(shape, strides, offset, 4);
+            let b = &bytes[s.first as usize..(s.first + s.len) as usize];
+            let v: Vec<u32> = s
+                .gather(b)
+                .chunks(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            (v, s.first, s.len)
+        };
+        // The transpose of [[1, 2, 3], [4, 5, 6]].
+        assert_eq!(read(&[3, 2], &[1, 3], 1), (vec![1, 4, 2, 5, 3, 6], 4, 24));
+        // Its last row reversed, and a column broadcast.
+        assert_eq!(read(&[3], &[-1], 6), (vec![6, 5, 4], 16, 12));
+        assert_eq!(read(&[2, 2], &[3, 0], 2), (vec![2, 2, 5, 5], 8, 16));
+        // 2-byte elements from an odd element: whole words around them.
+        let s = super::Span::of(&[2], &[2], 3, 2);
+        assert_eq!((s.first, s.len, s.start), (4, 8, 2));
     }
 }

@@ -222,7 +222,7 @@ fn an_eval_stopped_midway_keeps_what_it_finished() {
     assert!(!c.is_evaluated());
     drop(junk);
     c.eval().unwrap();
-    d.set_memory_limit(u64::MAX); // read-back staging counts as active memory too
+    d.set_memory_limit(u64::MAX);
     assert_eq!(b.to_vec::<f32>().unwrap()[0], 2.0);
     assert_eq!(c.to_vec::<f32>().unwrap()[7], 2.0);
     drop((a, b, c));
@@ -462,19 +462,14 @@ fn oom_midway_then_recover() -> R {
         assert_eq!(e.item::<f32>()?, 5.0 * (1 << 16) as f32);
         assert_eq!(a.to_vec::<f32>()?[0], 2.0);
         assert_eq!(c.to_vec::<f32>()?[0], 5.0);
-        // OOM in read-back staging
+        // Read-back staging is not counted: a result that fit reads back
+        // with the limit at what is active.
         let y = (&x * 2.0)?;
         y.eval()?;
         d.set_memory_limit(d.active_memory());
         d.clear_cache();
-        let r = y.to_vec::<f32>();
-        assert!(
-            matches!(r, Err(Error::OutOfMemory { .. })),
-            "readback under limit: {:?}",
-            r.as_ref().map(|v| v.len())
-        );
-        d.set_memory_limit(u64::MAX);
         assert_eq!(y.to_vec::<f32>()?[0], 2.0);
+        d.set_memory_limit(u64::MAX);
         // memory limit 0: from_slice and scalar
         d.set_memory_limit(0);
         assert!(matches!(
@@ -1056,5 +1051,76 @@ fn memory_history_never_keeps_an_array_alive() {
     let snap = d.memory_snapshot();
     assert!(snap.buffers.iter().all(|b| b.cached && b.arrays.is_empty()));
     d.record_memory_history(false);
+    assert_empty(&d);
+}
+
+/// Issue 36, item 6: under `set_memory_limit(9 MiB)` a 6 MiB result
+/// computed within the limit reads back through every read-back path (the
+/// staging buffer is host memory the limit does not count), a strided view
+/// of it too (its dense copy would pass the limit: the bytes it spans are
+/// gathered on the host), while storage allocations stay limited.
+#[test]
+fn a_result_computed_within_the_limit_reads_back() {
+    let d = device();
+    let mut rng = Rng::new(36);
+    let n = 6 * MIB_F32;
+    let host = rng.vec_f32(n);
+    d.set_memory_limit(9 * MIB);
+    // 6 MiB up, `* 2 + 1` written over it (donation): 6 MiB active.
+    let y = ((Array::from_slice(&host, &[n], &d).unwrap() * 2.0).unwrap() + 1.0).unwrap();
+    y.eval().unwrap();
+    assert_eq!(d.active_memory(), 6 * MIB);
+    let want: Vec<f32> = host.iter().map(|&v| v * 2.0 + 1.0).collect();
+    assert_eq!(y.to_vec::<f32>().unwrap(), want, "to_vec");
+    let got = pollster::block_on(y.to_vec_async::<f32>()).unwrap();
+    assert_eq!(got, want, "to_vec_async");
+    let mut into = vec![0.0f32; n];
+    y.read_into(&mut into).unwrap();
+    assert_eq!(into, want, "read_into");
+    let path =
+        std::env::temp_dir().join(format!("wgarray-limit-{}.safetensors", std::process::id()));
+    wgarray::io::save_safetensors(&path, &[("y", &y)]).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    let tail: Vec<u8> = want.iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert!(bytes.ends_with(&tail), "save_safetensors");
+
+    // A transposed view: its dense copy (6 MiB more) would pass the limit.
+    let (r, c) = (1536usize, 1024usize);
+    let t = y.reshape(&[r, c]).unwrap().transpose();
+    let got = t.to_vec::<f32>().unwrap();
+    for i in (0..c).step_by(7) {
+        for j in (0..r).step_by(5) {
+            assert_eq!(got[i * r + j], want[j * c + i], "transposed [{i}, {j}]");
+        }
+    }
+    let got = pollster::block_on(t.to_vec_async::<f32>()).unwrap();
+    assert_eq!(got[5 * r + 3], want[3 * c + 5], "transposed, async");
+    // Rows stepped and reversed from an odd start, as f16 (2-byte
+    // elements off word boundaries): a 3 MiB cast fits, its view's copy
+    // does not beside it and y.
+    let h = y.astype(DType::F16).unwrap();
+    h.eval().unwrap();
+    let v = h
+        .reshape(&[r, c])
+        .unwrap()
+        .slice(&[Slice::new(Some(1), None, 3), Slice::new(None, None, -2)])
+        .unwrap();
+    let hv: Vec<f16> = v.to_vec().unwrap();
+    let rows = (r - 1).div_ceil(3);
+    assert_eq!(hv.len(), rows * (c / 2));
+    for (k, got) in hv.iter().enumerate().step_by(11) {
+        let (i, j) = (1 + 3 * (k / (c / 2)), c - 1 - 2 * (k % (c / 2)));
+        assert_eq!(*got, f16::from_f32(want[i * c + j]), "f16 view at {k}");
+    }
+    drop(v);
+    // Storage stays limited: another 6 MiB does not fit.
+    let err = (&y + 1.0).unwrap().eval().unwrap_err();
+    assert!(
+        matches!(err, Error::OutOfMemory { limit, .. } if limit == 9 * MIB),
+        "{err}"
+    );
+    d.set_memory_limit(u64::MAX);
+    drop((y, t, h));
     assert_empty(&d);
 }

@@ -199,12 +199,16 @@ impl SafetensorsFile {
         Ok(&self.info(name)?.shape)
     }
 
-    /// The dtype tensor `name` will have on the device.
+    /// The dtype tensor `name` will have on the device: F32, F16, BF16,
+    /// F64, I32, U32, I16, U16, I8, U8 and BOOL load as themselves, I64 and
+    /// U64 as I32 and U32 (each value range-checked by `load`). F64 loads
+    /// only on a device with `SHADER_F64` (`load` returns
+    /// [`Error::MissingFeature`] elsewhere).
     ///
     /// # Errors
     /// [`Error::UnsupportedDType`] for a file dtype that no [`DType`] holds
-    /// (F64, I64, U8, F8, ...); [`Error::Format`] when the file has no
-    /// tensor `name`.
+    /// (the F8, F6 and F4 formats, C64, ...); [`Error::Format`] when the
+    /// file has no tensor `name`.
     pub fn dtype(&self, name: &str) -> Result<DType> {
         let info = self.info(name)?;
         device_dtype(info.dtype).ok_or_else(|| Error::UnsupportedDType {

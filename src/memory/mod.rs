@@ -21,7 +21,9 @@ pub use history::{Holder, MemoryEvent, MemoryEventKind, MemoryTimeline, Origin};
 pub(crate) use history::{json_origin, json_string};
 pub(crate) use pending::{MapRead, Poller, Slot, Source, read_back_async, work_done};
 pub use pool::MemoryStats;
-pub(crate) use pool::{BufferKind, Pool, PooledBuffer, QueueGuard, default_cache_limit};
+pub(crate) use pool::{
+    BufferKind, PAGE, Pool, PooledBuffer, QueueGuard, default_cache_limit, round_size,
+};
 
 use crate::{Error, Result};
 

@@ -221,7 +221,11 @@ struct State {
     /// Ids given to driver buffers so far.
     next_id: u64,
     cache_limit: u64,
+    /// Caps the storage buffers on loan, not the read-back staging (see
+    /// `crate::Device::set_memory_limit`).
     memory_limit: u64,
+    /// Bytes of read-back staging buffers on loan (part of `stats.active`).
+    staging: u64,
     /// The most bytes active at once since creation or the last
     /// `clear_cache` (the footprint rule's reference; see the module docs).
     high_water: u64,
@@ -291,6 +295,9 @@ impl State {
     /// Put a loan in the slab; its slot.
     fn lend(&mut self, loan: Loan) -> usize {
         self.stats.active += loan.bytes;
+        if loan.kind == BufferKind::Readback {
+            self.staging += loan.bytes;
+        }
         self.stats.peak = self.stats.peak.max(self.stats.active);
         self.high_water = self.high_water.max(self.stats.active);
         match self.vacant.pop() {
@@ -349,6 +356,7 @@ impl Pool {
                 next_id: 0,
                 cache_limit,
                 memory_limit: u64::MAX,
+                staging: 0,
                 high_water: 0,
                 stats: MemoryStats::default(),
                 recorder: None,
@@ -405,18 +413,25 @@ impl Pool {
         }
         st.stats.cache_misses += 1;
         // Make room: the footprint rule and the cache limit first, then the
-        // memory limit (the whole cache if need be), then give up.
+        // memory limit (the whole cache if need be), then give up. The
+        // limit caps storage buffers only: read-back staging is host memory
+        // the limit does not govern (see `Device::set_memory_limit`), so a
+        // result that was computed can always be read.
         let budget = st.cache_budget(n);
         st.trim_cache_to(budget);
-        let limit = st.memory_limit;
-        if st.stats.active + st.stats.cache + n > limit {
-            let keep = limit.saturating_sub(st.stats.active + n);
+        let limit = match kind {
+            BufferKind::Storage => st.memory_limit,
+            BufferKind::Readback => u64::MAX,
+        };
+        let storage = st.stats.active - st.staging;
+        if storage.saturating_add(st.stats.cache).saturating_add(n) > limit {
+            let keep = limit.saturating_sub(storage + n);
             st.trim_cache_to(keep);
         }
-        if st.stats.active + n > limit {
+        if storage.saturating_add(n) > limit {
             return Err(Error::OutOfMemory {
                 requested: n,
-                active: st.stats.active,
+                active: storage,
                 limit,
             });
         }
@@ -495,6 +510,9 @@ impl Pool {
         st.vacant.push(slot);
         let (size, kind) = (loan.bytes, loan.kind);
         st.stats.active -= size;
+        if kind == BufferKind::Readback {
+            st.staging -= size;
+        }
         let cached = Cached {
             buffer,
             id: loan.id,

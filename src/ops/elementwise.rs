@@ -302,14 +302,16 @@ unary_fns! {
     abs => UnaryOp::Abs;
     /// -1, 0 or 1 (NumPy `sign`).
     sign => UnaryOp::Sign;
-    /// `e^x`.
+    /// `e^x`: fdlibm's `expf` (`wgsl/math.wgsl`), within 2 ulp
+    /// (docs/ACCURACY.md has every float function's bound and measured
+    /// error).
     exp => UnaryOp::Exp;
     /// `2^x` (NumPy `exp2`), within 2 ulp of the true value over the whole
     /// f32 range: `x = k + r` with `k` an integer and `|r| <= 1/2`, then
     /// `e^(r ln 2)` (musl's `expf`) scaled by `2^k` exactly; exact at
     /// integers. f16 and bf16 compute in f32 and round once.
     exp2 => UnaryOp::Exp2;
-    /// Natural logarithm.
+    /// Natural logarithm: fdlibm's `logf`, within 2 ulp.
     log => UnaryOp::Log;
     /// `log(1 + x)`, within 2 ulp of the true value over the whole f32
     /// range (musl's `log1pf`, after Sun's fdlibm): -inf at -1, NaN below,
@@ -319,36 +321,42 @@ unary_fns! {
     /// (musl's `expm1f`, after Sun's fdlibm): -1 below -27 ln 2, inf past
     /// ln(f32::MAX), x itself for |x| < 2^-25.
     expm1 => UnaryOp::Expm1;
-    /// Square root.
+    /// Square root, within 1 ulp.
     sqrt => UnaryOp::Sqrt;
-    /// `1 / sqrt(x)` (MLX `rsqrt`).
+    /// `1 / sqrt(x)` (MLX `rsqrt`): WGSL's `inverseSqrt`, within 2 ulp.
     rsqrt => UnaryOp::Rsqrt;
     /// `x * x`.
     square => UnaryOp::Square;
-    /// `1 / x`.
+    /// `1 / x`, within 1 ulp.
     reciprocal => UnaryOp::Reciprocal;
-    /// Sine (radians).
+    /// Sine (radians), within 2 ulp for every finite f32: an exact
+    /// reduction by pi/2 (Payne-Hanek) and fdlibm's `__kernel_sinf`.
     sin => UnaryOp::Sin;
-    /// Cosine (radians).
+    /// Cosine (radians), within 2 ulp for every finite f32, as `sin`.
     cos => UnaryOp::Cos;
-    /// Hyperbolic tangent.
+    /// Hyperbolic tangent, within 1.5 ulp: an odd polynomial below
+    /// log(3)/2, musl's `1 - 2 / (e^(2|x|) + 1)` beyond.
     tanh => UnaryOp::Tanh;
-    /// `1 / (1 + e^-x)`.
+    /// `1 / (1 + e^-x)`, within 2 ulp.
     sigmoid => UnaryOp::Sigmoid;
     /// `max(x, 0)`.
     relu => UnaryOp::Relu;
-    /// GELU, exact erf form: `x/2 * (1 + erf(x/sqrt 2))` (Hendrycks & Gimpel 2016).
+    /// GELU, exact erf form: `x/2 * (1 + erf(x/sqrt 2))` (Hendrycks & Gimpel
+    /// 2016), within 5 ulp for x >= -12 (computed as `x erfc(-x / sqrt 2) /
+    /// 2` below 0).
     gelu => UnaryOp::Gelu;
-    /// GELU, tanh approximation: `x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (MLX `gelu_approx`).
+    /// GELU, tanh approximation: `x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715
+    /// x^3)))` (MLX `gelu_approx`), within 16 ulp for x >= -3 (computed as
+    /// `x sigmoid(2 z)`).
     gelu_approx => UnaryOp::GeluTanh;
-    /// SiLU (swish): `x * sigmoid(x)`.
+    /// SiLU (swish): `x * sigmoid(x)`, within 3.5 ulp for x >= -87.
     silu => UnaryOp::Silu;
     /// `log(1 + e^x)` (PyTorch `softplus` with beta 1 and no threshold,
     /// MLX `nn.softplus`, JAX `nn.softplus`), computed as
-    /// `max(x, 0) + log1p(e^-|x|)`: no overflow for large `x`, and `e^x`
-    /// to within a few ulp for very negative `x`. Float out.
+    /// `max(x, 0) + log1p(e^-|x|)`: no overflow for large `x`, within 2
+    /// ulp. Float out.
     softplus => UnaryOp::Softplus;
-    /// The error function (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7).
+    /// The error function: musl's `erff` (after fdlibm), within 2 ulp.
     erf => UnaryOp::Erf;
     /// Largest integer not above x.
     floor => UnaryOp::Floor;
@@ -362,42 +370,44 @@ unary_fns! {
     /// `bitwise_invert`); integers and bool (where it is `logical_not`).
     bitwise_invert => UnaryOp::BitwiseInvert;
     /// Base-2 logarithm (NumPy `log2`): musl's `log2f` (after fdlibm),
-    /// within 1 ulp; -inf at 0, NaN below.
+    /// within 2 ulp; -inf at 0, NaN below.
     log2 => UnaryOp::Log2;
-    /// Base-10 logarithm (NumPy `log10`): musl's `log10f`, within 1 ulp.
+    /// Base-10 logarithm (NumPy `log10`): musl's `log10f`, within 2 ulp.
     log10 => UnaryOp::Log10;
     /// Tangent (radians; NumPy `tan`), within 2 ulp for every finite f32:
     /// an exact reduction by pi/2 (Payne-Hanek) and fdlibm's `__kernel_tan`.
     tan => UnaryOp::Tan;
-    /// Hyperbolic sine (NumPy `sinh`; musl's `sinhf`), within 2 ulp.
+    /// Hyperbolic sine (NumPy `sinh`; musl's `sinhf`), within 3 ulp.
     sinh => UnaryOp::Sinh;
-    /// Hyperbolic cosine (NumPy `cosh`; musl's `coshf`), within 2 ulp.
+    /// Hyperbolic cosine (NumPy `cosh`; musl's `coshf`), within 3 ulp.
     cosh => UnaryOp::Cosh;
     /// Inverse sine in [-pi/2, pi/2], NaN outside [-1, 1] (NumPy `arcsin`;
-    /// musl's `asinf`, float only), within 1 ulp.
+    /// musl's `asinf`, float only), within 2 ulp.
     arcsin => UnaryOp::Arcsin;
     /// Inverse cosine in [0, pi], NaN outside [-1, 1] (NumPy `arccos`;
-    /// musl's `acosf`), within 1 ulp.
+    /// musl's `acosf`), within 2 ulp.
     arccos => UnaryOp::Arccos;
     /// Inverse tangent in [-pi/2, pi/2] (NumPy `arctan`; musl's `atanf`),
-    /// within 1 ulp.
+    /// within 2 ulp.
     arctan => UnaryOp::Arctan;
-    /// Inverse hyperbolic sine (NumPy `arcsinh`; musl's `asinhf`), within 2 ulp.
+    /// Inverse hyperbolic sine (NumPy `arcsinh`; musl's `asinhf`), within 3 ulp.
     arcsinh => UnaryOp::Arcsinh;
     /// Inverse hyperbolic cosine, NaN below 1 (NumPy `arccosh`; musl's
-    /// `acoshf`), within 2 ulp.
+    /// `acoshf`), within 3 ulp.
     arccosh => UnaryOp::Arccosh;
     /// Inverse hyperbolic tangent, +-inf at +-1, NaN beyond (NumPy
-    /// `arctanh`; musl's `atanhf`), within 2 ulp.
+    /// `arctanh`; musl's `atanhf`), within 3 ulp.
     arctanh => UnaryOp::Arctanh;
     /// Inverse error function on [-1, 1], +-inf at +-1, NaN beyond (SciPy
     /// `erfinv`, MLX `erfinv`): Giles, "Approximating the erfinv function"
     /// (GPU Computing Gems, 2011), single precision, within 4 ulp.
     erfinv => UnaryOp::Erfinv;
     /// Radians to degrees, `x * (180 / pi)` with the constant correctly
-    /// rounded to f32 (NumPy `degrees`).
+    /// rounded to f32 (NumPy `degrees`): one rounding, within 0.5 ulp of
+    /// that product.
     degrees => UnaryOp::Degrees;
-    /// Degrees to radians, `x * (pi / 180)` (NumPy `radians`).
+    /// Degrees to radians, `x * (pi / 180)` (NumPy `radians`), as
+    /// [`Array::degrees`]: within 0.5 ulp of that product.
     radians => UnaryOp::Radians;
 }
 
@@ -441,7 +451,9 @@ binary_fns! {
     floor_divide => BinaryOp::FloorDiv;
     /// Floored remainder, with the divisor's sign (NumPy `remainder`).
     remainder => BinaryOp::Remainder;
-    /// `self ** other` (NumPy `power`; negative bases take integral exponents).
+    /// `self ** other` (NumPy `power`; negative bases take integral
+    /// exponents): within 2 ulp for exponents in [-64, 64], exact for
+    /// small integer exponents and 0.5 when the result is representable.
     power => BinaryOp::Pow;
     /// Elementwise maximum; NaN propagates (NumPy `maximum`).
     maximum => BinaryOp::Maximum;
@@ -725,8 +737,11 @@ impl Array {
     /// `logaddexp`): equal arguments give `self + ln 2` (so two infinities
     /// of one sign stay infinite), otherwise `max + log1p(e^-|self -
     /// other|)` with musl's `expf` and `log1pf` (NumPy's
-    /// `npy_logaddexpf`); NaN propagates. Shapes broadcast; integers and
-    /// bool compute in f32, f16 and bf16 in f32 and round once.
+    /// `npy_logaddexpf`); NaN propagates. Within 8 ulp when the larger
+    /// operand is at least 0; with both negative, the error is a few ulp
+    /// of the larger magnitude and has no bound in ulp of a result near 0
+    /// (docs/ACCURACY.md). Shapes broadcast; integers and bool compute in
+    /// f32, f16 and bf16 in f32 and round once.
     ///
     /// `other` is an array or a weak scalar ([`crate::Operand`]).
     ///

@@ -250,6 +250,7 @@ impl Array {
     /// u32) has this array's number of dimensions, and the two shapes
     /// broadcast except along `axis`; the result has the broadcast shape
     /// with `indices`' length along `axis`, and this array's dtype.
+    /// [`Array::put_along_axis`] writes through the same broadcast.
     /// `axis = None` reads the flattened array with 1-D indices. A negative
     /// index counts from the end; out-of-range ones are clamped (NumPy
     /// `mode="clip"`, as [`Array::take`]: a kernel cannot raise).

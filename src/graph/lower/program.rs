@@ -17,7 +17,7 @@ use crate::array::{ArrayInner, State, Storage};
 use crate::graph::Node;
 use crate::graph::primitive::{BinaryOp, ElementwiseOp, Primitive, View};
 use crate::kernels::program::{self as kernel, Bound, Def, LoadData, Program, Source, Value};
-use crate::memory::PooledBuffer;
+use crate::memory::{PAGE, PooledBuffer, round_size};
 use crate::{DType, Error, Result};
 
 /// How an array's axes map onto the iteration space: for each iteration
@@ -48,6 +48,7 @@ impl AxisMap {
         }
     }
 
+    #[cfg(test)]
     fn is_identity(&self) -> bool {
         self.starts.iter().all(|&s| s == 0)
             && self.axes.len() == self.starts.len()
@@ -165,10 +166,16 @@ struct Load {
     offset: usize,
     strides: Vec<isize>,
     gather: Option<(isize, usize)>,
-    /// Nothing but this program reads the array or its buffer, which is
-    /// dense with the iteration shape: an output may be written over it.
-    donatable: bool,
+    /// Nothing but this program reads the array or its buffer, and the
+    /// load covers the buffer densely (through whatever views) in the
+    /// iteration order given here (a permutation of the iteration axes,
+    /// outermost first): an output may be written over it. `None`: not
+    /// donatable.
+    donor: Option<Order>,
 }
+
+/// An order of the iteration axes, outermost first (see [`Load::donor`]).
+type Order = SmallVec<[usize; 4]>;
 
 struct Builder<'g> {
     shape: Vec<usize>,
@@ -294,9 +301,10 @@ impl<'g> Builder<'g> {
                 let t = AxisMap::of_view(view, &x.shape, &a.shape).ok_or_else(|| {
                     Error::Internal("a fused view that strides cannot express".into())
                 })?;
-                // A view may be read by other kernels too: no donation
-                // under it.
-                self.value(x, &map.then(&t), false)?
+                // A view read only here (one handle: its reader's input
+                // slot) passes donation on to what it views; one that
+                // other kernels read too does not.
+                self.value(x, &map.then(&t), direct && once)?
             }
             Primitive::Elementwise(op) if self.members.contains(&Arc::as_ptr(&node)) => {
                 let mut args = kernel::Args::new();
@@ -363,15 +371,14 @@ impl<'g> Builder<'g> {
     /// `direct`).
     fn load(&mut self, a: &Arc<ArrayInner>, map: &AxisMap, direct: bool) -> Result<Value> {
         // Asked before `storage()` takes a reference of its own: the only
-        // holder is the one node that reads it.
-        let donatable = direct
-            && self.acc.is_none()
-            && map.is_identity()
-            && a.shape == self.shape
-            && Arc::strong_count(a) == 1
-            && a.is_sole_dense(&self.shape, a.dtype);
+        // holder is the one node (or the one view) that reads it.
+        let sole = direct && self.acc.is_none() && Arc::strong_count(a) == 1;
         let storage = a.storage()?;
         let (offset, strides) = map.apply(storage.offset, &storage.strides);
+        // The buffer's holders: `a` and the clone just taken.
+        let donor = (sole && Arc::strong_count(&storage.buffer) == 2)
+            .then(|| donor_order(&self.shape, a.dtype, offset, &strides, &storage))
+            .flatten();
         let def = self.push(Def::Load {
             dtype: a.dtype,
             source: Source::Input(0),
@@ -385,20 +392,71 @@ impl<'g> Builder<'g> {
             offset,
             strides,
             gather: None,
-            donatable,
+            donor,
         });
         self.memo.insert((Arc::as_ptr(a), map.clone()), def);
         Ok(def)
     }
 }
 
+/// The order of the iteration axes (outermost first) in which a load at
+/// element `offset` with `strides` over `shape` walks its buffer densely
+/// from its first element, if there is one and the buffer is no more than
+/// a page larger than an output of `shape` and `dtype` would be: then an
+/// output may take the buffer (MLX's donation rule, `is_donatable` in
+/// mlx/backend/common/utils.h, which allows 16 KiB of slack, so that a
+/// small result does not keep a large buffer alive). Length-1 axes come
+/// first; the identity when the load is dense in the iteration order.
+/// Reached through a reshape, a slice that keeps a prefix of the buffer,
+/// a transpose (a permuted order) or a broadcast that only adds length-1
+/// axes; never through one that repeats elements (a stride 0 on a longer
+/// axis) or reverses them.
+fn donor_order(
+    shape: &[usize],
+    dtype: DType,
+    offset: usize,
+    strides: &[isize],
+    storage: &Storage,
+) -> Option<Order> {
+    let n = crate::shape::numel(shape);
+    let bytes = (n * dtype.size_in_bytes()) as u64;
+    if n == 0 || storage.buffer.buffer().size() > round_size(bytes) + PAGE {
+        return None;
+    }
+    dense_order(shape, offset, strides)
+}
+
+/// The order of `shape`'s axes (outermost first, length-1 axes first) in
+/// which element `offset` and `strides` walk a buffer densely from its
+/// first element; the identity where they do in the iteration order.
+fn dense_order(shape: &[usize], offset: usize, strides: &[isize]) -> Option<Order> {
+    if offset != 0 {
+        return None;
+    }
+    let mut order: Order = (0..shape.len()).filter(|&d| shape[d] == 1).collect();
+    let mut walked: Order = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
+    // Outermost first: decreasing strides (a stable sort keeps the
+    // identity where the load is dense already).
+    walked.sort_by_key(|&d| std::cmp::Reverse(strides[d]));
+    let mut step = 1isize;
+    for &d in walked.iter().rev() {
+        if strides[d] != step {
+            return None;
+        }
+        step *= shape[d] as isize;
+    }
+    order.extend_from_slice(&walked);
+    if order.windows(2).all(|w| w[0] < w[1]) || walked.windows(2).all(|w| w[0] < w[1]) {
+        // Dense in the iteration order (length-1 axes go anywhere).
+        return Some((0..shape.len()).collect());
+    }
+    Some(order)
+}
+
 /// Which buffers a finished program binds: distinct input buffers, and the
-/// donated loads, which read through an output's binding.
-fn bind(
-    defs: &mut [Def],
-    loads: &[Load],
-    outputs: &[Value],
-) -> (Vec<Arc<PooledBuffer>>, Vec<Option<Storage>>) {
+/// donated loads, which read through an output's binding (see
+/// [`Binding`]; every donor of one program walks the same order).
+fn bind(defs: &mut [Def], loads: &[Load], outputs: &[Value]) -> Binding {
     // An output may take a load's buffer when that load is the array's only
     // one, it is donatable and of the output's dtype.
     let mut per_array: HashMap<*const ArrayInner, usize> = HashMap::default();
@@ -407,17 +465,21 @@ fn bind(
     }
     let mut donor: Vec<Option<usize>> = vec![None; outputs.len()];
     let mut taken = vec![false; loads.len()];
+    let mut order: Option<Order> = None;
     for (j, &o) in outputs.iter().enumerate() {
         let dtype = defs[o as usize].dtype();
         if let Some(li) = loads.iter().enumerate().position(|(li, l)| {
             !taken[li]
-                && l.donatable
+                && l.donor
+                    .as_ref()
+                    .is_some_and(|d| order.as_ref().is_none_or(|o| o == d))
                 && l.gather.is_none()
                 && per_array[&l.array] == 1
                 && defs[l.def as usize].dtype() == dtype
         }) {
             donor[j] = Some(li);
             taken[li] = true;
+            order = loads[li].donor.clone();
         }
     }
     let mut buffers: Vec<Arc<PooledBuffer>> = Vec::new();
@@ -444,9 +506,22 @@ fn bind(
     }
     let donated = donor
         .iter()
-        .map(|d| d.map(|li| loads[li].storage.dense_alias()))
+        .map(|d| d.map(|li| Arc::clone(&loads[li].storage.buffer)))
         .collect();
-    (buffers, donated)
+    Binding {
+        buffers,
+        donated,
+        order,
+    }
+}
+
+/// What [`bind`] decided: the input bindings' buffers, per output the
+/// buffer it takes over (if any), and the order of the iteration axes the
+/// donors walk densely (outermost first).
+struct Binding {
+    buffers: Vec<Arc<PooledBuffer>>,
+    donated: Vec<Option<Arc<PooledBuffer>>>,
+    order: Option<Order>,
 }
 
 /// Build, bind and encode a program writing `outputs` (arrays of one shape),
@@ -468,13 +543,39 @@ pub(super) fn run(
 }
 
 /// Bind the builder's program, allocate its outputs and encode it.
+///
+/// The kernel walks the iteration space in the order its donors walk their
+/// buffers (the order of the axes of `b.shape` the donors' strides give,
+/// see [`donor_order`]), so that each thread reads a donated element where
+/// it writes its result; every output is then laid out in that order, and
+/// its storage's strides say so (a donor read through a transpose gives a
+/// transposed result, as MLX's donation does).
 fn finish(lw: &mut Lowering<'_>, mut b: Builder<'_>, values: Vec<Value>) -> Result<Vec<Storage>> {
-    let (buffers, donated) = bind(&mut b.defs, &b.loads, &values);
+    let Binding {
+        buffers,
+        donated,
+        order,
+    } = bind(&mut b.defs, &b.loads, &values);
+    let order: Order = order.unwrap_or_else(|| (0..b.shape.len()).collect());
+    let walk: Vec<usize> = order.iter().map(|&d| b.shape[d]).collect();
+    let dense = crate::shape::contiguous_strides(&walk);
+    // Each output's strides over `b.shape`: dense in the walk's order.
+    let mut strides = vec![0isize; b.shape.len()];
+    for (k, &d) in order.iter().enumerate() {
+        strides[d] = dense[k];
+    }
     let mut storages = Vec::with_capacity(values.len());
     for (&v, d) in values.iter().zip(donated) {
         storages.push(match d {
-            Some(s) => s,
-            None => lw.alloc(&b.shape, b.defs[v as usize].dtype())?,
+            Some(buffer) => Storage {
+                buffer,
+                strides: strides.clone(),
+                offset: 0,
+            },
+            None => Storage {
+                strides: strides.clone(),
+                ..lw.alloc(&walk, b.defs[v as usize].dtype())?
+            },
         });
     }
     let program = Program {
@@ -485,13 +586,13 @@ fn finish(lw: &mut Lowering<'_>, mut b: Builder<'_>, values: Vec<Value>) -> Resu
         vec4: false,
     };
     let bound = Bound {
-        shape: b.shape,
+        shape: walk,
         loads: b
             .loads
             .iter()
             .map(|l| LoadData {
                 offset: l.offset,
-                strides: l.strides.clone(),
+                strides: order.iter().map(|&d| l.strides[d]).collect(),
                 gather: l.gather,
             })
             .collect(),
@@ -534,7 +635,7 @@ pub(super) fn epilogue(
     for o in outputs {
         values.push(b.value(o, &identity, false)?);
     }
-    let (buffers, _) = bind(&mut b.defs, &b.loads, &values);
+    let buffers = bind(&mut b.defs, &b.loads, &values).buffers;
     let mut storages = Vec::with_capacity(values.len());
     for &v in &values {
         storages.push(lw.alloc(&shape, b.defs[v as usize].dtype())?);
@@ -603,9 +704,9 @@ pub(super) fn prologue(
         values.push(b.value(x, &identity, false)?);
     }
     for l in &mut b.loads {
-        l.donatable = false;
+        l.donor = None;
     }
-    let (buffers, _) = bind(&mut b.defs, &b.loads, &values);
+    let buffers = bind(&mut b.defs, &b.loads, &values).buffers;
     let loads = b
         .loads
         .iter()
@@ -710,7 +811,7 @@ pub(super) fn copy(
         offset: src.offset,
         strides: src.strides.clone(),
         gather: None,
-        donatable: false,
+        donor: None,
     });
     Ok(finish(lw, b, vec![0])?.pop().expect("one output"))
 }
@@ -789,7 +890,7 @@ pub(super) fn take(
         offset: is.offset,
         strides: i_strides,
         gather: None,
-        donatable: false,
+        donor: None,
     });
     b.loads.push(Load {
         def: 1,
@@ -798,7 +899,7 @@ pub(super) fn take(
         offset: xs.offset,
         strides: x_strides,
         gather: Some((xs.strides[axis], x.shape[axis])),
-        donatable: false,
+        donor: None,
     });
     let s = finish(lw, b, vec![1])?.pop().expect("one output");
     Ok(vec![Some(s)])
@@ -835,5 +936,22 @@ mod tests {
             (5, vec![0, 0, 1])
         );
         assert!(AxisMap::of_view(&View::Reshape, &[2, 3], &[3, 2]).is_none());
+    }
+
+    #[test]
+    fn dense_orders_follow_the_buffer() {
+        let o = |shape: &[usize], offset, strides: &[isize]| {
+            dense_order(shape, offset, strides).map(|o| o.to_vec())
+        };
+        // Dense, a length-1 axis with any stride, a transpose of [2, 3, 4].
+        assert_eq!(o(&[2, 3], 0, &[3, 1]), Some(vec![0, 1]));
+        assert_eq!(o(&[2, 1, 3], 0, &[3, 0, 1]), Some(vec![0, 1, 2]));
+        assert_eq!(o(&[4, 3, 2], 0, &[1, 4, 12]), Some(vec![2, 1, 0]));
+        assert_eq!(o(&[3, 1, 2], 0, &[1, 7, 3]), Some(vec![1, 2, 0]));
+        // Not from the first element, a gap, a repeat, a reversal.
+        assert_eq!(o(&[2, 3], 1, &[3, 1]), None);
+        assert_eq!(o(&[2, 3], 0, &[4, 1]), None);
+        assert_eq!(o(&[2, 3], 0, &[0, 1]), None);
+        assert_eq!(o(&[2, 3], 0, &[3, -1]), None);
     }
 }
