@@ -717,3 +717,296 @@ fn quantized_errors_are_typed() {
     drop((w48, w, wq, s, b, x, xi, q));
     assert_empty(&d);
 }
+
+/// Every public op that cannot take a block format refuses one with a
+/// typed error naming a dtype of a block format: when called, or (for the
+/// few whose signature returns no `Result`, or whose own checks do not
+/// look at dtypes) when evaluated. Never a panic, never a result.
+#[test]
+fn every_other_op_refuses_block_formats() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use wgarray::{Axes, PadMode, random, where_};
+    let d = device();
+    let mut rng = Rng::new(2);
+    let q = Array::from_blocks(
+        &random_blocks(DType::Q8_0, 4, &mut rng),
+        &[2, 64],
+        DType::Q8_0,
+        &d,
+    )
+    .unwrap();
+    let x = Array::from_slice(&rng.vec_f32(2 * 64), &[2, 64], &d).unwrap();
+    let idx = Array::from_slice(&[0i32, 1], &[2, 1], &d).unwrap();
+    let one = |r: wgarray::Result<Array>| r.map(|a| vec![a]);
+    let two = |r: wgarray::Result<(Array, Array)>| r.map(|(a, b)| vec![a, b]);
+    type Case<'a> = (
+        &'static str,
+        Box<dyn Fn() -> wgarray::Result<Vec<Array>> + 'a>,
+    );
+    let mut cases: Vec<Case<'_>> = vec![
+        ("astype", Box::new(|| one(q.astype(DType::F32)))),
+        ("astype to", Box::new(|| one(x.astype(DType::Q4_0)))),
+        ("exp", Box::new(|| one(q.exp()))),
+        ("negative", Box::new(|| one(q.negative()))),
+        ("abs", Box::new(|| one(q.abs()))),
+        ("logical_not", Box::new(|| one(q.logical_not()))),
+        ("bitwise_invert", Box::new(|| one(q.bitwise_invert()))),
+        ("add", Box::new(|| one(&q + &x))),
+        ("add scalar", Box::new(|| one(&q + 1.0))),
+        ("add int", Box::new(|| one(&q + 1))),
+        ("multiply", Box::new(|| one(x.multiply(&q)))),
+        ("equal", Box::new(|| one(q.equal(&q)))),
+        ("bitwise_and", Box::new(|| one(q.bitwise_and(&q)))),
+        ("logaddexp", Box::new(|| one(q.logaddexp(&x)))),
+        ("arctan2", Box::new(|| one(q.arctan2(1.0)))),
+        ("divmod", Box::new(|| two(q.divmod(2.0)))),
+        ("where", Box::new(|| one(where_(&q, &x, &x)))),
+        ("where a", Box::new(|| one(where_(&x, &q, 0.0)))),
+        ("isnan", Box::new(|| one(q.isnan()))),
+        ("isfinite", Box::new(|| one(q.isfinite()))),
+        (
+            "nan_to_num",
+            Box::new(|| one(q.nan_to_num(0.0, None, None))),
+        ),
+        (
+            "isclose",
+            Box::new(|| one(q.isclose(&x, 1e-5, 1e-8, false))),
+        ),
+        (
+            "allclose",
+            Box::new(|| one(q.allclose(&x, 1e-5, 1e-8, false))),
+        ),
+        ("array_equal", Box::new(|| one(q.array_equal(&q, false)))),
+        ("round_decimals", Box::new(|| one(q.round_decimals(2)))),
+        ("clip", Box::new(|| one(q.clip(0.0, 1.0)))),
+        ("sum", Box::new(|| one(q.sum(Axes::All, false)))),
+        ("max", Box::new(|| one(q.max(-1isize, false)))),
+        ("mean", Box::new(|| one(q.mean(Axes::All, true)))),
+        ("all", Box::new(|| one(q.all(Axes::All, false)))),
+        ("var", Box::new(|| one(q.var(Axes::All, false, 0)))),
+        ("argmax", Box::new(|| one(q.argmax(Some(1), false)))),
+        ("moments", Box::new(|| two(q.moments(Axes::All, false, 0)))),
+        ("logsumexp", Box::new(|| one(q.logsumexp(-1isize, false)))),
+        ("softmax", Box::new(|| one(q.softmax(-1)))),
+        ("log_softmax", Box::new(|| one(q.log_softmax(-1)))),
+        (
+            "layer_norm",
+            Box::new(|| one(q.layer_norm(None, None, 1e-5))),
+        ),
+        ("rms_norm", Box::new(|| one(q.rms_norm(None, 1e-5)))),
+        ("cumsum", Box::new(|| one(q.cumsum(Some(1), false, true)))),
+        ("cummax", Box::new(|| one(q.cummax(Some(0), false, true)))),
+        ("sort", Box::new(|| one(q.sort(Some(0))))),
+        ("argsort", Box::new(|| one(q.argsort(Some(0))))),
+        ("partition", Box::new(|| one(q.partition(0, Some(0))))),
+        ("topk", Box::new(|| two(q.topk(2, 0)))),
+        (
+            "max_with_index",
+            Box::new(|| two(q.max_with_index(0, false))),
+        ),
+        ("matmul", Box::new(|| one(q.matmul(&x.transpose())))),
+        ("matmul b", Box::new(|| one(x.matmul(&q.transpose())))),
+        (
+            "addmm",
+            Box::new(|| {
+                one(Array::zeros(&[2, 2], DType::F32, &d).unwrap().addmm(
+                    &x,
+                    &q.transpose(),
+                    1.0,
+                    1.0,
+                ))
+            }),
+        ),
+        ("outer", Box::new(|| one(q.outer(&x)))),
+        ("inner", Box::new(|| one(q.inner(&x)))),
+        (
+            "tensordot",
+            Box::new(|| one(q.tensordot(&x.transpose(), 1))),
+        ),
+        (
+            "scatter_add",
+            Box::new(|| {
+                one(q.scatter_add(
+                    &idx,
+                    &x.slice(&[Slice::FULL, Slice::range(0, 1)]).unwrap(),
+                    1,
+                ))
+            }),
+        ),
+        (
+            "put_along_axis",
+            Box::new(|| {
+                one(q.put_along_axis(
+                    &idx,
+                    &x.slice(&[Slice::FULL, Slice::range(0, 1)]).unwrap(),
+                    1,
+                ))
+            }),
+        ),
+        (
+            "take_along_axis",
+            Box::new(|| one(q.take_along_axis(&idx, Some(1)))),
+        ),
+        (
+            "slice_update",
+            Box::new(|| one(q.slice_update(&x, &[0, 0], Axes::All))),
+        ),
+        (
+            "slice_assign",
+            Box::new(|| one(q.slice_assign(&[Slice::FULL], &x))),
+        ),
+        (
+            "put",
+            Box::new(|| one(q.put(&Array::from_slice(&[0i32], &[1], &d).unwrap(), &x))),
+        ),
+        (
+            "at set",
+            Box::new(|| {
+                let row = x.slice(&[Slice::range(0, 1)]).unwrap();
+                one(q
+                    .at(&Array::from_slice(&[0i32], &[1], &d).unwrap())
+                    .set(&row))
+            }),
+        ),
+        ("full_like", Box::new(|| one(q.full_like(1.0)))),
+        ("zeros_like", Box::new(|| one(Ok(q.zeros_like())))),
+        ("ones_like", Box::new(|| one(Ok(q.ones_like())))),
+        ("diagonal", Box::new(|| one(q.diagonal(0, 0, 1)))),
+        ("diag", Box::new(|| one(q.diag(0)))),
+        ("trace", Box::new(|| one(q.trace(0, 0, 1)))),
+        ("repeat", Box::new(|| one(q.repeat(2, Some(1))))),
+        (
+            "pad",
+            Box::new(|| one(q.pad(&[(1, 1), (0, 0)], PadMode::Constant(0.0)))),
+        ),
+        ("roll", Box::new(|| one(q.roll(1, Some(1))))),
+        ("tril", Box::new(|| one(q.tril(0)))),
+        ("triu", Box::new(|| one(q.triu(0)))),
+        ("view", Box::new(|| one(q.view(DType::U8)))),
+        ("transpose", Box::new(|| one(Ok(q.transpose())))),
+        ("atleast_3d", Box::new(|| one(Ok(q.atleast_3d())))),
+        (
+            "full",
+            Box::new(|| one(Array::full(&[2, 32], 1.0, DType::Q4_0, &d))),
+        ),
+        (
+            "zeros",
+            Box::new(|| one(Array::zeros(&[2, 32], DType::Q4_0, &d))),
+        ),
+        (
+            "empty",
+            Box::new(|| one(Array::empty(&[2, 32], DType::Q4_0, &d))),
+        ),
+        (
+            "scalar",
+            Box::new(|| one(Array::scalar(1.0, DType::Q8_0, &d))),
+        ),
+        (
+            "arange",
+            Box::new(|| one(Array::arange(0.0, 32.0, 1.0, DType::Q4_0, &d))),
+        ),
+        (
+            "eye",
+            Box::new(|| one(Array::eye(32, None, 0, DType::Q8_0, &d))),
+        ),
+        (
+            "linspace",
+            Box::new(|| one(Array::linspace(0.0, 1.0, 32, DType::Q8_0, &d))),
+        ),
+        (
+            "one_hot",
+            Box::new(|| one(Array::one_hot(&idx, 32, DType::Q8_0))),
+        ),
+        (
+            "uniform",
+            Box::new(|| {
+                one(random::uniform(
+                    &random::key(1, &d).unwrap(),
+                    &[32],
+                    0.0,
+                    1.0,
+                    DType::Q4_0,
+                ))
+            }),
+        ),
+        (
+            "normal",
+            Box::new(|| {
+                one(random::normal(
+                    &random::key(1, &d).unwrap(),
+                    &[32],
+                    0.0,
+                    1.0,
+                    DType::Q4_0,
+                ))
+            }),
+        ),
+        (
+            "randint",
+            Box::new(|| {
+                one(random::randint(
+                    &random::key(1, &d).unwrap(),
+                    &[32],
+                    0,
+                    3,
+                    DType::Q4_0,
+                ))
+            }),
+        ),
+        (
+            "quantize",
+            Box::new(|| quantize(&q, 32, 4).map(|(a, b, c)| vec![a, b, c])),
+        ),
+        ("to_vec", Box::new(|| q.to_vec::<u8>().map(|_| Vec::new()))),
+        (
+            "save_safetensors",
+            Box::new(|| {
+                let dir = tempfile::tempdir().unwrap();
+                wgarray::io::save_safetensors(dir.path().join("q.safetensors"), &[("q", &q)])
+                    .map(|_| Vec::new())
+            }),
+        ),
+    ];
+    cases.push((
+        "to_blocks of an element dtype",
+        Box::new(|| x.to_blocks().map(|_| Vec::new())),
+    ));
+    let mut wrong = Vec::new();
+    for (name, case) in &cases {
+        let outcome = catch_unwind(AssertUnwindSafe(|| match case() {
+            Err(e) => Err(e),
+            Ok(outs) => wgarray::eval(&outs.iter().collect::<Vec<_>>()).map(|()| outs.len()),
+        }));
+        match outcome {
+            Err(_) => wrong.push(format!("{name}: panicked")),
+            Ok(Ok(n)) => wrong.push(format!("{name}: gave {n} arrays")),
+            Ok(Err(e @ (Error::Internal(_) | Error::Validation(_) | Error::Kernel { .. }))) => {
+                wrong.push(format!("{name}: {e}"))
+            }
+            Ok(Err(e)) => {
+                let said = e.to_string();
+                let names_block = ["q8_0", "q4_0"].iter().any(|b| said.contains(b))
+                    || matches!(e, Error::OpDType { .. } | Error::DType { .. });
+                if !names_block {
+                    wrong.push(format!("{name}: {said}"));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // tile is views and a copy: whole blocks, so it works.
+    let deq = |a: &Array| f32s(&dequantize(a, None, None, None, None, DType::F32).unwrap());
+    let tiled = q.tile(&[2, 2]).unwrap();
+    assert_eq!(tiled.shape(), &[4, 128]);
+    let want = f32s(
+        &dequantize(&q, None, None, None, None, DType::F32)
+            .unwrap()
+            .tile(&[2, 2])
+            .unwrap(),
+    );
+    assert_bits(&deq(&tiled), &want, "tile");
+    drop(tiled);
+    drop(cases);
+    drop((q, x, idx));
+    assert_empty(&d);
+}
