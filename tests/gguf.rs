@@ -13,12 +13,15 @@ use common::{Rng, assert_empty, device};
 use wgarray::io::{GgufFile, GgufValue};
 use wgarray::{DType, Error, dequantize};
 
+/// A tensor entry: name, ne, ggml type, data.
+type Entry = (Vec<u8>, Vec<u64>, u32, Vec<u8>);
+
 /// A GGUF file under construction (little-endian, as the spec writes it).
 #[derive(Clone)]
 struct Writer {
     version: u32,
     kv: Vec<(Vec<u8>, u32, Vec<u8>)>,
-    tensors: Vec<(Vec<u8>, Vec<u64>, u32, Vec<u8>)>,
+    tensors: Vec<Entry>,
     alignment: u64,
     /// A tensor's offset added to the computed one (to misalign it).
     skew: u64,
@@ -375,7 +378,7 @@ fn damaged_files_are_typed_errors_naming_the_tensor_or_key() {
     // Too large for the device: refused when loaded, nothing uploaded.
     let dir = tempfile::tempdir().unwrap();
     let max = d.limits().max_storage_buffer_binding_size;
-    let n = (max / 4 + 1) as u64;
+    let n = max / 4 + 1;
     let big = t(&[n], 0, Vec::new()).bytes();
     let p = write(dir.path(), "big.gguf", &big);
     // The data as a hole in a sparse file: nothing written.
