@@ -85,6 +85,16 @@ pub(crate) enum QuantKey {
     },
 }
 
+/// The wgsl/convert.wgsl function rounding f32 bits to a 2-byte float
+/// dtype's (f16 or bf16).
+fn half_encoder(dtype: DType) -> &'static str {
+    if dtype == DType::F16 {
+        "f32_to_f16_bits"
+    } else {
+        "f32_to_bf16_bits"
+    }
+}
+
 /// Statements of `fn store4(o, v)`: four f32 values rounded into elements
 /// `o..o + 4` (`o` a multiple of 4) of the dense output `out` of `dtype`.
 fn store4(dtype: DType) -> String {
@@ -93,11 +103,7 @@ fn store4(dtype: DType) -> String {
                        out[o + 2u] = bitcast<u32>(v.z);\n    out[o + 3u] = bitcast<u32>(v.w);"
             .to_string(),
         _ => {
-            let f = if dtype == DType::F16 {
-                "f32_to_f16_bits"
-            } else {
-                "f32_to_bf16_bits"
-            };
+            let f = half_encoder(dtype);
             format!(
                 "    let h = o >> 1u;\n    \
                  out[h] = {f}(bitcast<u32>(v.x)) | ({f}(bitcast<u32>(v.y)) << 16u);\n    \
@@ -195,11 +201,7 @@ pub(crate) fn quantize_spec(dtype: DType, bits: u32, group_size: u32) -> (Spec, 
                        biases[2u * t + 1u] = bitcast<u32>(b1);\n    }"
             .to_string(),
         _ => {
-            let f = if dtype == DType::F16 {
-                "f32_to_f16_bits"
-            } else {
-                "f32_to_bf16_bits"
-            };
+            let f = half_encoder(dtype);
             format!(
                 "    scales[t] = {f}(bitcast<u32>(s0)) | ({f}(bitcast<u32>(s1)) << 16u);\n    \
                  biases[t] = {f}(bitcast<u32>(b0)) | ({f}(bitcast<u32>(b1)) << 16u);"
