@@ -523,6 +523,22 @@ fn quantized_matmul_of_block_formats_matches_f64() {
             1e-5,
             &format!("{dtype} x @ W"),
         );
+        // x a transposed view (read through its strides).
+        let (m, k, n) = (5, 2 * b, 3);
+        let bytes = random_blocks(dtype, n * 2, &mut rng);
+        let wv = dequantize_blocks(dtype, &bytes);
+        let w = Array::from_blocks(&bytes, &[n, k], dtype, &d).unwrap();
+        let xt = rng.vec_f32(k * m);
+        let x: Vec<f32> = (0..m * k).map(|i| xt[(i % k) * m + i / k]).collect();
+        let xa = Array::from_slice(&xt, &[k, m], &d).unwrap().transpose();
+        let y = quantized_matmul(&xa, &w, None, None, true, None, None).unwrap();
+        let want = reference(&x, m, &wv, n, k, true);
+        assert_close(
+            &y.to_vec::<f32>().unwrap(),
+            &want,
+            1e-5,
+            &format!("{dtype} x transposed"),
+        );
         // Batched and 1-D x, and f16 and bf16 activations (the result in
         // their dtype).
         let (n, k) = (5, 2 * b);
@@ -530,7 +546,9 @@ fn quantized_matmul_of_block_formats_matches_f64() {
         let wv = dequantize_blocks(dtype, &bytes);
         let w = Array::from_blocks(&bytes, &[n, k], dtype, &d).unwrap();
         for xd in FLOATS {
-            let x = rng.vec_f32(2 * 3 * k);
+            // Small, so that products of K-quants' large values stay
+            // within f16's range.
+            let x: Vec<f32> = rng.vec_f32(2 * 3 * k).iter().map(|v| v / 1024.0).collect();
             let (xa, xr) = float_array(&x, &[2, 3, k], xd, &d);
             let y = quantized_matmul(&xa, &w, None, None, true, None, None).unwrap();
             assert_eq!((y.shape(), y.dtype()), (&[2, 3, n][..], xd));

@@ -71,18 +71,26 @@ pub(crate) enum Source {
     },
 }
 
+impl Source {
+    /// What the kernel is specialised on: affine bits and group sizes are
+    /// parameter words, so one pipeline serves them all.
+    fn spec_key(self) -> Source {
+        match self {
+            Source::Affine { scales, .. } => Source::Affine {
+                bits: 0,
+                group_size: 0,
+                scales,
+            },
+            s => s,
+        }
+    }
+}
+
 /// The compact key of a quantization kernel's specialisation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum QuantKey {
-    Dequant {
-        source: Source,
-        out: DType,
-    },
-    Quantize {
-        dtype: DType,
-        bits: u32,
-        group_size: u32,
-    },
+    Dequant { source: Source, out: DType },
+    Quantize { dtype: DType },
 }
 
 /// The wgsl/convert.wgsl function rounding f32 bits to a 2-byte float
@@ -113,7 +121,8 @@ fn store4(dtype: DType) -> String {
     }
 }
 
-/// The dequantize kernel for `source` into `out` (f32, f16 or bf16).
+/// The dequantize kernel for `source` into `out` (f32, f16 or bf16); for
+/// affine weights the bits and group size are parameter words.
 pub(crate) fn dequant_spec(source: Source, out: DType) -> (Spec, &'static Kernel) {
     let out_binding = "@group(0) @binding({}) var<storage, read_write> out: array<u32>;";
     let w_binding = "@group(0) @binding(1) var<storage, read> w: array<u32>;\n";
@@ -130,11 +139,7 @@ pub(crate) fn dequant_spec(source: Source, out: DType) -> (Spec, &'static Kernel
                 1,
             )
         }
-        Source::Affine {
-            bits,
-            group_size,
-            scales,
-        } => {
+        Source::Affine { scales, .. } => {
             let load = |name: &str| {
                 let b = element_bits(scales, name, "i");
                 format!(
@@ -142,15 +147,15 @@ pub(crate) fn dequant_spec(source: Source, out: DType) -> (Spec, &'static Kernel
                     decode(scales, &b)
                 )
             };
-            let mask = format!("{}u", (1u32 << bits) - 1);
             let helpers = format!(
-                "const BITS: u32 = {bits}u;\n\
-                 // Value e of the bit stream whose first word is `base`.\n\
+                "// Value e of the bit stream of `p.sb.w`-bit values whose first word is\n\
+                 // `base`.\n\
                  fn affine_q(base: u32, e: u32) -> f32 {{\n    \
-                     let b = e * BITS;\n    let i = base + (b >> 5u);\n    let s = b & 31u;\n    \
+                     let bits = p.sb.w;\n    \
+                     let b = e * bits;\n    let i = base + (b >> 5u);\n    let s = b & 31u;\n    \
                      var v = q_word(i) >> s;\n    \
-                     if s + BITS > 32u {{\n        v = v | (q_word(i + 1u) << (32u - s));\n    }}\n    \
-                     return f32(v & {mask});\n}}\n{}{}",
+                     if s + bits > 32u {{\n        v = v | (q_word(i + 1u) << (32u - s));\n    }}\n    \
+                     return f32(v & ((1u << bits) - 1u));\n}}\n{}{}",
                 load("scales"),
                 load("biases")
             );
@@ -161,12 +166,11 @@ pub(crate) fn dequant_spec(source: Source, out: DType) -> (Spec, &'static Kernel
                     out_binding.replace("{}", "4")
                 ),
                 helpers,
-                format!("    return p.w.x + row * p.w.y + (j / 32u) * {bits}u;"),
-                format!(
-                    "    let g = j / {group_size}u;\n    \
-                     return vec2<f32>(scales_at(p.w.z + row * p.w.w + g), \
-                     biases_at(p.sb.x + row * p.sb.y + g));"
-                ),
+                "    return p.w.x + row * p.w.y + (j / 32u) * p.sb.w;".to_string(),
+                "    let g = j / p.sb.z;\n    \
+                 return vec2<f32>(scales_at(p.w.z + row * p.w.w + g), \
+                 biases_at(p.sb.x + row * p.sb.y + g));"
+                    .to_string(),
                 "    let e = j & 31u;\n    \
                  return vec4<f32>(affine_q(base, e), affine_q(base, e + 1u), \
                  affine_q(base, e + 2u), affine_q(base, e + 3u));"
@@ -189,8 +193,9 @@ pub(crate) fn dequant_spec(source: Source, out: DType) -> (Spec, &'static Kernel
     )
 }
 
-/// The affine quantize kernel for input `dtype`, `bits` and `group_size`.
-pub(crate) fn quantize_spec(dtype: DType, bits: u32, group_size: u32) -> (Spec, &'static Kernel) {
+/// The affine quantize kernel for input `dtype` (bits and group size are
+/// parameter words).
+pub(crate) fn quantize_spec(dtype: DType) -> (Spec, &'static Kernel) {
     let load = format!(
         "    return {};",
         decode(dtype, &element_bits(dtype, "w", "i"))
@@ -208,12 +213,7 @@ pub(crate) fn quantize_spec(dtype: DType, bits: u32, group_size: u32) -> (Spec, 
             )
         }
     };
-    QUANTIZE.spec(&[
-        ("GS", &group_size.to_string()),
-        ("BITS", &bits.to_string()),
-        ("LOAD", &load),
-        ("SCALES", &scales),
-    ])
+    QUANTIZE.spec(&[("LOAD", &load), ("SCALES", &scales)])
 }
 
 /// The float dtypes scales, activations and dequantized outputs take.
@@ -234,24 +234,14 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
             out.push(dequant_spec(Source::Blocks(d), o));
         }
         for &s in &FLOATS {
-            for bits in AFFINE_BITS {
-                for group_size in AFFINE_GROUP_SIZES {
-                    out.push(dequant_spec(
-                        Source::Affine {
-                            bits,
-                            group_size,
-                            scales: s,
-                        },
-                        o,
-                    ));
-                }
-            }
+            let source = Source::Affine {
+                bits: 0,
+                group_size: 0,
+                scales: s,
+            };
+            out.push(dequant_spec(source, o));
         }
-        for bits in AFFINE_BITS {
-            for group_size in AFFINE_GROUP_SIZES {
-                out.push(quantize_spec(o, bits, group_size));
-            }
-        }
+        out.push(quantize_spec(o));
     }
     out
 }
@@ -305,10 +295,17 @@ pub(crate) fn dequantize(
             6,
             [s.offset, s.stride, b.offset, b.stride].map(|v| v as i64),
         )?;
+        if let Source::Affine {
+            bits, group_size, ..
+        } = source
+        {
+            p.put(10, [group_size, bits].map(i64::from))?;
+        }
         buffers.push(s.buffer.clone());
         buffers.push(b.buffer.clone());
     }
     buffers.push(out.clone());
+    let source = source.spec_key();
     let key = QuickKey::Quant(QuantKey::Dequant {
         source,
         out: out_dtype,
@@ -349,16 +346,11 @@ pub(crate) fn quantize(
     }
     let mut p = Params::new("quantize");
     p.put(0, [groups, per_row, w.offset, w.stride].map(|v| v as i64))?;
-    let key = QuickKey::Quant(QuantKey::Quantize {
-        dtype,
-        bits,
-        group_size,
-    });
+    p.put(4, [group_size, bits].map(i64::from))?;
+    let key = QuickKey::Quant(QuantKey::Quantize { dtype });
     Ok(Some(Dispatch {
         windows: Vec::new(),
-        pipeline: cx
-            .cache
-            .get_quick(key, || quantize_spec(dtype, bits, group_size))?,
+        pipeline: cx.cache.get_quick(key, || quantize_spec(dtype))?,
         params: p.words(),
         buffers: vec![w.buffer.clone(), wq.clone(), scales.clone(), biases.clone()],
         workgroups: cx.grid(groups.div_ceil(2) as u64)?,
