@@ -398,6 +398,19 @@ impl Array {
         )
     }
 
+    /// An evaluated array over `storage` (a buffer shared with others):
+    /// how lowering hands a scratch result to another family's lowering.
+    pub(crate) fn from_storage(
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        storage: Storage,
+    ) -> Array {
+        Array {
+            inner: ArrayInner::new(shape.to_vec(), dtype, device, State::Ready(storage), None),
+        }
+    }
+
     /// An evaluated array reading `buffer` through element `strides` from
     /// element `offset` (a view that owns its buffer).
     pub(crate) fn ready_strided(
@@ -638,9 +651,11 @@ impl Array {
         numel(&self.inner.shape)
     }
 
-    /// Bytes the elements take on the device: `size() * dtype().size_in_bytes()`.
+    /// Bytes the elements take on the device: `size() *
+    /// dtype().size_in_bytes()`, or for a block format its packed size
+    /// ([`DType::nbytes`]: `size() / block_size() * size_in_bytes()`).
     pub fn nbytes(&self) -> usize {
-        self.size().saturating_mul(self.inner.dtype.size_in_bytes())
+        self.inner.dtype.nbytes(self.size())
     }
 
     /// The device the array lives on.
@@ -824,7 +839,8 @@ impl Array {
         }
     }
 
-    /// The values as f64, row-major (for printing and tests).
+    /// The values as f64, row-major (for printing and tests); for a block
+    /// format, its elements dequantized to f32 ([`crate::dequantize`]).
     ///
     /// # Errors
     /// As [`Array::to_vec`].
@@ -854,6 +870,10 @@ impl Array {
                 .into_iter()
                 .map(|b| b as u8 as f64)
                 .collect(),
+            // A block format's values are its dequantized elements.
+            DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => {
+                crate::dequantize(self, None, None, None, None, DType::F32)?.to_f64_vec()?
+            }
         })
     }
 }
@@ -871,7 +891,7 @@ fn format_value(v: f64, dtype: DType) -> String {
         _ if v.is_infinite() => (if v > 0.0 { "inf" } else { "-inf" }).to_string(),
         // NumPy prints integral floats as `1.`.
         _ if v.fract() == 0.0 && v.abs() < 1e16 => format!("{v:.0}."),
-        DType::F32 => format!("{}", v as f32),
+        d if d == DType::F32 || d.is_quantized() => format!("{}", v as f32),
         _ => format!("{v}"),
     }
 }
@@ -948,7 +968,7 @@ impl Array {
             .iter()
             .map(|&v| format_value(v, self.dtype()))
             .collect();
-        if self.dtype().is_float() {
+        if self.dtype().is_float() || self.dtype().is_quantized() {
             align_decimal_points(&mut strings);
         }
         let width = strings.iter().map(|s| s.len()).max().unwrap_or(0);

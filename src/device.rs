@@ -514,8 +514,19 @@ impl Device {
     }
 
     /// [`Error::MissingFeature`] (named `op`) when this device cannot hold
-    /// arrays of `dtype` (f64 without `SHADER_F64` or `SHADER_INT64`).
+    /// arrays of `dtype` (f64 without `SHADER_F64` or `SHADER_INT64`);
+    /// [`Error::OpDType`] for a block format, which no op that makes
+    /// elements makes.
     pub(crate) fn check_dtype(&self, op: &'static str, dtype: crate::DType) -> Result<()> {
+        if dtype.is_quantized() {
+            // Arrays of a block format come from their bytes only.
+            return Err(Error::OpDType {
+                op,
+                dtype,
+                takes: "element dtypes (an array of a block format comes from \
+                        Array::from_blocks or a GGUF file)",
+            });
+        }
         match dtype.missing_feature(self.features()) {
             Some(feature) => Err(Error::MissingFeature { op, feature }),
             None => Ok(()),

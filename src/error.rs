@@ -317,11 +317,12 @@ pub enum Error {
     },
 
     /// A tensor in a file has an element type that no [`DType`] holds
-    /// (F8_E4M3, C64, ...).
+    /// (safetensors' F8_E4M3, C64, ...; GGUF's Q5_K, IQ4_NL, ...).
     #[error(
         "{}, tensor `{tensor}`: dtype {dtype} is not supported \
-         (wgarray reads F64, F32, F16, BF16, I64 and U64 (narrowed to 32 bits), \
-         I32, U32, I16, U16, I8, U8 and BOOL)",
+         (wgarray reads safetensors' F64, F32, F16, BF16, I64 and U64 (narrowed to 32 bits), \
+         I32, U32, I16, U16, I8, U8 and BOOL, and GGUF's F32, F16, BF16, F64, I8, I16, I32, \
+         Q4_0, Q4_1, Q8_0, Q4_K and Q6_K)",
         path.display()
     )]
     UnsupportedDType {
@@ -329,7 +330,8 @@ pub enum Error {
         path: std::path::PathBuf,
         /// The tensor's name.
         tensor: String,
-        /// The file's name for the dtype (safetensors: `F64`, `I64`, ...).
+        /// The file's name for the dtype (safetensors: `F64`, `I64`, ...;
+        /// GGUF: ggml's type name, `q5_K`, `iq4_nl`, ...).
         dtype: String,
     },
 }

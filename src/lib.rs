@@ -60,6 +60,7 @@ pub use ops::concat::{concatenate, stack};
 pub use ops::creation::{Indexing, PadMode, broadcast_arrays, meshgrid};
 pub use ops::elementwise::{promote_types, where_};
 pub use ops::linalg::TensordotAxes;
+pub use ops::quant::{dequantize, quantize, quantized_matmul};
 pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
 pub use ops::shape::SplitSpec;

@@ -20,9 +20,10 @@ use crate::memory::{BufferKind, Origin, PooledBuffer};
 use crate::{DType, Device, Error, Result};
 
 /// Bytes `numel` elements of `dtype` take in a device buffer (before the
-/// padding to [`wgpu::COPY_BUFFER_ALIGNMENT`]).
+/// padding to [`wgpu::COPY_BUFFER_ALIGNMENT`]; whole blocks for a block
+/// format).
 pub(crate) fn device_bytes(numel: usize, dtype: DType) -> u64 {
-    numel.saturating_mul(dtype.size_in_bytes()) as u64
+    dtype.nbytes(numel) as u64
 }
 
 /// A pooled storage buffer holding `bytes` bytes that `fill` writes.

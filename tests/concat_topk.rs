@@ -122,6 +122,7 @@ impl Host {
                 Array::from_slice(&v, &self.shape, d)
             }
             DType::F64 => Array::from_slice(&self.data, &self.shape, d),
+            d => panic!("{d} has no element values"),
         };
         a.unwrap()
     }

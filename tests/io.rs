@@ -143,6 +143,7 @@ fn file_bytes_of(a: &Array) -> Vec<u8> {
             .iter()
             .map(|&b| b as u8)
             .collect(),
+        d => panic!("{d} has no elements to write"),
     }
 }
 

@@ -365,6 +365,81 @@ fn lifetime_d_a_split_output_assigned_over_its_sibling() {
     assert_empty(&d);
 }
 
+/// The three outputs of `quantize` (one node), as a vector, from a fresh
+/// `[4, 64 Ki]` f32 weight of 1 MiB that only the node holds.
+fn quantized(d: &Device) -> Vec<Array> {
+    let mut rng = Rng::new(17);
+    let w = Array::from_slice(&rng.vec_f32(4 * MIB_F32), &[4, MIB_F32], d).unwrap();
+    let (wq, s, b) = wgarray::quantize(&w, 64, 4).unwrap();
+    vec![wq, s, b]
+}
+
+#[test]
+fn lifetime_g_quantize_outputs_dropped_in_every_order_unevaluated() {
+    for order in [[0, 1, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
+        let d = device();
+        let mut outs: Vec<Option<Array>> = quantized(&d).into_iter().map(Some).collect();
+        for (n, &i) in order.iter().enumerate() {
+            drop(outs[i].take());
+            if n < 2 {
+                assert!(d.live_nodes() > 0, "a sibling still holds the node");
+                assert!(d.active_memory() >= 4 * MIB, "the weight, through the node");
+            }
+        }
+        assert_empty(&d);
+    }
+}
+
+#[test]
+fn lifetime_h_one_quantize_output_kept_evaluated_the_others_dropped() {
+    for keep in 0..3 {
+        let d = device();
+        let mut outs = quantized(&d);
+        let kept = outs.remove(keep);
+        drop(outs);
+        kept.eval().unwrap();
+        assert_eq!(
+            d.live_nodes(),
+            0,
+            "evaluated: the node and the weight are gone"
+        );
+        assert_eq!(d.live_arrays(), 1);
+        assert!(d.active_memory() < 4 * MIB, "only the kept output");
+        drop(kept);
+        assert_empty(&d);
+    }
+}
+
+#[test]
+fn lifetime_i_quantize_outputs_replaced_and_reassigned() {
+    let d = device();
+    // Replaced by assignment, unevaluated: the last outside reference to
+    // the node goes with it.
+    let [mut wq, s, b]: [Array; 3] = quantized(&d).try_into().unwrap();
+    drop((s, b));
+    assert_eq!(wq.dtype(), DType::U32);
+    wq = Array::scalar(1.0, DType::F32, &d).unwrap();
+    assert_eq!((d.live_nodes(), d.live_arrays()), (0, 1));
+    drop(wq);
+    assert_empty(&d);
+    // A sibling assigned over another, then evaluated.
+    let [wq, mut s, b]: [Array; 3] = quantized(&d).try_into().unwrap();
+    drop(wq);
+    assert_eq!(s.shape(), b.shape());
+    s = b;
+    assert_eq!(s.to_vec::<f32>().unwrap().len(), 4 * MIB_F32 / 64);
+    assert_eq!(d.live_nodes(), 0);
+    drop(s);
+    assert_empty(&d);
+    // mem::replace of an evaluated output, the others evaluated too.
+    let mut outs = quantized(&d);
+    eval(&outs.iter().collect::<Vec<_>>()).unwrap();
+    let old = std::mem::replace(&mut outs[1], Array::scalar(0.0, DType::F32, &d).unwrap());
+    drop(old);
+    drop(outs);
+    assert_empty(&d);
+}
+
 fn closure_case(evaluate: Option<bool>) {
     let d = device();
     let mut rng = Rng::new(13);

@@ -104,6 +104,9 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
             .unwrap_or("compile input");
         return Err(Error::Traced { op });
     }
+    // Before planning: the planner never sees a block format where it
+    // cannot be.
+    check_blocks(&order)?;
     let plan = plan(&device, &order);
     run_planned(&device, &guard, order, &plan).map(|()| count)
 }
@@ -131,6 +134,7 @@ pub(crate) fn run_planned(
     order: Vec<Arc<Node>>,
     plan: &fuse::Plan,
 ) -> Result<()> {
+    check_blocks(&order)?;
     let dev = &device.inner;
     // The outputs marked evaluated, weakly: if wgpu refuses the submission
     // they are marked lost instead.
@@ -177,6 +181,46 @@ pub(crate) fn run_planned(
         }
     }
     result
+}
+
+/// What the ops that refuse a block format say they take.
+pub(crate) const TAKES_ELEMENTS: &str = "element dtypes (a block format goes through \
+     dequantize and quantized_matmul, or moves whole rows through views, contiguous, \
+     concatenate, split and take along a leading axis)";
+
+/// [`Error::OpDType`] for the first node of `order` that reads or makes an
+/// array of a block format without taking one
+/// ([`Primitive::takes_blocks`]), before anything runs. The ops refuse
+/// block formats they cannot take when they are called; this catches the
+/// ones whose own checks do not look at dtypes (a reduction's), so that no
+/// kernel ever sees a block format it cannot decode.
+fn check_blocks(order: &[Arc<Node>]) -> Result<()> {
+    for node in order {
+        if node.primitive.takes_blocks() {
+            continue;
+        }
+        let input = node
+            .inputs
+            .iter()
+            .map(|a| a.inner.dtype)
+            .find(|d| d.is_quantized());
+        let dtype = input.or_else(|| {
+            node.outputs.get().and_then(|o| {
+                o.iter()
+                    .filter_map(Weak::upgrade)
+                    .map(|a| a.dtype)
+                    .find(|d| d.is_quantized())
+            })
+        });
+        if let Some(dtype) = dtype {
+            return Err(Error::OpDType {
+                op: node.primitive.name(),
+                dtype,
+                takes: TAKES_ELEMENTS,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The live outputs of `node`.

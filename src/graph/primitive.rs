@@ -78,6 +78,56 @@ pub(crate) enum Primitive {
     /// Input `index` of a function being traced by `compile`: it has no
     /// value, so evaluating anything that depends on it is an error.
     Placeholder { index: usize },
+    /// MLX's affine quantization of the one input (f32, f16 or bf16, rows
+    /// of `k` along its last axis, `k` a multiple of `group_size`): three
+    /// outputs, the packed quants (u32, `k * bits / 32` per row), the
+    /// scales and the biases (the input's dtype, `k / group_size` per row).
+    Quantize { group_size: u32, bits: u32 },
+    /// The elements of quantized weights (see [`QuantMode`] for the
+    /// inputs), in the output's dtype (f32, f16 or bf16).
+    Dequantize(QuantMode),
+    /// `x @ w.T` (`transpose`) or `x @ w` with `w` quantized: inputs `x`
+    /// (f32, `[batch.., m, k]`), then the weights as [`QuantMode`] says;
+    /// output f32 `[batch.., m, n]`.
+    QuantizedMatmul { mode: QuantMode, transpose: bool },
+}
+
+/// How the weights of [`Primitive::Dequantize`] and
+/// [`Primitive::QuantizedMatmul`] are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum QuantMode {
+    /// MLX's affine quantization: three inputs, the packed quants (u32,
+    /// each row a little-endian bit stream of `bits`-bit values), the
+    /// scales and the biases (one per `group_size` elements of a row);
+    /// element = `q * scale + bias`.
+    Affine { group_size: u32, bits: u32 },
+    /// One input of a block format (`DType::Q4_0` ...): its dtype says
+    /// which.
+    Blocks,
+}
+
+impl Primitive {
+    /// Whether the primitive takes inputs (or makes outputs) of a block
+    /// format (`DType::is_quantized`): views (the ops keep the last axis
+    /// whole), the primitives that move whole rows of blocks (split,
+    /// take, concatenate along another axis), the quantized ops, and
+    /// compile's placeholders. Eval refuses a graph in which any other
+    /// node touches a block format.
+    pub(crate) fn takes_blocks(&self) -> bool {
+        matches!(
+            self,
+            Primitive::View(_)
+                | Primitive::Split { .. }
+                | Primitive::Take { .. }
+                | Primitive::Concatenate { .. }
+                | Primitive::Dequantize(QuantMode::Blocks)
+                | Primitive::QuantizedMatmul {
+                    mode: QuantMode::Blocks,
+                    ..
+                }
+                | Primitive::Placeholder { .. }
+        )
+    }
 }
 
 /// How a view maps its input's layout to its output's.
@@ -606,6 +656,9 @@ impl Primitive {
             Primitive::SliceUpdate { .. } => "slice_update",
             Primitive::Bitcast => "view",
             Primitive::Placeholder { .. } => "compile input",
+            Primitive::Quantize { .. } => "quantize",
+            Primitive::Dequantize(_) => "dequantize",
+            Primitive::QuantizedMatmul { .. } => "quantized_matmul",
         }
     }
 }

@@ -59,6 +59,9 @@ fn file_dtype(d: DType) -> FileDType {
         DType::I8 => FileDType::I8,
         DType::U8 => FileDType::U8,
         DType::Bool => FileDType::BOOL,
+        // Refused by `save_safetensors` before it asks: safetensors has no
+        // block formats.
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => FileDType::U8,
     }
 }
 
@@ -385,7 +388,8 @@ pub fn save_safetensors<S: AsRef<str>>(
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a name given twice or the reserved name
-/// `__metadata__`; the errors of [`crate::eval`] and
+/// `__metadata__`; [`Error::OpDType`] for an array of a block format
+/// (safetensors has none); the errors of [`crate::eval`] and
 /// [`Array::to_vec`]; [`Error::Io`] when the file cannot be written
 /// (then no temporary file is left behind).
 pub fn save_safetensors_with_metadata<S: AsRef<str>>(
@@ -415,6 +419,13 @@ pub fn save_safetensors_with_metadata<S: AsRef<str>>(
         )));
     };
 
+    if let Some((_, a)) = tensors.iter().find(|(_, a)| a.dtype().is_quantized()) {
+        return Err(Error::OpDType {
+            op: "save_safetensors",
+            dtype: a.dtype(),
+            takes: "element dtypes (safetensors has no block formats: dequantize first)",
+        });
+    }
     // Evaluate what is pending, one submission per device.
     let mut devices: Vec<&Device> = Vec::new();
     for (_, a) in tensors {

@@ -24,6 +24,7 @@ pub(crate) mod matmul;
 mod portability;
 pub(crate) mod program;
 pub(crate) mod prologue;
+pub(crate) mod quant;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod scan;
@@ -385,6 +386,7 @@ pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     specs.extend(scan::specs());
     specs.extend(sort::specs());
     specs.extend(scatter::specs());
+    specs.extend(quant::specs());
     // Ops that share an expression on some dtype (floor of an integer is
     // the identity, like a cast) share a specialisation.
     let mut seen = rustc_hash::FxHashSet::default();
@@ -633,6 +635,8 @@ pub(crate) enum QuickKey {
         ranks: (u8, u8),
         program: program::Program,
     },
+    /// A quantization kernel (`quant.rs`).
+    Quant(quant::QuantKey),
 }
 
 /// A parameter buffer larger than this is not kept after the submission

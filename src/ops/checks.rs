@@ -37,6 +37,7 @@ impl Array {
     /// None today; `Result` so that every op composes with `?`.
     #[track_caller]
     pub fn nan_to_num(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Array> {
+        super::refuse_blocks("nan_to_num", &[self])?;
         let d = self.dtype();
         if !d.is_float() {
             return Ok(self.clone());
@@ -95,6 +96,7 @@ impl Array {
         )?;
         super::same_device(op, self, &other)?;
         crate::shape::broadcast_shapes(op, self.shape(), other.shape())?;
+        super::refuse_blocks(op, &[self, &other])?;
         if !(rtol >= 0.0 && atol >= 0.0) {
             return Err(crate::Error::InvalidArgument(format!(
                 "{op}: `rtol` and `atol` must be non-negative, got rtol={rtol}, atol={atol}"
@@ -145,6 +147,7 @@ impl Array {
     #[track_caller]
     pub fn array_equal(&self, other: &Array, equal_nan: bool) -> Result<Array> {
         super::same_device("array_equal", self, other)?;
+        super::refuse_blocks("array_equal", &[self, other])?;
         if self.shape() != other.shape() {
             return Array::full(&[], false, DType::Bool, self.device());
         }
@@ -173,6 +176,7 @@ impl Array {
     /// None today; `Result` so that every op composes with `?`.
     #[track_caller]
     pub fn round_decimals(&self, decimals: i32) -> Result<Array> {
+        super::refuse_blocks("round", &[self])?;
         let d = self.dtype();
         if decimals == 0 || d == DType::Bool {
             return self.round();

@@ -39,7 +39,10 @@ use crate::{Array, Error, Result};
 /// # Errors
 /// [`Error::InvalidArgument`] for an empty list or 0-dimensional arrays;
 /// [`Error::InvalidAxis`]; [`Error::DeviceMismatch`]; [`Error::ShapeMismatch`]
-/// when ranks or the other axes differ.
+/// when ranks or the other axes differ; [`Error::DType`] for an array of a
+/// block format beside one of another dtype (block formats join only
+/// themselves, whole blocks at a time: a fused projection's weights
+/// concatenated along their rows stay quantized).
 #[track_caller]
 pub fn concatenate(arrays: &[&Array], axis: impl Into<Option<isize>>) -> Result<Array> {
     let Some(first) = arrays.first() else {
@@ -78,6 +81,17 @@ pub fn concatenate(arrays: &[&Array], axis: impl Into<Option<isize>>) -> Result<
         }
         shape[axis] += a.shape()[axis];
         dtype = promote_types(dtype, a.dtype());
+    }
+    // A block format joins only itself (whole rows of blocks, or whole
+    // blocks along the last axis): no cast makes one.
+    if let Some(q) = arrays.iter().find(|a| a.dtype().is_quantized())
+        && let Some(o) = arrays.iter().find(|a| a.dtype() != q.dtype())
+    {
+        return Err(Error::DType {
+            op: "concatenate",
+            dtype: q.dtype(),
+            other: Some(o.dtype()),
+        });
     }
     // A loop, not a closure: the casts record the caller's location.
     let mut inputs = Vec::with_capacity(arrays.len());

@@ -64,6 +64,7 @@ impl Array {
     /// dtype's range, as [`Array::full`].
     #[track_caller]
     pub fn full_like(&self, value: impl Scalar) -> Result<Array> {
+        super::refuse_blocks("full_like", &[self])?;
         let word = value.value().bits("full_like", self.dtype())?;
         Ok(Array::full_bits(
             self.shape(),

@@ -112,6 +112,7 @@ impl Array {
         out: DType,
     ) -> Result<Array> {
         let shape = broadcast_all(name, inputs)?;
+        super::refuse_blocks(name, inputs)?;
         Ok(Array::from_node1(
             inputs[0].device(),
             Primitive::Elementwise(op),
@@ -658,6 +659,7 @@ impl Array {
     /// give `on_integers` everywhere, as a lazy constant (no kernel).
     #[track_caller]
     fn float_predicate(&self, op: UnaryOp, on_integers: bool) -> Result<Array> {
+        super::refuse_blocks(op.name(), &[self])?;
         if !self.dtype().is_float() {
             return Array::full(self.shape(), on_integers, DType::Bool, self.device());
         }
@@ -790,6 +792,7 @@ impl Array {
             self.device(),
         )?;
         let shape = broadcast_all("divmod", &[&a, &b])?.into_owned();
+        super::refuse_blocks("divmod", &[&a, &b])?;
         let t = promote_types(a.dtype(), b.dtype());
         let (a, b) = (a.astype(t)?, b.astype(t)?);
         let mut v = Array::from_node(

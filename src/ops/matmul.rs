@@ -85,6 +85,8 @@ fn plan(op: &'static str, x: &Array, y: &Array) -> Result<Plan> {
 /// features (f16 needs `SHADER_F16`; an f64 array exists only where the
 /// device has f64).
 fn check_dtypes(op: &'static str, operands: &[&Array]) -> Result<()> {
+    // Block formats: quantized_matmul.
+    super::refuse_blocks(op, operands)?;
     let first = operands[0].dtype();
     for a in operands {
         if a.dtype() == DType::Bool {

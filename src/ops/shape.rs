@@ -193,6 +193,9 @@ impl Array {
         if numel(&new) != size {
             return Err(bad(&format!("{size} elements do not fit")));
         }
+        if self.dtype().is_quantized() {
+            crate::ops::quant::check_block_shape("reshape", &new, self.dtype())?;
+        }
         Ok(self.reshape_to(&new))
     }
 
@@ -269,15 +272,25 @@ impl Array {
                 "permute: `axes` {axes:?} are not a permutation of {nd} axes"
             )));
         }
+        if self.dtype().is_quantized() && axes.last().is_some_and(|&a| a + 1 != nd) {
+            return Err(Error::InvalidArgument(format!(
+                "permute: the last axis of a {} array holds its blocks and stays last; \
+                 `axes` {axes:?} move it",
+                self.dtype()
+            )));
+        }
         let shape = axes.iter().map(|&a| self.shape()[a]).collect();
         Ok(self.view_node(View::Permute(axes), shape))
     }
 
-    /// Axes reversed (NumPy `transpose` / `.T`), a view.
+    /// Axes reversed (NumPy `transpose` / `.T`), a view. (Of an array of a
+    /// block format with more than one axis, it moves the blocks' axis:
+    /// evaluating it returns [`Error::OpDType`].)
     #[track_caller]
     pub fn transpose(&self) -> Array {
-        let axes: Vec<isize> = (0..self.ndim() as isize).rev().collect();
-        self.permute(&axes).expect("a reversal is a permutation")
+        let axes: Vec<usize> = (0..self.ndim()).rev().collect();
+        let shape = axes.iter().map(|&a| self.shape()[a]).collect();
+        self.view_node(View::Permute(axes), shape)
     }
 
     /// Swap two axes (NumPy `swapaxes`), a view.
@@ -378,6 +391,9 @@ impl Array {
             })
             .collect();
         check_shape("expand_dims", &shape)?;
+        if self.dtype().is_quantized() {
+            crate::ops::quant::check_block_shape("expand_dims", &shape, self.dtype())?;
+        }
         Ok(self.reshape_to(&shape))
     }
 
@@ -444,6 +460,20 @@ impl Array {
             steps.push(step);
             shape.push(count);
         }
+        let d = self.dtype();
+        if d.is_quantized()
+            && let (Some(&start), Some(&count), Some(&step)) =
+                (starts.last(), shape.last(), steps.last())
+            && !(start.is_multiple_of(d.block_size())
+                && count.is_multiple_of(d.block_size())
+                && (step == 1 || count == 0))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "slice: the last axis of a {d} array is sliced in whole blocks of {} \
+                 (step 1), not from {start}, {count} elements, step {step}",
+                d.block_size()
+            )));
+        }
         Ok(self.view_node(View::Slice { starts, steps }, shape))
     }
 }
@@ -488,6 +518,13 @@ impl Array {
                 dtype: indices.dtype(),
                 takes: "integer indices (int8 to int32, uint8 to uint32)",
             });
+        }
+        if self.dtype().is_quantized() && axis.is_none_or(|a| a + 1 == self.ndim()) {
+            return Err(Error::InvalidArgument(format!(
+                "take: the elements of a {} array lie in blocks along its last axis; it takes \
+                 whole rows, along another axis (got axis {axis:?})",
+                self.dtype()
+            )));
         }
         let (x, axis) = match axis {
             None => (self.ravel(), 0),
@@ -582,6 +619,19 @@ impl Array {
                 cuts.windows(2).map(|w| (w[0], w[1].max(w[0]))).collect()
             }
         };
+        let d = self.dtype();
+        if d.is_quantized()
+            && axis + 1 == self.ndim()
+            && bounds.iter().any(|&(s, e)| {
+                !(s.is_multiple_of(d.block_size()) && e.is_multiple_of(d.block_size()))
+            })
+        {
+            return Err(Error::InvalidArgument(format!(
+                "split: the last axis of a {d} array splits only between blocks of {} \
+                 elements, not at {bounds:?}",
+                d.block_size()
+            )));
+        }
         let outputs = bounds
             .iter()
             .map(|&(s, e)| {

@@ -209,6 +209,7 @@ impl Array {
         shape: Vec<usize>,
         update: &Array,
     ) -> Result<Array> {
+        super::refuse_blocks("slice_update", &[self, update])?;
         let update = update.astype(self.dtype())?.broadcast_to(&shape)?;
         Ok(Array::from_node(
             self.device(),

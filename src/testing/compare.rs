@@ -22,6 +22,8 @@ pub const fn poison(dtype: DType) -> u32 {
         DType::I32 | DType::U32 | DType::Bool | DType::I8 | DType::U8 | DType::I16 | DType::U16 => {
             0xDEAD_BEEF
         }
+        // Block formats have no element of their own: their bytes.
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => 0xDEAD_BEEF,
     }
 }
 
@@ -325,6 +327,8 @@ pub(super) fn elems_from_bytes(dtype: DType, bytes: &[u8]) -> Vec<Elem> {
         DType::I8 => values::<i8>(bytes),
         DType::U8 => values::<u8>(bytes),
         DType::Bool => values::<bool>(bytes),
+        // No host element: the bytes.
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => values::<u8>(bytes),
     };
     values
         .into_iter()

@@ -6,7 +6,9 @@
 //! - [`host`]: a host n-d array for references, and device copies of it in
 //!   several layouts and every dtype;
 //! - [`reference`]: host references and comparisons (f64 matmul, error
-//!   norms, row-major index arithmetic).
+//!   norms, row-major index arithmetic);
+//! - [`quant`]: host references for quantized weights (ggml's block
+//!   formats, MLX's affine quantization).
 //!
 //! Each integration test binary compiles all of it; not every binary uses
 //! every helper.
@@ -14,6 +16,7 @@
 
 pub mod arrays;
 pub mod host;
+pub mod quant;
 pub mod reference;
 mod rng;
 

@@ -9,6 +9,7 @@
 mod concat;
 mod matmul;
 pub(crate) mod program;
+mod quant;
 mod random;
 mod reduce;
 mod scan;
@@ -59,8 +60,10 @@ impl Lowering<'_> {
     /// # Errors
     /// As [`Lowering::alloc`].
     fn alloc_for(&self, shape: &[usize], dtype: DType, origin: Option<Origin>) -> Result<Storage> {
-        self.device.check_dtype("float64", dtype)?;
-        let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
+        if !dtype.is_quantized() {
+            self.device.check_dtype("float64", dtype)?;
+        }
+        let bytes = dtype.nbytes(numel(shape)) as u64;
         self.device.check_binding("eval", bytes)?;
         let buffer =
             self.device
@@ -167,5 +170,10 @@ pub(crate) fn lower(
         Primitive::Placeholder { .. } => Err(Error::Traced {
             op: node.primitive.name(),
         }),
+        Primitive::Quantize { group_size, bits } => quant::quantize(lw, &io, *group_size, *bits),
+        Primitive::Dequantize(mode) => quant::dequantize(lw, &io, *mode),
+        Primitive::QuantizedMatmul { mode, transpose } => {
+            quant::quantized_matmul(lw, &io, *mode, *transpose)
+        }
     }
 }

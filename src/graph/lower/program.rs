@@ -787,6 +787,12 @@ pub(super) fn copy(
     shape: &[usize],
     dtype: DType,
 ) -> Result<Storage> {
+    if dtype.is_quantized() {
+        // Whole blocks, as bytes; the copy is then seen in elements.
+        let (bytes, view) = super::quant::byte_view("copy", shape, src, dtype)?;
+        let dense = copy(lw, &view, &bytes, DType::U8)?;
+        return Ok(dense.view(crate::shape::contiguous_strides(shape), 0));
+    }
     let members = HashSet::default();
     let mut b = Builder {
         shape: shape.to_vec(),
@@ -849,18 +855,47 @@ pub(super) fn take(
     axis: usize,
 ) -> Result<Vec<Option<Storage>>> {
     let o = io.output()?;
-    let (x, idx) = (io.input(0), io.input(1));
-    let (xs, is) = (&io.storages[0], &io.storages[1]);
+    let (x, xs) = (io.input(0), &io.storages[0]);
+    if x.dtype.is_quantized() {
+        // Whole rows of blocks (the op takes along a leading axis), as
+        // bytes; the result is then seen in elements.
+        let (x_bytes, x_view) = super::quant::byte_view("take", &x.shape, xs, x.dtype)?;
+        let mut out_bytes = o.shape.clone();
+        if let (Some(l), Some(&b)) = (out_bytes.last_mut(), x_bytes.last()) {
+            *l = b;
+        }
+        let s = gather(lw, io, &x_bytes, &x_view, DType::U8, &out_bytes, axis)?;
+        return Ok(vec![Some(
+            s.view(crate::shape::contiguous_strides(&o.shape), 0),
+        )]);
+    }
+    let s = gather(lw, io, &x.shape, xs, x.dtype, &o.shape, axis)?;
+    Ok(vec![Some(s)])
+}
+
+/// The gather of [`take`]: `x` (of `x_shape` and `dtype`, read through
+/// `xs`) at input 1's indices along `axis`, into a dense `out_shape`.
+fn gather(
+    lw: &mut Lowering<'_>,
+    io: &NodeIo<'_>,
+    x_shape: &[usize],
+    xs: &Storage,
+    dtype: DType,
+    out_shape: &[usize],
+    axis: usize,
+) -> Result<Storage> {
+    let idx = io.input(1);
+    let is = &io.storages[1];
     let k = idx.shape.len();
     let mut x_strides = xs.strides[..axis].to_vec();
     x_strides.extend(std::iter::repeat_n(0, k));
     x_strides.extend_from_slice(&xs.strides[axis + 1..]);
     let mut i_strides = vec![0; axis];
     i_strides.extend_from_slice(&is.strides);
-    i_strides.extend(std::iter::repeat_n(0, x.shape.len() - axis - 1));
+    i_strides.extend(std::iter::repeat_n(0, x_shape.len() - axis - 1));
     let members = HashSet::default();
     let mut b = Builder {
-        shape: o.shape.clone(),
+        shape: out_shape.to_vec(),
         members: &members,
         defs: vec![
             Def::Load {
@@ -870,7 +905,7 @@ pub(super) fn take(
                 gather: None,
             },
             Def::Load {
-                dtype: x.dtype,
+                dtype,
                 source: Source::Input(0),
                 dense: false,
                 gather: Some(0),
@@ -898,11 +933,10 @@ pub(super) fn take(
         storage: xs.clone(),
         offset: xs.offset,
         strides: x_strides,
-        gather: Some((xs.strides[axis], x.shape[axis])),
+        gather: Some((xs.strides[axis], x_shape[axis])),
         donor: None,
     });
-    let s = finish(lw, b, vec![1])?.pop().expect("one output");
-    Ok(vec![Some(s)])
+    Ok(finish(lw, b, vec![1])?.pop().expect("one output"))
 }
 
 #[cfg(test)]
