@@ -68,7 +68,7 @@ pub(crate) enum Source {
     /// thread writes before it writes it.
     Output(u8),
     /// No buffer: the GEMM's result at this element (`acc`, f32), in a
-    /// GEMM's fused epilogue (`kernels::epilogue`) only. Its load data is
+    /// GEMM's fused epilogue (`kernels::gemm::common::epilogue`) only. Its load data is
     /// unused.
     Acc,
 }
@@ -377,7 +377,7 @@ impl Program {
     /// iteration space (a dense load at its offset plus `e`, a strided one
     /// through `e` unravelled over the merged shape, whose sizes are at
     /// words `4..4 + rank`): the body shared by the elementwise kernel and
-    /// the GEMM epilogue (`kernels::epilogue`).
+    /// the GEMM epilogue (`kernels::gemm::common::epilogue`).
     pub(super) fn element_statements(&self, layout: &Layout) -> String {
         let rank = self.rank as usize;
         let mut s = String::new();
@@ -664,7 +664,7 @@ pub(crate) fn dispatch(
 /// `wide` allows it and the operands fit it (`wide::fits`); `None` for an
 /// empty iteration space.
 /// Shared by the elementwise kernel and the GEMM epilogue
-/// (`kernels::epilogue`).
+/// (`kernels::gemm::common::epilogue`).
 ///
 /// # Errors
 /// As [`dispatch`].

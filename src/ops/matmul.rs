@@ -1,6 +1,6 @@
 //! Matrix multiplication with NumPy semantics, and `addmm`.
 //!
-//! Both run the tiled GEMM of `wgsl/gemm.wgsl` (see `src/kernels/matmul.rs`
+//! Both run the tiled GEMM of `wgsl/gemm.wgsl` (see `src/kernels/gemm/`
 //! for how a tile and the operand load modes are chosen): each thread keeps
 //! a register block of the output, reads A and B through their strides (vec4
 //! loads where the layout is aligned), accumulates in f32, and applies

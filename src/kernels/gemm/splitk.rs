@@ -3,21 +3,28 @@
 //! summing every `ks`-th chunk of four k, and their sums are added with
 //! subgroup shuffles (where the adapter has `SUBGROUP`) or through
 //! workgroup memory. One chunk's loads and multiply-adds are the register
-//! family's (`matmul::gemm_body` for a 1 x 4 block), so every load mode
+//! family's (`common::block` for a 1 x 4 block), so every load mode
 //! and dtype works the same way.
 
-use super::matmul::{Mode, Tile, gemm_body, indent};
+use super::common::block::{Tile, gemm_body};
+use super::common::indent;
+use super::common::operand::Mode;
+use super::common::prelude::{Family, GEMM_COMMON};
+use crate::kernels::Kernel;
 
-/// The substitutions of `wgsl/gemm_splitk.wgsl`: `ks` threads per column
+/// The split-K matrix-vector kernel (`wgsl/gemm_splitk.wgsl`).
+pub(crate) static GEMM_SPLITK: Kernel = Kernel {
+    name: "gemm_splitk",
+    prelude: &[GEMM_COMMON],
+    source: include_str!("../../../wgsl/gemm_splitk.wgsl"),
+    reads: 2,
+    writes: 1,
+};
+
+/// The family's kernel (`wgsl/gemm_splitk.wgsl`): `ks` threads per column
 /// quad, `cq` quads per workgroup, the reduction by subgroup shuffles or
 /// workgroup memory.
-pub(crate) fn subs(
-    ks: u32,
-    cq: u32,
-    subgroups: bool,
-    a_mode: Mode,
-    b_mode: Mode,
-) -> Vec<(&'static str, String)> {
+pub(crate) fn family(ks: u32, cq: u32, subgroups: bool, a_mode: Mode, b_mode: Mode) -> Family {
     let body = gemm_body(
         Tile {
             wg_x: 1,
@@ -43,12 +50,17 @@ pub(crate) fn subs(
         }
         mask /= 2;
     }
-    vec![
-        ("KS", ks.to_string()),
-        ("CQ", cq.to_string()),
-        ("DECLS", body.decls),
-        ("CHUNK", body.chunk),
-        ("REDUCE", indent(reduce, 1)),
-        ("EPILOGUE", body.epilogue),
-    ]
+    Family {
+        kernel: &GEMM_SPLITK,
+        subs: vec![
+            ("KS", ks.to_string()),
+            ("CQ", cq.to_string()),
+            ("DECLS", body.decls),
+            ("CHUNK", body.chunk),
+            ("REDUCE", indent(reduce, 1)),
+            ("EPILOGUE", body.epilogue),
+        ],
+        params: None,
+        windows: Vec::new(),
+    }
 }

@@ -1,15 +1,12 @@
-//! The workgroup-memory GEMM family (`wgsl/gemm_shared.wgsl`), the one
-//! GPUs take: each step a workgroup stages a block of A and a block of B
-//! through workgroup memory (vec4 loads where the layout allows them,
-//! double buffered, one barrier per step), then every thread multiplies
-//! its register block out of it. The staging code is shared with the
-//! cooperative-matrix family (`gemm_coop.rs`).
-//!
-//! Like the register family, the per-thread code is generated straight-line
-//! (named variables, literal indices) for the tile and the operand load
-//! modes; see `matmul::gemm_body` for why.
+//! The workgroup-memory staging both tiled families share (the
+//! workgroup-memory family, `wgsl/gemm_shared.wgsl`, and the
+//! cooperative-matrix family, `wgsl/gemm_coop.wgsl`): each step a workgroup
+//! copies a block of A and a block of B into one of two k-major buffers
+//! (vec4 loads where the layout allows them) while it multiplies out of
+//! the other, one barrier per step.
 
-use super::matmul::{GemmKernel, Mode, indent, store_quads};
+use super::indent;
+use super::operand::Mode;
 
 /// The blocks one workgroup stages per step: `bm x bk` of A and `bk x bn`
 /// of B, by `threads` threads.
@@ -177,7 +174,7 @@ pub(crate) fn staging(s: Staging, a_mode: Mode, b_mode: Mode) -> StagingCode {
 /// The workgroup arrays of both staging buffers (`len` elements each of A
 /// and B) and their accessors: vec4 arrays, or with `scalar` f32 arrays read
 /// as quads (see wgsl/gemm_shared.wgsl for which back ends need which).
-fn staging_decls(len_a: u32, len_b: u32, scalar: bool) -> String {
+pub(crate) fn staging_decls(len_a: u32, len_b: u32, scalar: bool) -> String {
     let mut s = String::new();
     for (x, len) in [("a", len_a), ("b", len_b)] {
         s += &if scalar {
@@ -200,96 +197,4 @@ fn staging_decls(len_a: u32, len_b: u32, scalar: bool) -> String {
         };
     }
     s
-}
-
-/// The substitutions of `wgsl/gemm_shared.wgsl` for a `Shared` kernel.
-/// `looped`: the stores as one loop (`matmul::store_quads`);
-/// `scalar_staging`: f32 staging arrays ([`staging_decls`]).
-pub(crate) fn subs(
-    kernel: GemmKernel,
-    a_mode: Mode,
-    b_mode: Mode,
-    looped: bool,
-    scalar_staging: bool,
-) -> Vec<(&'static str, String)> {
-    let GemmKernel::Shared {
-        wg_x,
-        wg_y,
-        tm,
-        nv,
-        bk,
-    } = kernel
-    else {
-        unreachable!("gemm_shared::subs takes Shared kernels")
-    };
-    let (bm, bn) = (wg_y * tm, wg_x * 4 * nv);
-    let code = staging(
-        Staging {
-            bm,
-            bn,
-            bk,
-            threads: wg_x * wg_y,
-        },
-        a_mode,
-        b_mode,
-    );
-    // Thread (tx, ty) owns rows (g WG_Y + ty) 4 + i and column quads
-    // v WG_X + tx of the block: vec4 reads of both staged blocks, and
-    // neighbouring threads store neighbouring quads.
-    let mut decls = Vec::new();
-    for r in 0..tm {
-        for v in 0..nv {
-            decls.push(format!("var acc_{r}_{v} = vec4<f32>(0.0);"));
-        }
-    }
-    let mut compute = Vec::new();
-    for kk in 0..bk {
-        compute.push("{".to_string());
-        compute.push(format!("    let ka = (cur + {kk}u) * {}u + ty;", bm / 4));
-        for g in 0..tm / 4 {
-            compute.push(format!("    let a{g} = sa4(ka + {}u);", g * wg_y));
-        }
-        compute.push(format!("    let kb = (cur + {kk}u) * {}u + tx;", bn / 4));
-        for v in 0..nv {
-            compute.push(format!("    let b{v} = sb4(kb + {}u);", v * wg_x));
-        }
-        for r in 0..tm {
-            let (g, i) = (r / 4, r % 4);
-            for v in 0..nv {
-                compute.push(format!(
-                    "    acc_{r}_{v} = fma(vec4<f32>(a{g}[{i}]), b{v}, acc_{r}_{v});"
-                ));
-            }
-        }
-        compute.push("}".to_string());
-    }
-    let mut calls = Vec::new();
-    for r in 0..tm {
-        let (g, i) = (r / 4, r % 4);
-        for v in 0..nv {
-            calls.push([
-                format!("tile_row0 + ({}u + ty) * 4u + {i}u", g * wg_y),
-                format!("tile_q0 + {}u + tx", v * wg_x),
-                format!("acc_{r}_{v}"),
-            ]);
-        }
-    }
-    let epilogue = store_quads(&calls, "bases.c", "bases.out", looped);
-    vec![
-        ("WG_X", wg_x.to_string()),
-        ("WG_Y", wg_y.to_string()),
-        ("BM", bm.to_string()),
-        ("BN", bn.to_string()),
-        ("BK", bk.to_string()),
-        (
-            "STAGING",
-            staging_decls(2 * bm * bk, 2 * bn * bk, scalar_staging),
-        ),
-        ("STAGE_DECLS", code.decls),
-        ("LOAD", code.load),
-        ("STORE", code.store),
-        ("DECLS", indent(decls, 1)),
-        ("COMPUTE", indent(compute, 2)),
-        ("EPILOGUE", indent(epilogue, 1)),
-    ]
 }

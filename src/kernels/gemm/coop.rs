@@ -3,28 +3,43 @@
 //! `EXPERIMENTAL_COOPERATIVE_MATRIX`, requested only with
 //! `WGARRAY_COOPERATIVE_MATRIX=1` (see `device.rs`). Not on Metal: wgpu's
 //! Metal back end reports subgroup sizes 4 to 64, and the family needs a
-//! fixed size (`matmul::usable`). A workgroup is four
+//! fixed size (`GemmKernel`'s `usable`). A workgroup is four
 //! subgroups in a 2 x 2 grid; each multiplies `frags x frags` fragments of
 //! `size x size` out of the same double-buffered workgroup-memory staging
-//! as the workgroup-memory family (`gemm_shared::staging`, converted to the
+//! as the workgroup-memory family (`common::staging`, converted to the
 //! fragment type: f16 for f16 operands, f32 otherwise), with f32
 //! accumulators. Each accumulator goes through a subgroup's slot of
 //! workgroup memory to `store_quad`, the epilogue every family shares.
 
-use super::gemm_shared::{Staging, staging};
-use super::matmul::{COOP_BK, GemmKernel, Mode, indent};
+use super::common::indent;
+use super::common::operand::Mode;
+use super::common::prelude::{Family, GEMM_COMMON};
+use super::common::staging::{Staging, staging};
+use crate::kernels::Kernel;
 
-/// The substitutions of `wgsl/gemm_coop.wgsl` for a `Coop` kernel on an
-/// adapter whose subgroups have `subgroup` invocations.
-pub(crate) fn subs(
-    kernel: GemmKernel,
+/// The cooperative-matrix GEMM (`wgsl/gemm_coop.wgsl`).
+pub(crate) static GEMM_COOP: Kernel = Kernel {
+    name: "gemm_coop",
+    prelude: &["enable wgpu_cooperative_matrix;", GEMM_COMMON],
+    source: include_str!("../../../wgsl/gemm_coop.wgsl"),
+    reads: 2,
+    writes: 1,
+};
+
+/// The K step of the family (one or two fragments).
+pub(crate) const COOP_BK: u32 = 16;
+
+/// The family's kernel (`wgsl/gemm_coop.wgsl`) for `frags x frags`
+/// fragments of `size x size` (f16 where `half`, else f32) per subgroup,
+/// on an adapter whose subgroups have `subgroup` invocations.
+pub(crate) fn family(
+    size: u32,
+    half: bool,
+    frags: u32,
     subgroup: u32,
     a_mode: Mode,
     b_mode: Mode,
-) -> Vec<(&'static str, String)> {
-    let GemmKernel::Coop { size, half, frags } = kernel else {
-        unreachable!("gemm_coop::subs takes Coop kernels")
-    };
+) -> Family {
     let (bm, bk) = (2 * frags * size, COOP_BK);
     let threads = 4 * subgroup;
     let code = staging(
@@ -86,19 +101,24 @@ pub(crate) fn subs(
             ));
         }
     }
-    vec![
-        ("SIZE", size.to_string()),
-        ("FRAGS", frags.to_string()),
-        ("CT", ty.to_string()),
-        ("ACC", acc),
-        ("THREADS", threads.to_string()),
-        ("BM", bm.to_string()),
-        ("BK", bk.to_string()),
-        ("STAGE_DECLS", code.decls),
-        ("LOAD", code.load),
-        ("STORE", code.store),
-        ("DECLS", indent(decls, 1)),
-        ("COMPUTE", indent(compute, 2)),
-        ("EPILOGUE", indent(epilogue, 1)),
-    ]
+    Family {
+        kernel: &GEMM_COOP,
+        subs: vec![
+            ("SIZE", size.to_string()),
+            ("FRAGS", frags.to_string()),
+            ("CT", ty.to_string()),
+            ("ACC", acc),
+            ("THREADS", threads.to_string()),
+            ("BM", bm.to_string()),
+            ("BK", bk.to_string()),
+            ("STAGE_DECLS", code.decls),
+            ("LOAD", code.load),
+            ("STORE", code.store),
+            ("DECLS", indent(decls, 1)),
+            ("COMPUTE", indent(compute, 2)),
+            ("EPILOGUE", indent(epilogue, 1)),
+        ],
+        params: None,
+        windows: Vec::new(),
+    }
 }
