@@ -149,17 +149,6 @@ impl Context {
     }
 }
 
-/// The axes of `shape` other than `axis` and the number of rows along
-/// `axis` (their product), for kernels that work row by row and unravel
-/// the other axes with wgsl/unravel.wgsl (at most 7: every shape was
-/// checked against [`crate::shape::MAX_DIMS`] when it was made).
-pub(crate) fn rows_along(shape: &[usize], axis: usize) -> (Vec<usize>, usize) {
-    debug_assert!(shape.len() <= crate::shape::MAX_DIMS);
-    let outer: Vec<usize> = (0..shape.len()).filter(|&d| d != axis).collect();
-    let rows = outer.iter().map(|&d| shape[d]).product();
-    (outer, rows)
-}
-
 /// A kernel operand: elements of `dtype` in `buffer`, read through element
 /// strides (two's complement: negative for reversed views, 0 where
 /// broadcast) from element `offset`. Each kernel family says which axes the
