@@ -9,7 +9,7 @@ mod common;
 
 use common::arrays::{of_dtype, random_values, round_to};
 use common::reference::strides;
-use common::{Rng, assert_empty, device, poison_pool};
+use common::{Rng, assert_empty, device, poison_pool, pollute};
 use wgarray::{Array, DType, Error, Slice};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -487,4 +487,109 @@ fn a_scan_is_one_node_and_its_scratch_goes_back_to_the_pool() {
     assert_eq!(y.to_vec::<f32>().unwrap()[4999], 5000.0);
     drop(y);
     assert_empty(&d);
+}
+
+// Probes of the pipelines without workgroup-memory zeroing (090f893):
+// huge values first (`common::pollute`), then the edge cases where an
+// unwritten element would be read.
+
+/// Host scan of `v` in rows of `len`: (sum or max), reverse, inclusive.
+fn scan_ref(v: &[f32], len: usize, max: bool, reverse: bool, inclusive: bool) -> Vec<f64> {
+    let mut out = vec![0.0; v.len()];
+    for row in 0..v.len() / len {
+        let mut acc = if max { f64::NEG_INFINITY } else { 0.0 };
+        for q in 0..len {
+            let r = if reverse { len - 1 - q } else { q };
+            let x = v[row * len + r] as f64;
+            let next = if max { acc.max(x) } else { acc + x };
+            out[row * len + r] = if inclusive { next } else { acc };
+            acc = next;
+        }
+    }
+    out
+}
+
+#[test]
+fn scans_after_huge_values_read_no_stale_workgroup_memory() {
+    let d = device();
+    let mut rng = Rng::new(601);
+    let mut failures = Vec::new();
+    for (rows, len) in [(1, 1), (3, 7), (2, 65), (1, 257), (2, 1025), (1, 3000)] {
+        let v = rng.vec_f32(rows * len);
+        let x = Array::from_slice(&v, &[rows, len], &d).unwrap();
+        for max in [false, true] {
+            for reverse in [false, true] {
+                for inclusive in [false, true] {
+                    pollute(&d);
+                    let got = if max {
+                        x.cummax(Some(-1), reverse, inclusive)
+                    } else {
+                        x.cumsum(Some(-1), reverse, inclusive)
+                    };
+                    let got = got.unwrap().to_vec::<f32>().unwrap();
+                    let want = scan_ref(&v, len, max, reverse, inclusive);
+                    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                        // cummax's exclusive identity is -inf (or the
+                        // dtype's lowest): compare it exactly.
+                        let ok = if w.is_infinite() {
+                            g as f64 == w || g == f32::MIN
+                        } else {
+                            (g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs())
+                        };
+                        if !ok {
+                            failures.push(format!(
+                                "{rows}x{len} max {max} rev {reverse} incl {inclusive} [{i}]: {g} vs {w}"
+                            ));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A row of more than 256 blocks (pass 2 walks several block totals per
+/// thread, some threads none): cummax exactly, and an i32 cumsum.
+#[test]
+fn scans_of_more_than_256_blocks_after_huge_values() {
+    let d = device();
+    let mut rng = Rng::new(605);
+    let len = 300_001;
+    let v = rng.vec_f32(len);
+    let ints: Vec<i32> = rng.vec_i32(len, 100);
+    let x = Array::from_slice(&v, &[len], &d).unwrap();
+    let xi = Array::from_slice(&ints, &[len], &d).unwrap();
+    for reverse in [false, true] {
+        for inclusive in [false, true] {
+            pollute(&d);
+            let got = x
+                .cummax(None, reverse, inclusive)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            let want = scan_ref(&v, len, true, reverse, inclusive);
+            let bad = got
+                .iter()
+                .zip(&want)
+                .position(|(&g, &w)| !(g as f64 == w || (w.is_infinite() && g == f32::MIN)));
+            assert_eq!(bad, None, "cummax rev {reverse} incl {inclusive}");
+            pollute(&d);
+            let got = xi
+                .cumsum(None, reverse, inclusive)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap();
+            let mut acc = 0i32;
+            let mut want = vec![0; len];
+            for q in 0..len {
+                let r = if reverse { len - 1 - q } else { q };
+                let next = acc + ints[r];
+                want[r] = if inclusive { next } else { acc };
+                acc = next;
+            }
+            assert!(got == want, "i32 cumsum rev {reverse} incl {inclusive}");
+        }
+    }
 }

@@ -65,3 +65,25 @@ pub fn assert_empty(device: &Device) {
     assert_eq!(device.live_nodes(), 0, "live nodes");
     assert_eq!(device.active_memory(), 0, "active memory");
 }
+
+/// A value far outside any test's data: what [`pollute`] leaves behind.
+pub const HUGE: f32 = 1.0e30;
+
+/// Run every workgroup-memory kernel family on huge values (whole blocks,
+/// whole tiles), so stale workgroup memory holds them: a kernel that reads
+/// workgroup memory it has not written (pipelines skip WebGPU's zeroing)
+/// then returns them instead of a lucky zero.
+pub fn pollute(d: &Device) {
+    let big: Vec<f32> = (0..8192).map(|i| HUGE * (1.0 + (i % 7) as f32)).collect();
+    let x = Array::from_slice(&big, &[2, 4096], d).unwrap();
+    for a in [
+        x.cumsum(Some(-1), false, true).unwrap(),
+        x.cummax(Some(-1), false, true).unwrap(),
+        x.sum(-1, false).unwrap(),
+        x.max(-1, false).unwrap(),
+        x.sort(Some(-1)).unwrap(),
+        x.topk(8, -1).unwrap().0,
+    ] {
+        a.eval().unwrap();
+    }
+}
