@@ -74,6 +74,14 @@ fn small_gemm(d: &Device) {
     }
 }
 
+/// `len` varied values that sum exactly in f32 for short rows:
+/// `((i * mul) % modulus) / div - sub`.
+fn varied(len: usize, (mul, modulus): (usize, usize), div: f32, sub: f32) -> Vec<f32> {
+    (0..len)
+        .map(|i| ((i * mul) % modulus) as f32 / div - sub)
+        .collect()
+}
+
 /// The class tuned here: matrix-vector, which every adapter times (more
 /// than one candidate everywhere).
 const CLASS: ShapeClass = ShapeClass::Gemv;
@@ -375,10 +383,8 @@ fn every_timed_candidate_passes_the_product_check() {
     let d = device_in(dir.path());
     for dtype in [DType::F32, DType::F16, DType::BF16] {
         let (k, n) = (300, 77);
-        let x: Vec<f32> = (0..k).map(|i| ((i * 7) % 13) as f32 / 8.0 - 0.75).collect();
-        let y: Vec<f32> = (0..k * n)
-            .map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.25)
-            .collect();
+        let x = varied(k, (7, 13), 8.0, 0.75);
+        let y = varied(k * n, (5, 11), 4.0, 1.25);
         let a = Array::from_slice(&x, &[1, k], &d).unwrap().astype(dtype);
         let b = Array::from_slice(&y, &[k, n], &d).unwrap().astype(dtype);
         let (Ok(a), Ok(b)) = (a, b) else {
@@ -414,12 +420,8 @@ fn a_transposed_medium_product_is_tuned_in_its_layout() {
     let dir = tempfile::tempdir().unwrap();
     let d = device_in(dir.path());
     let (m, k, n) = (40, 48, 72);
-    let x: Vec<f32> = (0..m * k)
-        .map(|i| ((i * 7) % 13) as f32 / 8.0 - 0.75)
-        .collect();
-    let w: Vec<f32> = (0..n * k)
-        .map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.25)
-        .collect();
+    let x = varied(m * k, (7, 13), 8.0, 0.75);
+    let w = varied(n * k, (5, 11), 4.0, 1.25);
     let a = Array::from_slice(&x, &[m, k], &d).unwrap();
     let b = Array::from_slice(&w, &[n, k], &d).unwrap().transpose();
     let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
@@ -539,12 +541,8 @@ fn wide_matrix_vector_products_are_their_own_classes() {
 /// A `m x k @ k x n` f32 product of varied values, checked against f64
 /// dot products (bits equal to within the rounding of a k-term sum).
 fn checked_gemm(d: &Device, (m, k, n): (usize, usize, usize)) {
-    let x: Vec<f32> = (0..m * k)
-        .map(|i| ((i * 7) % 13) as f32 / 8.0 - 0.7)
-        .collect();
-    let y: Vec<f32> = (0..k * n)
-        .map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.3)
-        .collect();
+    let x = varied(m * k, (7, 13), 8.0, 0.7);
+    let y = varied(k * n, (5, 11), 4.0, 1.3);
     let a = Array::from_slice(&x, &[m, k], d).unwrap();
     let b = Array::from_slice(&y, &[k, n], d).unwrap();
     let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();

@@ -9,7 +9,7 @@ mod common;
 
 use common::arrays::{of_dtype, random_values, round_to};
 use common::reference::strides;
-use common::{Rng, assert_empty, device, poison_pool, pollute};
+use common::{Rng, assert_empty, device, poison_pool, pollute, word_dtypes};
 use wgarray::{Array, DType, Error, Slice};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -21,16 +21,6 @@ enum Op {
 }
 
 const OPS: [Op; 4] = [Op::Sum, Op::Prod, Op::Max, Op::Min];
-
-/// The dtypes the op takes (i8, u8, i16, u16 and f64 are `Error::OpDType`).
-const WORD_DTYPES: [DType; 6] = [
-    DType::F32,
-    DType::F16,
-    DType::BF16,
-    DType::I32,
-    DType::U32,
-    DType::Bool,
-];
 
 fn run(x: &Array, op: Op, axis: Option<isize>, reverse: bool, inclusive: bool) -> Array {
     match op {
@@ -65,25 +55,21 @@ fn identity(op: Op, acc: DType) -> f64 {
     }
 }
 
+/// `op` of two integers, wrapping as the kernels' 32-bit arithmetic does.
+fn int_op<T: Ord>(op: Op, a: T, b: T, add: fn(T, T) -> T, mul: fn(T, T) -> T) -> T {
+    match op {
+        Op::Sum => add(a, b),
+        Op::Prod => mul(a, b),
+        Op::Max => a.max(b),
+        Op::Min => a.min(b),
+    }
+}
+
 fn combine(op: Op, acc: DType, a: f64, b: f64) -> f64 {
     match acc {
-        DType::I32 => {
-            let (a, b) = (a as i32, b as i32);
-            (match op {
-                Op::Sum => a.wrapping_add(b),
-                Op::Prod => a.wrapping_mul(b),
-                Op::Max => a.max(b),
-                Op::Min => a.min(b),
-            }) as f64
-        }
+        DType::I32 => int_op(op, a as i32, b as i32, i32::wrapping_add, i32::wrapping_mul) as f64,
         DType::U32 | DType::Bool => {
-            let (a, b) = (a as u32, b as u32);
-            (match op {
-                Op::Sum => a.wrapping_add(b),
-                Op::Prod => a.wrapping_mul(b),
-                Op::Max => a.max(b),
-                Op::Min => a.min(b),
-            }) as f64
+            int_op(op, a as u32, b as u32, u32::wrapping_add, u32::wrapping_mul) as f64
         }
         _ => match op {
             Op::Sum => a + b,
@@ -201,6 +187,18 @@ fn data(rng: &mut Rng, n: usize, op: Op, dtype: DType) -> Vec<f64> {
     }
 }
 
+/// Inclusive prefix sums of `v` with `add` (wrapping, for the integer
+/// cumsum's reference).
+fn prefix_sums<T: Copy + Default>(v: &[T], add: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut acc = T::default();
+    v.iter()
+        .map(|&e| {
+            acc = add(acc, e);
+            acc
+        })
+        .collect()
+}
+
 #[test]
 fn scans_match_the_host_in_every_dtype_and_mode() {
     let d = device();
@@ -210,7 +208,7 @@ fn scans_match_the_host_in_every_dtype_and_mode() {
     // (<= 1024), three passes.
     for len in [1usize, 7, 64, 65, 1024, 1025, 2500] {
         for op in OPS {
-            for dtype in WORD_DTYPES {
+            for dtype in word_dtypes() {
                 let shape = [3, len];
                 let x = of_dtype(&d, &data(&mut rng, 3 * len, op, dtype), &shape, dtype);
                 check_all_ways(&x, op, &[Some(-1)], &format!("[3, {len}]"));
@@ -278,14 +276,7 @@ fn long_rows_with_more_than_256_blocks_are_exact_in_integers() {
         .map(|_| (rng.next_u64() % 2001) as i32 - 1000)
         .collect();
     let x = Array::from_slice(&v, &[n], &d).unwrap();
-    let mut acc = 0i32;
-    let want: Vec<i32> = v
-        .iter()
-        .map(|&e| {
-            acc = acc.wrapping_add(e);
-            acc
-        })
-        .collect();
+    let want = prefix_sums(&v, i32::wrapping_add);
     assert_eq!(
         x.cumsum(None, false, true)
             .unwrap()
@@ -296,14 +287,7 @@ fn long_rows_with_more_than_256_blocks_are_exact_in_integers() {
     // u32 sums wrap: 300,000 values near 2^31.
     let u: Vec<u32> = (0..n).map(|i| (1u32 << 31) + i as u32).collect();
     let x = Array::from_slice(&u, &[1, n], &d).unwrap();
-    let mut acc = 0u32;
-    let want: Vec<u32> = u
-        .iter()
-        .map(|&e| {
-            acc = acc.wrapping_add(e);
-            acc
-        })
-        .collect();
+    let want = prefix_sums(&u, u32::wrapping_add);
     assert_eq!(
         x.cumsum(Some(1), false, true)
             .unwrap()

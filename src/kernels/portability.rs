@@ -19,6 +19,16 @@ fn fail(spec: &Spec, stage: &str, message: impl std::fmt::Display) -> String {
     format!("{}{:?}: {stage}: {message}", spec.kernel, spec.subs)
 }
 
+/// Fails listing every failure of `failures` (of `total` specialisations).
+fn assert_none_failed(failures: &[String], total: usize) {
+    assert!(
+        failures.is_empty(),
+        "{} of {total} kernel specialisations failed:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
 /// The heart of the issue: every specialisation, every back end, WebGPU's
 /// limits. All failures are listed at once, each with the kernel's name,
 /// its substitutions, the stage and naga's message.
@@ -53,13 +63,7 @@ fn every_kernel_specialisation_translates_for_every_backend() {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} kernel specialisations failed:\n\n{}",
-        failures.len(),
-        specs.len(),
-        failures.join("\n\n")
-    );
+    assert_none_failed(&failures, specs.len());
     // The enumeration is not trivially small: binary alone is
     // ops x dtypes x contiguity x donation.
     assert!(specs.len() > 100, "only {} specs", specs.len());
@@ -123,12 +127,6 @@ fn subgroup_and_cooperative_matrix_gemms_translate() {
             failures.push(fail(spec, issue.stage.name(), issue.message));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} kernel specialisations failed:\n\n{}",
-        failures.len(),
-        specs.len(),
-        failures.join("\n\n")
-    );
+    assert_none_failed(&failures, specs.len());
     assert!(specs.len() > 20, "only {} specs", specs.len());
 }

@@ -102,6 +102,29 @@ impl Def {
             Def::Load { dtype, .. } | Def::Const { dtype } | Def::Op { dtype, .. } => *dtype,
         }
     }
+
+    /// A load of `source` without a gather (the sample programs of the
+    /// portability tests).
+    #[cfg(test)]
+    pub(crate) fn load(dtype: DType, source: Source, dense: bool) -> Def {
+        Def::Load {
+            dtype,
+            source,
+            dense,
+            gather: None,
+        }
+    }
+
+    /// `op` of the values `args` (the sample programs of the portability
+    /// tests).
+    #[cfg(test)]
+    pub(crate) fn op(op: ElementwiseOp, args: Vec<Value>, dtype: DType) -> Def {
+        Def::Op {
+            op,
+            args: args.into(),
+            dtype,
+        }
+    }
 }
 
 /// A program's structure: everything its WGSL depends on, and nothing else.
@@ -736,12 +759,7 @@ pub(super) fn prepare(
 #[cfg(test)]
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     use crate::graph::primitive::{BinaryOp, UnaryOp};
-    let load = |dtype, source, dense| Def::Load {
-        dtype,
-        source,
-        dense,
-        gather: None,
-    };
+    let load = Def::load;
     let program = |defs: Vec<Def>, outputs: Vec<Value>, inputs: u8, rank: u8| Program {
         defs,
         outputs,

@@ -410,18 +410,11 @@ mod tests {
             let b_dense = Array::from_slice(&y, &[k, n], &device).unwrap();
             // Column-major views of A and B, at offset 4 (vec4-aligned) and
             // at offset 4 of a buffer read with odd strides (scalar).
-            let a_cm = at
-                .slice(&[(4..).into()])
-                .unwrap()
-                .reshape(&[k, m])
-                .unwrap()
-                .transpose();
-            let b_cm = bt
-                .slice(&[(4..).into()])
-                .unwrap()
-                .reshape(&[n, k])
-                .unwrap()
-                .transpose();
+            let col_major = |t: &Array, shape: [usize; 2]| {
+                let view = t.slice(&[(4..).into()]).unwrap();
+                view.reshape(&shape).unwrap().transpose()
+            };
+            let (a_cm, b_cm) = (col_major(&at, [k, m]), col_major(&bt, [n, k]));
             for (a, b) in [(&a_cm, &b_cm), (&a_cm, &b_dense), (&a_dense, &b_cm)] {
                 let got = a.matmul(b).unwrap().to_vec::<f32>().unwrap();
                 assert_eq!(got.len(), m * n);

@@ -15,6 +15,8 @@
 pub mod arrays;
 pub mod host;
 pub mod reference;
+// The generator wgbench uses too (one copy).
+#[path = "../../src/bin/wgbench/rng.rs"]
 mod rng;
 
 // Not every test binary uses these re-exports.
@@ -33,6 +35,37 @@ pub fn device() -> Device {
     match Device::new_default() {
         Ok(d) => d,
         Err(e) => panic!("this test needs a GPU adapter and found none: {e}"),
+    }
+}
+
+/// The dtypes of at most 32 bits that are not packed several to a word
+/// (f32, f16, bf16, i32, u32, bool, in `DType::ALL`'s order): what the
+/// scan, sort and scatter ops take, and what the data-movement tests run
+/// (i8, u8, i16, u16 and f64 are refused there, or tested apart).
+pub fn word_dtypes() -> Vec<DType> {
+    DType::ALL
+        .into_iter()
+        .filter(|d| {
+            !matches!(
+                d,
+                DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::F64
+            )
+        })
+        .collect()
+}
+
+/// Assert that each of `names` is refused as a GEMM kernel with
+/// `Error::InvalidArgument` (an unknown family, a wrong count of
+/// parameters, parameters outside the family's limits).
+pub fn assert_not_kernels(names: &[&str]) {
+    for bad in names {
+        assert!(
+            matches!(
+                bad.parse::<wgarray::tuning::GemmKernel>(),
+                Err(wgarray::Error::InvalidArgument(_))
+            ),
+            "{bad:?}"
+        );
     }
 }
 

@@ -11,20 +11,21 @@
 //! accumulators. Each accumulator goes through a subgroup's slot of
 //! workgroup memory to `store_quad`, the epilogue every family shares.
 
-use super::common::indent;
 use super::common::operand::Mode;
-use super::common::prelude::{Family, GEMM_COMMON};
-use super::common::staging::{Staging, staging};
+use super::common::prelude::{Family, GEMM_COMMON, family_kernel, numbers};
+use super::common::staging::{Staging, Tiled, staging_decls, tiled_subs};
 use crate::kernels::Kernel;
 
 /// The cooperative-matrix GEMM (`wgsl/gemm_coop.wgsl`).
-pub(crate) static GEMM_COOP: Kernel = Kernel {
-    name: "gemm_coop",
-    prelude: &["enable wgpu_cooperative_matrix;", GEMM_COMMON],
-    source: include_str!("../../../wgsl/gemm_coop.wgsl"),
-    reads: 2,
-    writes: 1,
-};
+/// The prelude of the family's kernel: the extension, then [`GEMM_COMMON`].
+const COOP_PRELUDE: &[&str] = &["enable wgpu_cooperative_matrix;", GEMM_COMMON];
+
+/// The cooperative-matrix GEMM (`wgsl/gemm_coop.wgsl`).
+pub(crate) static GEMM_COOP: Kernel = family_kernel(
+    "gemm_coop",
+    COOP_PRELUDE,
+    include_str!("../../../wgsl/gemm_coop.wgsl"),
+);
 
 /// The K step of the family (one or two fragments).
 pub(crate) const COOP_BK: u32 = 16;
@@ -42,16 +43,12 @@ pub(crate) fn family(
 ) -> Family {
     let (bm, bk) = (2 * frags * size, COOP_BK);
     let threads = 4 * subgroup;
-    let code = staging(
-        Staging {
-            bm,
-            bn: bm,
-            bk,
-            threads,
-        },
-        a_mode,
-        b_mode,
-    );
+    let staging = Staging {
+        bm,
+        bn: bm,
+        bk,
+        threads,
+    };
     let ty = if half { "f16" } else { "f32" };
     let mat = |role: &str| format!("coop_mat{size}x{size}<{ty}, {role}>");
     let acc = format!("coop_mat{size}x{size}<f32, C>");
@@ -63,20 +60,20 @@ pub(crate) fn family(
     }
     // One step: BK / size fragments of k; A column-major (element (r, k) at
     // k BM + r), B row-major (element (k, c) at k BN + c).
-    let mut compute = Vec::new();
+    let mut substeps = Vec::new();
     for kf in 0..bk / size {
-        compute.push("{".to_string());
+        let mut c = Vec::new();
         for i in 0..frags {
-            compute.push(format!(
-                "    let a{i} = coopLoad<{}>(&sa[(cur + {}u) * {bm}u + wm + {}u], {bm}u);",
+            c.push(format!(
+                "let a{i} = coopLoad<{}>(&sa[(cur + {}u) * {bm}u + wm + {}u], {bm}u);",
                 mat("A"),
                 kf * size,
                 i * size
             ));
         }
         for j in 0..frags {
-            compute.push(format!(
-                "    let b{j} = coopLoadT<{}>(&sb[(cur + {}u) * {bm}u + wn + {}u], {bm}u);",
+            c.push(format!(
+                "let b{j} = coopLoadT<{}>(&sb[(cur + {}u) * {bm}u + wn + {}u], {bm}u);",
                 mat("B"),
                 kf * size,
                 j * size
@@ -84,12 +81,12 @@ pub(crate) fn family(
         }
         for i in 0..frags {
             for j in 0..frags {
-                compute.push(format!(
-                    "    c_{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c_{i}_{j});"
+                c.push(format!(
+                    "c_{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c_{i}_{j});"
                 ));
             }
         }
-        compute.push("}".to_string());
+        substeps.push(c);
     }
     let mut epilogue = Vec::new();
     for i in 0..frags {
@@ -101,24 +98,26 @@ pub(crate) fn family(
             ));
         }
     }
-    Family {
-        kernel: &GEMM_COOP,
-        subs: vec![
-            ("SIZE", size.to_string()),
-            ("FRAGS", frags.to_string()),
-            ("CT", ty.to_string()),
-            ("ACC", acc),
-            ("THREADS", threads.to_string()),
-            ("BM", bm.to_string()),
-            ("BK", bk.to_string()),
-            ("STAGE_DECLS", code.decls),
-            ("LOAD", code.load),
-            ("STORE", code.store),
-            ("DECLS", indent(decls, 1)),
-            ("COMPUTE", indent(compute, 2)),
-            ("EPILOGUE", indent(epilogue, 1)),
-        ],
-        params: None,
-        windows: Vec::new(),
-    }
+    let tiled = Tiled {
+        decls,
+        substeps,
+        stores: epilogue,
+    };
+    let mut subs = numbers([
+        ("SIZE", size),
+        ("FRAGS", frags),
+        ("THREADS", threads),
+        ("BM", bm),
+        ("BK", bk),
+    ]);
+    subs.extend([
+        ("CT", ty.to_string()),
+        ("ACC", acc),
+        (
+            "STAGING",
+            staging_decls(2 * bm * bk, 2 * bm * bk, Some("CT")),
+        ),
+    ]);
+    subs.extend(tiled_subs(staging, a_mode, b_mode, tiled));
+    Family::new(&GEMM_COOP, subs)
 }

@@ -4,17 +4,17 @@
 
 use super::common::operand::batch_strides;
 use super::common::params::put_operand;
+use super::common::prelude::family_kernel;
 use crate::Result;
 use crate::kernels::{Context, Dispatch, Kernel, Operand, Params, Spec};
 
 /// The one-thread-per-output kernel (`wgsl/matmul_naive.wgsl`).
-pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
-    name: "matmul_naive",
-    prelude: &[],
-    source: include_str!("../../../wgsl/matmul_naive.wgsl"),
-    reads: 2,
-    writes: 1,
-};
+/// (No prelude: it binds A, B and the output, and has its own parameters.)
+pub(crate) static MATMUL_NAIVE: Kernel = family_kernel(
+    "matmul_naive",
+    &[],
+    include_str!("../../../wgsl/matmul_naive.wgsl"),
+);
 
 /// The reference kernel (wgsl/matmul_naive.wgsl, one thread per output, f32):
 /// `c[batch, m, n] (+)= a[batch, m, k0..k] @ b[batch, k0..k, n]` into dense

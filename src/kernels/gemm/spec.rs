@@ -170,23 +170,17 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                     for out_vec in [false, true] {
                         for has_bias in [false, true] {
                             for k_tail in [false, true] {
-                                out.push(
-                                    GemmVariant {
-                                        dtype,
-                                        kernel,
-                                        a_mode,
-                                        b_mode,
-                                        out_vec,
-                                        has_bias,
-                                        k_tail,
-                                        scalar_staging: false,
-                                        // Both store forms, without
-                                        // doubling the list.
-                                        looped_stores: k_tail,
-                                        a_quads: 0,
-                                    }
-                                    .spec(32, 0, None),
-                                );
+                                let v = variant(dtype, kernel, (a_mode, b_mode));
+                                // Both store forms, without doubling the
+                                // list.
+                                let v = GemmVariant {
+                                    out_vec,
+                                    has_bias,
+                                    k_tail,
+                                    looped_stores: k_tail,
+                                    ..v
+                                };
+                                out.push(v.spec(32, 0, None));
                             }
                         }
                     }
@@ -199,45 +193,51 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
                 (Mode::Inner, Mode::Inner, true, false),
                 (Mode::Scalar, Mode::Outer, false, true),
             ] {
-                let variant = GemmVariant {
-                    dtype,
-                    kernel,
-                    a_mode,
-                    b_mode,
+                let v = variant(dtype, kernel, (a_mode, b_mode));
+                let v = GemmVariant {
                     out_vec,
-                    has_bias: false,
                     k_tail,
-                    scalar_staging: false,
-                    looped_stores: false,
-                    a_quads: 0,
+                    ..v
                 };
-                out.push(variant.spec(32, 0, Some(&sample)));
+                out.push(v.spec(32, 0, Some(&sample)));
             }
             // The staging Metal and D3D12 get, in every load mode.
             if kernel.family() == "shared" {
                 for a_mode in modes {
                     for b_mode in modes {
-                        out.push(
-                            GemmVariant {
-                                dtype,
-                                kernel,
-                                a_mode,
-                                b_mode,
-                                out_vec: true,
-                                has_bias: true,
-                                k_tail: true,
-                                scalar_staging: true,
-                                looped_stores: false,
-                                a_quads: 0,
-                            }
-                            .spec(32, 0, None),
-                        );
+                        let v = variant(dtype, kernel, (a_mode, b_mode));
+                        let v = GemmVariant {
+                            out_vec: true,
+                            has_bias: true,
+                            k_tail: true,
+                            scalar_staging: true,
+                            ..v
+                        };
+                        out.push(v.spec(32, 0, None));
                     }
                 }
             }
         }
     }
     out
+}
+
+/// A variant of the specialisation lists: `kernel` on `dtype` with the
+/// load modes, scalar stores, no bias, no K tail, no flags.
+#[cfg(test)]
+fn variant(dtype: DType, kernel: GemmKernel, (a_mode, b_mode): (Mode, Mode)) -> GemmVariant {
+    GemmVariant {
+        dtype,
+        kernel,
+        a_mode,
+        b_mode,
+        out_vec: false,
+        has_bias: false,
+        k_tail: false,
+        scalar_staging: false,
+        looped_stores: false,
+        a_quads: 0,
+    }
 }
 
 /// The specialisations that need more than WebGPU's capabilities, with the
@@ -262,19 +262,13 @@ pub(crate) fn extended_specs() -> Vec<(Spec, &'static Kernel, naga::valid::Capab
                     (out_vec, has_bias, k_tail, epi): (bool, bool, bool, bool),
                     caps: C| {
         let sample = epi.then(|| epilogue::sample(dtype));
-        let (spec, kernel) = GemmVariant {
-            dtype,
-            kernel,
-            a_mode,
-            b_mode,
+        let v = GemmVariant {
             out_vec,
             has_bias,
             k_tail,
-            scalar_staging: false,
-            looped_stores: false,
-            a_quads: 0,
-        }
-        .spec(32, 0, sample.as_ref());
+            ..variant(dtype, kernel, (a_mode, b_mode))
+        };
+        let (spec, kernel) = v.spec(32, 0, sample.as_ref());
         out.push((spec, kernel, caps));
     };
     let split_k = GemmKernel::SplitK {

@@ -9,17 +9,15 @@
 use super::common::block::{Tile, gemm_body};
 use super::common::indent;
 use super::common::operand::Mode;
-use super::common::prelude::{Family, GEMM_COMMON};
+use super::common::prelude::{Family, PRELUDE, family_kernel, numbers};
 use crate::kernels::Kernel;
 
 /// The split-K matrix-vector kernel (`wgsl/gemm_splitk.wgsl`).
-pub(crate) static GEMM_SPLITK: Kernel = Kernel {
-    name: "gemm_splitk",
-    prelude: &[GEMM_COMMON],
-    source: include_str!("../../../wgsl/gemm_splitk.wgsl"),
-    reads: 2,
-    writes: 1,
-};
+pub(crate) static GEMM_SPLITK: Kernel = family_kernel(
+    "gemm_splitk",
+    PRELUDE,
+    include_str!("../../../wgsl/gemm_splitk.wgsl"),
+);
 
 /// The family's kernel (`wgsl/gemm_splitk.wgsl`): `ks` threads per column
 /// quad, `cq` quads per workgroup, the reduction by subgroup shuffles or
@@ -50,17 +48,8 @@ pub(crate) fn family(ks: u32, cq: u32, subgroups: bool, a_mode: Mode, b_mode: Mo
         }
         mask /= 2;
     }
-    Family {
-        kernel: &GEMM_SPLITK,
-        subs: vec![
-            ("KS", ks.to_string()),
-            ("CQ", cq.to_string()),
-            ("DECLS", body.decls),
-            ("CHUNK", body.chunk),
-            ("REDUCE", indent(reduce, 1)),
-            ("EPILOGUE", body.epilogue),
-        ],
-        params: None,
-        windows: Vec::new(),
-    }
+    let mut subs = numbers([("KS", ks), ("CQ", cq)]);
+    subs.push(("REDUCE", indent(reduce, 1)));
+    subs.extend(body.subs());
+    Family::new(&GEMM_SPLITK, subs)
 }

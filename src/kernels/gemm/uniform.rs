@@ -28,29 +28,25 @@
 use super::common::indent;
 use super::common::operand::{Gemm, col_stride, row_stride};
 use super::common::params::gemm_params;
-use super::common::prelude::{Family, GEMM_COMMON};
+use super::common::prelude::{Family, PRELUDE, family_kernel};
 use crate::Result;
 use crate::kernels::{Context, Dispatch, Kernel, Operand, Pipeline, WINDOW_BYTES, Window};
 
 /// The uniform-window matrix-vector GEMM's column kernel
 /// (`wgsl/gemm_uniform.wgsl`).
-pub(crate) static GEMM_UNIFORM: Kernel = Kernel {
-    name: "gemm_uniform",
-    prelude: &[GEMM_COMMON],
-    source: include_str!("../../../wgsl/gemm_uniform.wgsl"),
-    reads: 2,
-    writes: 1,
-};
+pub(crate) static GEMM_UNIFORM: Kernel = family_kernel(
+    "gemm_uniform",
+    PRELUDE,
+    include_str!("../../../wgsl/gemm_uniform.wgsl"),
+);
 
 /// The uniform-window matrix-vector GEMM's kernel for B read along K
 /// (`wgsl/gemm_uniform_rows.wgsl`).
-pub(crate) static GEMM_UNIFORM_ROWS: Kernel = Kernel {
-    name: "gemm_uniform_rows",
-    prelude: &[GEMM_COMMON],
-    source: include_str!("../../../wgsl/gemm_uniform_rows.wgsl"),
-    reads: 2,
-    writes: 1,
-};
+pub(crate) static GEMM_UNIFORM_ROWS: Kernel = family_kernel(
+    "gemm_uniform_rows",
+    PRELUDE,
+    include_str!("../../../wgsl/gemm_uniform_rows.wgsl"),
+);
 
 /// The row kernel's lanes per column: llvmpipe's SIMD width on x86 (eight
 /// f32 lanes of AVX2), so one SIMD group reads one column.

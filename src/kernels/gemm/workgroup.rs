@@ -9,21 +9,18 @@
 //! (named variables, literal indices) for the tile and the operand load
 //! modes; see `common::block` for why.
 
-use super::common::indent;
 use super::common::operand::Mode;
-use super::common::prelude::{Family, GEMM_COMMON};
-use super::common::staging::{Staging, staging, staging_decls};
+use super::common::prelude::{Family, PRELUDE, family_kernel, numbers};
+use super::common::staging::{Staging, Tiled, staging_decls, tiled_subs};
 use super::common::store::store_quads;
 use crate::kernels::Kernel;
 
 /// The workgroup-memory GEMM (`wgsl/gemm_shared.wgsl`).
-pub(crate) static GEMM_SHARED: Kernel = Kernel {
-    name: "gemm_shared",
-    prelude: &[GEMM_COMMON],
-    source: include_str!("../../../wgsl/gemm_shared.wgsl"),
-    reads: 2,
-    writes: 1,
-};
+pub(crate) static GEMM_SHARED: Kernel = family_kernel(
+    "gemm_shared",
+    PRELUDE,
+    include_str!("../../../wgsl/gemm_shared.wgsl"),
+);
 
 /// A workgroup-memory tile (`GemmKernel::Shared`): `wg_x * wg_y` threads,
 /// each `tm` rows by `4 nv` columns, K steps of `bk`.
@@ -54,16 +51,12 @@ pub(crate) fn family(
         bk,
     } = tile;
     let (bm, bn) = (wg_y * tm, wg_x * 4 * nv);
-    let code = staging(
-        Staging {
-            bm,
-            bn,
-            bk,
-            threads: wg_x * wg_y,
-        },
-        a_mode,
-        b_mode,
-    );
+    let staging = Staging {
+        bm,
+        bn,
+        bk,
+        threads: wg_x * wg_y,
+    };
     // Thread (tx, ty) owns rows (g WG_Y + ty) 4 + i and column quads
     // v WG_X + tx of the block: vec4 reads of both staged blocks, and
     // neighbouring threads store neighbouring quads.
@@ -73,26 +66,25 @@ pub(crate) fn family(
             decls.push(format!("var acc_{r}_{v} = vec4<f32>(0.0);"));
         }
     }
-    let mut compute = Vec::new();
+    let mut substeps = Vec::new();
     for kk in 0..bk {
-        compute.push("{".to_string());
-        compute.push(format!("    let ka = (cur + {kk}u) * {}u + ty;", bm / 4));
+        let mut c = vec![format!("let ka = (cur + {kk}u) * {}u + ty;", bm / 4)];
         for g in 0..tm / 4 {
-            compute.push(format!("    let a{g} = sa4(ka + {}u);", g * wg_y));
+            c.push(format!("let a{g} = sa4(ka + {}u);", g * wg_y));
         }
-        compute.push(format!("    let kb = (cur + {kk}u) * {}u + tx;", bn / 4));
+        c.push(format!("let kb = (cur + {kk}u) * {}u + tx;", bn / 4));
         for v in 0..nv {
-            compute.push(format!("    let b{v} = sb4(kb + {}u);", v * wg_x));
+            c.push(format!("let b{v} = sb4(kb + {}u);", v * wg_x));
         }
         for r in 0..tm {
             let (g, i) = (r / 4, r % 4);
             for v in 0..nv {
-                compute.push(format!(
-                    "    acc_{r}_{v} = fma(vec4<f32>(a{g}[{i}]), b{v}, acc_{r}_{v});"
+                c.push(format!(
+                    "acc_{r}_{v} = fma(vec4<f32>(a{g}[{i}]), b{v}, acc_{r}_{v});"
                 ));
             }
         }
-        compute.push("}".to_string());
+        substeps.push(c);
     }
     let mut calls = Vec::new();
     for r in 0..tm {
@@ -105,27 +97,20 @@ pub(crate) fn family(
             ]);
         }
     }
-    let epilogue = store_quads(&calls, "bases.c", "bases.out", looped);
-    Family {
-        kernel: &GEMM_SHARED,
-        subs: vec![
-            ("WG_X", wg_x.to_string()),
-            ("WG_Y", wg_y.to_string()),
-            ("BM", bm.to_string()),
-            ("BN", bn.to_string()),
-            ("BK", bk.to_string()),
-            (
-                "STAGING",
-                staging_decls(2 * bm * bk, 2 * bn * bk, scalar_staging),
-            ),
-            ("STAGE_DECLS", code.decls),
-            ("LOAD", code.load),
-            ("STORE", code.store),
-            ("DECLS", indent(decls, 1)),
-            ("COMPUTE", indent(compute, 2)),
-            ("EPILOGUE", indent(epilogue, 1)),
-        ],
-        params: None,
-        windows: Vec::new(),
-    }
+    let tiled = Tiled {
+        decls,
+        substeps,
+        stores: store_quads(&calls, "bases.c", "bases.out", looped),
+    };
+    let mut subs = numbers([
+        ("WG_X", wg_x),
+        ("WG_Y", wg_y),
+        ("BM", bm),
+        ("BN", bn),
+        ("BK", bk),
+    ]);
+    let scalar = scalar_staging.then_some("f32");
+    subs.push(("STAGING", staging_decls(2 * bm * bk, 2 * bn * bk, scalar)));
+    subs.extend(tiled_subs(staging, a_mode, b_mode, tiled));
+    Family::new(&GEMM_SHARED, subs)
 }

@@ -30,6 +30,17 @@ pub(crate) struct GemmBody {
     pub epilogue: String,
 }
 
+impl GemmBody {
+    /// The `DECLS`, `CHUNK` and `EPILOGUE` substitutions.
+    pub(crate) fn subs(self) -> [(&'static str, String); 3] {
+        [
+            ("DECLS", self.decls),
+            ("CHUNK", self.chunk),
+            ("EPILOGUE", self.epilogue),
+        ]
+    }
+}
+
 /// Generates [`GemmBody`]. Why straight-line code: on lavapipe a private
 /// array indexed by a loop counter that NIR does not unroll lives in memory
 /// and each access becomes a per-lane loop, and NIR stops unrolling large

@@ -175,17 +175,7 @@ pub(crate) const NO_EPILOGUE: &str = "fn epilogue(o: u32, r: vec4<f32>, count: u
 pub(crate) fn sample(dtype: DType) -> Program {
     use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
     use crate::kernels::program::Source;
-    let load = |dtype, source, dense| Def::Load {
-        dtype,
-        source,
-        dense,
-        gather: None,
-    };
-    let op = |op, args: Vec<u16>, dtype| Def::Op {
-        op,
-        args: args.into(),
-        dtype,
-    };
+    let (load, op) = (Def::load, Def::op);
     let bin = ElementwiseOp::Binary;
     Program {
         defs: vec![

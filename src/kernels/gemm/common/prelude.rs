@@ -17,6 +17,26 @@ use crate::kernels::{Kernel, PARAMS_WORDS, Spec};
 /// What every family shares in WGSL (the prelude of each family's kernel).
 pub(crate) const GEMM_COMMON: &str = include_str!("../../../../wgsl/gemm_common.wgsl");
 
+/// The prelude of a family's kernel: [`GEMM_COMMON`].
+pub(crate) const PRELUDE: &[&str] = &[GEMM_COMMON];
+
+/// A family's kernel `name`: `source` (its WGSL) after `prelude` (usually
+/// [`PRELUDE`]), bound to A and B, then the bias and the output or a fused
+/// epilogue's buffers ([`spec`] sets the counts of each variant).
+pub(crate) const fn family_kernel(
+    name: &'static str,
+    prelude: &'static [&'static str],
+    source: &'static str,
+) -> Kernel {
+    Kernel {
+        name,
+        prelude,
+        source,
+        reads: 2,
+        writes: 1,
+    }
+}
+
 /// A GEMM with a fused elementwise epilogue (`common::epilogue`): the
 /// family's whole specialised text as `BODY` after the elementwise helpers,
 /// its `enable` directives first.
@@ -77,18 +97,29 @@ pub(crate) struct Family {
     pub windows: Vec<u64>,
 }
 
+/// Substitutions of numbers (tile sizes, counts), as WGSL reads them.
+pub(crate) fn numbers<const N: usize>(
+    subs: [(&'static str, u32); N],
+) -> Vec<(&'static str, String)> {
+    subs.iter().map(|&(k, v)| (k, v.to_string())).collect()
+}
+
+impl Family {
+    /// A family's kernel and the substitutions of its own placeholders,
+    /// with no parameters or windows of its own.
+    pub(crate) fn new(kernel: &'static Kernel, subs: Vec<(&'static str, String)>) -> Family {
+        Family {
+            kernel,
+            subs,
+            params: None,
+            windows: Vec::new(),
+        }
+    }
+}
+
 /// The specialisation of `family` under the prelude `prelude`.
 pub(crate) fn spec(prelude: &Prelude<'_>, family: Family) -> (Spec, &'static Kernel) {
-    let Prelude {
-        dtype,
-        a_mode,
-        b_mode,
-        out_vec,
-        has_bias,
-        k_tail,
-        f16,
-        epilogue,
-    } = *prelude;
+    let (dtype, has_bias, epilogue) = (prelude.dtype, prelude.has_bias, prelude.epilogue);
     let mut pair_text = String::new();
     let mut pairs = |name: &str| {
         let (text, access) = pair_loads(name);
@@ -98,18 +129,18 @@ pub(crate) fn spec(prelude: &Prelude<'_>, family: Family) -> (Spec, &'static Ker
         pair_text.push_str(&text);
         access
     };
-    let aa = if a_mode == Mode::PairK {
+    let aa = if prelude.a_mode == Mode::PairK {
         pairs("a")
     } else {
-        access(dtype, a_mode.vec(), "a")
+        access(dtype, prelude.a_mode.vec(), "a")
     };
-    let ba = if matches!(b_mode, Mode::Pair | Mode::PairK) {
+    let ba = if matches!(prelude.b_mode, Mode::Pair | Mode::PairK) {
         pairs("b")
     } else {
-        access(dtype, b_mode.vec(), "b")
+        access(dtype, prelude.b_mode.vec(), "b")
     };
     let ca = access(dtype, false, "bias");
-    let (out_arr, out_one, out_four) = store(dtype, out_vec);
+    let (out_arr, out_one, out_four) = store(dtype, prelude.out_vec);
     let mut bindings = format!(
         "@group(0) @binding(1) var<storage, read> a: array<{}>;\n\
          @group(0) @binding(2) var<storage, read> b: array<{}>;\n",
@@ -156,13 +187,13 @@ pub(crate) fn spec(prelude: &Prelude<'_>, family: Family) -> (Spec, &'static Ker
     let flag = |b: bool| if b { "true" } else { "false" }.to_string();
     let mut subs = family.subs;
     subs.extend([
-        ("OUT_VEC", flag(out_vec)),
+        ("OUT_VEC", flag(prelude.out_vec)),
         ("HAS_BIAS", flag(has_bias)),
         ("HAS_EPILOGUE", flag(epilogue.is_some())),
         ("EPILOGUE_FN", epilogue_fn),
         ("EPILOGUE_PARAMS", epilogue_params),
-        ("K_TAIL", flag(k_tail)),
-        ("ENABLE_F16", flag(f16)),
+        ("K_TAIL", flag(prelude.k_tail)),
+        ("ENABLE_F16", flag(prelude.f16)),
         ("BINDINGS", bindings),
         ("A_ONE", aa.one),
         ("A_FOUR", aa.four),

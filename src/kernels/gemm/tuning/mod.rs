@@ -325,7 +325,17 @@ impl Tuning {
         let cands = candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype));
         let timed = self.timing && cands.len() > 1;
         let chosen = if timed {
-            self.tune(cx, dtype, class, dims, b_transposed, &cands, build)?
+            self.tune(
+                cx,
+                Wanted {
+                    dtype,
+                    class,
+                    dims,
+                    b_transposed,
+                },
+                &cands,
+                build,
+            )?
         } else {
             cands[0]
         };
@@ -346,19 +356,21 @@ impl Tuning {
         Ok(fit(chosen))
     }
 
-    /// Time `cands` on a proxy of `dims` (B transposed where
-    /// `b_transposed`) and return the fastest.
-    #[allow(clippy::too_many_arguments)]
+    /// Time `cands` on a proxy of the product `want` describes and return
+    /// the fastest.
     fn tune(
         &self,
         cx: &Context,
-        dtype: DType,
-        class: ShapeClass,
-        dims: [usize; 4],
-        b_transposed: bool,
+        want: Wanted,
         cands: &[GemmKernel],
         build: Build,
     ) -> Result<GemmKernel> {
+        let Wanted {
+            dtype,
+            class,
+            dims,
+            b_transposed,
+        } = want;
         // Timings taken beside a warm-up's compiles would be the CPU's.
         cx.cache.wait_warm_up();
         let _timing = Timing::start();
@@ -638,6 +650,15 @@ impl Tuning {
         let text = serde_json::to_string_pretty(&json).expect("a JSON value serialises");
         disk::write(file, text.as_bytes());
     }
+}
+
+/// The product a tuning times candidates for (see [`Tuning::kernel`]): its
+/// dtype, class, `[batch, m, n, k]`, and whether B is read along K.
+struct Wanted {
+    dtype: DType,
+    class: ShapeClass,
+    dims: [usize; 4],
+    b_transposed: bool,
 }
 
 /// Rounds of [`Tuning::time_rounds`].
