@@ -68,7 +68,7 @@ pub fn matmul_naive(a: &Array, b: &Array) -> Result<Array> {
     let mut dispatches = Vec::new();
     // One chunk at least: with k == 0 it writes the empty sums, zeros.
     for k0 in (0..k.max(1)).step_by(K_CHUNK) {
-        dispatches.extend(kernels::matmul::matmul_naive(
+        dispatches.extend(kernels::gemm::naive::matmul_naive(
             &dev.kernels,
             [1; MAX_MATMUL_BATCH_DIMS],
             m,

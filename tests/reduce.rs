@@ -11,7 +11,7 @@ mod common;
 
 use common::arrays::{f, i};
 use common::reference::{all_close, strides, variance};
-use common::{R, Rng, device, poison_pool};
+use common::{R, Rng, device, poison_pool, pollute};
 use half::f16;
 use wgarray::{Array, Axes, DType, Error};
 
@@ -698,4 +698,102 @@ fn many_outputs_fold_per_thread_on_software_adapters() -> R {
         }
     }
     Ok(())
+}
+
+// Probes of the pipelines without workgroup-memory zeroing (090f893):
+// huge values first (`common::pollute`), then the edge cases where an
+// unwritten element would be read.
+
+/// Empty arrays through the workgroup-memory kernels after huge values:
+/// the right shapes (and sums of nothing are zero), no error.
+#[test]
+fn empty_arrays_through_workgroup_memory_kernels() {
+    let d = device();
+    pollute(&d);
+    for shape in [[0usize, 300], [0, 2000], [3, 0]] {
+        let x = Array::from_slice(&[] as &[f32], &shape, &d).unwrap();
+        assert_eq!(x.cumsum(Some(-1), true, false).unwrap().shape(), &shape[..]);
+        assert_eq!(x.sort(Some(-1)).unwrap().shape(), &shape[..]);
+        let s = x.sum(-1, false).unwrap();
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![0.0; shape[0]]);
+        if shape[1] >= 5 {
+            let (v, i) = x.topk(5, -1).unwrap();
+            assert_eq!(v.shape(), &[0, 5]);
+            assert_eq!(i.to_vec::<u32>().unwrap(), Vec::<u32>::new());
+        }
+        let a = Array::from_slice(&[] as &[f32], &[shape[0], shape[1]], &d).unwrap();
+        let b = Array::full(&[shape[1], 9], 1.0, DType::F32, &d).unwrap();
+        let p = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(p, vec![0.0; shape[0] * 9], "{shape:?}");
+    }
+}
+
+/// Sums, minima, sorts and top-k (every kernel that stages a row in
+/// workgroup memory) over rows around the block sizes.
+#[test]
+fn reductions_sorts_and_topk_after_huge_values() {
+    let d = device();
+    let mut rng = Rng::new(602);
+    let mut failures = Vec::new();
+    for (rows, len) in [
+        (1, 1),
+        (5, 7),
+        (3, 33),
+        (2, 255),
+        (2, 300),
+        (1, 1000),
+        (2, 1025),
+        (1, 2049),
+    ] {
+        let v = rng.vec_f32(rows * len);
+        let x = Array::from_slice(&v, &[rows, len], &d).unwrap();
+        pollute(&d);
+        let sum = x.sum(-1, false).unwrap().to_vec::<f32>().unwrap();
+        pollute(&d);
+        let min = x.min(-1, false).unwrap().to_vec::<f32>().unwrap();
+        pollute(&d);
+        let sorted = x.sort(Some(-1)).unwrap().to_vec::<f32>().unwrap();
+        let k = len.min(64);
+        pollute(&d);
+        let (tv, ti) = x.topk(k, -1).unwrap();
+        let (tv, ti) = (tv.to_vec::<f32>().unwrap(), ti.to_vec::<u32>().unwrap());
+        // k = the whole row too (every list slot a real element).
+        pollute(&d);
+        let all = if len <= 64 {
+            Some(x.topk(len, -1).unwrap().0.to_vec::<f32>().unwrap())
+        } else {
+            None
+        };
+        for r in 0..rows {
+            let row = &v[r * len..(r + 1) * len];
+            let s: f64 = row.iter().map(|&x| x as f64).sum();
+            if (sum[r] as f64 - s).abs() > 1e-4 * (1.0 + len as f64) {
+                failures.push(format!("sum {rows}x{len} row {r}: {} vs {s}", sum[r]));
+            }
+            let m = row.iter().copied().fold(f32::INFINITY, f32::min);
+            if min[r] != m {
+                failures.push(format!("min {rows}x{len} row {r}: {} vs {m}", min[r]));
+            }
+            let mut want = row.to_vec();
+            want.sort_by(f32::total_cmp);
+            if sorted[r * len..(r + 1) * len] != want[..] {
+                failures.push(format!("sort {rows}x{len} row {r}"));
+            }
+            want.reverse();
+            if tv[r * k..(r + 1) * k] != want[..k] {
+                failures.push(format!("topk {k} of {rows}x{len} row {r}"));
+            }
+            for q in 0..k {
+                if row[ti[r * k + q] as usize] != tv[r * k + q] {
+                    failures.push(format!("topk index {rows}x{len} row {r} [{q}]"));
+                }
+            }
+            if let Some(all) = &all
+                && all[r * len..(r + 1) * len] != want[..]
+            {
+                failures.push(format!("topk {len} of {rows}x{len} row {r}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

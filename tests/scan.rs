@@ -9,7 +9,7 @@ mod common;
 
 use common::arrays::{of_dtype, random_values, round_to};
 use common::reference::strides;
-use common::{Rng, assert_empty, device, poison_pool};
+use common::{Rng, assert_empty, device, poison_pool, pollute, word_dtypes};
 use wgarray::{Array, DType, Error, Slice};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -21,16 +21,6 @@ enum Op {
 }
 
 const OPS: [Op; 4] = [Op::Sum, Op::Prod, Op::Max, Op::Min];
-
-/// The dtypes the op takes (i8, u8, i16, u16 and f64 are `Error::OpDType`).
-const WORD_DTYPES: [DType; 6] = [
-    DType::F32,
-    DType::F16,
-    DType::BF16,
-    DType::I32,
-    DType::U32,
-    DType::Bool,
-];
 
 fn run(x: &Array, op: Op, axis: Option<isize>, reverse: bool, inclusive: bool) -> Array {
     match op {
@@ -65,25 +55,21 @@ fn identity(op: Op, acc: DType) -> f64 {
     }
 }
 
+/// `op` of two integers, wrapping as the kernels' 32-bit arithmetic does.
+fn int_op<T: Ord>(op: Op, a: T, b: T, add: fn(T, T) -> T, mul: fn(T, T) -> T) -> T {
+    match op {
+        Op::Sum => add(a, b),
+        Op::Prod => mul(a, b),
+        Op::Max => a.max(b),
+        Op::Min => a.min(b),
+    }
+}
+
 fn combine(op: Op, acc: DType, a: f64, b: f64) -> f64 {
     match acc {
-        DType::I32 => {
-            let (a, b) = (a as i32, b as i32);
-            (match op {
-                Op::Sum => a.wrapping_add(b),
-                Op::Prod => a.wrapping_mul(b),
-                Op::Max => a.max(b),
-                Op::Min => a.min(b),
-            }) as f64
-        }
+        DType::I32 => int_op(op, a as i32, b as i32, i32::wrapping_add, i32::wrapping_mul) as f64,
         DType::U32 | DType::Bool => {
-            let (a, b) = (a as u32, b as u32);
-            (match op {
-                Op::Sum => a.wrapping_add(b),
-                Op::Prod => a.wrapping_mul(b),
-                Op::Max => a.max(b),
-                Op::Min => a.min(b),
-            }) as f64
+            int_op(op, a as u32, b as u32, u32::wrapping_add, u32::wrapping_mul) as f64
         }
         _ => match op {
             Op::Sum => a + b,
@@ -201,6 +187,18 @@ fn data(rng: &mut Rng, n: usize, op: Op, dtype: DType) -> Vec<f64> {
     }
 }
 
+/// Inclusive prefix sums of `v` with `add` (wrapping, for the integer
+/// cumsum's reference).
+fn prefix_sums<T: Copy + Default>(v: &[T], add: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut acc = T::default();
+    v.iter()
+        .map(|&e| {
+            acc = add(acc, e);
+            acc
+        })
+        .collect()
+}
+
 #[test]
 fn scans_match_the_host_in_every_dtype_and_mode() {
     let d = device();
@@ -210,7 +208,7 @@ fn scans_match_the_host_in_every_dtype_and_mode() {
     // (<= 1024), three passes.
     for len in [1usize, 7, 64, 65, 1024, 1025, 2500] {
         for op in OPS {
-            for dtype in WORD_DTYPES {
+            for dtype in word_dtypes() {
                 let shape = [3, len];
                 let x = of_dtype(&d, &data(&mut rng, 3 * len, op, dtype), &shape, dtype);
                 check_all_ways(&x, op, &[Some(-1)], &format!("[3, {len}]"));
@@ -278,14 +276,7 @@ fn long_rows_with_more_than_256_blocks_are_exact_in_integers() {
         .map(|_| (rng.next_u64() % 2001) as i32 - 1000)
         .collect();
     let x = Array::from_slice(&v, &[n], &d).unwrap();
-    let mut acc = 0i32;
-    let want: Vec<i32> = v
-        .iter()
-        .map(|&e| {
-            acc = acc.wrapping_add(e);
-            acc
-        })
-        .collect();
+    let want = prefix_sums(&v, i32::wrapping_add);
     assert_eq!(
         x.cumsum(None, false, true)
             .unwrap()
@@ -296,14 +287,7 @@ fn long_rows_with_more_than_256_blocks_are_exact_in_integers() {
     // u32 sums wrap: 300,000 values near 2^31.
     let u: Vec<u32> = (0..n).map(|i| (1u32 << 31) + i as u32).collect();
     let x = Array::from_slice(&u, &[1, n], &d).unwrap();
-    let mut acc = 0u32;
-    let want: Vec<u32> = u
-        .iter()
-        .map(|&e| {
-            acc = acc.wrapping_add(e);
-            acc
-        })
-        .collect();
+    let want = prefix_sums(&u, u32::wrapping_add);
     assert_eq!(
         x.cumsum(Some(1), false, true)
             .unwrap()
@@ -487,4 +471,109 @@ fn a_scan_is_one_node_and_its_scratch_goes_back_to_the_pool() {
     assert_eq!(y.to_vec::<f32>().unwrap()[4999], 5000.0);
     drop(y);
     assert_empty(&d);
+}
+
+// Probes of the pipelines without workgroup-memory zeroing (090f893):
+// huge values first (`common::pollute`), then the edge cases where an
+// unwritten element would be read.
+
+/// Host scan of `v` in rows of `len`: (sum or max), reverse, inclusive.
+fn scan_ref(v: &[f32], len: usize, max: bool, reverse: bool, inclusive: bool) -> Vec<f64> {
+    let mut out = vec![0.0; v.len()];
+    for row in 0..v.len() / len {
+        let mut acc = if max { f64::NEG_INFINITY } else { 0.0 };
+        for q in 0..len {
+            let r = if reverse { len - 1 - q } else { q };
+            let x = v[row * len + r] as f64;
+            let next = if max { acc.max(x) } else { acc + x };
+            out[row * len + r] = if inclusive { next } else { acc };
+            acc = next;
+        }
+    }
+    out
+}
+
+#[test]
+fn scans_after_huge_values_read_no_stale_workgroup_memory() {
+    let d = device();
+    let mut rng = Rng::new(601);
+    let mut failures = Vec::new();
+    for (rows, len) in [(1, 1), (3, 7), (2, 65), (1, 257), (2, 1025), (1, 3000)] {
+        let v = rng.vec_f32(rows * len);
+        let x = Array::from_slice(&v, &[rows, len], &d).unwrap();
+        for max in [false, true] {
+            for reverse in [false, true] {
+                for inclusive in [false, true] {
+                    pollute(&d);
+                    let got = if max {
+                        x.cummax(Some(-1), reverse, inclusive)
+                    } else {
+                        x.cumsum(Some(-1), reverse, inclusive)
+                    };
+                    let got = got.unwrap().to_vec::<f32>().unwrap();
+                    let want = scan_ref(&v, len, max, reverse, inclusive);
+                    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                        // cummax's exclusive identity is -inf (or the
+                        // dtype's lowest): compare it exactly.
+                        let ok = if w.is_infinite() {
+                            g as f64 == w || g == f32::MIN
+                        } else {
+                            (g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs())
+                        };
+                        if !ok {
+                            failures.push(format!(
+                                "{rows}x{len} max {max} rev {reverse} incl {inclusive} [{i}]: {g} vs {w}"
+                            ));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A row of more than 256 blocks (pass 2 walks several block totals per
+/// thread, some threads none): cummax exactly, and an i32 cumsum.
+#[test]
+fn scans_of_more_than_256_blocks_after_huge_values() {
+    let d = device();
+    let mut rng = Rng::new(605);
+    let len = 300_001;
+    let v = rng.vec_f32(len);
+    let ints: Vec<i32> = rng.vec_i32(len, 100);
+    let x = Array::from_slice(&v, &[len], &d).unwrap();
+    let xi = Array::from_slice(&ints, &[len], &d).unwrap();
+    for reverse in [false, true] {
+        for inclusive in [false, true] {
+            pollute(&d);
+            let got = x
+                .cummax(None, reverse, inclusive)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            let want = scan_ref(&v, len, true, reverse, inclusive);
+            let bad = got
+                .iter()
+                .zip(&want)
+                .position(|(&g, &w)| !(g as f64 == w || (w.is_infinite() && g == f32::MIN)));
+            assert_eq!(bad, None, "cummax rev {reverse} incl {inclusive}");
+            pollute(&d);
+            let got = xi
+                .cumsum(None, reverse, inclusive)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap();
+            let mut acc = 0i32;
+            let mut want = vec![0; len];
+            for q in 0..len {
+                let r = if reverse { len - 1 - q } else { q };
+                let next = acc + ints[r];
+                want[r] = if inclusive { next } else { acc };
+                acc = next;
+            }
+            assert!(got == want, "i32 cumsum rev {reverse} incl {inclusive}");
+        }
+    }
 }

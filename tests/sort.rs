@@ -9,19 +9,9 @@ mod common;
 
 use common::arrays::{f, i, of_dtype, random_values};
 use common::reference::{ravel, unravel};
-use common::{Rng, assert_empty, device, poison_pool};
+use common::{Rng, assert_empty, device, poison_pool, word_dtypes};
 use std::cmp::Ordering;
 use wgarray::{Array, DType, Error, Limit, Slice};
-
-/// The dtypes the op takes (i8, u8, i16, u16 and f64 are `Error::OpDType`).
-const WORD_DTYPES: [DType; 6] = [
-    DType::F32,
-    DType::F16,
-    DType::BF16,
-    DType::I32,
-    DType::U32,
-    DType::Bool,
-];
 
 /// NumPy's ascending order: NaN last, -0 == +0.
 fn order(a: f64, b: f64) -> Ordering {
@@ -112,7 +102,7 @@ fn sorts_match_the_host_in_every_dtype() {
     poison_pool(&d, 1 << 14);
     let mut rng = Rng::new(1);
     for len in [1usize, 7, 33, 1024, 1025, 2500] {
-        for dtype in WORD_DTYPES {
+        for dtype in word_dtypes() {
             let x = of_dtype(&d, &data(&mut rng, 3 * len, dtype), &[3, len], dtype);
             check(&x, &[Some(-1)], &format!("[3, {len}]"));
         }

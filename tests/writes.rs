@@ -8,8 +8,9 @@
 mod common;
 
 use common::arrays::{i, of_dtype, round_to};
-use common::host::{ALL_DTYPES, Host, dense, layouts, read, upload};
+use common::host::{Host, dense, layouts, read, upload};
 use common::reference::{ravel, unravel};
+use common::word_dtypes;
 use common::{Rng, assert_empty, device};
 use wgarray::{Array, Axes, DType, Device, Error, Slice};
 
@@ -17,7 +18,7 @@ use wgarray::{Array, Axes, DType, Device, Error, Slice};
 /// layouts upload the packed integers through) the packed integers and
 /// f64; `packed_dtypes_merge_their_lanes` covers the packed ones everywhere.
 fn dtypes(d: &Device) -> Vec<DType> {
-    let mut out = ALL_DTYPES.to_vec();
+    let mut out = word_dtypes();
     if d.features().contains(wgarray::wgpu::Features::SHADER_F64) {
         out.extend([DType::I8, DType::U8, DType::I16, DType::U16, DType::F64]);
     }

@@ -666,6 +666,10 @@ impl Array {
         Array::elementwise(ElementwiseOp::Unary(op), op.name(), &[self], DType::Bool)
     }
 
+    // The five float predicates below look alike because each is one call
+    // of `float_predicate`: public methods with docs of their own, not
+    // repeated logic.
+
     /// Whether each element is NaN, as bool (NumPy `isnan`), tested on the
     /// bits (drivers may assume no NaN in float comparisons). Any dtype:
     /// integers and bool are never NaN (a constant, no kernel).

@@ -1,6 +1,6 @@
 //! Matrix multiplication with NumPy semantics, and `addmm`.
 //!
-//! Both run the tiled GEMM of `wgsl/gemm.wgsl` (see `src/kernels/matmul.rs`
+//! Both run the tiled GEMM of `wgsl/gemm.wgsl` (see `src/kernels/gemm/`
 //! for how a tile and the operand load modes are chosen): each thread keeps
 //! a register block of the output, reads A and B through their strides (vec4
 //! loads where the layout is aligned), accumulates in f32, and applies
@@ -412,18 +412,11 @@ mod tests {
             let b_dense = Array::from_slice(&y, &[k, n], &device).unwrap();
             // Column-major views of A and B, at offset 4 (vec4-aligned) and
             // at offset 4 of a buffer read with odd strides (scalar).
-            let a_cm = at
-                .slice(&[(4..).into()])
-                .unwrap()
-                .reshape(&[k, m])
-                .unwrap()
-                .transpose();
-            let b_cm = bt
-                .slice(&[(4..).into()])
-                .unwrap()
-                .reshape(&[n, k])
-                .unwrap()
-                .transpose();
+            let col_major = |t: &Array, shape: [usize; 2]| {
+                let view = t.slice(&[(4..).into()]).unwrap();
+                view.reshape(&shape).unwrap().transpose()
+            };
+            let (a_cm, b_cm) = (col_major(&at, [k, m]), col_major(&bt, [n, k]));
             for (a, b) in [(&a_cm, &b_cm), (&a_cm, &b_dense), (&a_dense, &b_cm)] {
                 let got = a.matmul(b).unwrap().to_vec::<f32>().unwrap();
                 assert_eq!(got.len(), m * n);

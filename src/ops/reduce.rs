@@ -143,12 +143,12 @@ impl Array {
         // The kernel's limit on the elements folded into one output,
         // checked at the call so that the error names the caller's op.
         let reduced: usize = axes.iter().map(|&a| self.shape()[a]).product();
-        if self.size() > 0 && reduced > crate::kernels::reduce::MAX_REDUCED {
+        if self.size() > 0 && reduced > crate::graph::primitive::MAX_REDUCED {
             return Err(crate::Error::TooLarge {
                 op: name,
                 limit: crate::Limit::ReducedElements,
                 value: reduced as u64,
-                max: crate::kernels::reduce::MAX_REDUCED as u64,
+                max: crate::graph::primitive::MAX_REDUCED as u64,
             });
         }
         let input = match (op, self.dtype()) {

@@ -32,7 +32,6 @@
 
 use crate::graph::Primitive;
 use crate::graph::primitive::ReduceOp;
-use crate::kernels::scan::out_dtype;
 use crate::ops::check_word_dtype;
 use crate::shape::normalize_axis;
 use crate::{Array, Result};
@@ -54,7 +53,7 @@ impl Array {
             Some(a) => (self.clone(), normalize_axis(name, a, self.ndim())?),
         };
         check_word_dtype(name, x.dtype())?;
-        let dtype = out_dtype(op, x.dtype());
+        let dtype = op.scan_dtype(x.dtype());
         let shape = x.shape().to_vec();
         Ok(Array::from_node(
             self.device(),

@@ -36,10 +36,9 @@
 
 use crate::error::Limit;
 use crate::graph::Primitive;
-use crate::kernels::rows_along;
-use crate::kernels::sort::{padded, work_pairs};
+use crate::graph::primitive::{sort_padded, sort_work_pairs};
 use crate::ops::check_32bit_dtype;
-use crate::shape::normalize_axis;
+use crate::shape::{normalize_axis, rows_along};
 use crate::{Array, DType, Error, Result};
 
 impl Array {
@@ -56,7 +55,7 @@ impl Array {
         check_32bit_dtype(op, x.dtype())?;
         let shape = x.shape().to_vec();
         let (_, rows) = rows_along(&shape, axis);
-        let total = rows.saturating_mul(padded(shape[axis])) as u64;
+        let total = rows.saturating_mul(sort_padded(shape[axis])) as u64;
         if total > 1 << 31 {
             return Err(Error::TooLarge {
                 op,
@@ -65,7 +64,7 @@ impl Array {
                 max: 1 << 31,
             });
         }
-        let work = work_pairs(rows, shape[axis]) as u64;
+        let work = sort_work_pairs(rows, shape[axis]) as u64;
         self.device().check_binding(op, work.saturating_mul(8))?;
         let mut v = Array::from_node(
             self.device(),
