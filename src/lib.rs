@@ -25,6 +25,7 @@
 //! The architecture and lifetime rules are in `docs/ARCHITECTURE.md`.
 
 mod array;
+pub mod axis;
 pub mod baseline;
 pub mod compile;
 mod device;
@@ -46,6 +47,7 @@ mod transfer;
 pub mod tuning;
 
 pub use array::Array;
+pub use axis::{Axes, Axis};
 pub use compile::{Compiled, compile, compile_with_capacity};
 pub use device::{
     ADAPTER_ENV, AdapterDescription, BACKEND_ENV, COOPERATIVE_MATRIX_ENV, DEFAULT_WAIT_TIMEOUT,
@@ -60,7 +62,6 @@ pub use ops::concat::{concatenate, stack};
 pub use ops::creation::{Indexing, PadMode, broadcast_arrays, meshgrid};
 pub use ops::elementwise::{promote_types, where_};
 pub use ops::linalg::TensordotAxes;
-pub use ops::reduce::Axes;
 pub use ops::shape::Slice;
 pub use ops::shape::SplitSpec;
 pub use ops::topk::topk;

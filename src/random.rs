@@ -60,6 +60,7 @@
 //! # Ok::<(), wgarray::Error>(())
 //! ```
 
+use crate::axis::Axis;
 use crate::graph::Primitive;
 use crate::graph::primitive::Distribution;
 use crate::shape::normalize_axis;
@@ -505,9 +506,10 @@ pub fn bernoulli_with(key: &Array, p: &Array, shape: Option<&[usize]>) -> Result
 pub fn categorical(
     key: &Array,
     logits: &Array,
-    axis: isize,
+    axis: impl Into<Axis>,
     num_samples: Option<usize>,
 ) -> Result<Array> {
+    let axis = axis.into().get();
     crate::ops::same_device("random::categorical", key, logits)?;
     check_key("random::categorical", key)?;
     let a = normalize_axis("random::categorical", axis, logits.ndim())?;
@@ -543,5 +545,5 @@ pub fn categorical(
         shape.pop();
         return Array::zeros(&shape, DType::U32, key.device());
     }
-    y.argmax(Some(-1), false)
+    y.argmax(-1, false)
 }

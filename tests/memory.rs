@@ -7,7 +7,7 @@ mod common;
 use common::arrays::{f, i};
 use common::{R, Rng, assert_empty, device};
 use half::f16;
-use wgarray::{Array, Axes, DType, Device, Error, Slice, eval, where_};
+use wgarray::{Array, DType, Device, Error, Slice, eval, where_};
 
 const MIB: u64 = 1 << 20;
 const MIB_F32: usize = (MIB / 4) as usize;
@@ -425,7 +425,7 @@ fn memory_api() -> R {
     {
         let x = Array::ones(&[1 << 16], DType::F32, &d).unwrap();
         let y = (&x * 2.0)?;
-        let s = y.sum(Axes::All, false)?;
+        let s = y.sum(None, false)?;
         d.clear_cache();
         assert_eq!(s.item::<f32>()?, 2.0 * 65536.0);
         d.clear_cache();
@@ -453,7 +453,7 @@ fn oom_midway_then_recover() -> R {
         let a = (&x + 1.0)?;
         let b = (&x * 3.0)?;
         let c = (&a + &b)?; // needs a, b, c alive at once
-        let e = c.sum(Axes::All, false)?;
+        let e = c.sum(None, false)?;
         let active = d.active_memory();
         d.set_memory_limit(active + (1 << 18) + 4096); // room for ~1 more buffer
         let r = e.eval();
@@ -930,7 +930,7 @@ fn every_op_records_the_callers_location() {
         xb.mean(-1isize, true),
         x.var(-1isize, true, 1),
         x.std(0isize, false, 0),
-        x.argmax(Some(1), false),
+        x.argmax(1, false),
         x.logsumexp(-1isize, true),
         x.softmax(-1),
         xb.softmax(-1),
@@ -939,13 +939,13 @@ fn every_op_records_the_callers_location() {
         x.log_softmax(0),
         x.reshape(&[33, 7]),
         Ok(x.transpose()),
-        x.permute(&[1, 0]),
+        x.permute([1, 0]),
         x.slice(&[Slice::range(1, 5), Slice::step(2)]),
         x.broadcast_to(&[2, 7, 33]),
-        x.expand_dims(0).and_then(|e| e.squeeze(Axes::All)),
+        x.expand_dims(0).and_then(|e| e.squeeze(None)),
         Ok(x.ravel()),
         x.swapaxes(0, 1),
-        x.take(&idx, Some(1)),
+        x.take(&idx, 1),
         x.contiguous(),
         wgarray::concatenate(&[&x, &xb], 0),
         wgarray::stack(&[&x, &x], 0),

@@ -9,9 +9,9 @@
 //! are read through their own strides (transposed, sliced or broadcast
 //! views are not copied first).
 
+use crate::axis::{Axes, Axis};
 use crate::graph::Primitive;
 use crate::ops::elementwise::promote_types;
-use crate::shape::normalize_axis;
 use crate::{Array, Error, Result};
 
 /// NumPy `concatenate(arrays, axis)`: the arrays joined along `axis`
@@ -37,17 +37,18 @@ use crate::{Array, Error, Result};
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for an empty list or 0-dimensional arrays;
-/// [`Error::InvalidAxis`]; [`Error::DeviceMismatch`]; [`Error::ShapeMismatch`]
+/// [`Error::InvalidArgument`] for an empty list, 0-dimensional arrays or
+/// a list of several axes; [`Error::InvalidAxis`]; [`Error::DeviceMismatch`]; [`Error::ShapeMismatch`]
 /// when ranks or the other axes differ.
 #[track_caller]
-pub fn concatenate(arrays: &[&Array], axis: impl Into<Option<isize>>) -> Result<Array> {
+pub fn concatenate(arrays: &[&Array], axis: impl Into<Axes>) -> Result<Array> {
     let Some(first) = arrays.first() else {
         return Err(Error::InvalidArgument(
             "concatenate: `arrays` is empty; it needs at least one array".into(),
         ));
     };
-    let Some(axis) = axis.into() else {
+    let axis = axis.into();
+    if axis == Axes::All {
         // A loop, not a closure: the reshapes record the caller's location.
         let mut flat = Vec::with_capacity(arrays.len());
         for a in arrays {
@@ -55,13 +56,15 @@ pub fn concatenate(arrays: &[&Array], axis: impl Into<Option<isize>>) -> Result<
         }
         let refs: Vec<&Array> = flat.iter().collect();
         return concatenate(&refs, 0);
-    };
+    }
     if first.ndim() == 0 {
         return Err(Error::InvalidArgument(
             "concatenate: `arrays` are 0-dimensional, which have no axis to join".into(),
         ));
     }
-    let axis = normalize_axis("concatenate", axis, first.ndim())?;
+    let axis = axis
+        .one("concatenate", first.ndim())?
+        .expect("Axes::All returned above");
     let mut shape = first.shape().to_vec();
     shape[axis] = 0;
     let mut dtype = first.dtype();
@@ -118,13 +121,13 @@ pub fn concatenate(arrays: &[&Array], axis: impl Into<Option<isize>>) -> Result<
 /// [`crate::shape::MAX_DIMS`] dimensions; [`Error::ShapeMismatch`] when the
 /// shapes differ.
 #[track_caller]
-pub fn stack(arrays: &[&Array], axis: isize) -> Result<Array> {
+pub fn stack(arrays: &[&Array], axis: impl Into<Axis>) -> Result<Array> {
     let Some(first) = arrays.first() else {
         return Err(Error::InvalidArgument(
             "stack: `arrays` is empty; it needs at least one array".into(),
         ));
     };
-    let axis = normalize_axis("stack", axis, first.ndim() + 1)?;
+    let axis = axis.into().resolve("stack", first.ndim() + 1)?;
     let mut shape = first.shape().to_vec();
     shape.insert(axis, arrays.len());
     crate::shape::check_shape("stack", &shape)?;

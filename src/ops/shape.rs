@@ -2,8 +2,8 @@
 //! until a kernel needs contiguity; kernels read strided input): reshape,
 //! transpose/permute, broadcast_to, expand_dims, squeeze, flatten, slice.
 
+use crate::axis::{Axes, Axis};
 use crate::graph::{Primitive, View};
-use crate::ops::reduce::Axes;
 use crate::shape::{INFER, broadcast_shapes, check_shape, normalize_axis, numel};
 use crate::{Array, Error, Result};
 
@@ -222,7 +222,8 @@ impl Array {
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] when `start_axis`
     /// comes after `end_axis`.
     #[track_caller]
-    pub fn flatten(&self, start_axis: isize, end_axis: isize) -> Result<Array> {
+    pub fn flatten(&self, start_axis: impl Into<Axis>, end_axis: impl Into<Axis>) -> Result<Array> {
+        let (start_axis, end_axis) = (start_axis.into().get(), end_axis.into().get());
         if self.ndim() == 0 {
             // MLX: a scalar flattens to one element; its only axes are 0
             // and -1 of the (virtual) 1-D result.
@@ -248,18 +249,24 @@ impl Array {
         Ok(self.reshape_to(&shape))
     }
 
-    /// Axes in the order `axes` gives (NumPy `transpose(x, axes)`), a view.
+    /// Axes in the order `axes` gives (NumPy `transpose(x, axes)`), a view:
+    /// `x.permute([1, 0, 2])`; `None` reverses them, as NumPy's
+    /// `axes=None` ([`Array::transpose`]).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless `axes` is a permutation of the
-    /// array's axes (negative entries count from the end).
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] unless `axes` is
+    /// a permutation of the array's axes (negative entries count from the
+    /// end).
     #[track_caller]
-    pub fn permute(&self, axes: &[isize]) -> Result<Array> {
+    pub fn permute(&self, axes: impl Into<Axes>) -> Result<Array> {
         let nd = self.ndim();
-        let axes: Vec<usize> = axes
-            .iter()
-            .map(|&a| normalize_axis("permute", a, nd))
-            .collect::<Result<_>>()?;
+        let axes: Vec<usize> = match axes.into() {
+            Axes::All => (0..nd).rev().collect(),
+            Axes::These(a) => a
+                .iter()
+                .map(|&a| normalize_axis("permute", a, nd))
+                .collect::<Result<_>>()?,
+        };
         let mut seen = vec![false; nd];
         for &a in &axes {
             seen[a] = true;
@@ -276,8 +283,7 @@ impl Array {
     /// Axes reversed (NumPy `transpose` / `.T`), a view.
     #[track_caller]
     pub fn transpose(&self) -> Array {
-        let axes: Vec<isize> = (0..self.ndim() as isize).rev().collect();
-        self.permute(&axes).expect("a reversal is a permutation")
+        self.permute(None).expect("a reversal is a permutation")
     }
 
     /// Swap two axes (NumPy `swapaxes`), a view.
@@ -285,10 +291,10 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidAxis`].
     #[track_caller]
-    pub fn swapaxes(&self, a: isize, b: isize) -> Result<Array> {
+    pub fn swapaxes(&self, a: impl Into<Axis>, b: impl Into<Axis>) -> Result<Array> {
         let (a, b) = (
-            normalize_axis("swapaxes", a, self.ndim())?,
-            normalize_axis("swapaxes", b, self.ndim())?,
+            a.into().resolve("swapaxes", self.ndim())?,
+            b.into().resolve("swapaxes", self.ndim())?,
         );
         let mut axes: Vec<isize> = (0..self.ndim() as isize).collect();
         axes.swap(a, b);
@@ -301,11 +307,11 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidAxis`] for either axis.
     #[track_caller]
-    pub fn moveaxis(&self, source: isize, destination: isize) -> Result<Array> {
+    pub fn moveaxis(&self, source: impl Into<Axis>, destination: impl Into<Axis>) -> Result<Array> {
         let nd = self.ndim();
         let (src, dst) = (
-            normalize_axis("moveaxis", source, nd)?,
-            normalize_axis("moveaxis", destination, nd)?,
+            source.into().resolve("moveaxis", nd)?,
+            destination.into().resolve("moveaxis", nd)?,
         );
         let mut axes: Vec<isize> = (0..nd as isize).filter(|&a| a != src as isize).collect();
         axes.insert(dst, src as isize);
@@ -343,7 +349,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for a repeated
-    /// position or [`Axes::All`]; [`Error::TooLarge`] for a result of more
+    /// position or `None`; [`Error::TooLarge`] for a result of more
     /// than [`crate::shape::MAX_DIMS`] dimensions.
     #[track_caller]
     pub fn expand_dims(&self, axes: impl Into<Axes>) -> Result<Array> {
@@ -351,8 +357,7 @@ impl Array {
             Axes::These(a) => a,
             Axes::All => {
                 return Err(Error::InvalidArgument(
-                    "expand_dims: `axes` is Axes::All; it needs the positions of the new axes"
-                        .into(),
+                    "expand_dims: `axes` is None; it needs the positions of the new axes".into(),
                 ));
             }
         };
@@ -382,8 +387,8 @@ impl Array {
     }
 
     /// Without the given axes of length 1, or every axis of length 1 for
-    /// [`Axes::All`] (NumPy `squeeze`), a view. `x.squeeze(0)`,
-    /// `x.squeeze([0, 2])`, `x.squeeze(Axes::All)`.
+    /// `None` (NumPy `squeeze`), a view. `x.squeeze(0)`,
+    /// `x.squeeze([0, 2])`, `x.squeeze(None)`.
     ///
     /// # Errors
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for a repeated
@@ -450,7 +455,7 @@ impl Array {
 
 impl Array {
     /// Elements at `indices` along `axis` (NumPy `take`; an embedding
-    /// lookup is `weights.take(&token_ids, Some(0))`). The result's shape is
+    /// lookup is `weights.take(&token_ids, 0)`). The result's shape is
     /// `x.shape[..axis] + indices.shape + x.shape[axis + 1..]`; `None`
     /// flattens `x` first. `indices` are any integer dtype (PyTorch's int64
     /// indices arrive as i32: see [`crate::Element`]); a negative index counts
@@ -464,11 +469,9 @@ impl Array {
     /// [`crate::shape::MAX_DIMS`] dimensions; [`Error::OpDType`] for
     /// indices that are not integers.
     #[track_caller]
-    pub fn take(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
+    pub fn take(&self, indices: &Array, axis: impl Into<Axes>) -> Result<Array> {
         super::same_device("take", self, indices)?;
-        let axis = axis
-            .map(|a| normalize_axis("take", a, self.ndim()))
-            .transpose()?;
+        let axis = axis.into().one("take", self.ndim())?;
         let len = axis.map_or(self.size(), |a| self.shape()[a]);
         if len == 0 && indices.size() > 0 {
             return Err(Error::InvalidArgument(format!(
@@ -560,8 +563,8 @@ impl Array {
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for zero sections
     /// or sections that do not divide the axis.
     #[track_caller]
-    pub fn split(&self, spec: impl Into<SplitSpec>, axis: isize) -> Result<Vec<Array>> {
-        let axis = normalize_axis("split", axis, self.ndim())?;
+    pub fn split(&self, spec: impl Into<SplitSpec>, axis: impl Into<Axis>) -> Result<Vec<Array>> {
+        let axis = axis.into().resolve("split", self.ndim())?;
         let len = self.shape()[axis];
         let bounds: Vec<(usize, usize)> = match spec.into() {
             SplitSpec::Sections(0) => {
