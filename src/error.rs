@@ -11,7 +11,14 @@ use crate::DType;
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Everything that can go wrong in wgarray.
-#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+///
+/// `Debug` shows the variant's name and then what `Display` shows, with
+/// its line breaks (as `anyhow::Error` does): `Kernel: kernel `saxpy`
+/// failed to compile: error: expected ';' ...` followed by naga's
+/// diagnostic as it prints it. So a `#[test] fn ... -> wgarray::Result<()>`,
+/// an `.unwrap()` and `main() -> Result<..>` print the readable message.
+/// Match on the variant for its fields.
+#[derive(thiserror::Error, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// No adapter matched the request (or the machine has none at all).
@@ -332,6 +339,52 @@ pub enum Error {
         /// The file's name for the dtype (safetensors: `F64`, `I64`, ...).
         dtype: String,
     },
+}
+
+impl Error {
+    /// The variant's name (`"InvalidAxis"`), as `Debug` prints it.
+    pub fn variant_name(&self) -> &'static str {
+        match self {
+            Error::NoAdapter { .. } => "NoAdapter",
+            Error::UnknownBackend(..) => "UnknownBackend",
+            Error::RequestDevice(..) => "RequestDevice",
+            Error::AdaptersRefused { .. } => "AdaptersRefused",
+            Error::Validation(..) => "Validation",
+            Error::Internal(..) => "Internal",
+            Error::Kernel { .. } => "Kernel",
+            Error::OutOfMemory { .. } => "OutOfMemory",
+            Error::DeviceLost(..) => "DeviceLost",
+            Error::Timeout { .. } => "Timeout",
+            Error::Readback(..) => "Readback",
+            Error::ShapeMismatch { .. } => "ShapeMismatch",
+            Error::DataLength { .. } => "DataLength",
+            Error::InvalidAxis { .. } => "InvalidAxis",
+            Error::DType { .. } => "DType",
+            Error::OpDType { .. } => "OpDType",
+            Error::OutOfRange { .. } => "OutOfRange",
+            Error::MissingFeature { .. } => "MissingFeature",
+            Error::TooLarge { .. } => "TooLarge",
+            Error::BindingMismatch { .. } => "BindingMismatch",
+            Error::Fixture { .. } => "Fixture",
+            Error::EmptyReduction { .. } => "EmptyReduction",
+            Error::DeviceMismatch { .. } => "DeviceMismatch",
+            Error::Traced { .. } => "Traced",
+            Error::InvalidArgument(..) => "InvalidArgument",
+            Error::Io { .. } => "Io",
+            Error::Format { .. } => "Format",
+            Error::UnsupportedDType { .. } => "UnsupportedDType",
+        }
+    }
+}
+
+/// `Variant: message`, the message being [`std::fmt::Display`]'s with its
+/// line breaks (naga's diagnostics, lists of adapters), not the escaped
+/// one-line struct a derived `Debug` gives: this is what a test returning
+/// `Result` and `.unwrap()` print.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {self}", self.variant_name())
+    }
 }
 
 /// Which limit an [`Error::TooLarge`] hit, and its unit.

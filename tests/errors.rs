@@ -234,3 +234,82 @@ fn every_limit_says_its_unit() {
         }
     }
 }
+
+/// The environment variable that makes the two tests below fail on
+/// purpose: only [`a_failing_test_prints_the_error_as_display_shows_it`]
+/// sets it, in the child process it runs them in. Unset, they pass.
+const CHILD: &str = "WGARRAY_TEST_FAILING_CHILD";
+
+/// A kernel with a syntax error (a `;` missing), whose naga diagnostic
+/// spans several lines.
+fn broken_kernel() -> Result<wgarray::testing::Outputs> {
+    let src = "@group(0) @binding(0) var<storage, read_write> y: array<f32>;\n\
+               @compute @workgroup_size(1)\n\
+               fn saxpy(@builtin(global_invocation_id) g: vec3<u32>) {\n    \
+                   y[g.x] = 1.0\n\
+               }\n";
+    wgarray::testing::KernelTest::new(src, "saxpy")
+        .output(DType::F32, &[1])
+        .device(&device())
+        .run()
+}
+
+#[test]
+fn child_returns_a_kernel_error() -> Result<()> {
+    if std::env::var_os(CHILD).is_none() {
+        return Ok(());
+    }
+    broken_kernel()?;
+    Ok(())
+}
+
+#[test]
+fn child_unwraps_a_kernel_error() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    broken_kernel().unwrap();
+}
+
+/// Issue 37: a `#[test] fn ... -> wgarray::Result<()>` and an `.unwrap()`
+/// print the error's `Debug`; it must read as `Display` does (variant
+/// name, then the message with naga's line breaks), not as one escaped
+/// line of `\n`. Runs this test binary again as a child, with the two
+/// tests above made to fail, and reads what the harness printed.
+#[test]
+fn a_failing_test_prints_the_error_as_display_shows_it() {
+    let exe = std::env::current_exe().expect("the test binary");
+    for (test, prefix) in [
+        ("child_returns_a_kernel_error", "Error: Kernel: kernel `"),
+        (
+            "child_unwraps_a_kernel_error",
+            "called `Result::unwrap()` on an `Err` value: Kernel: kernel `",
+        ),
+    ] {
+        let out = std::process::Command::new(&exe)
+            .args([test, "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+            .expect("run the test binary");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{test} should fail:\n{text}");
+        assert!(text.contains(prefix), "{test}: no `{prefix}` in:\n{text}");
+        let start = text.find(prefix).expect("found above");
+        let report = &text[start..];
+        // naga's diagnostic on lines of its own, not escaped into one.
+        assert!(
+            report
+                .lines()
+                .any(|l| l.trim_start().starts_with("┌─ wgsl:")),
+            "{test}: the diagnostic is not on its own lines:\n{text}"
+        );
+        assert!(
+            !report.lines().next().unwrap_or("").contains("\\n"),
+            "{test}: escaped line breaks in:\n{text}"
+        );
+    }
+}
