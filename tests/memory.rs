@@ -1058,3 +1058,112 @@ fn memory_history_never_keeps_an_array_alive() {
     d.record_memory_history(false);
     assert_empty(&d);
 }
+
+// ---- copy: a buffer of its own, so a view lets its parent go ----
+
+/// Issue 37: a view keeps its whole parent; `copy()` makes a buffer of the
+/// view's own size, so dropping the parent returns its memory. Rows in the
+/// middle and at offset 0 (where an elementwise kernel may write into its
+/// input's buffer: the copy of an evaluated row that nothing else holds
+/// must not take the parent's buffer), every dtype family, values against
+/// the host, before and after the parent goes.
+#[test]
+fn copy_of_a_view_lets_the_parent_go() -> R {
+    let d = device();
+    let (rows, cols) = (257usize, 1025usize);
+    for dtype in [DType::F32, DType::I32, DType::F16, DType::U8, DType::Bool] {
+        let host: Vec<f64> = {
+            let mut rng = Rng::new(37);
+            common::arrays::random_values(&mut rng, rows * cols, dtype)
+        };
+        let parent_bytes = pooled((rows * cols * dtype.size_in_bytes()) as u64);
+        let row_bytes = pooled((cols * dtype.size_in_bytes()) as u64);
+        for r in [0usize, 100] {
+            let want = &host[r * cols..(r + 1) * cols];
+            let slice = [Slice::range(r as isize, r as isize + 1)];
+            let new_parent = || -> wgarray::Result<Array> {
+                // An empty cache: every buffer lent is of its request's size.
+                d.clear_cache();
+                let a = common::arrays::of_dtype(&d, &host, &[rows, cols], dtype);
+                a.eval()?;
+                Ok(a)
+            };
+            // A view, its contiguous() and its astype() to the same dtype
+            // share the parent's buffer: all of it stays.
+            for how in ["view", "contiguous", "astype"] {
+                let big = new_parent()?;
+                // One expression: a `let v` shadowed by another would keep
+                // the first until the end of the block (README, Memory).
+                let v = match how {
+                    "view" => big.slice(&slice)?,
+                    "contiguous" => big.slice(&slice)?.contiguous()?,
+                    _ => big.slice(&slice)?.astype(dtype)?,
+                };
+                v.eval()?;
+                drop(big);
+                assert_eq!(d.active_memory(), parent_bytes, "{dtype} row {r} {how}");
+                drop(v);
+                assert_empty(&d);
+            }
+            // copy() of the lazy view, of an evaluated view the copy alone
+            // holds (reassignment drops the view's handle before eval), and
+            // of one the caller still holds.
+            for how in ["lazy", "reassigned", "held"] {
+                let big = new_parent()?;
+                let mut row = big.slice(&slice)?;
+                let mut held = None;
+                match how {
+                    "lazy" => row = row.copy()?,
+                    "reassigned" => {
+                        row.eval()?;
+                        row = row.copy()?;
+                    }
+                    _ => {
+                        row.eval()?;
+                        let copy = row.copy()?;
+                        held = Some(std::mem::replace(&mut row, copy));
+                    }
+                }
+                // The parent goes before the copy runs: only views hold
+                // its buffer then.
+                drop(big);
+                row.eval()?;
+                drop(held);
+                assert_eq!(d.active_memory(), row_bytes, "{dtype} row {r} copy {how}");
+                assert_eq!(row.shape(), &[1, cols]);
+                assert_eq!(row.dtype(), dtype);
+                assert_eq!(row.to_f64_vec()?, want, "{dtype} row {r} copy {how}");
+                drop(row);
+                assert_empty(&d);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `copy()` of a transposed view is dense and of an evaluated dense array a
+/// new buffer: writing through neither changes the other (functional
+/// `slice_update` on the copy leaves the source as it was).
+#[test]
+fn copy_is_a_new_array_of_the_same_values() -> R {
+    let d = device();
+    common::poison_pool(&d, 1 << 12);
+    let v = Rng::new(5).vec_f32(7 * 33);
+    let x = f(&d, &v, &[7, 33]);
+    let t = x.transpose().copy()?;
+    let mut want = vec![0.0f32; 7 * 33];
+    for r in 0..7 {
+        for c in 0..33 {
+            want[c * 7 + r] = v[r * 33 + c];
+        }
+    }
+    assert_eq!(t.to_vec::<f32>()?, want);
+    let c = x
+        .copy()?
+        .slice_update(&f(&d, &[9.0], &[1, 1]), &[0, 0], None)?;
+    assert_eq!(c.to_vec::<f32>()?[0], 9.0);
+    assert_eq!(x.to_vec::<f32>()?, v);
+    drop((x, t, c));
+    assert_empty(&d);
+    Ok(())
+}
