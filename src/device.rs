@@ -537,6 +537,25 @@ impl Device {
         Ok(())
     }
 
+    /// Check a result an op `op` is about to make, at the call: its shape
+    /// (as [`crate::shape::check_shape`]) and its bytes against the largest
+    /// storage binding, which every buffer of an array must fit.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] naming `op`.
+    pub(crate) fn check_array(
+        &self,
+        op: &'static str,
+        shape: &[usize],
+        dtype: crate::DType,
+    ) -> Result<()> {
+        crate::shape::check_shape(op, shape)?;
+        self.check_binding(
+            op,
+            crate::transfer::device_bytes(crate::shape::numel(shape), dtype),
+        )
+    }
+
     /// The underlying wgpu device, for interop.
     pub fn wgpu_device(&self) -> &wgpu::Device {
         &self.inner.device

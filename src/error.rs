@@ -165,6 +165,20 @@ pub enum Error {
         other: Option<DType>,
     },
 
+    /// A read-back (`to_vec`, `item`, `read_into`, `to_vec_async`) asked
+    /// for a host type of another dtype than the array's; the message says
+    /// how to read it (as its own type, after `astype`, or with
+    /// `to_f64_vec`, which converts any dtype).
+    #[error("{}", read_dtype(op, *dtype, *requested))]
+    ReadDType {
+        /// The read-back called.
+        op: &'static str,
+        /// The array's dtype.
+        dtype: DType,
+        /// The dtype of the host type asked for ([`crate::Element::DTYPE`]).
+        requested: DType,
+    },
+
     /// An op does not take arrays of this dtype (a bitwise op on floats,
     /// `exp` on float64); `takes` says which dtypes it does take, or what
     /// to do instead.
@@ -360,6 +374,7 @@ impl Error {
             Error::DataLength { .. } => "DataLength",
             Error::InvalidAxis { .. } => "InvalidAxis",
             Error::DType { .. } => "DType",
+            Error::ReadDType { .. } => "ReadDType",
             Error::OpDType { .. } => "OpDType",
             Error::OutOfRange { .. } => "OutOfRange",
             Error::MissingFeature { .. } => "MissingFeature",
@@ -452,6 +467,57 @@ fn too_large(op: &str, limit: Limit, value: u64, max: u64) -> String {
         }
         _ => format!("{op}: {value} {unit}, but {} is {max} {unit}", limit.what()),
     }
+}
+
+/// The host type that reads `dtype` back, as Rust spells it.
+fn host_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "f32",
+        DType::F16 => "half::f16",
+        DType::BF16 => "half::bf16",
+        DType::F64 => "f64",
+        DType::I32 => "i32",
+        DType::U32 => "u32",
+        DType::I16 => "i16",
+        DType::U16 => "u16",
+        DType::I8 => "i8",
+        DType::U8 => "u8",
+        DType::Bool => "bool",
+    }
+}
+
+/// The variant's name in `DType::F64` form.
+fn dtype_path(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "DType::F32",
+        DType::F16 => "DType::F16",
+        DType::BF16 => "DType::BF16",
+        DType::F64 => "DType::F64",
+        DType::I32 => "DType::I32",
+        DType::U32 => "DType::U32",
+        DType::I16 => "DType::I16",
+        DType::U16 => "DType::U16",
+        DType::I8 => "DType::I8",
+        DType::U8 => "DType::U8",
+        DType::Bool => "DType::Bool",
+    }
+}
+
+fn read_dtype(op: &str, dtype: DType, requested: DType) -> String {
+    let (have, want) = (host_type(dtype), host_type(requested));
+    let call = |t: &str| match op {
+        "read_into" => format!("read_into(&mut [{t}])"),
+        _ => format!("{op}::<{t}>()"),
+    };
+    format!(
+        "{}: the array is {dtype}, not {requested}: read it as {have} (`{}`), \
+         convert it on the device first (`.astype({})?.{}`), \
+         or read any dtype as f64 with `to_f64_vec()`",
+        call(want),
+        call(have),
+        dtype_path(requested),
+        call(want),
+    )
 }
 
 impl Error {

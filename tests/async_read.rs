@@ -184,7 +184,7 @@ fn errors_come_through_the_future_and_leave_nothing() {
         let r = rt.block_on(x.to_vec_async::<i32>());
         assert!(matches!(
             r,
-            Err(Error::DType {
+            Err(Error::ReadDType {
                 op: "to_vec_async",
                 ..
             })

@@ -201,8 +201,23 @@ fn the_reduction_limit_is_reported_at_the_call_in_elements() {
                 r => panic!("{op}: expected TooLarge (reduced elements), got {r:?}"),
             }
         }
-        // Reducing the short axis of the same view is fine at the call.
-        assert_eq!(b.sum(0, false).unwrap().shape(), &[n]);
+        // Reducing the short axis of the same view folds 3 elements into
+        // each output: fine for the kernel, but the result (4 n bytes) must
+        // fit one storage binding, which is checked at the call too.
+        let max = d.limits().max_storage_buffer_binding_size;
+        match b.sum(0, false) {
+            Ok(s) => {
+                assert!(4 * n as u64 <= max);
+                assert_eq!(s.shape(), &[n]);
+            }
+            Err(Error::TooLarge {
+                op: "sum",
+                limit: Limit::StorageBinding,
+                value,
+                max: m,
+            }) => assert_eq!((value, m), (4 * n as u64, max)),
+            Err(e) => panic!("sum over the short axis: {e:?}"),
+        }
         drop(b);
     }
     assert_empty(&d);
@@ -312,4 +327,136 @@ fn a_failing_test_prints_the_error_as_display_shows_it() {
             "{test}: escaped line breaks in:\n{text}"
         );
     }
+}
+
+/// Issue 37: reading back as another dtype names the read-back called, the
+/// array's dtype and the three ways to read it.
+#[test]
+fn reading_as_another_dtype_names_the_call_and_the_fixes() {
+    let d = device();
+    let x = Array::from_slice(&[1.5f32], &[1], &d).unwrap();
+    let e = x.item::<f64>().unwrap_err();
+    assert_eq!(
+        e,
+        Error::ReadDType {
+            op: "item",
+            dtype: DType::F32,
+            requested: DType::F64
+        }
+    );
+    let msg = e.to_string();
+    for part in [
+        "item::<f64>()",
+        "float32",
+        "`item::<f32>()`",
+        "astype(DType::F64)",
+        "to_f64_vec()",
+    ] {
+        assert!(msg.contains(part), "no `{part}` in: {msg}");
+    }
+    let mut dst = [0i32; 1];
+    let e = x.read_into(&mut dst).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ReadDType {
+                op: "read_into",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("read_into(&mut [f32])"), "{e}");
+    assert!(matches!(
+        x.to_vec::<half::f16>(),
+        Err(Error::ReadDType {
+            op: "to_vec",
+            requested: DType::F16,
+            ..
+        })
+    ));
+    // What the message suggests works.
+    assert_eq!(x.item::<f32>().unwrap(), 1.5);
+    assert_eq!(x.to_f64_vec().unwrap(), vec![1.5]);
+    drop(x);
+    assert_empty(&d);
+}
+
+/// Issue 37: every constructor and op whose result cannot fit the largest
+/// storage binding says so at the call, naming itself (`zeros` returned
+/// `Ok` and eval failed as `TooLarge { op: "eval" }`). Inputs are small
+/// arrays or broadcast views, so nothing large is ever allocated; nothing
+/// leaks on the error paths.
+#[test]
+fn results_past_the_largest_binding_are_refused_at_the_call_naming_the_op() {
+    let d = device();
+    let max = d.limits().max_storage_buffer_binding_size;
+    let n = (max / 4 + 1) as usize; // f32 elements one past the limit
+    let half = n / 2 + 1;
+    let side = ((n as f64).sqrt() as usize) + 1; // side * side > n
+    {
+        let s = Array::scalar(1.0f32, DType::F32, &d).unwrap();
+        let view = |len: usize| s.broadcast_to(&[len]).unwrap();
+        let small = Array::from_slice(&[1.0f32, 2.0], &[2], &d).unwrap();
+        let vec_side = Array::zeros(&[side], DType::F32, &d).unwrap();
+        let col = Array::zeros(&[side, 1], DType::F32, &d).unwrap();
+        let row = Array::zeros(&[1, side], DType::F32, &d).unwrap();
+        let i0 = Array::scalar(0i32, DType::I32, &d).unwrap();
+        let idx = i0.broadcast_to(&[n]).unwrap();
+        let one_idx = Array::from_slice(&[0i32], &[1], &d).unwrap();
+        let key = random::key(1, &d).unwrap();
+        let cases: Vec<(&str, Result<Array>)> = vec![
+            (
+                "zeros",
+                Array::zeros(&[1 << 20, n.div_ceil(1 << 20)], DType::F32, &d),
+            ),
+            ("ones", Array::ones(&[n], DType::F32, &d)),
+            ("full", Array::full(&[n], 2.0, DType::F32, &d)),
+            ("empty", Array::empty(&[n], DType::F32, &d)),
+            ("eye", Array::eye(side, None, 0, DType::F32, &d)),
+            ("linspace", Array::linspace(0.0, 1.0, n, DType::F32, &d)),
+            ("arange", Array::arange(0.0, n as f64, 1.0, DType::F32, &d)),
+            ("one_hot", Array::one_hot(&one_idx, n, DType::F32)),
+            (
+                "random::uniform",
+                random::uniform(&key, &[n], 0.0, 1.0, DType::F32),
+            ),
+            (
+                "random::normal",
+                random::normal(&key, &[n], 0.0, 1.0, DType::F32),
+            ),
+            ("random::bits", random::bits(&key, &[n])),
+            ("tile", small.tile(&[half])),
+            ("repeat", small.repeat(half, None)),
+            ("pad", small.pad(&[(n, 0)], wgarray::PadMode::Edge)),
+            ("diag", vec_side.diag(0)),
+            (
+                "concatenate",
+                wgarray::concatenate(&[&view(half), &view(half)], 0),
+            ),
+            ("stack", stack(&[&view(half), &view(half)], 0)),
+            ("take", small.take(&idx, 0)),
+            ("take_along_axis", small.take_along_axis(&idx, 0)),
+            ("matmul", col.matmul(&row)),
+            ("cumsum", view(n).cumsum(0, false, true)),
+            ("split", view(2 * n).split(2, 0).map(|mut v| v.remove(0))),
+        ];
+        for (op, r) in cases {
+            match r {
+                Err(Error::TooLarge {
+                    op: got,
+                    limit: Limit::StorageBinding,
+                    value,
+                    max: m,
+                }) => {
+                    assert_eq!(got, op);
+                    assert!(value > max, "{op}: {value}");
+                    assert_eq!(m, max, "{op}");
+                }
+                r => panic!("{op}: expected TooLarge (storage binding) at the call, got {r:?}"),
+            }
+        }
+        drop((s, small, vec_side, col, row, i0, idx, one_idx, key));
+    }
+    assert_empty(&d);
 }

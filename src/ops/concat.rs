@@ -38,8 +38,10 @@ use crate::{Array, Error, Result};
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for an empty list, 0-dimensional arrays or
-/// a list of several axes; [`Error::InvalidAxis`]; [`Error::DeviceMismatch`]; [`Error::ShapeMismatch`]
-/// when ranks or the other axes differ.
+/// a list of several axes; [`Error::InvalidAxis`]; [`Error::DeviceMismatch`];
+/// [`Error::ShapeMismatch`] when ranks or the other axes differ;
+/// [`Error::TooLarge`] for a result past the adapter's largest storage
+/// binding.
 #[track_caller]
 pub fn concatenate(arrays: &[&Array], axis: impl Into<Axes>) -> Result<Array> {
     let Some(first) = arrays.first() else {
@@ -79,9 +81,10 @@ pub fn concatenate(arrays: &[&Array], axis: impl Into<Axes>) -> Result<Array> {
                 rhs: a.shape().to_vec(),
             });
         }
-        shape[axis] += a.shape()[axis];
+        shape[axis] = shape[axis].saturating_add(a.shape()[axis]);
         dtype = promote_types(dtype, a.dtype());
     }
+    first.device().check_array("concatenate", &shape, dtype)?;
     // A loop, not a closure: the casts record the caller's location.
     let mut inputs = Vec::with_capacity(arrays.len());
     for a in arrays {
@@ -118,8 +121,8 @@ pub fn concatenate(arrays: &[&Array], axis: impl Into<Axes>) -> Result<Array> {
 /// # Errors
 /// [`Error::InvalidArgument`] for an empty list; [`Error::DeviceMismatch`];
 /// [`Error::InvalidAxis`]; [`Error::TooLarge`] for a result of more than
-/// [`crate::shape::MAX_DIMS`] dimensions; [`Error::ShapeMismatch`] when the
-/// shapes differ.
+/// [`crate::shape::MAX_DIMS`] dimensions or past the adapter's largest
+/// storage binding; [`Error::ShapeMismatch`] when the shapes differ.
 #[track_caller]
 pub fn stack(arrays: &[&Array], axis: impl Into<Axis>) -> Result<Array> {
     let Some(first) = arrays.first() else {
@@ -130,7 +133,7 @@ pub fn stack(arrays: &[&Array], axis: impl Into<Axis>) -> Result<Array> {
     let axis = axis.into().resolve("stack", first.ndim() + 1)?;
     let mut shape = first.shape().to_vec();
     shape.insert(axis, arrays.len());
-    crate::shape::check_shape("stack", &shape)?;
+    first.device().check_array("stack", &shape, first.dtype())?;
     for a in arrays {
         super::same_device("stack", first, a)?;
     }

@@ -166,7 +166,8 @@ impl Array {
             1 => {
                 let n = self.shape()[0];
                 let side = n.saturating_add(k.unsigned_abs());
-                check_shape("diag", &[side, side])?;
+                self.device()
+                    .check_array("diag", &[side, side], self.dtype())?;
                 let dtype = self.dtype();
                 if n == 0 {
                     return Array::zeros(&[side, side], dtype, self.device());
@@ -243,7 +244,7 @@ impl Array {
             .zip(&r)
             .map(|(s, k)| s.saturating_mul(*k))
             .collect();
-        check_shape("tile", &out)?;
+        self.device().check_array("tile", &out, self.dtype())?;
         let x = self.reshape_to(&shape);
         let tiled_axes = r.iter().filter(|&&k| k != 1).count();
         if tiled_axes == 0 {
@@ -296,7 +297,7 @@ impl Array {
         let s = x.shape();
         let mut out = s.to_vec();
         out[axis] = out[axis].saturating_mul(repeats);
-        check_shape("repeat", &out)?;
+        self.device().check_array("repeat", &out, self.dtype())?;
         if repeats == 1 {
             return Ok(x);
         }
@@ -366,7 +367,7 @@ impl Array {
                     .saturating_add(widths[a].1)
             })
             .collect();
-        check_shape("pad", &out)?;
+        self.device().check_array("pad", &out, self.dtype())?;
         let fill = match mode {
             PadMode::Constant(v) => Some(Array::full(&[], v, self.dtype(), self.device())?),
             PadMode::Edge => None,

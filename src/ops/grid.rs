@@ -96,7 +96,7 @@ impl Array {
         device: &Device,
     ) -> Result<Array> {
         let m = m.unwrap_or(n);
-        check_shape("eye", &[n, m])?;
+        device.check_array("eye", &[n, m], dtype)?;
         let (rows, cols) = diagonal_grids("eye", n, m, k, device)?;
         cols.equal(&rows)?.astype(dtype)
     }
@@ -223,7 +223,7 @@ impl Array {
     pub fn one_hot(indices: &Array, num_classes: usize, dtype: DType) -> Result<Array> {
         let mut shape = indices.shape().to_vec();
         shape.push(num_classes);
-        check_shape("one_hot", &shape)?;
+        indices.device().check_array("one_hot", &shape, dtype)?;
         if !matches!(indices.dtype(), DType::I32 | DType::U32) {
             return Err(Error::DType {
                 op: "one_hot",
@@ -294,6 +294,7 @@ impl Array {
         let mut along = x.shape().to_vec();
         along[axis] = indices.shape()[axis];
         let shape = broadcast_shapes(OP, &along, indices.shape())?;
+        self.device().check_array(OP, &shape, self.dtype())?;
         if len == 0 && shape.iter().product::<usize>() > 0 {
             return Err(Error::InvalidArgument(format!(
                 "{OP}: indices into an empty axis {axis}"

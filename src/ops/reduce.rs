@@ -70,6 +70,9 @@ impl Array {
             .filter(|a| !axes.contains(a))
             .map(|a| self.shape()[a])
             .collect();
+        for d in op.out_dtypes(input.dtype()) {
+            self.device().check_array(name, &kept, d)?;
+        }
         let outs = Array::from_node(
             self.device(),
             Primitive::Reduce {

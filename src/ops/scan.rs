@@ -56,6 +56,7 @@ impl Array {
         check_word_dtype(name, x.dtype())?;
         let dtype = out_dtype(op, x.dtype());
         let shape = x.shape().to_vec();
+        self.device().check_array(name, &shape, dtype)?;
         Ok(Array::from_node(
             self.device(),
             Primitive::Scan {

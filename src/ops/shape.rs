@@ -484,7 +484,7 @@ impl Array {
             Some(a) => (&self.shape()[..a], &self.shape()[a + 1..]),
         };
         let shape: Vec<usize> = [outer, indices.shape(), inner].concat();
-        check_shape("take", &shape)?;
+        self.device().check_array("take", &shape, self.dtype())?;
         if !indices.dtype().is_integer() {
             return Err(Error::OpDType {
                 op: "take",
@@ -592,7 +592,10 @@ impl Array {
                 shape[axis] = e - s;
                 (shape, self.dtype())
             })
-            .collect();
+            .collect::<Vec<_>>();
+        for (shape, dtype) in &outputs {
+            self.device().check_array("split", shape, *dtype)?;
+        }
         let starts = bounds.iter().map(|b| b.0).collect();
         Ok(Array::from_node(
             self.device(),

@@ -66,6 +66,7 @@ impl Array {
         }
         let mut shape = self.shape().to_vec();
         shape[axis] = k;
+        self.device().check_array("topk", &shape, self.dtype())?;
         let mut v = Array::from_node(
             self.device(),
             Primitive::TopK { axis, k },
