@@ -585,12 +585,15 @@ macro_rules! operator {
                 self.binary(rhs, $op)
             }
         }
-        // On the left only f64, i32 and bool, as candle's f64: with one
-        // float and one integer type there, an unsuffixed literal (`2.0 *
-        // &a`, `1 - &a`) is unambiguous and `(2.0 * &a)?` compiles; a
-        // second float type would leave `2.0` unresolved where `?` needs
-        // the result's type. Every scalar type works on the right.
-        scalar_lhs_operator!($trait, $method, $op; f64, i32, bool);
+        // On the left f64, i32 and bool (as candle's f64), and f16 and
+        // bf16, which no literal can be: with one float and one integer
+        // type that literals can be, an unsuffixed literal (`2.0 * &a`,
+        // `1 - &a`) is unambiguous and `(2.0 * &a)?.exp()` compiles; a
+        // second one (f32, i64, u32, ...) would leave `2.0` unresolved
+        // where a method after `?` needs the result's type ("type
+        // annotations needed"; tests/scalars.rs checks these forms). Every
+        // scalar type works on the right. See `crate::Scalar`.
+        scalar_lhs_operator!($trait, $method, $op; f64, i32, bool, half::f16, half::bf16);
     };
 }
 
