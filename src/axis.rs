@@ -14,7 +14,9 @@
 //! - **Several axes** (reductions, `softmax`, `squeeze`, `expand_dims`,
 //!   `permute`, `slice_update`) are an array, slice or `Vec` of integers:
 //!   `[0, 2]`, `&axes[..]`, `vec![1usize, 2]`. An op that takes one axis or
-//!   `None` refuses a list of several with [`Error::InvalidArgument`].
+//!   `None` refuses a list of several with [`Error::InvalidArgument`], and
+//!   an axis named twice (`[0, 0]`, `[1, -1]` of a 2-d array) is refused
+//!   with [`Error::InvalidArgument`] too, as NumPy does.
 //!
 //! ```
 //! # use wgarray::{Array, Device, DType};
@@ -144,18 +146,27 @@ impl Axes {
     /// Sorted, distinct, non-negative axes of an `ndim`-dimensional array.
     ///
     /// # Errors
-    /// [`Error::InvalidAxis`] naming `op` for an axis out of range.
+    /// [`Error::InvalidAxis`] naming `op` for an axis out of range;
+    /// [`Error::InvalidArgument`] for an axis named twice (`[0, 0]`, or
+    /// `[1, -1]` of a 2-d array), as NumPy ("duplicate value in 'axis'").
     pub(crate) fn resolve(&self, op: &'static str, ndim: usize) -> Result<Vec<usize>> {
-        let mut v: Vec<usize> = match self {
-            Axes::All => (0..ndim).collect(),
-            Axes::These(a) => a
-                .iter()
-                .map(|&x| normalize_axis(op, x, ndim))
-                .collect::<Result<_>>()?,
+        let given = match self {
+            Axes::All => return Ok((0..ndim).collect()),
+            Axes::These(a) => a,
         };
-        v.sort_unstable();
-        v.dedup();
-        Ok(v)
+        let v: Vec<usize> = given
+            .iter()
+            .map(|&x| normalize_axis(op, x, ndim))
+            .collect::<Result<_>>()?;
+        let mut sorted = v.clone();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::InvalidArgument(format!(
+                "{op}: axis {} is named twice in {given:?} (an array of {ndim} dimensions)",
+                w[0]
+            )));
+        }
+        Ok(sorted)
     }
 
     /// For an op on one axis or the flattened array: `None` for every axis,

@@ -27,8 +27,9 @@ pub enum Error {
          On a machine without a GPU install Mesa's software drivers \
          (Debian/Ubuntu, as root: `apt-get install -y mesa-vulkan-drivers libvulkan1 libegl1 libgl1-mesa-dri`) \
          and pick a backend with WGARRAY_BACKEND=vulkan|gl|dx12|metal \
-         (an adapter by name with WGARRAY_ADAPTER=<substring>)",
-        available.join(", ")
+         (an adapter by name with WGARRAY_ADAPTER=<substring>){}",
+        available.join(", "),
+        egl_note()
     )]
     NoAdapter {
         /// What was asked for, in words (backend, name, power preference).
@@ -50,8 +51,9 @@ pub enum Error {
     /// Adapters matched, and every one of them refused to create a device
     /// ([`crate::Device::new`] tries them in rank order).
     #[error(
-        "every adapter that matched {requested} refused to create a device: [{}]",
-        refusals.join("; ")
+        "every adapter that matched {requested} refused to create a device: [{}]{}",
+        refusals.join("; "),
+        egl_note()
     )]
     AdaptersRefused {
         /// What was asked for, in words.
@@ -306,6 +308,24 @@ pub enum Error {
         op: &'static str,
     },
 
+    /// An index outside its axis, found by an op that checks its indices
+    /// ([`crate::Array::take_checked`]; `take` clamps instead).
+    #[error(
+        "{op}: index {index} is out of range for an axis of length {len} \
+         (valid: {neg} to {last})",
+        neg = -(*len as i128),
+        last = *len as i128 - 1
+    )]
+    IndexOutOfRange {
+        /// The operation that failed.
+        op: &'static str,
+        /// The smallest or the largest index given, whichever is out.
+        index: i64,
+        /// The length of the axis indexed (of the flattened array for
+        /// `axis = None`).
+        len: usize,
+    },
+
     /// Any other invalid argument; the message says which.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -384,6 +404,7 @@ impl Error {
             Error::EmptyReduction { .. } => "EmptyReduction",
             Error::DeviceMismatch { .. } => "DeviceMismatch",
             Error::Traced { .. } => "Traced",
+            Error::IndexOutOfRange { .. } => "IndexOutOfRange",
             Error::InvalidArgument(..) => "InvalidArgument",
             Error::Io { .. } => "Io",
             Error::Format { .. } => "Format",
@@ -467,6 +488,15 @@ fn too_large(op: &str, limit: Limit, value: u64, max: u64) -> String {
         }
         _ => format!("{op}: {value} {unit}, but {} is {max} {unit}", limit.what()),
     }
+}
+
+/// `". Note: ..."` when Mesa's EGL warning about XDG_RUNTIME_DIR may have
+/// been printed before this error (see
+/// [`crate::Device::egl_runtime_dir_note`]), else nothing.
+fn egl_note() -> String {
+    crate::Device::egl_runtime_dir_note()
+        .map(|n| format!(". Note: {n}"))
+        .unwrap_or_default()
 }
 
 /// The host type that reads `dtype` back, as Rust spells it.

@@ -75,6 +75,10 @@ pub use snapshot::{ArrayView, BufferSnapshot, MemorySnapshot};
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+/// The `bytemuck` crate (with its derives), whose `Pod` a uniform of
+/// [`testing::KernelTest::uniform`] implements:
+/// `#[derive(Pod, Zeroable)]` with `#[bytemuck(crate = "wgarray::bytemuck")]`.
+pub use bytemuck;
 /// Re-exported so users can name adapters, backends and features.
 /// The `half` crate, whose `f16` and `bf16` are the host types of
 /// [`DType::F16`] and [`DType::BF16`] (`Array::from_slice`, `to_vec`).

@@ -213,3 +213,89 @@ fn a_list_where_one_axis_is_expected_is_refused_naming_the_op() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+/// Issue 37: an axis named twice is refused (NumPy: "duplicate value in
+/// 'axis'"), where it was silently deduplicated; -1 and 1 of a 2-d array
+/// are the same axis.
+#[test]
+fn an_axis_named_twice_is_refused() {
+    let d = device();
+    let x = f(&d, &data(4), &[ROWS, COLS]);
+    for (r, op) in [
+        (x.sum([0, 0], false), "sum"),
+        (x.max(&[1isize, -1][..], true), "max"),
+        (x.mean(vec![0usize, 1, 0], false), "mean"),
+        (x.softmax([1, -1]), "softmax"),
+        (x.var([0, 0], false, 0), "var"),
+    ] {
+        match r {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(m.starts_with(op) && m.contains("twice"), "{op}: {m}")
+            }
+            other => panic!("{op}: expected InvalidArgument, got {other:?}"),
+        }
+    }
+    // Distinct axes in any order are fine.
+    assert_eq!(x.sum([1, 0], false).unwrap().shape(), &[] as &[usize]);
+    drop(x);
+    assert_empty(&d);
+}
+
+/// Issue 37: `take` clamps (its docs' first line says so), `take_checked`
+/// raises at the call with the offending index; both give the same values
+/// for indices in range, negative ones included, against the host.
+#[test]
+fn take_checked_raises_where_take_clamps() -> R {
+    let d = device();
+    poison_pool(&d, 1 << 10);
+    let v = data(5);
+    let x = f(&d, &v, &[ROWS, COLS]);
+    let ok = i(&d, &[2, -1, 0, -3], &[4]);
+    let want: Vec<f32> = [2usize, 2, 0, 0]
+        .iter()
+        .flat_map(|&r| v[r * COLS..(r + 1) * COLS].to_vec())
+        .collect();
+    assert_eq!(x.take_checked(&ok, 0)?.to_vec::<f32>()?, want);
+    assert_eq!(x.take(&ok, 0)?.to_vec::<f32>()?, want);
+    let cols = wgarray::Array::from_slice(&[6u32, 0], &[2], &d)?;
+    let wantc: Vec<f32> = (0..ROWS)
+        .flat_map(|r| [v[r * COLS + 6], v[r * COLS]])
+        .collect();
+    assert_eq!(x.take_checked(&cols, -1)?.to_vec::<f32>()?, wantc);
+    for (idx, axis, bad, len) in [
+        (vec![0, 3], Some(0), 3i64, ROWS),
+        (vec![-4, 1], Some(0), -4, ROWS),
+        (vec![7, 8, 1], Some(1), 8, COLS),
+        (vec![21], None, 21, ROWS * COLS),
+    ] {
+        let ids = i(&d, &idx, &[idx.len()]);
+        match x.take_checked(&ids, axis) {
+            Err(e @ Error::IndexOutOfRange { .. }) => {
+                assert_eq!(
+                    e,
+                    Error::IndexOutOfRange {
+                        op: "take_checked",
+                        index: bad,
+                        len
+                    }
+                );
+                assert!(e.to_string().contains(&format!("index {bad}")), "{e}");
+            }
+            r => panic!("{idx:?}: expected IndexOutOfRange, got {r:?}"),
+        }
+        // take clamps the same indices silently.
+        assert!(x.take(&ids, axis)?.to_vec::<f32>().is_ok());
+    }
+    // Shape and dtype errors name take_checked, before any read-back.
+    let fl = f(&d, &[0.0], &[1]);
+    assert!(matches!(
+        x.take_checked(&fl, 0),
+        Err(Error::OpDType {
+            op: "take_checked",
+            ..
+        })
+    ));
+    drop((x, ok, cols, fl));
+    assert_empty(&d);
+    Ok(())
+}

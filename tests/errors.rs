@@ -286,6 +286,46 @@ fn child_unwraps_a_kernel_error() {
     broken_kernel().unwrap();
 }
 
+#[test]
+fn child_prints_a_no_adapter_error() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let err = Device::new(&wgarray::DeviceOptions::default().with_adapter_name("no-such-adapter"))
+        .expect_err("no adapter has that name");
+    println!("CHILD-ERROR: {err}");
+}
+
+/// Issue 37: Mesa's EGL prints "XDG_RUNTIME_DIR is invalid or not set"
+/// when the variable is unset, which reads as an error of wgarray's; the
+/// no-adapter error says what it is then, and only then.
+#[test]
+fn no_adapter_explains_mesas_runtime_dir_warning_when_it_applies() {
+    let exe = std::env::current_exe().expect("the test binary");
+    for unset in [true, false] {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(["child_prints_a_no_adapter_error", "--exact", "--nocapture"])
+            .env(CHILD, "1");
+        if unset {
+            cmd.env_remove("XDG_RUNTIME_DIR");
+        } else {
+            cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
+        }
+        let out = cmd.output().expect("run the test binary");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout
+            .lines()
+            .find(|l| l.contains("CHILD-ERROR: "))
+            .unwrap_or_else(|| panic!("no error printed: {stdout}"));
+        assert!(line.contains("no GPU adapter matched"), "{line}");
+        assert_eq!(
+            line.contains("come from Mesa's EGL"),
+            unset,
+            "XDG_RUNTIME_DIR unset: {unset}: {line}"
+        );
+    }
+}
+
 /// Issue 37: a `#[test] fn ... -> wgarray::Result<()>` and an `.unwrap()`
 /// print the error's `Debug`; it must read as `Display` does (variant
 /// name, then the message with naga's line breaks), not as one escaped

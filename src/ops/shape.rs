@@ -454,28 +454,91 @@ impl Array {
 }
 
 impl Array {
-    /// Elements at `indices` along `axis` (NumPy `take`; an embedding
-    /// lookup is `weights.take(&token_ids, 0)`). The result's shape is
+    /// Elements at `indices` along `axis`, out-of-range indices clamped to
+    /// the axis (NumPy `take(mode="clip")`; [`Array::take_checked`] raises
+    /// instead, as PyTorch's and MLX's default). An embedding lookup is
+    /// `weights.take(&token_ids, 0)`. The result's shape is
     /// `x.shape[..axis] + indices.shape + x.shape[axis + 1..]`; `None`
     /// flattens `x` first. `indices` are any integer dtype (PyTorch's int64
-    /// indices arrive as i32: see [`crate::Element`]); a negative index counts
-    /// from the end, and out-of-range ones are clamped (NumPy `mode="clip"`:
-    /// a kernel cannot raise).
+    /// indices arrive as i32: see [`crate::Element`]); a negative index
+    /// counts from the end, and one past either end is clamped to the first
+    /// or last element: a kernel cannot raise, so a bad token id gives
+    /// another token's row, silently.
     ///
     /// # Errors
     /// [`Error::DeviceMismatch`]; [`Error::InvalidAxis`];
-    /// [`Error::InvalidArgument`] for indices into an empty axis;
-    /// [`Error::TooLarge`] for a result of more than
-    /// [`crate::shape::MAX_DIMS`] dimensions; [`Error::OpDType`] for
-    /// indices that are not integers.
+    /// [`Error::InvalidArgument`] for indices into an empty axis or a list
+    /// of several axes; [`Error::TooLarge`] for a result of more than
+    /// [`crate::shape::MAX_DIMS`] dimensions or past the largest storage
+    /// binding; [`Error::OpDType`] for indices that are not integers.
     #[track_caller]
     pub fn take(&self, indices: &Array, axis: impl Into<Axes>) -> Result<Array> {
-        super::same_device("take", self, indices)?;
-        let axis = axis.into().one("take", self.ndim())?;
+        self.take_op("take", indices, axis)
+    }
+
+    /// [`Array::take`] that refuses an out-of-range index instead of
+    /// clamping it (NumPy `take(mode="raise")`, PyTorch `index_select` and
+    /// `embedding`, MLX `take`). `indices` are evaluated and their minimum
+    /// and maximum read back at the call (one reduction dispatch each, one
+    /// submission, 8 bytes read): the call waits for the GPU, and inside a
+    /// function traced by [`crate::compile()`] it is [`Error::Traced`]
+    /// (check the indices outside, or use `take`). The result is lazy, as
+    /// `take`'s.
+    ///
+    /// ```
+    /// # use wgarray::{Array, Device, DType, Error};
+    /// # let device = Device::new_default()?;
+    /// let table = Array::ones(&[4, 2], DType::F32, &device)?;
+    /// let ids = Array::from_slice(&[0i32, 3, 4], &[3], &device)?;
+    /// assert!(matches!(
+    ///     table.take_checked(&ids, 0),
+    ///     Err(Error::IndexOutOfRange { op: "take_checked", index: 4, len: 4 })
+    /// ));
+    /// assert_eq!(table.take(&ids, 0)?.shape(), &[3, 2]); // clamped: row 3 twice
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Array::take`], naming `take_checked`; then
+    /// [`Error::IndexOutOfRange`] with the smallest or largest index when
+    /// one is outside `-len..len`; the errors of evaluating `indices`.
+    #[track_caller]
+    pub fn take_checked(&self, indices: &Array, axis: impl Into<Axes>) -> Result<Array> {
+        const OP: &str = "take_checked";
+        let axis = axis.into();
+        let out = self.take_op(OP, indices, axis.clone())?;
+        let len = match axis.one(OP, self.ndim())? {
+            None => self.size(),
+            Some(a) => self.shape()[a],
+        };
+        if indices.size() > 0 {
+            let lo = indices.min(None, false)?;
+            let hi = indices.max(None, false)?;
+            crate::eval(&[&lo, &hi])?;
+            // Every integer dtype is exact in f64.
+            let (lo, hi) = (lo.to_f64_vec()?[0], hi.to_f64_vec()?[0]);
+            let n = len as f64;
+            for index in [lo, hi] {
+                if index < -n || index >= n {
+                    return Err(Error::IndexOutOfRange {
+                        op: OP,
+                        index: index as i64,
+                        len,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    #[track_caller]
+    fn take_op(&self, op: &'static str, indices: &Array, axis: impl Into<Axes>) -> Result<Array> {
+        super::same_device(op, self, indices)?;
+        let axis = axis.into().one(op, self.ndim())?;
         let len = axis.map_or(self.size(), |a| self.shape()[a]);
         if len == 0 && indices.size() > 0 {
             return Err(Error::InvalidArgument(format!(
-                "take: `indices` index an empty axis (shape {:?}, axis {axis:?})",
+                "{op}: `indices` index an empty axis (shape {:?}, axis {axis:?})",
                 self.shape()
             )));
         }
@@ -484,10 +547,10 @@ impl Array {
             Some(a) => (&self.shape()[..a], &self.shape()[a + 1..]),
         };
         let shape: Vec<usize> = [outer, indices.shape(), inner].concat();
-        self.device().check_array("take", &shape, self.dtype())?;
+        self.device().check_array(op, &shape, self.dtype())?;
         if !indices.dtype().is_integer() {
             return Err(Error::OpDType {
-                op: "take",
+                op,
                 dtype: indices.dtype(),
                 takes: "integer indices (int8 to int32, uint8 to uint32)",
             });
