@@ -163,7 +163,9 @@ pub struct AdapterDescription {
     pub backend: wgpu::Backend,
     /// Discrete, integrated, virtual, CPU (software) or other.
     pub device_type: wgpu::DeviceType,
-    /// The driver's name, e.g. `llvmpipe`.
+    /// The driver's name, e.g. `llvmpipe`; empty where wgpu does not
+    /// report one (its GL backend: there `driver_info` holds the GL
+    /// version string, e.g. `4.5 (Core Profile) Mesa 22.3.6`).
     pub driver: String,
     /// The driver's version string.
     pub driver_info: String,
@@ -328,7 +330,9 @@ impl Device {
     /// Listing opens no device, so it never fails: an adapter listed here
     /// may still refuse a device (wgpu's GL backend on NVIDIA's EGL said
     /// "Parent device is lost", see docs/ARCHITECTURE.md), and
-    /// [`Device::new`] then moves on to the next one.
+    /// [`Device::new`] then moves on to the next one. Listing probes the GL
+    /// backend too, where Mesa's EGL may print "XDG_RUNTIME_DIR is invalid
+    /// or not set" to stderr: see [`Device::egl_runtime_dir_note`].
     pub fn enumerate() -> Vec<AdapterDescription> {
         let inst = instance(wgpu::Backends::all());
         pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all()))
@@ -546,6 +550,44 @@ impl Device {
             });
         }
         Ok(())
+    }
+
+    /// Check a result an op `op` is about to make, at the call: its shape
+    /// (as [`crate::shape::check_shape`]) and its bytes against the largest
+    /// storage binding, which every buffer of an array must fit.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] naming `op`.
+    pub(crate) fn check_array(
+        &self,
+        op: &'static str,
+        shape: &[usize],
+        dtype: crate::DType,
+    ) -> Result<()> {
+        crate::shape::check_shape(op, shape)?;
+        self.check_binding(
+            op,
+            crate::transfer::device_bytes(crate::shape::numel(shape), dtype),
+        )
+    }
+
+    /// What the lines "error: XDG_RUNTIME_DIR is invalid or not set in the
+    /// environment." on stderr are, when that variable is unset or not a
+    /// directory (`None` otherwise): Mesa's EGL prints them (usually twice)
+    /// when wgpu probes the GL backend, on any program that lists or opens
+    /// adapters of every backend. They are a warning of Mesa's, not an
+    /// error of wgarray's, and change nothing; setting `XDG_RUNTIME_DIR` to
+    /// a directory of your own (mode 700, e.g. `$(mktemp -d)`) silences
+    /// them. `Error::NoAdapter` and `wgbench list` add this note.
+    pub fn egl_runtime_dir_note() -> Option<&'static str> {
+        let set =
+            std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir());
+        (!set).then_some(
+            "the lines \"XDG_RUNTIME_DIR is invalid or not set\" on stderr come from \
+             Mesa's EGL, probing the GL backend: a harmless warning of Mesa's, not an \
+             error of wgarray's; set XDG_RUNTIME_DIR to a directory of your own \
+             (mode 700, e.g. $(mktemp -d)) to silence them",
+        )
     }
 
     /// The underlying wgpu device, for interop.

@@ -11,7 +11,14 @@ use crate::DType;
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Everything that can go wrong in wgarray.
-#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+///
+/// `Debug` shows the variant's name and then what `Display` shows, with
+/// its line breaks (as `anyhow::Error` does): `Kernel: kernel `saxpy`
+/// failed to compile: error: expected ';' ...` followed by naga's
+/// diagnostic as it prints it. So a `#[test] fn ... -> wgarray::Result<()>`,
+/// an `.unwrap()` and `main() -> Result<..>` print the readable message.
+/// Match on the variant for its fields.
+#[derive(thiserror::Error, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// No adapter matched the request (or the machine has none at all).
@@ -20,8 +27,9 @@ pub enum Error {
          On a machine without a GPU install Mesa's software drivers \
          (Debian/Ubuntu, as root: `apt-get install -y mesa-vulkan-drivers libvulkan1 libegl1 libgl1-mesa-dri`) \
          and pick a backend with WGARRAY_BACKEND=vulkan|gl|dx12|metal \
-         (an adapter by name with WGARRAY_ADAPTER=<substring>)",
-        available.join(", ")
+         (an adapter by name with WGARRAY_ADAPTER=<substring>){}",
+        available.join(", "),
+        egl_note()
     )]
     NoAdapter {
         /// What was asked for, in words (backend, name, power preference).
@@ -43,8 +51,9 @@ pub enum Error {
     /// Adapters matched, and every one of them refused to create a device
     /// ([`crate::Device::new`] tries them in rank order).
     #[error(
-        "every adapter that matched {requested} refused to create a device: [{}]",
-        refusals.join("; ")
+        "every adapter that matched {requested} refused to create a device: [{}]{}",
+        refusals.join("; "),
+        egl_note()
     )]
     AdaptersRefused {
         /// What was asked for, in words.
@@ -156,6 +165,20 @@ pub enum Error {
         dtype: DType,
         /// The other operand's dtype, for mixed-dtype errors.
         other: Option<DType>,
+    },
+
+    /// A read-back (`to_vec`, `item`, `read_into`, `to_vec_async`) asked
+    /// for a host type of another dtype than the array's; the message says
+    /// how to read it (as its own type, after `astype`, or with
+    /// `to_f64_vec`, which converts any dtype).
+    #[error("{}", read_dtype(op, *dtype, *requested))]
+    ReadDType {
+        /// The read-back called.
+        op: &'static str,
+        /// The array's dtype.
+        dtype: DType,
+        /// The dtype of the host type asked for ([`crate::Element::DTYPE`]).
+        requested: DType,
     },
 
     /// An op does not take arrays of this dtype (a bitwise op on floats,
@@ -285,6 +308,24 @@ pub enum Error {
         op: &'static str,
     },
 
+    /// An index outside its axis, found by an op that checks its indices
+    /// ([`crate::Array::take_checked`]; `take` clamps instead).
+    #[error(
+        "{op}: index {index} is out of range for an axis of length {len} \
+         (valid: {neg} to {last})",
+        neg = -(*len as i128),
+        last = *len as i128 - 1
+    )]
+    IndexOutOfRange {
+        /// The operation that failed.
+        op: &'static str,
+        /// The smallest or the largest index given, whichever is out.
+        index: i64,
+        /// The length of the axis indexed (of the flattened array for
+        /// `axis = None`).
+        len: usize,
+    },
+
     /// Any other invalid argument; the message says which.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -334,6 +375,54 @@ pub enum Error {
         /// GGUF: ggml's type name, `q5_K`, `iq4_nl`, ...).
         dtype: String,
     },
+}
+
+impl Error {
+    /// The variant's name (`"InvalidAxis"`), as `Debug` prints it.
+    pub fn variant_name(&self) -> &'static str {
+        match self {
+            Error::NoAdapter { .. } => "NoAdapter",
+            Error::UnknownBackend(..) => "UnknownBackend",
+            Error::RequestDevice(..) => "RequestDevice",
+            Error::AdaptersRefused { .. } => "AdaptersRefused",
+            Error::Validation(..) => "Validation",
+            Error::Internal(..) => "Internal",
+            Error::Kernel { .. } => "Kernel",
+            Error::OutOfMemory { .. } => "OutOfMemory",
+            Error::DeviceLost(..) => "DeviceLost",
+            Error::Timeout { .. } => "Timeout",
+            Error::Readback(..) => "Readback",
+            Error::ShapeMismatch { .. } => "ShapeMismatch",
+            Error::DataLength { .. } => "DataLength",
+            Error::InvalidAxis { .. } => "InvalidAxis",
+            Error::DType { .. } => "DType",
+            Error::ReadDType { .. } => "ReadDType",
+            Error::OpDType { .. } => "OpDType",
+            Error::OutOfRange { .. } => "OutOfRange",
+            Error::MissingFeature { .. } => "MissingFeature",
+            Error::TooLarge { .. } => "TooLarge",
+            Error::BindingMismatch { .. } => "BindingMismatch",
+            Error::Fixture { .. } => "Fixture",
+            Error::EmptyReduction { .. } => "EmptyReduction",
+            Error::DeviceMismatch { .. } => "DeviceMismatch",
+            Error::Traced { .. } => "Traced",
+            Error::IndexOutOfRange { .. } => "IndexOutOfRange",
+            Error::InvalidArgument(..) => "InvalidArgument",
+            Error::Io { .. } => "Io",
+            Error::Format { .. } => "Format",
+            Error::UnsupportedDType { .. } => "UnsupportedDType",
+        }
+    }
+}
+
+/// `Variant: message`, the message being [`std::fmt::Display`]'s with its
+/// line breaks (naga's diagnostics, lists of adapters), not the escaped
+/// one-line struct a derived `Debug` gives: this is what a test returning
+/// `Result` and `.unwrap()` print.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {self}", self.variant_name())
+    }
 }
 
 /// Which limit an [`Error::TooLarge`] hit, and its unit.
@@ -401,6 +490,80 @@ fn too_large(op: &str, limit: Limit, value: u64, max: u64) -> String {
         }
         _ => format!("{op}: {value} {unit}, but {} is {max} {unit}", limit.what()),
     }
+}
+
+/// `". Note: ..."` when Mesa's EGL warning about XDG_RUNTIME_DIR may have
+/// been printed before this error (see
+/// [`crate::Device::egl_runtime_dir_note`]), else nothing.
+fn egl_note() -> String {
+    crate::Device::egl_runtime_dir_note()
+        .map(|n| format!(". Note: {n}"))
+        .unwrap_or_default()
+}
+
+/// The host type that reads `dtype` back, as Rust spells it.
+fn host_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "f32",
+        DType::F16 => "half::f16",
+        DType::BF16 => "half::bf16",
+        DType::F64 => "f64",
+        DType::I32 => "i32",
+        DType::U32 => "u32",
+        DType::I16 => "i16",
+        DType::U16 => "u16",
+        DType::I8 => "i8",
+        DType::U8 => "u8",
+        DType::Bool => "bool",
+        // No host element type reads a block format (see `read_dtype`).
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => "u8",
+    }
+}
+
+/// The variant's name in `DType::F64` form.
+fn dtype_path(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "DType::F32",
+        DType::F16 => "DType::F16",
+        DType::BF16 => "DType::BF16",
+        DType::F64 => "DType::F64",
+        DType::I32 => "DType::I32",
+        DType::U32 => "DType::U32",
+        DType::I16 => "DType::I16",
+        DType::U16 => "DType::U16",
+        DType::I8 => "DType::I8",
+        DType::U8 => "DType::U8",
+        DType::Bool => "DType::Bool",
+        DType::Q4_0 => "DType::Q4_0",
+        DType::Q4_1 => "DType::Q4_1",
+        DType::Q8_0 => "DType::Q8_0",
+        DType::Q4K => "DType::Q4K",
+        DType::Q6K => "DType::Q6K",
+    }
+}
+
+fn read_dtype(op: &str, dtype: DType, requested: DType) -> String {
+    if dtype.is_quantized() {
+        return format!(
+            "{op}: the array is {dtype}, a block format, not {requested}: read its packed \
+             blocks with `to_blocks()`, or dequantize it first \
+             (`dequantize(&w, None, None, None, None, DType::F32)?` reads as f32)"
+        );
+    }
+    let (have, want) = (host_type(dtype), host_type(requested));
+    let call = |t: &str| match op {
+        "read_into" => format!("read_into(&mut [{t}])"),
+        _ => format!("{op}::<{t}>()"),
+    };
+    format!(
+        "{}: the array is {dtype}, not {requested}: read it as {have} (`{}`), \
+         convert it on the device first (`.astype({})?.{}`), \
+         or read any dtype as f64 with `to_f64_vec()`",
+        call(want),
+        call(have),
+        dtype_path(requested),
+        call(want),
+    )
 }
 
 impl Error {

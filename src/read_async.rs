@@ -106,7 +106,7 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// Through the future: [`Error::DType`] when `T` is not this array's
+    /// Through the future: [`Error::ReadDType`] when `T` is not this array's
     /// dtype; the errors of [`crate::eval`]; [`Error::Readback`] when the
     /// map fails; [`Error::Timeout`] after [`Device::wait_timeout`];
     /// [`Error::DeviceLost`].
@@ -125,13 +125,7 @@ impl Array {
 
     #[track_caller]
     fn start_read<T: Element>(&self) -> Result<ReadState> {
-        if T::DTYPE != self.dtype() {
-            return Err(Error::DType {
-                op: "to_vec_async",
-                dtype: self.dtype(),
-                other: Some(T::DTYPE),
-            });
-        }
+        self.check_read::<T>("to_vec_async")?;
         let Some(source) = self.read_source()? else {
             return Ok(ReadState::Empty);
         };

@@ -184,7 +184,7 @@ fn errors_come_through_the_future_and_leave_nothing() {
         let r = rt.block_on(x.to_vec_async::<i32>());
         assert!(matches!(
             r,
-            Err(Error::DType {
+            Err(Error::ReadDType {
                 op: "to_vec_async",
                 ..
             })
@@ -224,7 +224,7 @@ fn an_async_read_back_past_the_wait_limit_is_a_timeout() {
     if r.is_err() {
         assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");
     }
-    let s = c.sum(wgarray::Axes::All, false).unwrap();
+    let s = c.sum(None, false).unwrap();
     assert!(rt.block_on(s.to_vec_async::<f32>()).unwrap()[0].is_finite());
     d.synchronize().unwrap();
     drop((a, c, s));

@@ -654,10 +654,7 @@ fn max_with_index_matches_max_and_argmax() {
         );
         assert_eq!(
             i.to_vec::<u32>().unwrap(),
-            x.argmax(Some(axis), false)
-                .unwrap()
-                .to_vec::<u32>()
-                .unwrap()
+            x.argmax(axis, false).unwrap().to_vec::<u32>().unwrap()
         );
         let (v, _) = x.max_with_index(axis, true).unwrap();
         assert_eq!(v.ndim(), 2);

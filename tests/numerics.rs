@@ -485,8 +485,8 @@ fn reductions_without_identity_refuse_empty_axes() {
         }
         let x = Array::zeros(&[3, 0], dtype, &d).unwrap();
         for (name, r) in [
-            ("argmax", x.argmax(Some(1), false)),
-            ("argmin", x.argmin(Some(-1), true)),
+            ("argmax", x.argmax(1, false)),
+            ("argmin", x.argmin(-1, true)),
             ("argmax", x.argmax(None, false)),
             ("argmin", x.argmin(None, false)),
         ] {
@@ -500,7 +500,7 @@ fn reductions_without_identity_refuse_empty_axes() {
         let y = Array::zeros(&[0, 3], dtype, &d).unwrap();
         assert_eq!(y.max(1, false).unwrap().shape(), &[0]);
         assert_eq!(
-            y.argmin(Some(1), false).unwrap().to_vec::<u32>().unwrap(),
+            y.argmin(1, false).unwrap().to_vec::<u32>().unwrap(),
             Vec::<u32>::new()
         );
     }

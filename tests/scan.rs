@@ -289,20 +289,13 @@ fn long_rows_with_more_than_256_blocks_are_exact_in_integers() {
     let x = Array::from_slice(&u, &[1, n], &d).unwrap();
     let want = prefix_sums(&u, u32::wrapping_add);
     assert_eq!(
-        x.cumsum(Some(1), false, true)
-            .unwrap()
-            .to_vec::<u32>()
-            .unwrap(),
+        x.cumsum(1, false, true).unwrap().to_vec::<u32>().unwrap(),
         want
     );
     // Reverse exclusive max of an ascending ramp: the next element's value.
     let ramp: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let x = Array::from_slice(&ramp, &[n], &d).unwrap();
-    let got = x
-        .cummax(Some(0), true, false)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
+    let got = x.cummax(0, true, false).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(got[0], (n - 1) as f32);
     assert_eq!(got[n - 2], (n - 1) as f32);
     assert_eq!(got[n - 1], f32::NEG_INFINITY);
@@ -326,11 +319,7 @@ fn float16_and_bfloat16_round_once_at_the_store() {
             .map(|&x| if x == 1.0 { 1.0 } else { step })
             .collect();
         let x = of_dtype(&d, &v, &[v.len()], dtype);
-        let y = x
-            .cumsum(Some(0), false, true)
-            .unwrap()
-            .to_f64_vec()
-            .unwrap();
+        let y = x.cumsum(0, false, true).unwrap().to_f64_vec().unwrap();
         assert_eq!(y[2048], round_to(1.0 + 2048.0 * step, dtype), "{dtype}");
         assert_eq!(y[1], 1.0, "{dtype}: one step is below half an ulp");
     }
@@ -341,25 +330,13 @@ fn cummax_and_cummin_propagate_nan_and_keep_infinities() {
     let d = device();
     let v = [1.0f32, f32::NAN, 3.0, -1.0];
     let x = Array::from_slice(&v, &[4], &d).unwrap();
-    let m = x
-        .cummax(Some(0), false, true)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
+    let m = x.cummax(0, false, true).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(m[0], 1.0);
     assert!(m[1..].iter().all(|v| v.is_nan()), "{m:?}");
-    let m = x
-        .cummin(Some(0), true, true)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
+    let m = x.cummin(0, true, true).unwrap().to_vec::<f32>().unwrap();
     assert!(m[..2].iter().all(|v| v.is_nan()), "{m:?}");
     assert_eq!(&m[2..], &[-1.0, -1.0]);
-    let m = x
-        .cummin(Some(0), false, false)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
+    let m = x.cummin(0, false, false).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(m[0], f32::INFINITY);
     // Long rows (block passes) propagate it too, from the middle block.
     let mut long = vec![0.5f32; 3000];
@@ -406,10 +383,10 @@ fn scan_errors_are_typed_and_leave_nothing_behind() {
     for op in OPS {
         for axis in [1isize, -2] {
             let (name, e) = match op {
-                Op::Sum => ("cumsum", x.cumsum(Some(axis), false, true)),
-                Op::Prod => ("cumprod", x.cumprod(Some(axis), false, true)),
-                Op::Max => ("cummax", x.cummax(Some(axis), false, true)),
-                Op::Min => ("cummin", x.cummin(Some(axis), false, true)),
+                Op::Sum => ("cumsum", x.cumsum(axis, false, true)),
+                Op::Prod => ("cumprod", x.cumprod(axis, false, true)),
+                Op::Max => ("cummax", x.cummax(axis, false, true)),
+                Op::Min => ("cummin", x.cummin(axis, false, true)),
             };
             assert!(
                 matches!(e, Err(Error::InvalidAxis { op, ndim: 1, .. }) if op == name),
@@ -424,8 +401,8 @@ fn scan_errors_are_typed_and_leave_nothing_behind() {
         };
         for (name, e) in [
             ("cumsum", y.cumsum(None, false, true)),
-            ("cumprod", y.cumprod(Some(0), true, false)),
-            ("cummax", y.cummax(Some(-1), false, true)),
+            ("cumprod", y.cumprod(0, true, false)),
+            ("cummax", y.cummax(-1, false, true)),
             ("cummin", y.cummin(None, false, true)),
         ] {
             assert!(
@@ -434,13 +411,13 @@ fn scan_errors_are_typed_and_leave_nothing_behind() {
             );
         }
         assert!(matches!(
-            y.cumsum(Some(1), false, true),
+            y.cumsum(1, false, true),
             Err(Error::InvalidAxis { .. })
         ));
     }
     let s = Array::scalar(2.0, DType::F32, &d).unwrap();
     assert!(matches!(
-        s.cumsum(Some(0), false, true),
+        s.cumsum(0, false, true),
         Err(Error::InvalidAxis { .. })
     ));
     // A scalar scans flattened, as NumPy's axis=None.

@@ -228,7 +228,7 @@ fn update_is_cast_to_the_arrays_dtype() {
     {
         let x = Array::zeros(&[2, 3], DType::I32, &d).unwrap();
         let u = Array::from_slice(&[1.7f32, -2.2, 3.9], &[1, 3], &d).unwrap();
-        let y = x.slice_update(&u, &[1, 0], Axes::All).unwrap();
+        let y = x.slice_update(&u, &[1, 0], None).unwrap();
         assert_eq!(y.dtype(), DType::I32);
         assert_eq!(y.to_vec::<i32>().unwrap(), vec![0, 0, 0, 1, -2, 3]);
     }
@@ -285,7 +285,7 @@ fn kv_cache_writes_in_place_when_donated_and_copies_when_held() {
             let r = dense(&d, row, dtype);
             r.eval().unwrap();
             d.reset_peak_memory();
-            cache = cache.slice_update(&r, &[t as isize, 0], Axes::All).unwrap();
+            cache = cache.slice_update(&r, &[t as isize, 0], None).unwrap();
             cache.eval().unwrap();
             // Donated: the cache's buffer was written in place, so no
             // cache-sized buffer was taken at any point of the step.
@@ -309,9 +309,7 @@ fn kv_cache_writes_in_place_when_donated_and_copies_when_held() {
         let mut history = vec![Array::zeros(&[steps, width], dtype, &d).unwrap()];
         for (t, row) in rows.iter().enumerate().take(7) {
             let r = dense(&d, row, dtype);
-            let next = history[t]
-                .slice_update(&r, &[t as isize, 0], Axes::All)
-                .unwrap();
+            let next = history[t].slice_update(&r, &[t as isize, 0], None).unwrap();
             next.eval().unwrap();
             history.push(next);
         }
@@ -333,7 +331,7 @@ fn a_source_read_by_another_node_is_not_written() {
     let u = Array::from_slice(&[-1.0f32], &[1], &d).unwrap();
     // `x` is dropped, but `s` (another consumer in the same eval) reads it.
     let y = x.slice_update(&u, &[0], 0).unwrap();
-    let s = x.sum(Axes::All, false).unwrap();
+    let s = x.sum(None, false).unwrap();
     let v = x.reshape(&[2, 2]).unwrap();
     drop(x);
     wgarray::eval(&[&y, &s, &v]).unwrap();
@@ -566,13 +564,13 @@ fn dispatch_counts_match_the_op_table() {
     let (u, idx) = (ready(&[1, 8]), i(&d, &[1, 3], &[2]));
     idx.eval().unwrap();
     assert_eq!(
-        count(&|| ready(&[4, 8]).slice_update(&u, &[2, 0], Axes::All).unwrap()),
+        count(&|| ready(&[4, 8]).slice_update(&u, &[2, 0], None).unwrap()),
         1,
         "donated"
     );
     let held = ready(&[4, 8]);
     assert_eq!(
-        count(&|| held.slice_update(&u, &[2, 0], Axes::All).unwrap()),
+        count(&|| held.slice_update(&u, &[2, 0], None).unwrap()),
         2,
         "copy"
     );
@@ -596,7 +594,7 @@ fn a_compiled_step_copies_its_held_input_and_keeps_it() {
             Ok(vec![x[0].slice_update(
                 &x[1].multiply(2.0)?,
                 &[1, 0],
-                Axes::All,
+                None,
             )?])
         });
         let cache = Array::from_slice(&[1.0f32; 6], &[3, 2], &d).unwrap();
@@ -632,7 +630,7 @@ fn writes_into_bool_take_non_zero_as_true() {
     let at = rows.at(&idx).set(&v.reshape(&[2, 1]).unwrap()).unwrap();
     assert_eq!(at.to_vec::<bool>().unwrap(), want, "at.set");
     let upd = Array::from_slice(&[0.5f32, 0.0, -2.0], &[3], &d).unwrap();
-    let s = b.slice_update(&upd, &[1], Axes::All).unwrap();
+    let s = b.slice_update(&upd, &[1], None).unwrap();
     assert_eq!(
         s.to_vec::<bool>().unwrap(),
         [false, true, false, true, false]

@@ -278,12 +278,16 @@ impl Array {
     /// or batch dimensions do not broadcast; dtypes: [`Error::DType`] for
     /// bool, mixed float dtypes or a float with an integer; features:
     /// [`Error::MissingFeature`] for f16 without `SHADER_F16`. So an empty
-    /// f32 @ f16 is a dtype error on every backend.
+    /// f32 @ f16 is a dtype error on every backend. Last, [`Error::TooLarge`]
+    /// when the result passes the adapter's largest storage binding.
     #[track_caller]
     pub fn matmul(&self, other: &Array) -> Result<Array> {
         let p = plan("matmul", self, other)?;
         check_dtypes("matmul", &[self, other])?;
-        if let Some(acc) = exact_dtype(self.dtype(), other.dtype()) {
+        let exact = exact_dtype(self.dtype(), other.dtype());
+        let out_dtype = exact.unwrap_or(self.dtype());
+        self.device().check_array("matmul", &p.out, out_dtype)?;
+        if let Some(acc) = exact {
             return exact_matmul(p, acc);
         }
         Ok(record(
@@ -356,6 +360,7 @@ impl Array {
             });
         }
         check_dtypes("addmm", &[a, b, self])?;
+        self.device().check_array("addmm", &p.out, a.dtype())?;
         let (alpha, beta) = (alpha.value().to_f64() as f32, beta.value().to_f64() as f32);
         let c = self.reshape_to(&c_shape);
         Ok(record(p, Primitive::Matmul { alpha, beta }, Some(c)))
