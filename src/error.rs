@@ -264,12 +264,43 @@ pub enum Error {
         axes: Vec<usize>,
     },
 
-    /// Arrays from different devices were combined.
-    #[error("{op}: the arrays live on different devices")]
+    /// Arrays from different devices were combined. Move one with
+    /// [`crate::Array::to_device`].
+    #[error(
+        "{op}: the arrays live on different devices, {lhs} and {rhs} (move one with Array::to_device)"
+    )]
     DeviceMismatch {
         /// The operation that failed (`eval` when arrays of several devices
         /// were evaluated together).
         op: &'static str,
+        /// The first device, as [`crate::Device`]'s `Display` names it
+        /// (`device 0 (llvmpipe (...), vulkan, Cpu)`).
+        lhs: String,
+        /// The other device.
+        rhs: String,
+    },
+
+    /// A wgpu device the application made lacks what wgarray needs
+    /// ([`crate::Device::from_wgpu`]).
+    #[error("this wgpu device cannot run wgarray's kernels; it lacks {}", missing.join("; "))]
+    DeviceUnsuitable {
+        /// Each missing capability in words: a downlevel flag, or a limit
+        /// with the value wgarray needs and the device's.
+        missing: Vec<String>,
+    },
+
+    /// An application's buffer lacks a usage flag an array over it needs
+    /// ([`crate::Array::from_wgpu_buffer`]).
+    #[error("{op}: the buffer's usage {usage} lacks {flag}, which {why}")]
+    BufferUsage {
+        /// The operation that failed.
+        op: &'static str,
+        /// The missing flag, as `wgpu::BufferUsages` names it (`STORAGE`).
+        flag: &'static str,
+        /// The flags the buffer has.
+        usage: String,
+        /// What wgarray does with it.
+        why: &'static str,
     },
 
     /// A function traced by [`crate::compile()`] needed the value of an array
@@ -402,6 +433,15 @@ fn too_large(op: &str, limit: Limit, value: u64, max: u64) -> String {
 }
 
 impl Error {
+    /// An [`Error::DeviceMismatch`] naming `op` and devices `a` and `b`.
+    pub(crate) fn device_mismatch(op: &'static str, a: &crate::Device, b: &crate::Device) -> Error {
+        Error::DeviceMismatch {
+            op,
+            lhs: a.to_string(),
+            rhs: b.to_string(),
+        }
+    }
+
     /// An [`Error::Io`] for `path`: `what` was being done when `err` came.
     pub(crate) fn io(path: &std::path::Path, what: &str, err: &std::io::Error) -> Error {
         Error::Io {

@@ -49,12 +49,13 @@ pub use array::Array;
 pub use compile::{Compiled, compile, compile_with_capacity};
 pub use device::{
     ADAPTER_ENV, AdapterDescription, BACKEND_ENV, COOPERATIVE_MATRIX_ENV, DEFAULT_WAIT_TIMEOUT,
-    Device, DeviceOptions, OPTIONAL_FEATURES, parse_backend,
+    Device, DeviceOptions, OPTIONAL_FEATURES, REQUIRED_LIMITS, parse_backend,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Limit, Result};
 pub use graph::eval::eval;
 pub use graph::explain::explain;
+pub use interop::WgpuBuffer;
 pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeline, Origin};
 pub use ops::concat::{concatenate, stack};
 pub use ops::creation::{Indexing, PadMode, broadcast_arrays, meshgrid};

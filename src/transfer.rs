@@ -9,13 +9,19 @@
 //! copies to the GPU from. Read-back, the other direction, is
 //! `Array::read_into` (`src/array.rs`), which copies out of the mapped
 //! read-back buffer straight into the caller's slice.
+//!
+//! Between devices, [`Array::to_device`] joins the two: the source's
+//! mapped read-back memory is written straight into the target's staging
+//! memory, one host copy.
 
 use std::num::NonZeroU64;
 
 use wgpu::WriteOnly;
 
+use crate::graph::Primitive;
+use crate::graph::primitive::ElementwiseOp;
 use crate::memory::{BufferKind, Origin, PooledBuffer};
-use crate::{DType, Device, Error, Result};
+use crate::{Array, DType, Device, Error, Result};
 
 /// Bytes `numel` elements of `dtype` take in a device buffer (before the
 /// padding to [`wgpu::COPY_BUFFER_ALIGNMENT`]).
@@ -68,6 +74,70 @@ pub(crate) fn upload(
     }
     drop(guard);
     Ok(buffer)
+}
+
+impl Array {
+    /// This array on `device` (PyTorch `Tensor.to(device)`, MLX arrays
+    /// on another stream's device): same shape, dtype and values.
+    ///
+    /// On the array's own device, a plain copy: lazy, one dispatch at
+    /// eval, like any op (and fused with what reads it). On another
+    /// device, through host memory, now: the array is evaluated on its
+    /// device, read back, and its mapped bytes written straight into
+    /// wgpu's staging memory for a buffer of `device` (one host copy; the
+    /// read-back buffer goes back to the source's pool), so the result is
+    /// evaluated and holds no reference to the source. Two wgpu devices
+    /// share no memory, so there is no device-to-device path in wgpu
+    /// (see "Scale-out" in `docs/ARCHITECTURE.md`).
+    ///
+    /// ```
+    /// use wgarray::{Array, Device};
+    /// let a_dev = Device::new_default()?;
+    /// let b_dev = Device::new_default()?; // another device, maybe another adapter
+    /// let a = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3], &a_dev)?;
+    /// let b = (&a * 2.0)?.to_device(&b_dev)?;
+    /// assert_eq!(b.device(), &b_dev);
+    /// assert_eq!(b.to_vec::<f32>()?, [2.0, 4.0, 6.0]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// On the same device none. Across devices: [`Error::MissingFeature`]
+    /// when `device` cannot hold the dtype (f64 on GL);
+    /// [`Error::TooLarge`] past `device`'s largest storage binding; the
+    /// errors of [`crate::eval`] and of the read-back on the array's own
+    /// device; [`Error::OutOfMemory`] and [`Error::DeviceLost`] on
+    /// `device`. Nothing is left allocated on either device on error.
+    #[track_caller]
+    pub fn to_device(&self, device: &Device) -> Result<Array> {
+        const OP: &str = "to_device";
+        if self.device() == device {
+            return Ok(Array::from_node(
+                device,
+                Primitive::Elementwise(ElementwiseOp::Copy),
+                vec![self.clone()],
+                vec![(self.shape().to_vec(), self.dtype())],
+            )
+            .pop()
+            .expect("one output"));
+        }
+        device.check_dtype(OP, self.dtype())?;
+        let bytes = device_bytes(self.size(), self.dtype());
+        device.check_binding(OP, bytes)?;
+        let origin = device.origin(|| OP);
+        let buffer = self.read_mapped(|src| {
+            upload(device, OP, src.len() as u64, origin, |dst| {
+                write_device_bytes(dst, src)
+            })
+        })??;
+        Ok(Array::ready(
+            self.shape(),
+            self.dtype(),
+            device,
+            buffer,
+            origin,
+        ))
+    }
 }
 
 /// Copy `src`, bytes already in the device layout, to the start of `dst`
