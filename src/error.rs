@@ -303,6 +303,58 @@ pub enum Error {
         why: &'static str,
     },
 
+    /// The ranks of a distributed call disagree (different shapes, dtypes,
+    /// roots or operations, or ranks out of step; a send and its receive of
+    /// different shapes or dtypes): every rank of the call returns it, with
+    /// the same message listing each rank's call, and no data moved
+    /// (feature `mpi`, `wgarray::distributed`).
+    #[error("{op}: the ranks' calls disagree, {message}")]
+    RankMismatch {
+        /// The operation that failed.
+        op: &'static str,
+        /// What disagrees, and each rank's call.
+        message: String,
+    },
+
+    /// Another rank's part of a distributed call failed on that rank
+    /// before any data moved (that rank's own error says why: an array of
+    /// another device, a rank out of range, a lost device); this rank's
+    /// call did nothing.
+    #[error(
+        "{op}: rank {peer} failed its part of the call (its own error says why); no data moved"
+    )]
+    PeerFailed {
+        /// The operation that failed.
+        op: &'static str,
+        /// The rank whose part failed.
+        peer: usize,
+    },
+
+    /// A rank that is not in the group, or this process's own rank where
+    /// a peer is needed (a send to itself).
+    #[error("{op}: rank {rank} is not a peer of rank {me} in a group of {size}")]
+    InvalidRank {
+        /// The operation that failed.
+        op: &'static str,
+        /// The rank given.
+        rank: usize,
+        /// The group's size.
+        size: usize,
+        /// This process's rank.
+        me: usize,
+    },
+
+    /// MPI could not start (finalised already, too little thread
+    /// support), a count passes MPI's `int`, or the group is unusable
+    /// after a collective timed out.
+    #[error("{op}: {message}")]
+    Distributed {
+        /// The operation that failed.
+        op: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+
     /// A function traced by [`crate::compile()`] needed the value of an array
     /// that depends on its inputs (it evaluated or read one back while being
     /// traced): a traced input has no value until the compiled function is

@@ -28,6 +28,8 @@ mod array;
 pub mod baseline;
 pub mod compile;
 mod device;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 mod dtype;
 mod error;
 mod graph;
