@@ -26,18 +26,6 @@ use std::time::Instant;
 use minilm::{AnyResult, MiniLm, cosine};
 use wgarray::{Array, Device, distributed};
 
-const DEMO: &[&str] = &[
-    "A man is eating food.",
-    "A man is eating a piece of bread.",
-    "The girl is carrying a baby.",
-    "A man is riding a horse.",
-    "A woman is playing violin.",
-    "Two men pushed carts through the woods.",
-    "A man is riding a white horse on an enclosed ground.",
-    "A monkey is playing drums.",
-    "Someone in a gorilla costume is playing a set of drums.",
-];
-
 fn main() -> AnyResult<()> {
     let mut check = false;
     let mut file = None;
@@ -54,7 +42,7 @@ fn main() -> AnyResult<()> {
             .filter(|l| !l.is_empty())
             .map(String::from)
             .collect(),
-        None => DEMO.iter().map(|s| s.to_string()).collect(),
+        None => minilm::DEMO.iter().map(|s| s.to_string()).collect(),
     };
     let dir = std::env::var_os("WGARRAY_MODEL_DIR").map_or_else(
         || {

@@ -140,6 +140,73 @@ impl Array {
     }
 }
 
+/// A pooled storage buffer of `bytes` bytes that `fill` writes through a
+/// mapped upload buffer (`BufferKind::Upload`, from the pool, so its memory
+/// is reused from one call to the next rather than fresh each time as
+/// wgpu's own staging for `write_buffer` is), then copied on the queue.
+/// For data another library writes (MPI receives straight into it, no host
+/// copy). `fill` gets the first `bytes.next_multiple_of(4)` bytes, may
+/// only write them (the memory may be write-combined), and must write all
+/// of them; it is called (with an empty range) when `bytes` is 0. The
+/// result is on the device when this returns, as far as the queue goes:
+/// later submissions see it.
+///
+/// # Errors
+/// [`Error::TooLarge`] (named `op`) past the largest storage binding;
+/// [`Error::OutOfMemory`]; [`Error::DeviceLost`], [`Error::Timeout`] while
+/// mapping; `fill`'s own error. On every error both buffers are back in the
+/// pool.
+pub(crate) fn upload_staged<R>(
+    device: &Device,
+    op: &'static str,
+    bytes: u64,
+    origin: Option<Origin>,
+    fill: impl FnOnce(WriteOnly<'_, [u8]>) -> Result<R>,
+) -> Result<(PooledBuffer, R)> {
+    device.check_binding(op, bytes)?;
+    let size = bytes.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+    let dev = &device.inner;
+    let (staging, buffer) = {
+        // See "Why reuse while in flight is safe" in src/memory/pool.rs.
+        let guard = dev.pool.lock_queue();
+        device.check_lost()?;
+        let staging = dev.pool.acquire(&guard, size, BufferKind::Upload, origin)?;
+        let buffer = dev
+            .pool
+            .acquire(&guard, size, BufferKind::Storage, origin)?;
+        (staging, buffer)
+    };
+    if size == 0 {
+        let r = fill(WriteOnly::from_mut(&mut [][..]))?;
+        return Ok((buffer, r));
+    }
+    let r = device.scoped(|| {
+        crate::memory::map_write_with(
+            &dev.device,
+            staging.buffer(),
+            size,
+            device.wait_timeout(),
+            fill,
+        )?
+    })?;
+    device.scoped(|| {
+        let guard = dev.pool.lock_queue();
+        let mut encoder = dev
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("wgarray upload"),
+            });
+        encoder.copy_buffer_to_buffer(staging.buffer(), 0, buffer.buffer(), 0, size);
+        let index = dev.queue.submit([encoder.finish()]);
+        drop(guard);
+        device.confirm_submitted(index)
+    })?;
+    // The staging buffer goes back to the pool: its next user maps it,
+    // which waits for this copy.
+    drop(staging);
+    Ok((buffer, r))
+}
+
 /// Copy `src`, bytes already in the device layout, to the start of `dst`
 /// and zero the rest of `dst` (the padding to a whole word).
 ///

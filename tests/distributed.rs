@@ -597,6 +597,25 @@ fn bad_input_is_a_typed_error_on_every_rank(ctx: &Ctx) {
             }) if ctx.rank == 1 => {}
             r => panic!("rank {}: {r:?}", ctx.rank),
         }
+        // A receiver with no memory for the data: it says so before any
+        // data moves, and the sender does not wait.
+        let r = if ctx.rank == 0 {
+            let big = Array::zeros(&[1 << 16], DType::F32, d).unwrap();
+            distributed::send(&big, peer, &ctx.group).map(|()| big)
+        } else {
+            let old = d.set_memory_limit(d.active_memory() + 1024);
+            let r = distributed::recv(&[1 << 16], DType::F32, peer, &ctx.group);
+            d.set_memory_limit(old);
+            r
+        };
+        match r {
+            Err(Error::PeerFailed {
+                op: "send",
+                peer: 1,
+            }) if ctx.rank == 0 => {}
+            Err(Error::OutOfMemory { .. }) if ctx.rank == 1 => {}
+            r => panic!("rank {}: {r:?}", ctx.rank),
+        }
     }
     drop(x);
     distributed::barrier(&ctx.group).unwrap();

@@ -19,13 +19,17 @@
 //!
 //! # How data moves
 //! Through host memory, one copy each way: the array is evaluated and read
-//! back (its mapped read-back memory is MPI's send buffer, no copy of it),
-//! MPI moves host bytes, and the result is uploaded from MPI's receive
-//! buffer straight into wgpu's staging memory. Nothing else is left on
-//! the device: the read-back buffer returns to the pool's cache, so active
-//! memory after a call is what it was before plus the result. wgpu offers
-//! no memory another process or library can reach (see "Scale-out" in
-//! `docs/ARCHITECTURE.md` for what a GPU-direct path would take).
+//! back (its mapped read-back memory is MPI's send buffer, no copy of it);
+//! MPI writes the result straight into a mapped upload buffer from the
+//! pool (a reduction, which reads what it writes, into a host buffer the
+//! group keeps, then one copy into the upload buffer), which is copied
+//! into the result's storage on the queue. Both staging buffers go back
+//! to the pool's cache, so active memory after a call is what it was
+//! before plus the result, and a loop of calls reuses their memory (fresh
+//! host memory each time would cost more than the copies: page faults).
+//! wgpu offers no memory another process or library can reach (see
+//! "Scale-out" in `docs/ARCHITECTURE.md` for what a GPU-direct path would
+//! take).
 //!
 //! # Eager, where MLX is lazy
 //! MLX records a collective in the graph and runs it at eval; here each
@@ -110,6 +114,11 @@ struct GroupInner {
     calls: AtomicU64,
     /// Why the group is unusable (a collective timed out), if it is.
     broken: Mutex<Option<String>>,
+    /// Host memory MPI reduces into (8-byte words, so any element type
+    /// fits), kept from one call to the next: as large as the group's
+    /// largest reduction. A reduction reads what it writes, so it does not
+    /// run in mapped upload memory (write-combined on many GPUs).
+    scratch: Mutex<Vec<u64>>,
 }
 
 impl std::fmt::Debug for Group {
@@ -153,6 +162,7 @@ impl Group {
                 timeout_ns: AtomicU64::new(crate::DEFAULT_WAIT_TIMEOUT.as_nanos() as u64),
                 calls: AtomicU64::new(0),
                 broken: Mutex::new(None),
+                scratch: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -351,21 +361,22 @@ enum Move {
     Broadcast { root: usize },
 }
 
-/// A collective of `op` over `x`: local checks, the read-back, the call
-/// exchange (with a failed call when anything before it failed), the data
-/// move, and the upload of the result, of `shape(calls)`.
-fn collective(
-    group: &Group,
-    op: Op,
-    x: &Array,
-    param: u64,
-    local: Result<Move>,
-) -> Result<(Vec<u8>, Vec<Call>)> {
-    // The read-back's closure runs the exchange and the move (the data is
-    // on the host then, in mapped memory); when anything before it fails,
-    // the exchange runs after, carrying the failure.
+/// What a collective gives this rank: its result's buffer and shape, or
+/// (the root of a broadcast) nothing new.
+type Moved = Option<(crate::memory::PooledBuffer, Vec<usize>)>;
+
+/// A collective of `op` over `x`: local checks (`local`), the read-back,
+/// the call exchange (a failed call when anything before it failed), and
+/// the data move, MPI writing the result into the mapped upload buffer of
+/// the result's storage (`transfer::upload_staged`); the result array.
+#[track_caller]
+fn collective(group: &Group, op: Op, x: &Array, param: u64, local: Result<Move>) -> Result<Array> {
+    let device = group.device();
+    let origin = device.origin(|| op.name());
     let seq_call = |seq| Call::new(op, Some(x.dtype()), x.shape(), param, seq);
-    let fail = |e: Error| -> Result<(Vec<u8>, Vec<Call>)> {
+    // Anything that fails before the exchange still takes part in it, as
+    // a failed call, so that no other rank waits.
+    let fail = |e: Error| -> Result<Array> {
         let _g = transport::lock();
         let seq = group.next_call(op)?;
         Err(group.agree(seq_call(seq), Some(e)).unwrap_err())
@@ -374,13 +385,49 @@ fn collective(
         Ok(mv) => mv,
         Err(e) => return fail(e),
     };
-    let run = |bytes: &[u8]| -> Result<(Vec<u8>, Vec<Call>)> {
+    // Run with the input's bytes on the host (mapped read-back memory):
+    // the exchange, then the move.
+    let run = |bytes: &[u8]| -> Result<Moved> {
         let _g = transport::lock();
         let seq = group.next_call(op)?;
         let calls = group.agree(seq_call(seq), None)?;
         let comm = &group.inner.comm;
-        let out = match &mv {
-            Move::Reduce(elem, combine) => transport::all_reduce(comm, *elem, *combine, bytes),
+        let stage = |len: usize, fill: &mut dyn FnMut(std::ptr::NonNull<u8>)| {
+            crate::transfer::upload_staged(device, op.name(), len as u64, origin, |mut dst| {
+                let padded = dst.len();
+                fill(dst.as_raw_element_ptr());
+                // The padding to a whole word.
+                dst.slice(len..padded).fill(0);
+                Ok(())
+            })
+            .map(|(buffer, ())| buffer)
+        };
+        match &mv {
+            Move::Reduce(elem, combine) => {
+                let mut scratch = group
+                    .inner
+                    .scratch
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                let words = bytes.len().div_ceil(8);
+                if scratch.len() < words {
+                    scratch.resize(words, 0);
+                }
+                let out = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut scratch)[..bytes.len()];
+                transport::all_reduce(comm, *elem, *combine, bytes, out);
+                let buffer = crate::transfer::upload_staged(
+                    device,
+                    op.name(),
+                    bytes.len() as u64,
+                    origin,
+                    |dst| {
+                        crate::transfer::write_device_bytes(dst, out);
+                        Ok(())
+                    },
+                )?
+                .0;
+                Ok(Some((buffer, x.shape().to_vec())))
+            }
             Move::Gather => {
                 let elem = x.dtype().size_in_bytes();
                 let counts: Vec<usize> = calls
@@ -396,40 +443,47 @@ fn collective(
                         ),
                     });
                 }
-                transport::all_gather(comm, bytes, &counts)
+                let mut shape = x.shape().to_vec();
+                match shape.first_mut() {
+                    Some(first) => *first = calls.iter().map(|c| c.shape[0]).sum(),
+                    None => shape.push(group.size()),
+                }
+                let buffer = stage(total, &mut |out| {
+                    transport::all_gather_into(comm, bytes, &counts, out)
+                })?;
+                Ok(Some((buffer, shape)))
             }
             Move::Broadcast { root } if *root == group.rank() => {
-                transport::broadcast(comm, *root, Some(bytes), bytes.len())
+                transport::broadcast_from(comm, *root, bytes);
+                Ok(None)
             }
-            Move::Broadcast { root } => transport::broadcast(comm, *root, None, x.nbytes()),
-        };
-        Ok((out, calls))
+            Move::Broadcast { root } => {
+                let buffer = stage(x.nbytes(), &mut |out| {
+                    transport::broadcast_into(comm, *root, out, x.nbytes())
+                })?;
+                Ok(Some((buffer, x.shape().to_vec())))
+            }
+        }
     };
-    // A broadcast's other ranks read nothing of `x`.
-    if matches!(mv, Move::Broadcast { root } if root != group.rank()) {
-        return run(&[]);
-    }
-    let mut exchanged = false;
-    let read = x.read_mapped(|bytes| {
-        exchanged = true;
-        run(bytes)
-    });
-    match read {
-        Ok(r) => r,
-        Err(e) if !exchanged => fail(e),
-        Err(e) => Err(e),
-    }
-}
-
-/// An evaluated array of `bytes` (device layout) on the group's device.
-#[track_caller]
-fn upload(group: &Group, op: Op, bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Array> {
-    let device = group.device();
-    let origin = device.origin(|| op.name());
-    let buffer = crate::transfer::upload(device, op.name(), bytes.len() as u64, origin, |dst| {
-        crate::transfer::write_device_bytes(dst, bytes)
-    })?;
-    Ok(Array::ready(shape, dtype, device, buffer, origin))
+    let moved = if matches!(mv, Move::Broadcast { root } if root != group.rank()) {
+        // A broadcast's other ranks read nothing of `x`.
+        run(&[])?
+    } else {
+        let mut exchanged = false;
+        let read = x.read_mapped(|bytes| {
+            exchanged = true;
+            run(bytes)
+        });
+        match read {
+            Ok(r) => r?,
+            Err(e) if !exchanged => return fail(e),
+            Err(e) => return Err(e),
+        }
+    };
+    Ok(match moved {
+        Some((buffer, shape)) => Array::ready(&shape, x.dtype(), device, buffer, origin),
+        None => x.clone(),
+    })
 }
 
 /// The local checks of a reduction `op` of `x`.
@@ -452,8 +506,7 @@ fn reduce_checks(group: &Group, op: Op, x: &Array) -> Result<Move> {
 #[track_caller]
 fn reduce(op: Op, x: &Array, group: &Group) -> Result<Array> {
     let local = reduce_checks(group, op, x);
-    let (bytes, _) = collective(group, op, x, 0, local)?;
-    upload(group, op, &bytes, x.shape(), x.dtype())
+    collective(group, op, x, 0, local)
 }
 
 /// The elementwise sum of `x` over every rank of `group`, on every rank
@@ -522,13 +575,7 @@ pub fn all_gather(x: &Array, group: &Group) -> Result<Array> {
         }
         Ok(Move::Gather)
     });
-    let (bytes, calls) = collective(group, op, x, 0, local)?;
-    let mut shape = x.shape().to_vec();
-    match shape.first_mut() {
-        Some(first) => *first = calls.iter().map(|c| c.shape[0]).sum(),
-        None => shape.push(group.size()),
-    }
-    upload(group, op, &bytes, &shape, x.dtype())
+    collective(group, op, x, 0, local)
 }
 
 /// The root's `x` on every rank (MPI's `MPI_Bcast`; MLX has no such
@@ -555,11 +602,7 @@ pub fn broadcast(x: &Array, root: usize, group: &Group) -> Result<Array> {
             }
             Ok(Move::Broadcast { root })
         });
-    let (bytes, _) = collective(group, op, x, root as u64, local)?;
-    if root == group.rank() {
-        return Ok(x.clone());
-    }
-    upload(group, op, &bytes, x.shape(), x.dtype())
+    collective(group, op, x, root as u64, local)
 }
 
 /// Wait until every rank of `group` has called `barrier` (MPI's
@@ -702,15 +745,18 @@ pub fn recv(shape: &[usize], dtype: DType, src: usize, group: &Group) -> Result<
             )
         });
     let comm = &group.inner.comm;
-    let bytes = {
+    let origin = device.origin(|| "recv");
+    let buffer = {
         let _g = transport::lock();
         group.usable(op)?;
-        let words = transport::receive_words(comm, src, TAG_CALL, group.timeout()).ok_or(
-            Error::Timeout {
+        let Some(words) = transport::receive_words(comm, src, TAG_CALL, group.timeout()) else {
+            // Nothing came (the receive is cancelled): this rank's own
+            // failure, if it had one, says more than the wait.
+            return Err(local.err().unwrap_or(Error::Timeout {
                 what: "a sender's description of its data",
                 waited: group.timeout(),
-            },
-        )?;
+            }));
+        };
         let sent = Call::decode(&words).map_err(|m| Error::Distributed {
             op: "recv",
             message: format!("rank {src} sent {m}"),
@@ -721,28 +767,54 @@ pub fn recv(shape: &[usize], dtype: DType, src: usize, group: &Group) -> Result<
                 peer: src,
             });
         }
-        let (status, result) = match local {
-            Err(e) => (Status::Failed, Err(e)),
-            Ok(()) => match call::match_p2p(&sent, src, group.rank(), dtype, shape) {
-                Ok(()) => (Status::Ready, Ok(())),
-                Err(message) => (
-                    Status::Mismatch,
-                    Err(Error::RankMismatch {
-                        op: "recv",
-                        message,
-                    }),
-                ),
-            },
+        let result = local.and_then(|()| {
+            call::match_p2p(&sent, src, group.rank(), dtype, shape).map_err(|message| {
+                Error::RankMismatch {
+                    op: "recv",
+                    message,
+                }
+            })
+        });
+        let answer = |status| {
+            let answer = Call::new(op, Some(dtype), shape, src as u64, 0).with(status);
+            if transport::send_words(comm, src, TAG_ANSWER, answer.encode(), group.timeout()) {
+                Ok(())
+            } else {
+                Err(group.timeout_error(op, "a sender to take a receive's answer", true))
+            }
         };
-        let answer = Call::new(op, Some(dtype), shape, src as u64, 0).with(status);
-        if !transport::send_words(comm, src, TAG_ANSWER, answer.encode(), group.timeout()) {
-            return Err(group.timeout_error(op, "a sender to take a receive's answer", true));
+        if let Err(e) = result {
+            let status = match e {
+                Error::RankMismatch { .. } => Status::Mismatch,
+                _ => Status::Failed,
+            };
+            answer(status)?;
+            return Err(e);
         }
-        result?;
+        // The answer goes once the upload buffer is mapped, so that the
+        // data has somewhere to go; a failure before that is answered too.
         let nbytes = crate::shape::numel(shape) * dtype.size_in_bytes();
-        transport::receive_bytes(comm, src, TAG_DATA, nbytes)
+        let mut answered = false;
+        let staged =
+            crate::transfer::upload_staged(device, "recv", nbytes as u64, origin, |mut dst| {
+                answered = true;
+                answer(Status::Ready)?;
+                let padded = dst.len();
+                transport::receive_into(comm, src, TAG_DATA, dst.as_raw_element_ptr(), nbytes);
+                dst.slice(nbytes..padded).fill(0);
+                Ok(())
+            });
+        match staged {
+            Ok((buffer, ())) => buffer,
+            Err(e) => {
+                if !answered {
+                    answer(Status::Failed)?;
+                }
+                return Err(e);
+            }
+        }
     };
-    upload(group, op, &bytes, shape, dtype)
+    Ok(Array::ready(shape, dtype, device, buffer, origin))
 }
 
 /// An array shaped and typed like `like` received from rank `src` (MLX

@@ -11,7 +11,6 @@ use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use mpi::datatype::PartitionMut;
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Color, SimpleCommunicator};
@@ -363,8 +362,9 @@ pub(super) enum Combine {
 /// rank's by `combine` (`MPI_Allreduce`, blocking: every rank has agreed
 /// to this call). Sums of integers wrap; float max and min propagate NaN
 /// (user operations, since `MPI_MAX` on NaN depends on the order); f16 and
-/// bf16 combine in f64 and round once per pair (MLX does the same).
-pub(super) fn all_reduce(comm: &Comm, elem: Elem, combine: Combine, bytes: &[u8]) -> Vec<u8> {
+/// bf16 combine in f64 and round once per pair (MLX does the same). The
+/// result goes to `out` (as many bytes as `bytes`, aligned to 8).
+pub(super) fn all_reduce(comm: &Comm, elem: Elem, combine: Combine, bytes: &[u8], out: &mut [u8]) {
     use mpi::collective::SystemOperation as S;
     let sys = match combine {
         Combine::Sum => S::sum(),
@@ -375,27 +375,31 @@ pub(super) fn all_reduce(comm: &Comm, elem: Elem, combine: Combine, bytes: &[u8]
     };
     if bytes.is_empty() {
         // Every rank agreed on the shape: none has an element.
-        return Vec::new();
+        return;
     }
     match (elem, combine) {
         // Open MPI's vectorised MPI_SUM saturates 8- and 16-bit integers
         // (AVX `adds`); wgarray's sums wrap.
-        (Elem::I8, Combine::Sum) => reduce_user::<i8>(comm, bytes, wrapping_sum::<i8>),
-        (Elem::U8, Combine::Sum) => reduce_user::<u8>(comm, bytes, wrapping_sum::<u8>),
-        (Elem::I16, Combine::Sum) => reduce_user::<i16>(comm, bytes, wrapping_sum::<i16>),
-        (Elem::U16, Combine::Sum) => reduce_user::<u16>(comm, bytes, wrapping_sum::<u16>),
-        (Elem::I8, _) => reduce_with::<i8, _>(comm, bytes, sys),
-        (Elem::U8, _) => reduce_with::<u8, _>(comm, bytes, sys),
-        (Elem::I16, _) => reduce_with::<i16, _>(comm, bytes, sys),
-        (Elem::U16, _) => reduce_with::<u16, _>(comm, bytes, sys),
-        (Elem::I32, _) => reduce_with::<i32, _>(comm, bytes, sys),
-        (Elem::U32, _) => reduce_with::<u32, _>(comm, bytes, sys),
-        (Elem::F32, Combine::Sum) => reduce_with::<f32, _>(comm, bytes, sys),
-        (Elem::F64, Combine::Sum) => reduce_with::<f64, _>(comm, bytes, sys),
-        (Elem::F32, c) => reduce_user::<u32>(comm, bytes, user_fn::<F32Bits>(c)),
-        (Elem::F64, c) => reduce_user::<u64>(comm, bytes, user_fn::<F64Bits>(c)),
-        (Elem::Half(HalfKind::F16), c) => reduce_user::<u16>(comm, bytes, user_fn::<F16Bits>(c)),
-        (Elem::Half(HalfKind::BF16), c) => reduce_user::<u16>(comm, bytes, user_fn::<BF16Bits>(c)),
+        (Elem::I8, Combine::Sum) => reduce_user::<i8>(comm, bytes, out, wrapping_sum::<i8>),
+        (Elem::U8, Combine::Sum) => reduce_user::<u8>(comm, bytes, out, wrapping_sum::<u8>),
+        (Elem::I16, Combine::Sum) => reduce_user::<i16>(comm, bytes, out, wrapping_sum::<i16>),
+        (Elem::U16, Combine::Sum) => reduce_user::<u16>(comm, bytes, out, wrapping_sum::<u16>),
+        (Elem::I8, _) => reduce_with::<i8, _>(comm, bytes, out, sys),
+        (Elem::U8, _) => reduce_with::<u8, _>(comm, bytes, out, sys),
+        (Elem::I16, _) => reduce_with::<i16, _>(comm, bytes, out, sys),
+        (Elem::U16, _) => reduce_with::<u16, _>(comm, bytes, out, sys),
+        (Elem::I32, _) => reduce_with::<i32, _>(comm, bytes, out, sys),
+        (Elem::U32, _) => reduce_with::<u32, _>(comm, bytes, out, sys),
+        (Elem::F32, Combine::Sum) => reduce_with::<f32, _>(comm, bytes, out, sys),
+        (Elem::F64, Combine::Sum) => reduce_with::<f64, _>(comm, bytes, out, sys),
+        (Elem::F32, c) => reduce_user::<u32>(comm, bytes, out, user_fn::<F32Bits>(c)),
+        (Elem::F64, c) => reduce_user::<u64>(comm, bytes, out, user_fn::<F64Bits>(c)),
+        (Elem::Half(HalfKind::F16), c) => {
+            reduce_user::<u16>(comm, bytes, out, user_fn::<F16Bits>(c))
+        }
+        (Elem::Half(HalfKind::BF16), c) => {
+            reduce_user::<u16>(comm, bytes, out, user_fn::<BF16Bits>(c))
+        }
     }
 }
 
@@ -408,26 +412,26 @@ fn as_elems<T: bytemuck::Pod>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
     }
 }
 
-fn reduce_with<T, O>(comm: &Comm, bytes: &[u8], op: O) -> Vec<u8>
+fn reduce_with<T, O>(comm: &Comm, bytes: &[u8], out: &mut [u8], op: O)
 where
     T: bytemuck::Pod + Equivalence,
     O: mpi::collective::Operation,
 {
     let send = as_elems::<T>(bytes);
-    let mut recv = vec![T::zeroed(); send.len()];
-    comm.0.all_reduce_into(&send[..], &mut recv[..], op);
-    bytemuck::cast_slice(&recv).to_vec()
+    let recv: &mut [T] = bytemuck::cast_slice_mut(out);
+    comm.0.all_reduce_into(&send[..], recv, op);
 }
 
 fn reduce_user<T: bytemuck::Pod + Equivalence>(
     comm: &Comm,
     bytes: &[u8],
+    out: &mut [u8],
     f: mpi::collective::UnsafeUserFunction,
-) -> Vec<u8> {
+) {
     // SAFETY: `f` reads and writes `len` elements of the buffers' own type
     // (`T`, the bits of the float type it was instantiated for).
     let op = unsafe { mpi::collective::UnsafeUserOperation::commutative(f) };
-    reduce_with::<T, _>(comm, bytes, &op)
+    reduce_with::<T, _>(comm, bytes, out, &op)
 }
 
 /// A float type as bits: how a user operation reads and writes it.
@@ -479,6 +483,26 @@ impl FloatBits for BF16Bits {
     }
 }
 
+/// A user operation's two buffers of `*len` elements of `T`.
+///
+/// # Safety
+/// `input` and `inout` point to `*len` elements of `T` each, as MPI
+/// passes them to a user operation used with `T`'s datatype.
+unsafe fn operands<'a, T>(
+    input: *mut c_void,
+    inout: *mut c_void,
+    len: *mut c_int,
+) -> (&'a [T], &'a mut [T]) {
+    // SAFETY: as the caller promises.
+    unsafe {
+        let n = *len as usize;
+        (
+            std::slice::from_raw_parts(input as *const T, n),
+            std::slice::from_raw_parts_mut(inout as *mut T, n),
+        )
+    }
+}
+
 /// The user function combining elements of `F` by `c` (`Or` and `And`
 /// are for bool words and never reach here).
 fn user_fn<F: FloatBits>(c: Combine) -> mpi::collective::UnsafeUserFunction {
@@ -499,13 +523,7 @@ unsafe extern "C" fn combine<F: FloatBits, const OP: u8>(
 ) {
     // SAFETY: MPI passes two buffers of `len` elements of the datatype the
     // operation was used with, `F::Bits` (see `all_reduce`).
-    let (a, b) = unsafe {
-        let n = *len as usize;
-        (
-            std::slice::from_raw_parts(input as *const F::Bits, n),
-            std::slice::from_raw_parts_mut(inout as *mut F::Bits, n),
-        )
-    };
+    let (a, b) = unsafe { operands::<F::Bits>(input, inout, len) };
     for (x, y) in a.iter().zip(b.iter_mut()) {
         let (u, v) = (F::value(*x), F::value(*y));
         *y = match OP {
@@ -543,25 +561,23 @@ unsafe extern "C" fn wrapping_sum<T: WrappingAdd>(
 ) {
     // SAFETY: MPI passes two buffers of `len` elements of the datatype the
     // operation was used with, `T` (see `all_reduce`).
-    let (a, b) = unsafe {
-        let n = *len as usize;
-        (
-            std::slice::from_raw_parts(input as *const T, n),
-            std::slice::from_raw_parts_mut(inout as *mut T, n),
-        )
-    };
+    let (a, b) = unsafe { operands::<T>(input, inout, len) };
     for (x, y) in a.iter().zip(b.iter_mut()) {
         *y = x.wrapping(*y);
     }
 }
 
-/// Every rank's bytes, concatenated in rank order (`MPI_Allgatherv`,
-/// blocking); `counts[r]` bytes from rank `r`.
-pub(super) fn all_gather(comm: &Comm, bytes: &[u8], counts: &[usize]) -> Vec<u8> {
-    let total: usize = counts.iter().sum();
-    let mut out = vec![0u8; total];
-    if total == 0 {
-        return out;
+/// Every rank's bytes, concatenated in rank order into `out` (`counts[r]`
+/// bytes from rank `r`; `MPI_Allgatherv`, blocking: every rank agreed).
+/// MPI only writes `out`.
+pub(super) fn all_gather_into(
+    comm: &Comm,
+    bytes: &[u8],
+    counts: &[usize],
+    out: std::ptr::NonNull<u8>,
+) {
+    if counts.iter().all(|&n| n == 0) {
+        return;
     }
     let c: Vec<c_int> = counts.iter().map(|&n| n as c_int).collect();
     let displs: Vec<c_int> = counts
@@ -572,39 +588,57 @@ pub(super) fn all_gather(comm: &Comm, bytes: &[u8], counts: &[usize]) -> Vec<u8>
             Some(d as c_int)
         })
         .collect();
-    let mut part = PartitionMut::new(&mut out[..], c, &displs[..]);
-    comm.0.all_gather_varcount_into(bytes, &mut part);
-    out
+    let byte = u8::equivalent_datatype().as_raw();
+    // SAFETY: `out` holds the sum of `counts` bytes (the caller's mapped
+    // upload range); MPI reads `bytes` and writes `out`.
+    unsafe {
+        ffi::MPI_Allgatherv(
+            bytes.as_ptr() as *const c_void,
+            bytes.len() as c_int,
+            byte,
+            out.as_ptr() as *mut c_void,
+            c.as_ptr(),
+            displs.as_ptr(),
+            byte,
+            comm.0.as_raw(),
+        );
+    }
 }
 
-/// The root's `bytes` on every rank (`MPI_Bcast`, blocking): the root
-/// passes its bytes (read, never written), the others `len` for the size.
-pub(super) fn broadcast(comm: &Comm, root: usize, bytes: Option<&[u8]>, len: usize) -> Vec<u8> {
-    if len == 0 {
+/// The root's half of `MPI_Bcast` (blocking: every rank agreed): `bytes`
+/// go to every rank (MPI only reads them).
+pub(super) fn broadcast_from(comm: &Comm, root: usize, bytes: &[u8]) {
+    if bytes.is_empty() {
         // Every rank agreed on the shape: nothing to move.
-        return Vec::new();
+        return;
     }
-    match bytes {
-        Some(b) => {
-            // SAFETY: MPI_Bcast only reads the root's buffer.
-            unsafe {
-                ffi::MPI_Bcast(
-                    b.as_ptr() as *mut c_void,
-                    b.len() as c_int,
-                    u8::equivalent_datatype().as_raw(),
-                    root as c_int,
-                    comm.0.as_raw(),
-                );
-            }
-            Vec::new()
-        }
-        None => {
-            let mut out = vec![0u8; len];
-            comm.0
-                .process_at_rank(root as i32)
-                .broadcast_into(&mut out[..]);
-            out
-        }
+    // SAFETY: MPI_Bcast only reads the root's buffer.
+    unsafe {
+        ffi::MPI_Bcast(
+            bytes.as_ptr() as *mut c_void,
+            bytes.len() as c_int,
+            u8::equivalent_datatype().as_raw(),
+            root as c_int,
+            comm.0.as_raw(),
+        );
+    }
+}
+
+/// The other ranks' half of `MPI_Bcast`: `len` bytes from `root` into
+/// `out` (MPI only writes them).
+pub(super) fn broadcast_into(comm: &Comm, root: usize, out: std::ptr::NonNull<u8>, len: usize) {
+    if len == 0 {
+        return;
+    }
+    // SAFETY: `out` holds `len` bytes (the caller's mapped upload range).
+    unsafe {
+        ffi::MPI_Bcast(
+            out.as_ptr() as *mut c_void,
+            len as c_int,
+            u8::equivalent_datatype().as_raw(),
+            root as c_int,
+            comm.0.as_raw(),
+        );
     }
 }
 
@@ -619,16 +653,30 @@ pub(super) fn send_bytes(comm: &Comm, dest: usize, tag: c_int, bytes: &[u8]) {
         .send_with_tag(bytes, tag);
 }
 
-/// `len` bytes from `source` with `tag` (blocking: the sender has agreed).
-pub(super) fn receive_bytes(comm: &Comm, source: usize, tag: c_int, len: usize) -> Vec<u8> {
-    let mut out = vec![0u8; len];
+/// `len` bytes from `source` with `tag` into `out` (`MPI_Recv`, blocking:
+/// the sender has agreed; MPI only writes `out`).
+pub(super) fn receive_into(
+    comm: &Comm,
+    source: usize,
+    tag: c_int,
+    out: std::ptr::NonNull<u8>,
+    len: usize,
+) {
     if len == 0 {
-        return out;
+        return;
     }
-    comm.0
-        .process_at_rank(source as i32)
-        .receive_into_with_tag(&mut out[..], tag);
-    out
+    // SAFETY: `out` holds `len` bytes (the caller's mapped upload range).
+    unsafe {
+        ffi::MPI_Recv(
+            out.as_ptr() as *mut c_void,
+            len as c_int,
+            u8::equivalent_datatype().as_raw(),
+            source as c_int,
+            tag,
+            comm.0.as_raw(),
+            ffi::RSMPI_STATUS_IGNORE,
+        );
+    }
 }
 
 /// The communicator of the ranks that pass the same `color`, ordered by

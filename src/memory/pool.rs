@@ -148,6 +148,11 @@ pub(crate) enum BufferKind {
     Storage,
     /// `MAP_READ | COPY_DST`: read-back staging.
     Readback,
+    /// `MAP_WRITE | COPY_SRC`: upload staging that the host writes while
+    /// it is mapped (`transfer::upload_staged`: another library, MPI,
+    /// writes a result straight into it), then copied into a storage
+    /// buffer on the queue.
+    Upload,
     /// An application's own buffer that an array wraps
     /// (`Array::from_wgpu_buffer`): never created, cached or reused by the
     /// pool, and not pool memory. Its bytes count in
@@ -166,6 +171,7 @@ impl BufferKind {
             BufferKind::Storage if uniform => U::STORAGE | U::UNIFORM | U::COPY_SRC | U::COPY_DST,
             BufferKind::Storage => U::STORAGE | U::COPY_SRC | U::COPY_DST,
             BufferKind::Readback => U::MAP_READ | U::COPY_DST,
+            BufferKind::Upload => U::MAP_WRITE | U::COPY_SRC,
             // Made by the application with its own flags.
             BufferKind::External => U::empty(),
         }
