@@ -11,8 +11,8 @@
 //! read-back buffer straight into the caller's slice.
 //!
 //! Between devices, [`Array::to_device`] joins the two: the source's
-//! mapped read-back memory is written straight into the target's staging
-//! memory, one host copy.
+//! mapped read-back memory is copied straight into a mapped upload buffer
+//! of the target's pool ([`upload_staged`]), one host copy.
 
 use std::num::NonZeroU64;
 
@@ -83,10 +83,12 @@ impl Array {
     /// On the array's own device, a plain copy: lazy, one dispatch at
     /// eval, like any op (and fused with what reads it). On another
     /// device, through host memory, now: the array is evaluated on its
-    /// device, read back, and its mapped bytes written straight into
-    /// wgpu's staging memory for a buffer of `device` (one host copy; the
-    /// read-back buffer goes back to the source's pool), so the result is
-    /// evaluated and holds no reference to the source. Two wgpu devices
+    /// device, read back, and its mapped bytes copied straight into a
+    /// mapped upload buffer of `device`'s pool, which is copied into the
+    /// result on `device`'s queue (one host copy; both staging buffers go
+    /// back to their pools' caches, so a loop of moves reuses their
+    /// memory), so the result is evaluated and holds no reference to the
+    /// source. Two wgpu devices
     /// share no memory, so there is no device-to-device path in wgpu
     /// (see "Scale-out" in `docs/ARCHITECTURE.md`).
     ///
@@ -125,9 +127,10 @@ impl Array {
         let bytes = device_bytes(self.size(), self.dtype());
         device.check_binding(OP, bytes)?;
         let origin = device.origin(|| OP);
-        let buffer = self.read_mapped(|src| {
-            upload(device, OP, src.len() as u64, origin, |dst| {
-                write_device_bytes(dst, src)
+        let (buffer, ()) = self.read_mapped(|src| {
+            upload_staged(device, OP, src.len() as u64, origin, |dst| {
+                write_device_bytes(dst, src);
+                Ok(())
             })
         })??;
         Ok(Array::ready(

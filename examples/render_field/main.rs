@@ -28,6 +28,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = wgarray::Device::from_wgpu(&app.adapter, app.device.clone(), app.queue.clone())?;
     let field = render::field(&dev, width, height)?;
     let pixels = render::draw(&app, &field)?;
+    // Against the f64 field and colour map: unorm8 rounding and f32.
+    let mut worst = 0.0f64;
+    for (i, p) in pixels.chunks_exact(4).enumerate() {
+        let want = render::colour(render::field_at(i % width, i / width, width, height));
+        for c in 0..3 {
+            worst = worst.max((p[c] as f64 - want[c] * 255.0).abs());
+        }
+    }
+    println!("largest channel error against the f64 reference: {worst:.2} of 255");
     println!(
         "drew a {width}x{height} field; wgarray's active memory {} bytes",
         dev.active_memory()

@@ -157,7 +157,7 @@ impl Group {
                 rank: comm.rank(),
                 size: comm.size(),
                 comm,
-                world: world,
+                world,
                 device: device.clone(),
                 timeout_ns: AtomicU64::new(crate::DEFAULT_WAIT_TIMEOUT.as_nanos() as u64),
                 calls: AtomicU64::new(0),
