@@ -149,7 +149,9 @@ impl ArrayInner {
     }
 
     /// Whether this array is evaluated, dense, of `shape` and `dtype`, and
-    /// the only holder of its buffer: then an op may write over it.
+    /// the only holder of its buffer, which the pool made (not the
+    /// application's, `Array::from_wgpu_buffer`): then an op may write
+    /// over it.
     pub(crate) fn is_sole_dense(&self, shape: &[usize], dtype: DType) -> bool {
         match &*self.lock() {
             State::Ready(s) => {
@@ -157,6 +159,7 @@ impl ArrayInner {
                     && self.dtype == dtype
                     && s.offset == 0
                     && Arc::strong_count(&s.buffer) == 1
+                    && !s.buffer.is_external()
                     && crate::shape::is_contiguous(shape, &s.strides)
             }
             _ => false,

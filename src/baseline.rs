@@ -23,7 +23,7 @@ use crate::{Array, DType, Error, Result};
 pub fn matmul_naive(a: &Array, b: &Array) -> Result<Array> {
     const OP: &str = "baseline::matmul_naive";
     if a.device() != b.device() {
-        return Err(Error::DeviceMismatch { op: OP });
+        return Err(Error::device_mismatch(OP, a.device(), b.device()));
     }
     for x in [a, b] {
         if x.ndim() != 2 {

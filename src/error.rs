@@ -287,12 +287,95 @@ pub enum Error {
         axes: Vec<usize>,
     },
 
-    /// Arrays from different devices were combined.
-    #[error("{op}: the arrays live on different devices")]
+    /// Arrays from different devices were combined. Move one with
+    /// [`crate::Array::to_device`].
+    #[error(
+        "{op}: the arrays live on different devices, {lhs} and {rhs} (move one with Array::to_device)"
+    )]
     DeviceMismatch {
         /// The operation that failed (`eval` when arrays of several devices
         /// were evaluated together).
         op: &'static str,
+        /// The first device, as [`crate::Device`]'s `Display` names it
+        /// (`device 0 (llvmpipe (...), vulkan, Cpu)`).
+        lhs: String,
+        /// The other device.
+        rhs: String,
+    },
+
+    /// A wgpu device the application made lacks what wgarray needs
+    /// ([`crate::Device::from_wgpu`]).
+    #[error("this wgpu device cannot run wgarray's kernels; it lacks {}", missing.join("; "))]
+    DeviceUnsuitable {
+        /// Each missing capability in words: a downlevel flag, or a limit
+        /// with the value wgarray needs and the device's.
+        missing: Vec<String>,
+    },
+
+    /// An application's buffer lacks a usage flag an array over it needs
+    /// ([`crate::Array::from_wgpu_buffer`]).
+    #[error("{op}: the buffer's usage {usage} lacks {flag}, which {why}")]
+    BufferUsage {
+        /// The operation that failed.
+        op: &'static str,
+        /// The missing flag, as `wgpu::BufferUsages` names it (`STORAGE`).
+        flag: &'static str,
+        /// The flags the buffer has.
+        usage: String,
+        /// What wgarray does with it.
+        why: &'static str,
+    },
+
+    /// The ranks of a distributed call disagree (different shapes, dtypes,
+    /// roots or operations, or ranks out of step; a send and its receive of
+    /// different shapes or dtypes): every rank of the call returns it, with
+    /// the same message listing each rank's call, and no data moved
+    /// (feature `mpi`, `wgarray::distributed`).
+    #[error("{op}: the ranks' calls disagree, {message}")]
+    RankMismatch {
+        /// The operation that failed.
+        op: &'static str,
+        /// What disagrees, and each rank's call.
+        message: String,
+    },
+
+    /// Another rank's part of a distributed call failed on that rank
+    /// before any data moved (that rank's own error says why: an array of
+    /// another device, a rank out of range, a lost device); this rank's
+    /// call did nothing.
+    #[error(
+        "{op}: rank {peer} failed its part of the call (its own error says why); no data moved"
+    )]
+    PeerFailed {
+        /// The operation that failed.
+        op: &'static str,
+        /// The rank whose part failed.
+        peer: usize,
+    },
+
+    /// A rank that is not in the group, or this process's own rank where
+    /// a peer is needed (a send to itself).
+    #[error("{op}: rank {rank} is not a peer of rank {me} in a group of {size}")]
+    InvalidRank {
+        /// The operation that failed.
+        op: &'static str,
+        /// The rank given.
+        rank: usize,
+        /// The group's size.
+        size: usize,
+        /// This process's rank.
+        me: usize,
+    },
+
+    /// MPI could not start (finalised already, too little thread
+    /// support), a count passes MPI's `int`, or the group is unusable
+    /// after a collective timed out.
+    #[error("{op}: {message}")]
+    Distributed {
+        /// The operation that failed.
+        op: &'static str,
+        /// What went wrong.
+        message: String,
     },
 
     /// A function traced by [`crate::compile()`] needed the value of an array
@@ -411,6 +494,12 @@ impl Error {
             Error::Io { .. } => "Io",
             Error::Format { .. } => "Format",
             Error::UnsupportedDType { .. } => "UnsupportedDType",
+            Error::DeviceUnsuitable { .. } => "DeviceUnsuitable",
+            Error::BufferUsage { .. } => "BufferUsage",
+            Error::RankMismatch { .. } => "RankMismatch",
+            Error::PeerFailed { .. } => "PeerFailed",
+            Error::InvalidRank { .. } => "InvalidRank",
+            Error::Distributed { .. } => "Distributed",
         }
     }
 }
@@ -567,6 +656,15 @@ fn read_dtype(op: &str, dtype: DType, requested: DType) -> String {
 }
 
 impl Error {
+    /// An [`Error::DeviceMismatch`] naming `op` and devices `a` and `b`.
+    pub(crate) fn device_mismatch(op: &'static str, a: &crate::Device, b: &crate::Device) -> Error {
+        Error::DeviceMismatch {
+            op,
+            lhs: a.to_string(),
+            rhs: b.to_string(),
+        }
+    }
+
     /// An [`Error::Io`] for `path`: `what` was being done when `err` came.
     pub(crate) fn io(path: &std::path::Path, what: &str, err: &std::io::Error) -> Error {
         Error::Io {

@@ -29,6 +29,8 @@ pub mod axis;
 pub mod baseline;
 pub mod compile;
 mod device;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 mod dtype;
 mod error;
 mod graph;
@@ -51,12 +53,13 @@ pub use axis::{Axes, Axis};
 pub use compile::{Compiled, compile, compile_with_capacity};
 pub use device::{
     ADAPTER_ENV, AdapterDescription, BACKEND_ENV, COOPERATIVE_MATRIX_ENV, DEFAULT_WAIT_TIMEOUT,
-    Device, DeviceOptions, OPTIONAL_FEATURES, parse_backend,
+    Device, DeviceOptions, OPTIONAL_FEATURES, REQUIRED_LIMITS, parse_backend,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Limit, Result};
 pub use graph::eval::eval;
 pub use graph::explain::explain;
+pub use interop::WgpuBuffer;
 pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeline, Origin};
 pub use ops::concat::{concatenate, stack};
 pub use ops::creation::{Indexing, PadMode, broadcast_arrays, meshgrid};

@@ -218,10 +218,13 @@ pub fn eval_async(arrays: &[&Array]) -> EvalFuture {
     };
     let device = first.device().clone();
     // Checked here so that the error names this function.
-    let same = if arrays.iter().all(|a| *a.device() == device) {
-        Ok(())
-    } else {
-        Err(Error::DeviceMismatch { op: "eval_async" })
+    let same = match arrays.iter().find(|a| *a.device() != device) {
+        None => Ok(()),
+        Some(other) => Err(Error::device_mismatch(
+            "eval_async",
+            &device,
+            other.device(),
+        )),
     };
     let submitted = same
         .and_then(|()| crate::graph::eval::evaluate(arrays))

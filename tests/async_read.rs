@@ -192,7 +192,10 @@ fn errors_come_through_the_future_and_leave_nothing() {
         let y = Array::from_slice(&[1.0f32], &[1], &other).unwrap();
         assert!(matches!(
             rt.block_on(wgarray::eval_async(&[&x, &y])),
-            Err(Error::DeviceMismatch { op: "eval_async" })
+            Err(Error::DeviceMismatch {
+                op: "eval_async",
+                ..
+            })
         ));
         // A future polled after it completed says so instead of panicking.
         let mut f = x.to_vec_async::<f32>();

@@ -365,7 +365,7 @@ fn bad_calls_are_typed_errors_and_leak_nothing() -> R {
     let xd = f(&d, &[1.0, 2.0], &[1, 2]);
     assert!(matches!(
         g.call(&[&xd, &xo]),
-        Err(Error::DeviceMismatch { op: "compile" })
+        Err(Error::DeviceMismatch { op: "compile", .. })
     ));
     // Nothing was cached for a failed trace.
     assert!(g.is_empty());

@@ -415,7 +415,10 @@ fn concatenate_and_stack_errors_are_typed() {
     let o = Array::zeros(&[2, 3], DType::F32, &other).unwrap();
     assert!(matches!(
         concatenate(&[&a, &o], 0),
-        Err(Error::DeviceMismatch { op: "concatenate" })
+        Err(Error::DeviceMismatch {
+            op: "concatenate",
+            ..
+        })
     ));
 }
 

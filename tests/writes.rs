@@ -535,7 +535,10 @@ fn bad_inputs_are_typed_errors_and_leave_nothing_behind() {
     let far = Array::zeros(&[1, 5], DType::F32, &other).unwrap();
     assert!(matches!(
         x.slice_update(&far, &[0], 0),
-        Err(Error::DeviceMismatch { op: "slice_update" })
+        Err(Error::DeviceMismatch {
+            op: "slice_update",
+            ..
+        })
     ));
     drop((fi, idx, far));
     assert_eq!(d.active_memory(), active, "an error path kept memory");

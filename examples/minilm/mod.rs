@@ -479,6 +479,19 @@ impl MiniLm {
     }
 }
 
+/// The examples' sentences when given none (`examples/embed.rs`,
+/// `examples/embed_mpi.rs`).
+pub const DEMO: &[&str] = &[
+    "A man is eating food.",
+    "A man is eating a piece of bread.",
+    "The girl is carrying a baby.",
+    "A man is riding a horse.",
+    "A woman is playing violin.",
+    "Two men pushed carts through the woods.",
+    "A monkey is playing drums.",
+    "Someone in a gorilla costume is playing a set of drums.",
+];
+
 /// Cosine similarity of two vectors.
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();

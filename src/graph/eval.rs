@@ -82,8 +82,8 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
         return Ok(0);
     };
     let device = first.device().clone();
-    if arrays.iter().any(|a| *a.device() != device) {
-        return Err(Error::DeviceMismatch { op: "eval" });
+    if let Some(other) = arrays.iter().find(|a| *a.device() != device) {
+        return Err(Error::device_mismatch("eval", &device, other.device()));
     }
     let guard = device.inner.pool.lock_queue();
     let order = schedule(arrays);

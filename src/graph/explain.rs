@@ -32,8 +32,12 @@ pub fn explain(arrays: &[&Array]) -> Result<String> {
     let Some(first) = arrays.first() else {
         return Ok("nothing to evaluate\n".into());
     };
-    if arrays.iter().any(|a| a.device() != first.device()) {
-        return Err(Error::DeviceMismatch { op: "explain" });
+    if let Some(other) = arrays.iter().find(|a| a.device() != first.device()) {
+        return Err(Error::device_mismatch(
+            "explain",
+            first.device(),
+            other.device(),
+        ));
     }
     let device = first.device();
     let order = schedule(arrays);
