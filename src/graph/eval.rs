@@ -292,6 +292,7 @@ fn run_group(
                         Primitive::Elementwise(_)
                             | Primitive::Full { .. }
                             | Primitive::Matmul { .. }
+                            | Primitive::QuantizedMatmul { .. }
                             | Primitive::Reduce { .. }
                     )
                 {

@@ -635,7 +635,7 @@ fn reads_product(order: &[Arc<Node>], f: &Facts, mat: &Outs<bool>, i: usize) -> 
         }
         seen.push(j);
         for &(p, k) in f.inputs[j].iter().flatten() {
-            if matches!(order[p].primitive, Primitive::Matmul { .. }) {
+            if order[p].primitive.is_gemm() {
                 return true;
             }
             if matches!(f.kinds[p], Kind::Elementwise | Kind::View | Kind::Const) && !mat[p][k] {
@@ -677,10 +677,7 @@ impl Reach<'_> {
         max_bindings: usize,
     ) -> Option<usize> {
         let f = self.f;
-        if !matches!(order[i].primitive, Primitive::Matmul { .. })
-            || !f.live(i, 0)
-            || f.consumers[i][0].is_empty()
-        {
+        if !order[i].primitive.is_gemm() || !f.live(i, 0) || f.consumers[i][0].is_empty() {
             return None;
         }
         let (mut target, mut product) = (None, None);

@@ -107,6 +107,16 @@ pub(crate) enum QuantMode {
 }
 
 impl Primitive {
+    /// Whether the primitive is a GEMM (matmul and addmm, quantized_matmul):
+    /// one output whose elementwise readers may run as its epilogue
+    /// (`graph::fuse`).
+    pub(crate) fn is_gemm(&self) -> bool {
+        matches!(
+            self,
+            Primitive::Matmul { .. } | Primitive::QuantizedMatmul { .. }
+        )
+    }
+
     /// Whether the primitive takes inputs (or makes outputs) of a block
     /// format (`DType::is_quantized`): views (the ops keep the last axis
     /// whole), the primitives that move whole rows of blocks (split,

@@ -56,6 +56,17 @@ pub(crate) fn format_name(d: DType) -> Option<&'static str> {
     })
 }
 
+/// Byte offsets of a block format's f16 fields in its block (ggml-common.h:
+/// `d`, and `m` or `dmin`), empty for an element dtype.
+pub(crate) fn half_fields(d: DType) -> &'static [usize] {
+    match d {
+        DType::Q4_0 | DType::Q8_0 => &[0],
+        DType::Q4_1 | DType::Q4K => &[0, 2],
+        DType::Q6K => &[208],
+        _ => &[],
+    }
+}
+
 /// Where dequantized elements come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Source {
@@ -72,6 +83,15 @@ pub(crate) enum Source {
 }
 
 impl Source {
+    /// The dtype the GEMM's tuning records kernel choices under for these
+    /// weights: the block format, or `u32` (the packed quants) for affine.
+    pub(crate) fn tuning_dtype(self) -> DType {
+        match self {
+            Source::Blocks(d) => d,
+            Source::Affine { .. } => DType::U32,
+        }
+    }
+
     /// What the kernel is specialised on: affine bits and group sizes are
     /// parameter words, so one pipeline serves them all.
     fn spec_key(self) -> Source {
@@ -121,6 +141,21 @@ fn store4(dtype: DType) -> String {
     }
 }
 
+/// `fn scales_at(i: u32) -> f32` and `fn biases_at(i: u32) -> f32`: element
+/// `i` of the `scales` and `biases` bindings (`array<u32>`) of MLX's affine
+/// quantization, scales of `dtype` (f32, f16 or bf16) decoded to f32.
+pub(crate) fn scale_loads(dtype: DType) -> String {
+    ["scales", "biases"]
+        .map(|name| {
+            let b = element_bits(dtype, name, "i");
+            format!(
+                "fn {name}_at(i: u32) -> f32 {{\n    return {};\n}}\n",
+                decode(dtype, &b)
+            )
+        })
+        .concat()
+}
+
 /// The dequantize kernel for `source` into `out` (f32, f16 or bf16); for
 /// affine weights the bits and group size are parameter words.
 pub(crate) fn dequant_spec(source: Source, out: DType) -> (Spec, &'static Kernel) {
@@ -140,13 +175,6 @@ pub(crate) fn dequant_spec(source: Source, out: DType) -> (Spec, &'static Kernel
             )
         }
         Source::Affine { scales, .. } => {
-            let load = |name: &str| {
-                let b = element_bits(scales, name, "i");
-                format!(
-                    "fn {name}_at(i: u32) -> f32 {{\n    return {};\n}}\n",
-                    decode(scales, &b)
-                )
-            };
             let helpers = format!(
                 "// Value e of the bit stream of `p.sb.w`-bit values whose first word is\n\
                  // `base`.\n\
@@ -155,9 +183,8 @@ pub(crate) fn dequant_spec(source: Source, out: DType) -> (Spec, &'static Kernel
                      let b = e * bits;\n    let i = base + (b >> 5u);\n    let s = b & 31u;\n    \
                      var v = q_word(i) >> s;\n    \
                      if s + bits > 32u {{\n        v = v | (q_word(i + 1u) << (32u - s));\n    }}\n    \
-                     return f32(v & ((1u << bits) - 1u));\n}}\n{}{}",
-                load("scales"),
-                load("biases")
+                     return f32(v & ((1u << bits) - 1u));\n}}\n{}",
+                scale_loads(scales)
             );
             (
                 format!(

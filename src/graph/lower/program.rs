@@ -769,7 +769,7 @@ pub(crate) fn group(
         return Ok(());
     }
     let led = |p: fn(&Primitive) -> bool| members.iter().find(|n| p(&n.primitive));
-    let storages = if let Some(mm) = led(|p| matches!(p, Primitive::Matmul { .. })) {
+    let storages = if let Some(mm) = led(Primitive::is_gemm) {
         super::matmul::with_epilogue(lw, mm, &set, outputs)?
     } else if let Some(red) = led(|p| matches!(p, Primitive::Reduce { .. })) {
         super::reduce::with_prologue(lw, red, &set, outputs)?

@@ -2,17 +2,21 @@
 //! view through which arrays of a block format move whole rows of blocks
 //! (copies, concatenate, take).
 //!
-//! quantized_matmul is, for now, its weights dequantized into a scratch
-//! f32 buffer and the float GEMM (`lower/matmul.rs`) on it: one node, so
-//! that a compiled function never folds the dequantized weights into a
-//! constant of its own; the scratch goes back to the pool as soon as the
-//! node is lowered (a later dispatch of the same pass may reuse it, ordered
-//! after the GEMM that reads it).
+//! quantized_matmul is one GEMM: the quantized family's, which reads the
+//! packed weights as stored (`kernels::gemm::quant`), or for a product it
+//! cannot run (batched weights, block formats along n) the weights
+//! dequantized into a scratch f32 buffer and the float GEMM on them
+//! (see [`gemm_into`]); with a fused elementwise epilogue either way
+//! (`lower/matmul.rs::with_epilogue`).
 
-use super::{Lowering, NodeIo};
+use super::{Lowering, NodeIo, matmul};
 use crate::array::{Array, Storage};
 use crate::graph::Node;
 use crate::graph::primitive::{Primitive, QuantMode};
+use crate::kernels::Operand;
+use crate::kernels::gemm::common::epilogue::Epilogue;
+use crate::kernels::gemm::common::operand::{Gemm, Mode, QuantB};
+use crate::kernels::gemm::plan;
 use crate::kernels::quant::{self as kernel, Rows, Source};
 use crate::shape::{contiguous_strides, numel};
 use crate::{DType, Error, Result};
@@ -249,16 +253,139 @@ pub(super) fn dequantize(
     Ok(vec![Some(out)])
 }
 
-/// `x @ w.T` (`transpose`) or `x @ w` for quantized `w`: the weights
-/// dequantized to f32 in a scratch buffer, then the float GEMM's lowering
-/// on a matmul node made for it (`x` and the scratch as an evaluated
-/// array, seen transposed where `transpose` asks).
+/// `x @ w.T` (`transpose`) or `x @ w` for quantized `w`: one GEMM (see
+/// [`gemm_into`]) into a fresh output.
 pub(super) fn quantized_matmul(
     lw: &mut Lowering<'_>,
     io: &NodeIo<'_>,
     mode: QuantMode,
     transpose: bool,
 ) -> Result<Vec<Option<Storage>>> {
+    let o = io.output()?;
+    let out = lw.alloc(&o.shape, o.dtype)?;
+    gemm_into(lw, io, mode, transpose, out.buffer.buffer(), None)?;
+    Ok(vec![Some(out)])
+}
+
+/// The weights of a quantized_matmul as the quantized GEMM family reads
+/// them (`kernels::gemm::common::operand::QuantB`): the packed rows (in
+/// bytes for block formats, words for affine) and, for affine, the scales'
+/// and biases' rows; each storage a dense copy where its layout was not
+/// rows at one stride.
+struct Weights {
+    source: Source,
+    packed: (Storage, usize, usize),
+    scales: Option<[(Storage, usize, usize); 2]>,
+}
+
+impl Weights {
+    /// The weights of `io` (inputs 1..) when the family can run the
+    /// product: not batched (every leading axis of length 1), and what
+    /// `plan::quant_supported` asks of m, K, n and the buffer. `None` else.
+    fn of(
+        lw: &mut Lowering<'_>,
+        io: &NodeIo<'_>,
+        mode: QuantMode,
+        transpose: bool,
+        mkn: [usize; 3],
+    ) -> Result<Option<Weights>> {
+        let w = io.input(1);
+        let shape = logical_shape(io, 1, mode);
+        let source = match mode {
+            QuantMode::Blocks => Source::Blocks(w.dtype),
+            QuantMode::Affine { group_size, bits } => Source::Affine {
+                bits,
+                group_size,
+                scales: io.input(2).dtype,
+            },
+        };
+        let bytes = io.storages[1].buffer.buffer().size();
+        if numel(&shape[..shape.len() - 2]) != 1
+            || !plan::quant_supported(source, transpose, mkn, bytes)
+        {
+            return Ok(None);
+        }
+        let (ws, off, stride) = rows_of(lw, io, 1)?;
+        let packed = match source {
+            Source::Blocks(d) => {
+                let (b, bytes) = (d.block_size(), d.size_in_bytes());
+                (ws, off / b * bytes, stride / b * bytes)
+            }
+            Source::Affine { .. } => (ws, off, stride),
+        };
+        let scales = match source {
+            Source::Affine { .. } => Some([rows_of(lw, io, 2)?, rows_of(lw, io, 3)?]),
+            Source::Blocks(_) => None,
+        };
+        Ok(Some(Weights {
+            source,
+            packed,
+            scales,
+        }))
+    }
+}
+
+/// The GEMM of the quantized_matmul `io` into `out` (f32, the output's
+/// shape), with a fused `epilogue` if any: the quantized GEMM family where
+/// it can run the product (`kernels::gemm::quant`: the packed weights read
+/// as stored, dequantized in registers); else the weights dequantized to f32
+/// in a scratch buffer and the float GEMM on a matmul node made for it (`x`
+/// and the scratch as an evaluated array, seen transposed where
+/// `transpose` asks). One node either way, so that `compile`'s constant
+/// folding never keeps a dequantized copy of a captured weight; the scratch
+/// goes back to the pool as soon as the node is lowered (a later dispatch
+/// of the same pass may reuse it, ordered after the GEMM that reads it).
+pub(super) fn gemm_into(
+    lw: &mut Lowering<'_>,
+    io: &NodeIo<'_>,
+    mode: QuantMode,
+    transpose: bool,
+    out: &wgpu::Buffer,
+    epilogue: Option<Epilogue<'_>>,
+) -> Result<()> {
+    let o = io.output()?;
+    let nd = o.shape.len();
+    let (m, n) = (o.shape[nd - 2], o.shape[nd - 1]);
+    let k = io.input(0).shape[io.input(0).shape.len() - 1];
+    let batch = &o.shape[..nd - 2];
+    if let Some(w) = Weights::of(lw, io, mode, transpose, [m, k, n])? {
+        let (ws, off, stride) = &w.packed;
+        let mut strides = vec![0isize; 6];
+        strides[if transpose { 5 } else { 4 }] = *stride as isize;
+        let mut g = Gemm {
+            dtype: DType::F32,
+            batch_shape: matmul::batch_shape(batch),
+            m,
+            n,
+            k,
+            a: matmul::batched(io, 0, batch),
+            b: Operand {
+                buffer: ws.buffer.buffer(),
+                dtype: io.input(1).dtype,
+                offset: *off,
+                strides,
+            },
+            bias: None,
+            alpha: 1.0,
+            beta: 0.0,
+            out,
+            epilogue,
+            quant: Some(QuantB {
+                source: w.source,
+                mode: if transpose {
+                    Mode::QuantK
+                } else {
+                    Mode::QuantN
+                },
+                scales: w.scales.as_ref().map(|s| rows_at(&s[0].0, s[0].1, s[0].2)),
+                biases: w.scales.as_ref().map(|s| rows_at(&s[1].0, s[1].1, s[1].2)),
+            }),
+        };
+        let d = plan::gemm(lw.cx(), &mut g)?;
+        drop(g);
+        lw.push(d);
+        return Ok(());
+    }
     let shape = logical_shape(io, 1, mode);
     let scratch = lw.alloc(&shape, DType::F32)?;
     dequantize_into(lw, io, 1, mode, &scratch, DType::F32)?;
@@ -286,5 +413,10 @@ pub(super) fn quantized_matmul(
         storages: vec![io.storages[0].clone(), b],
         outputs: io.outputs,
     };
-    super::matmul::matmul(lw, &mm, 1.0, 0.0)
+    let mut g = matmul::gemm(&mm, o, 1.0, 0.0, out);
+    g.epilogue = epilogue;
+    let d = plan::gemm(lw.cx(), &mut g)?;
+    drop(g);
+    lw.push(d);
+    Ok(())
 }

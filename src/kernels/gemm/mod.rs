@@ -32,6 +32,7 @@ pub(crate) mod common;
 pub(crate) mod coop;
 pub(crate) mod naive;
 pub(crate) mod plan;
+pub(crate) mod quant;
 pub(crate) mod register;
 pub(crate) mod spec;
 pub(crate) mod splitk;

@@ -7,7 +7,6 @@
 use super::common::block::Tile;
 #[cfg(test)]
 use super::common::epilogue;
-#[cfg(test)]
 use super::common::operand::Mode;
 use super::common::prelude::{self, Prelude};
 #[cfg(test)]
@@ -18,9 +17,10 @@ use super::tuning::candidates::{candidates, register_tile};
 use super::tuning::class::ShapeClass;
 use super::tuning::kernel::GemmKernel;
 use super::tuning::variant::GemmVariant;
-use super::{coop, register, splitk, uniform, workgroup};
+use super::{coop, quant, register, splitk, uniform, workgroup};
 use crate::DType;
 use crate::kernels::program::Program;
+use crate::kernels::quant::Source;
 use crate::kernels::{Kernel, Spec};
 
 impl GemmVariant {
@@ -50,6 +50,7 @@ impl GemmVariant {
             scalar_staging,
             looped_stores,
             a_quads,
+            quant: source,
         } = self;
         let prelude = Prelude {
             dtype,
@@ -60,6 +61,12 @@ impl GemmVariant {
             k_tail,
             f16: dtype == DType::F16 || matches!(kernel, GemmKernel::Coop { half: true, .. }),
             epilogue,
+            // An affine B's scales and biases.
+            extra_reads: if matches!(source, Some(Source::Affine { .. })) {
+                2
+            } else {
+                0
+            },
         };
         let family = match kernel {
             GemmKernel::Register { wg_x, wg_y, tm, nv } => register::family(
@@ -100,6 +107,28 @@ impl GemmVariant {
                 );
                 uniform::family(wg_x, nv, windows, a_quads, prelude.out_binding() as u32 + 1)
             }
+            GemmKernel::Quant {
+                wg,
+                tm,
+                nc,
+                g,
+                lanes,
+            } => quant::family(&quant::Spec {
+                source: source.expect("a quantized variant has its format"),
+                mode: b_mode,
+                wg,
+                tm,
+                nc,
+                g,
+                lanes,
+                x: match (a_quads, a_mode) {
+                    (0, Mode::Inner) => quant::XLoad::Inner,
+                    (0, _) => quant::XLoad::Scalar,
+                    (quads, _) => quant::XLoad::Uniform(quads),
+                },
+                epilogue: epilogue.is_some(),
+                window_binding: prelude.windows_binding(),
+            }),
         };
         prelude::spec(&prelude, family)
     }
@@ -109,6 +138,7 @@ impl GemmVariant {
 /// Every specialisation the matmul dispatch functions can ask for.
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = vec![naive::spec()];
+    out.extend(quant_specs());
     // Every dtype, load mode, store mode and bias choice of every family,
     // in each family's tiles (the tuning candidates and the defaults).
     let modes = [Mode::Scalar, Mode::Inner, Mode::Outer];
@@ -237,7 +267,100 @@ fn variant(dtype: DType, kernel: GemmKernel, (a_mode, b_mode): (Mode, Mode)) -> 
         scalar_staging: false,
         looped_stores: false,
         a_quads: 0,
+        quant: None,
     }
+}
+
+/// The quantized family's specialisations: every block format with the
+/// default kernels of both classes on software adapters and GPUs, their
+/// other candidates on Q4_0, x read as scalars and through a uniform
+/// binding, a fused epilogue; affine at every bit width (f16 scales),
+/// every scale dtype, both orientations and group sizes.
+#[cfg(test)]
+fn quant_specs() -> Vec<(Spec, &'static Kernel)> {
+    use crate::kernels::quant::{AFFINE_BITS, FLOATS};
+    let mut out = Vec::new();
+    let mut push = |source: Source, mode: Mode, kernel: GemmKernel, x: (Mode, u32), epi: bool| {
+        let kernel = match kernel {
+            GemmKernel::Quant {
+                wg, tm, g, lanes, ..
+            } if mode == Mode::QuantN => GemmKernel::Quant {
+                wg,
+                tm: tm.min(8),
+                nc: quant::SPAN_COLUMNS,
+                g,
+                lanes,
+            },
+            k => k,
+        };
+        let v = GemmVariant {
+            out_vec: true,
+            a_quads: x.1,
+            quant: Some(source),
+            ..variant(DType::F32, kernel, (x.0, mode))
+        };
+        let sample = epi.then(|| epilogue::sample(DType::F32));
+        out.push(v.spec(32, 0, sample.as_ref()));
+    };
+    let kernels = |dtype: DType, all: bool| {
+        let mut v = Vec::new();
+        for class in [ShapeClass::GemvT, ShapeClass::Medium] {
+            for software in [true, false] {
+                let c = candidates(class, software, dtype, &|_| true);
+                v.extend(if all { c } else { c[..1].to_vec() });
+            }
+        }
+        v
+    };
+    let inner = (Mode::Inner, 0);
+    for d in DType::BLOCK_FORMATS {
+        let source = Source::Blocks(d);
+        for k in kernels(d, d == DType::Q4_0) {
+            push(source, Mode::QuantK, k, inner, false);
+        }
+        let gemv = kernels(d, false)[0];
+        push(source, Mode::QuantK, gemv, (Mode::Scalar, 0), false);
+        push(source, Mode::QuantK, gemv, (Mode::Scalar, 144), false);
+        push(source, Mode::QuantK, gemv, inner, true);
+    }
+    let affine = |bits, group_size, scales| Source::Affine {
+        bits,
+        group_size,
+        scales,
+    };
+    let [gemv, _, tile, _] = kernels(DType::U32, false)[..] else {
+        unreachable!("four defaults")
+    };
+    for bits in AFFINE_BITS {
+        push(
+            affine(bits, 64, DType::F16),
+            Mode::QuantK,
+            gemv,
+            inner,
+            false,
+        );
+    }
+    for scales in FLOATS {
+        push(
+            affine(4, 32, scales),
+            Mode::QuantK,
+            tile,
+            (Mode::Scalar, 0),
+            false,
+        );
+    }
+    for bits in [3, 4, 8] {
+        for k in [gemv, tile] {
+            push(
+                affine(bits, 128, DType::F32),
+                Mode::QuantN,
+                k,
+                (Mode::Scalar, 64),
+                false,
+            );
+        }
+    }
+    out
 }
 
 /// The specialisations that need more than WebGPU's capabilities, with the

@@ -26,7 +26,7 @@
 //! ([`dispatches`]) from the pipeline the planner gives it.
 
 use super::common::indent;
-use super::common::operand::{Gemm, col_stride, row_stride};
+use super::common::operand::{Gemm, col_stride, row_stride, uniform_rows};
 use super::common::params::gemm_params;
 use super::common::prelude::{Family, PRELUDE, family_kernel};
 use crate::Result;
@@ -105,6 +105,7 @@ pub(crate) fn family(wg_x: u32, nv: u32, windows: u32, a_quads: u32, first_bindi
             subs: row_subs(b_windows, a_quads, first_binding),
             params: Some((params_field(b_windows), extra_words(b_windows))),
             windows: bound,
+            reads: Vec::new(),
         }
     } else {
         Family {
@@ -112,6 +113,7 @@ pub(crate) fn family(wg_x: u32, nv: u32, windows: u32, a_quads: u32, first_bindi
             subs: subs(wg_x, nv, windows, first_binding),
             params: Some((params_field(windows), extra_words(windows))),
             windows: vec![WINDOW_BYTES; windows as usize],
+            reads: Vec::new(),
         }
     }
 }
@@ -267,22 +269,11 @@ pub(crate) fn plan(
 }
 
 /// The row kernel's binding of A's row on `cx`'s device: the byte offset
-/// of its `4 k` bytes in A's buffer, or `None` when A's buffer lacks
-/// `UNIFORM` usage, A is not unit-stride along K, or its first element's
-/// byte offset is not a multiple of the device's uniform offset alignment
-/// (then the register tile runs the product). `k` is a multiple of four
-/// that [`plan`] accepted, so `4 k` bytes fit in one window.
+/// of its `4 k` bytes in A's buffer (`common::operand::uniform_rows`), or
+/// `None` (then the register tile runs the product). `k` is a multiple of
+/// four that [`plan`] accepted, so `4 k` bytes fit in one window.
 pub(crate) fn a_window(cx: &Context, a: &Operand<'_>, k: usize) -> Option<u64> {
-    // As `plan`'s: at least the 16 bytes of a quad.
-    let align = (cx.limits.min_uniform_buffer_offset_alignment as u64).max(16);
-    let offset = 4 * a.offset as u64;
-    let bytes = 4 * k as u64;
-    (a.buffer.usage().contains(wgpu::BufferUsages::UNIFORM)
-        && (k == 1 || a.strides[5] == 1)
-        && offset.is_multiple_of(align)
-        && offset + bytes <= a.buffer.size()
-        && bytes <= cx.limits.max_uniform_buffer_binding_size)
-        .then_some(offset)
+    uniform_rows(cx, a, 1, k)
 }
 
 /// The row kernel's substitutions for `windows` windows of B and A's row of

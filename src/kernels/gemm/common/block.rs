@@ -149,12 +149,15 @@ pub(crate) fn gemm_body(tile: Tile, a_mode: Mode, b_mode: Mode, looped: bool) ->
             Mode::Inner => c.push(format!(
                 "let x{r} = kmasked(a4(arow_{r} + k0), tail, kmask);"
             )),
-            // (Pair is a mode of B only; PairK has its own chunk.)
-            Mode::Scalar | Mode::Pair | Mode::PairK => c.push(format!(
-                "let x{r} = kmasked(vec4<f32>(a1(arow_{r} + kc.x * p.a_cs), \
+            // (Pair and the quantized modes are B's only; PairK has its
+            // own chunk.)
+            Mode::Scalar | Mode::Pair | Mode::PairK | Mode::QuantK | Mode::QuantN => {
+                c.push(format!(
+                    "let x{r} = kmasked(vec4<f32>(a1(arow_{r} + kc.x * p.a_cs), \
                  a1(arow_{r} + kc.y * p.a_cs), a1(arow_{r} + kc.z * p.a_cs), \
                  a1(arow_{r} + kc.w * p.a_cs)), tail, kmask);"
-            )),
+                ))
+            }
             Mode::Outer => {
                 // `tm` is a multiple of four in this mode: s{kk}_{g} holds
                 // rows g .. g + 4 at k0 + kk.

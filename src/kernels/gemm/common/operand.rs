@@ -7,6 +7,7 @@
 use super::epilogue::Epilogue;
 use crate::DType;
 use crate::kernels::Operand;
+use crate::kernels::quant::{Rows, Source};
 
 /// Everything the GEMM needs besides the device.
 pub(crate) struct Gemm<'a> {
@@ -30,6 +31,28 @@ pub(crate) struct Gemm<'a> {
     /// A fused elementwise epilogue over the `[batch.., m, n]` results
     /// (see `common::epilogue`).
     pub epilogue: Option<Epilogue<'a>>,
+    /// B quantized (`quantized_matmul`; the quantized family, `gemm/quant.rs`):
+    /// its format and, for MLX's affine mode, its scales and biases. B's
+    /// operand is then the packed weights (see [`QuantB`]).
+    pub quant: Option<QuantB<'a>>,
+}
+
+/// A quantized B: `W` in one of ggml's block formats or MLX's affine
+/// quantization, packed as stored. `Gemm::b` is its packed buffer, with
+/// `offset` the first row of `W` (bytes for block formats, u32 words for
+/// affine) and the stride between `W`'s rows (same unit) at `strides[5]`
+/// ([`Mode::QuantK`]: `x @ W^T`, a row of `W` per output column, the
+/// quantization along K) or `strides[4]` ([`Mode::QuantN`]: `x @ W`, a
+/// row of `W` per k, affine only); `W` has no batch dimensions (its batch
+/// strides are 0).
+pub(crate) struct QuantB<'a> {
+    pub source: Source,
+    /// The orientation: [`Mode::QuantK`] or [`Mode::QuantN`].
+    pub mode: Mode,
+    /// Affine only: the scales and biases, a row of each per row of `W`
+    /// (elements).
+    pub scales: Option<Rows<'a>>,
+    pub biases: Option<Rows<'a>>,
 }
 
 /// The strides of a matmul [`Operand`]: six, over `[batch0..batch3, rows,
@@ -72,15 +95,24 @@ pub(crate) enum Mode {
     /// [`Mode::Pair`] for why loads are what counts). Offsets and the
     /// strides other than k's are multiples of eight elements.
     PairK,
+    /// B only, quantized along K (`x @ W^T`, W `[n, k]` in a block format
+    /// or affine; see [`QuantB`]): read by the quantized family as
+    /// `vec4<u32>` chunks of `W`'s rows, dequantized in registers.
+    QuantK,
+    /// B only, affine-quantized along n (`x @ W`, W `[k, n]`; see
+    /// [`QuantB`]).
+    QuantN,
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 5] = [
+    pub(crate) const ALL: [Mode; 7] = [
         Mode::Scalar,
         Mode::Inner,
         Mode::Outer,
         Mode::Pair,
         Mode::PairK,
+        Mode::QuantK,
+        Mode::QuantN,
     ];
 
     pub(crate) fn vec(self) -> bool {
@@ -95,6 +127,8 @@ impl Mode {
             Mode::Outer => "outer",
             Mode::Pair => "pair",
             Mode::PairK => "pairk",
+            Mode::QuantK => "quantk",
+            Mode::QuantN => "quantn",
         }
     }
 }
@@ -171,6 +205,32 @@ pub(crate) fn pair_k_layout_ok(g: &Gemm<'_>) -> bool {
         && eights(&g.b, col_stride(&g.b), g.n)
 }
 
+/// The byte offset at which `rows` rows of `k` f32 of the matmul operand
+/// `a` (rows, then k; batch 1) lie densely in its buffer, bindable there as
+/// one uniform buffer on `cx`'s device (the uniform-window family's A row,
+/// the quantized family's x): or `None` when the buffer lacks `UNIFORM`
+/// usage, the rows are not unit-stride along k or not `k` apart, the first
+/// element's byte offset is not a multiple of the device's uniform offset
+/// alignment (and of 16), or the bytes pass the buffer's end or the
+/// device's largest uniform binding.
+pub(crate) fn uniform_rows(
+    cx: &crate::kernels::Context,
+    a: &Operand<'_>,
+    rows: usize,
+    k: usize,
+) -> Option<u64> {
+    let align = (cx.limits.min_uniform_buffer_offset_alignment as u64).max(16);
+    let offset = 4 * a.offset as u64;
+    let bytes = 4 * (rows * k) as u64;
+    (a.buffer.usage().contains(wgpu::BufferUsages::UNIFORM)
+        && (k == 1 || col_stride(a) == 1)
+        && (rows == 1 || row_stride(a) == k as isize)
+        && offset.is_multiple_of(align)
+        && offset + bytes <= a.buffer.size()
+        && bytes <= cx.limits.max_uniform_buffer_binding_size)
+        .then_some(offset)
+}
+
 /// The WGSL for one operand: its binding's element type, and expressions
 /// for one element and for four consecutive ones (index `e`, a multiple of
 /// four for the latter) as f32.
@@ -178,6 +238,17 @@ pub(crate) struct Access {
     pub arr: &'static str,
     pub one: String,
     pub four: String,
+}
+
+/// The binding of a quantized B ([`Mode::QuantK`], [`Mode::QuantN`]):
+/// `vec4<u32>` chunks of packed bytes, which the quantized family reads
+/// itself (its element loads are never called).
+pub(crate) fn quant_access() -> Access {
+    Access {
+        arr: "vec4<u32>",
+        one: "0.0".into(),
+        four: "vec4<f32>(0.0)".into(),
+    }
 }
 
 /// The loads of binding `name` holding `dtype`, as vec4s (`vec`) or

@@ -7,7 +7,7 @@
 //! after the elementwise helpers.
 
 use super::epilogue;
-use super::operand::{Mode, PAIR_HELPERS, access, pair_loads};
+use super::operand::{Mode, PAIR_HELPERS, access, pair_loads, quant_access};
 use super::params::GEMM_WORDS;
 use super::store::store;
 use crate::DType;
@@ -72,13 +72,25 @@ pub(crate) struct Prelude<'a> {
     /// then has no `out` binding; the epilogue's inputs and outputs follow
     /// A, B and the bias.
     pub epilogue: Option<&'a Program>,
+    /// Read-only storage bindings of the family's own after A, B and the
+    /// bias (`Family::reads`: a quantized B's scales and biases).
+    pub extra_reads: usize,
 }
 
 impl Prelude<'_> {
-    /// The binding after A, B and the bias: the output's, or the fused
-    /// epilogue's first.
+    /// The binding after A, B, the bias and the family's own reads: the
+    /// output's, or the fused epilogue's first.
     pub(crate) fn out_binding(&self) -> usize {
-        if self.has_bias { 4 } else { 3 }
+        3 + self.has_bias as usize + self.extra_reads
+    }
+
+    /// The first binding after every storage binding (the output's or
+    /// the epilogue's): where uniform windows go.
+    pub(crate) fn windows_binding(&self) -> usize {
+        self.out_binding()
+            + self
+                .epilogue
+                .map_or(1, |e| e.inputs as usize + e.outputs.len())
     }
 }
 
@@ -95,6 +107,9 @@ pub(crate) struct Family {
     /// Uniform-buffer windows the family binds after the storage bindings
     /// (`Spec::windows`).
     pub windows: Vec<u64>,
+    /// Read-only storage bindings of its own after A, B and the bias: name
+    /// and element type (`Prelude::extra_reads` of them).
+    pub reads: Vec<(&'static str, &'static str)>,
 }
 
 /// Substitutions of numbers (tile sizes, counts), as WGSL reads them.
@@ -113,6 +128,7 @@ impl Family {
             subs,
             params: None,
             windows: Vec::new(),
+            reads: Vec::new(),
         }
     }
 }
@@ -136,6 +152,8 @@ pub(crate) fn spec(prelude: &Prelude<'_>, family: Family) -> (Spec, &'static Ker
     };
     let ba = if matches!(prelude.b_mode, Mode::Pair | Mode::PairK) {
         pairs("b")
+    } else if matches!(prelude.b_mode, Mode::QuantK | Mode::QuantN) {
+        quant_access()
     } else {
         access(dtype, prelude.b_mode.vec(), "b")
     };
@@ -152,6 +170,13 @@ pub(crate) fn spec(prelude: &Prelude<'_>, family: Family) -> (Spec, &'static Ker
         bindings.push_str(&format!(
             "@group(0) @binding(3) var<storage, read> bias: array<{}>;\n",
             ca.arr
+        ));
+    }
+    debug_assert_eq!(family.reads.len(), prelude.extra_reads);
+    for (i, (name, arr)) in family.reads.iter().enumerate() {
+        bindings.push_str(&format!(
+            "@group(0) @binding({}) var<storage, read> {name}: array<{arr}>;\n",
+            3 + has_bias as usize + i
         ));
     }
     let (out_one, out_four, epilogue_fn, epilogue_params) = match epilogue {
@@ -204,7 +229,7 @@ pub(crate) fn spec(prelude: &Prelude<'_>, family: Family) -> (Spec, &'static Ker
         ("OUT_FOUR", out_four),
     ]);
     let subs: Vec<(&'static str, &str)> = subs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let reads = 2 + has_bias as u32;
+    let reads = 2 + has_bias as u32 + prelude.extra_reads as u32;
     let kernel = family.kernel;
     let Some(e) = epilogue else {
         let (mut spec, kernel) = kernel.spec_with_bindings(&subs, reads, 1);

@@ -120,15 +120,68 @@ pub(crate) fn shared_tile(class: ShapeClass) -> GemmKernel {
     }
 }
 
+/// K steps of the quantized family's default kernels for weights of
+/// `dtype` (a block format, or `u32` for affine): whole blocks of about 100
+/// to 150 bytes per row of W (the planner narrows a step to divide a row).
+/// On lavapipe (2026-12-03, raw probes of the kernel's loads at 1 x 576 x
+/// 49152, CPU time, docs/PERFORMANCE.md) steps of 54 to 108 bytes ran
+/// within 5% of each other and 144 bytes 30% slower (the realigned words
+/// no longer fit in registers).
+fn quant_step(dtype: DType) -> u32 {
+    match dtype {
+        DType::Q4_0 | DType::Q4_1 => 6,
+        DType::Q8_0 => 3,
+        DType::Q4K | DType::Q6K => 1,
+        // Affine: spans of 32 quants, 4 words at 4 bits.
+        _ => 6,
+    }
+}
+
+/// The quantized family's candidates (`GemmKernel::Quant`) for a class of
+/// quantized products (`ShapeClass::of_quantized`), default first.
+///
+/// Software adapters: one SIMD group of 8 threads per workgroup, each
+/// thread a run of rows of W (its loads are per lane there: more rows per
+/// thread share each load of x; on lavapipe 8 rows ran 1.3x 4 and 1.5x one
+/// in the probes above); prefill 16 rows of x by 16 columns, as the
+/// register family's medium tile. GPUs: 32 lanes splitting K for each 4
+/// columns (coalesced reads of a row of W), or a thread per 4 columns.
+fn quant_candidates(class: ShapeClass, software: bool, dtype: DType) -> Vec<GemmKernel> {
+    let g = quant_step(dtype);
+    let q = |wg, tm, nc, g, lanes| GemmKernel::Quant {
+        wg,
+        tm,
+        nc,
+        g,
+        lanes,
+    };
+    match (class.is_gemv(), software) {
+        (true, true) => vec![q(8, 1, 8, g, 1), q(8, 1, 4, g, 1), q(8, 1, 16, g, 1)],
+        (false, true) => vec![q(8, 16, 16, 1, 1), q(8, 8, 16, 1, 1), q(8, 16, 8, 2, 1)],
+        (true, false) => vec![q(2, 1, 4, g, 32), q(64, 1, 4, g, 1), q(8, 1, 4, g, 8)],
+        (false, false) => vec![q(64, 4, 4, 1, 1), q(32, 8, 8, 1, 1), q(16, 8, 8, 1, 4)],
+    }
+}
+
 /// The kernels worth timing for `class` and `dtype` on a software adapter
 /// or a GPU, those `usable` by the device, first the default (the choice
-/// when timing is off). Never empty: the register family runs everywhere.
+/// when timing is off). Never empty: the register family runs everywhere,
+/// and for quantized weights (`kernel::quantized`) the quantized family.
 pub(crate) fn candidates(
     class: ShapeClass,
     software: bool,
     dtype: DType,
     usable: &dyn Fn(&GemmKernel) -> bool,
 ) -> Vec<GemmKernel> {
+    if super::kernel::quantized(dtype) {
+        let all = quant_candidates(class, software, dtype);
+        let first = all[0];
+        let mut v: Vec<GemmKernel> = all.into_iter().filter(|k| usable(k)).collect();
+        if v.is_empty() {
+            v.push(first);
+        }
+        return v;
+    }
     let register = register_tile(class, software);
     let shared = shared_tile(class);
     let splitk = |ks, cq, subgroups| GemmKernel::SplitK { ks, cq, subgroups };

@@ -11,6 +11,7 @@
 
 use half::{bf16, f16};
 
+use crate::kernels::quant::{Source, half_fields};
 use crate::{DType, Result};
 
 /// Output positions compared, at most.
@@ -63,12 +64,69 @@ fn operand(n: usize, seed: u64, dtype: DType) -> (Vec<f64>, Vec<u8>) {
     (vals, bytes)
 }
 
+/// Packed weights of `rows` rows of `cols` elements in `source` for a
+/// quantized proxy, as uploaded: random quants, scales that keep products
+/// small and finite (a block format's f16 fields are set, the rest of its
+/// bytes random); for affine also the scales' and biases' bytes (a row of
+/// `cols / group_size` each).
+pub(crate) fn quant_operand(
+    source: Source,
+    rows: usize,
+    cols: usize,
+) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let word = |i: usize| {
+        (value(0xB10C + i as u64).to_bits() ^ (i as u32).wrapping_mul(2654435761)).to_le_bytes()
+    };
+    match source {
+        Source::Blocks(d) => {
+            let blocks = rows * cols / d.block_size();
+            let mut bytes: Vec<u8> = (0..(blocks * d.size_in_bytes()).div_ceil(4))
+                .flat_map(word)
+                .collect();
+            bytes.truncate(blocks * d.size_in_bytes());
+            for b in 0..blocks {
+                for (f, &at) in half_fields(d).iter().enumerate() {
+                    let x = f16::from_f32(value(7 * b as u64 + f as u64) / 64.0).to_bits();
+                    let o = b * d.size_in_bytes() + at;
+                    bytes[o..o + 2].copy_from_slice(&x.to_le_bytes());
+                }
+            }
+            (bytes, Vec::new(), Vec::new())
+        }
+        Source::Affine {
+            bits,
+            group_size,
+            scales,
+        } => {
+            let words = rows * cols * bits as usize / 32;
+            let quants = (0..words).flat_map(word).collect();
+            let groups = rows * cols / group_size as usize;
+            let (_, s) = operand(groups, 3, scales);
+            let (_, b) = operand(groups, 4, scales);
+            (quants, s, b)
+        }
+    }
+}
+
 impl Probe {
     /// Operands of `a_elems` and `b_elems` elements (the whole proxy,
     /// batches included) and positions of an `m x n` output.
     pub(crate) fn new(dtype: DType, a_elems: usize, b_elems: usize, m: usize, n: usize) -> Probe {
-        let (a, a_bytes) = operand(a_elems, 1, dtype);
         let (b, b_bytes) = operand(b_elems, 2, dtype);
+        Probe::with_b(dtype, a_elems, b, b_bytes, m, n)
+    }
+
+    /// A probe whose B is given: its values (as the kernels read them:
+    /// dequantized weights) and bytes.
+    pub(crate) fn with_b(
+        dtype: DType,
+        a_elems: usize,
+        b: Vec<f64>,
+        b_bytes: Vec<u8>,
+        m: usize,
+        n: usize,
+    ) -> Probe {
+        let (a, a_bytes) = operand(a_elems, 1, dtype);
         let mut at = vec![(0, 0), (m - 1, n - 1), (0, n - 1), (m - 1, 0)];
         let mut i = 0u64;
         while at.len() < POSITIONS.min(m * n) {

@@ -8,6 +8,11 @@
 /// on (enough workgroups for every core), 16 below.
 pub const GEMV_WIDE_N: usize = 2048;
 
+/// Quantized products of at most this many rows of x are the
+/// matrix-vector classes ([`ShapeClass::of_quantized`]): a decode step's
+/// batch, one kernel reading each row of W once for all of them.
+pub const QUANT_GEMV_ROWS: usize = 8;
+
 /// The shape classes the GEMM picks a kernel for (and tunes, once per
 /// adapter and dtype): by the output's rows `m` and columns `n` (and, for
 /// `m == 1`, B's layout).
@@ -77,6 +82,21 @@ impl ShapeClass {
             ShapeClass::Gemv if n > 1 && b_k == 1 && b_n != 1 => ShapeClass::GemvT,
             ShapeClass::GemvWide if b_k == 1 && b_n != 1 => ShapeClass::GemvTWide,
             class => class,
+        }
+    }
+
+    /// The class of a quantized product (`quantized_matmul`) of `m` rows
+    /// of x: up to [`QUANT_GEMV_ROWS`] rows (decode) [`ShapeClass::GemvT`]
+    /// for weights quantized along K (`x @ W^T`) or [`ShapeClass::Gemv`]
+    /// along n (`x @ W`), whatever n (the quantized family's matrix-vector
+    /// kernel reads each row of W once for all of x's rows); more rows
+    /// (prefill) [`ShapeClass::Medium`], one class for every size, since
+    /// the family has one tile form for them.
+    pub fn of_quantized(m: usize, along_k: bool) -> ShapeClass {
+        match (m <= QUANT_GEMV_ROWS, along_k) {
+            (true, true) => ShapeClass::GemvT,
+            (true, false) => ShapeClass::Gemv,
+            (false, _) => ShapeClass::Medium,
         }
     }
 

@@ -84,6 +84,32 @@ pub enum GemmKernel {
     /// unaligned offset) fall back to the register family's tile for their
     /// shape class. Limits: `wg_x` from 1 to 256, `nv` from 1 to 16.
     Uniform { wg_x: u32, nv: u32 },
+    /// Quantized weights (`quantized_matmul`, `wgsl/gemm_quant.wgsl`):
+    /// `x @ W^T` with `W` in one of ggml's block formats or MLX's affine
+    /// quantization, or `x @ W` with `W` affine-quantized along its
+    /// columns, reading `W`'s packed bytes and dequantizing them in
+    /// registers (the decode functions of `wgsl/quant_blocks.wgsl`, as
+    /// llama.cpp's Vulkan backend keeps them in `dequant_funcs.comp`). A
+    /// workgroup of `wg` x `lanes` threads computes `tm` rows of x by
+    /// `wg * nc` output columns; each thread owns `nc` columns (rows of
+    /// `W`) and walks K in steps of `g` blocks (affine: spans of 32
+    /// elements), which it loads as aligned `vec4<u32>` chunks and
+    /// realigns in registers; its `lanes` lanes split K and add their sums
+    /// in workgroup memory. `tm` is the product's own rows up to 8 for the
+    /// matrix-vector classes (decode), and `g` is narrowed to divide the
+    /// blocks of a row; `x @ W` takes 32 columns per thread and `g` rows
+    /// of `W` per step. Runs only quantized products (the tuning's dtype
+    /// is the block format, or `u32` for affine). Limits: `wg * lanes`
+    /// from 1 to 256, `lanes` a power of two up to 64, `tm` from 1 to 32,
+    /// `nc` a multiple of 4 up to 32, `tm * nc` at most 256, `g` from 1 to
+    /// 16.
+    Quant {
+        wg: u32,
+        tm: u32,
+        nc: u32,
+        g: u32,
+        lanes: u32,
+    },
 }
 
 impl GemmKernel {
@@ -95,6 +121,7 @@ impl GemmKernel {
             GemmKernel::SplitK { .. } => "splitk",
             GemmKernel::Coop { .. } => "coop",
             GemmKernel::Uniform { .. } => "uniform",
+            GemmKernel::Quant { .. } => "quant",
         }
     }
 
@@ -137,6 +164,22 @@ impl GemmKernel {
                     && self.workgroup_bytes() <= MAX_WORKGROUP_BYTES
             }
             GemmKernel::Uniform { wg_x, nv } => (1..=256).contains(&wg_x) && (1..=16).contains(&nv),
+            GemmKernel::Quant {
+                wg,
+                tm,
+                nc,
+                g,
+                lanes,
+            } => {
+                (1..=256).contains(&(wg as u64 * lanes as u64))
+                    && lanes.is_power_of_two()
+                    && lanes <= 64
+                    && (1..=32).contains(&tm)
+                    && nc.is_multiple_of(4)
+                    && (4..=32).contains(&nc)
+                    && tm * nc <= 256
+                    && (1..=16).contains(&g)
+            }
         }
     }
 
@@ -147,6 +190,9 @@ impl GemmKernel {
     pub fn workgroup_bytes(&self) -> u64 {
         match *self {
             GemmKernel::Register { .. } | GemmKernel::Uniform { .. } => 0,
+            // The lanes' reduction: a vec4 per thread.
+            GemmKernel::Quant { wg, lanes, .. } if lanes > 1 => wg as u64 * lanes as u64 * 16,
+            GemmKernel::Quant { .. } => 0,
             GemmKernel::Shared {
                 wg_x,
                 wg_y,
@@ -179,6 +225,7 @@ impl GemmKernel {
             GemmKernel::SplitK { cq, .. } => (1, 4 * cq),
             GemmKernel::Coop { size, frags, .. } => (2 * frags * size, 2 * frags * size),
             GemmKernel::Uniform { wg_x, nv } => (1, 4 * wg_x * nv),
+            GemmKernel::Quant { wg, tm, nc, .. } => (tm, wg * nc),
         };
         (r as usize, c as usize)
     }
@@ -189,8 +236,9 @@ impl GemmKernel {
             GemmKernel::Register { .. } | GemmKernel::SplitK { .. } => 4,
             GemmKernel::Shared { bk, .. } => bk as usize,
             GemmKernel::Coop { .. } => COOP_BK as usize,
-            // One k per step: no masked tail.
-            GemmKernel::Uniform { .. } => 1,
+            // One k per step: no masked tail. The quantized family's K is
+            // a whole number of its steps (the planner narrows `g`).
+            GemmKernel::Uniform { .. } | GemmKernel::Quant { .. } => 1,
         }
     }
 
@@ -200,7 +248,9 @@ impl GemmKernel {
         match *self {
             GemmKernel::Register { tm, .. } => tm.is_multiple_of(4),
             GemmKernel::Shared { .. } | GemmKernel::Coop { .. } => true,
-            GemmKernel::SplitK { .. } | GemmKernel::Uniform { .. } => false,
+            GemmKernel::SplitK { .. } | GemmKernel::Uniform { .. } | GemmKernel::Quant { .. } => {
+                false
+            }
         }
     }
 }
@@ -227,6 +277,13 @@ impl std::fmt::Display for GemmKernel {
                 write!(f, "coop {size} {} {frags}", half as u32)
             }
             GemmKernel::Uniform { wg_x, nv } => write!(f, "uniform {wg_x} {nv}"),
+            GemmKernel::Quant {
+                wg,
+                tm,
+                nc,
+                g,
+                lanes,
+            } => write!(f, "quant {wg} {tm} {nc} {g} {lanes}"),
         }
     }
 }
@@ -267,6 +324,13 @@ impl std::str::FromStr for GemmKernel {
                 frags,
             },
             ("uniform", &[wg_x, nv]) => GemmKernel::Uniform { wg_x, nv },
+            ("quant", &[wg, tm, nc, g, lanes]) => GemmKernel::Quant {
+                wg,
+                tm,
+                nc,
+                g,
+                lanes,
+            },
             _ => return Err(bad()),
         };
         if k.is_valid() { Ok(k) } else { Err(bad()) }
@@ -287,12 +351,21 @@ fn shared_block(wg_x: u32, wg_y: u32, tm: u32, nv: u32) -> (u64, u64) {
 /// bounds it by its `max_compute_workgroup_storage_size`.
 pub(crate) const MAX_WORKGROUP_BYTES: u64 = 65536;
 
-/// Whether `kernel` can run `dtype` on this device.
+/// Whether `dtype` names quantized weights in the tuning (a block format,
+/// or `u32` for MLX's affine quants): the products the quantized family
+/// runs, and only it.
+pub(crate) fn quantized(dtype: DType) -> bool {
+    dtype.is_quantized() || dtype == DType::U32
+}
+
+/// Whether `kernel` can run `dtype` on this device (for quantized products
+/// `dtype` is the weights', see [`quantized`]).
 pub(crate) fn usable(cx: &Context, kernel: GemmKernel, dtype: DType) -> bool {
     let threads = |n: u32| n <= cx.limits.max_compute_invocations_per_workgroup;
     let memory =
         |k: GemmKernel| k.workgroup_bytes() <= cx.limits.max_compute_workgroup_storage_size as u64;
     kernel.is_valid()
+        && quantized(dtype) == matches!(kernel, GemmKernel::Quant { .. })
         && match kernel {
             GemmKernel::Register { wg_x, wg_y, .. } => threads(wg_x * wg_y),
             GemmKernel::Shared { wg_x, wg_y, .. } => threads(wg_x * wg_y) && memory(kernel),
@@ -313,5 +386,6 @@ pub(crate) fn usable(cx: &Context, kernel: GemmKernel, dtype: DType) -> bool {
             GemmKernel::Uniform { wg_x, .. } => {
                 cx.software && dtype == DType::F32 && threads(wg_x) && uniform::windows(cx) > 0
             }
+            GemmKernel::Quant { wg, lanes, .. } => threads(wg * lanes) && memory(kernel),
         }
 }

@@ -37,11 +37,12 @@ pub(crate) mod kernel;
 pub(crate) mod variant;
 
 use self::candidates::{candidates, fit_gemv_columns};
-use self::check::{Probe, read};
+use self::check::{Probe, quant_operand, read};
 use self::class::{GEMV_WIDE_N, ShapeClass};
 use self::kernel::{GemmKernel, usable};
 use self::variant::GemmVariant;
-use crate::kernels::gemm::common::operand::Gemm;
+use crate::kernels::gemm::common::operand::{Gemm, Mode, QuantB};
+use crate::kernels::quant::{Rows, Source, dequantize};
 use crate::kernels::{Context, Dispatch, Operand, disk};
 
 /// How the planner builds the dispatches of one kernel for a product
@@ -108,7 +109,19 @@ const FORMAT: &str = "wgarray-gemm-tuning";
 /// Version 2: each choice records the candidates it was chosen among.
 const VERSION: u64 = 2;
 
-const DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+/// The dtypes choices are recorded under: the float GEMM's, the block
+/// formats and `u32` (MLX's affine quants) for the quantized family.
+const DTYPES: [DType; 9] = [
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q8_0,
+    DType::Q4K,
+    DType::Q6K,
+    DType::U32,
+];
 
 /// One class's choice and the candidates it was chosen among.
 #[derive(Clone, Debug, PartialEq)]
@@ -295,15 +308,10 @@ impl Tuning {
     /// # Errors
     /// What a timing run returns: [`Error::DeviceLost`], [`Error::Timeout`],
     /// [`Error::TooLarge`].
-    pub(crate) fn kernel(
-        &self,
-        cx: &Context,
-        dtype: DType,
-        class: ShapeClass,
-        dims: [usize; 4],
-        b_transposed: bool,
-        build: Build,
-    ) -> Result<GemmKernel> {
+    pub(crate) fn kernel(&self, cx: &Context, want: Wanted, build: Build) -> Result<GemmKernel> {
+        let Wanted {
+            dtype, class, dims, ..
+        } = want;
         if let Some(k) = *lock(&self.forced)
             && usable(cx, k, dtype)
         {
@@ -325,17 +333,7 @@ impl Tuning {
         let cands = candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype));
         let timed = self.timing && cands.len() > 1;
         let chosen = if timed {
-            self.tune(
-                cx,
-                Wanted {
-                    dtype,
-                    class,
-                    dims,
-                    b_transposed,
-                },
-                &cands,
-                build,
-            )?
+            self.tune(cx, want, &cands, build)?
         } else {
             cands[0]
         };
@@ -370,6 +368,7 @@ impl Tuning {
             class,
             dims,
             b_transposed,
+            quant,
         } = want;
         // Timings taken beside a warm-up's compiles would be the CPU's.
         cx.cache.wait_warm_up();
@@ -381,51 +380,92 @@ impl Tuning {
             BUDGET_GPU
         };
         let [batch, m, n, k] = proxy(class, dims, cx.software);
+        // A quantized proxy's K is whole blocks.
+        let k = quant.map_or(k, |(source, _)| k.next_multiple_of(block_of(source)));
         // Buffers as the pool makes them (on software adapters B must be
         // bindable as uniform windows, `GemmKernel::Uniform`).
         let storage = BufferKind::Storage.usage(cx.software);
-        let buffer = |elems: usize| {
-            let bytes = (elems * dtype.size_in_bytes()).next_multiple_of(256) as u64;
+        let buffer = |bytes: usize| {
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("wgarray gemm tuning"),
-                size: bytes,
+                size: bytes.next_multiple_of(256).max(256) as u64,
                 usage: storage,
                 mapped_at_creation: false,
             })
         };
-        let (a, b, out) = (
-            buffer(batch * m * k),
-            buffer(batch * k * n),
-            buffer(batch * m * n),
-        );
-        // Known operands: each candidate's product is checked before it
-        // may be chosen (`check.rs`).
-        let probe = Probe::new(dtype, batch * m * k, batch * k * n, m, n);
-        // Writes are whole 4-byte words (an odd count of f16 or bf16
-        // elements is not): zero-padded, within the buffers' rounding.
-        for (buffer, bytes) in [(&a, &probe.a_bytes), (&b, &probe.b_bytes)] {
-            let mut padded = bytes.clone();
+        let write = |buffer: &wgpu::Buffer, bytes: &[u8]| {
+            // Writes are whole 4-byte words (an odd count of f16 or bf16
+            // elements is not): zero-padded, within the buffers' rounding.
+            let mut padded = bytes.to_vec();
             padded.resize(bytes.len().next_multiple_of(4), 0);
             self.queue.write_buffer(buffer, 0, &padded);
-        }
+        };
+        // The floats of A, B (or the quantized weights, their scales and
+        // biases) and the output.
+        let x_dtype = if quant.is_some() { DType::F32 } else { dtype };
+        let size = x_dtype.size_in_bytes();
+        let (a, out) = (buffer(batch * m * k * size), buffer(batch * m * n * size));
+        // Known operands: each candidate's product is checked before it
+        // may be chosen (`check.rs`); quantized weights are dequantized on
+        // the device for it, by the dequantize kernel.
+        let (probe, b, scales, biases) = match quant {
+            None => {
+                let probe = Probe::new(dtype, batch * m * k, batch * k * n, m, n);
+                let b = buffer(probe.b_bytes.len());
+                write(&b, &probe.b_bytes);
+                (probe, b, buffer(0), buffer(0))
+            }
+            Some((source, mode)) => {
+                let (rows, cols) = if mode == Mode::QuantK { (n, k) } else { (k, n) };
+                let (w, s, bi) = quant_operand(source, rows, cols);
+                let (b, scales, biases) = (buffer(w.len()), buffer(s.len()), buffer(bi.len()));
+                for (buffer, bytes) in [(&b, &w), (&scales, &s), (&biases, &bi)] {
+                    write(buffer, bytes);
+                }
+                let values = self.dequantized(cx, source, [&b, &scales, &biases], rows, cols)?;
+                let probe = Probe::with_b(x_dtype, batch * m * k, values, w, m, n);
+                (probe, b, scales, biases)
+            }
+        };
+        write(&a, &probe.a_bytes);
         let dense = |buffer, rows: usize, cols: usize| Operand {
             buffer,
-            dtype,
+            dtype: x_dtype,
             offset: 0,
             strides: vec![0, 0, 0, (rows * cols) as isize, cols as isize, 1],
         };
         // The layout of B: the transpose of a row-major [n, k] for GemvT,
-        // GemvTWide and where the product's is, row-major [k, n] otherwise.
-        let b_op = if class.b_transposed() || b_transposed {
-            Operand {
+        // GemvTWide and where the product's is, row-major [k, n] otherwise;
+        // quantized weights in their rows (`QuantB`), unbatched.
+        let b_op = match quant {
+            Some((source, mode)) => {
+                let len = if mode == Mode::QuantK { k } else { n };
+                let stride = match source {
+                    Source::Blocks(d) => d.nbytes(len),
+                    Source::Affine { bits, .. } => len * bits as usize / 32,
+                } as isize;
+                let mut strides = vec![0; 6];
+                strides[if mode == Mode::QuantK { 5 } else { 4 }] = stride;
+                Operand {
+                    buffer: &b,
+                    dtype: x_dtype,
+                    offset: 0,
+                    strides,
+                }
+            }
+            None if class.b_transposed() || b_transposed => Operand {
                 strides: vec![0, 0, 0, (k * n) as isize, 1, k as isize],
                 ..dense(&b, k, n)
-            }
-        } else {
-            dense(&b, k, n)
+            },
+            None => dense(&b, k, n),
+        };
+        let rows = |buffer, stride| Rows {
+            buffer,
+            offset: 0,
+            stride,
         };
         let mut g = Gemm {
-            dtype,
+            dtype: x_dtype,
             batch_shape: [1, 1, 1, batch],
             m,
             n,
@@ -437,6 +477,20 @@ impl Tuning {
             beta: 0.0,
             out: &out,
             epilogue: None,
+            quant: quant.map(|(source, mode)| {
+                let groups = match (source, mode) {
+                    (Source::Affine { group_size, .. }, Mode::QuantK) => k / group_size as usize,
+                    (Source::Affine { group_size, .. }, _) => n / group_size as usize,
+                    _ => 0,
+                };
+                let affine = matches!(source, Source::Affine { .. });
+                QuantB {
+                    source,
+                    mode,
+                    scales: affine.then(|| rows(&scales, groups)),
+                    biases: affine.then(|| rows(&biases, groups)),
+                }
+            }),
         };
         let mut report = Vec::new();
         // Each candidate is built, checked and timed once in turn, then
@@ -472,14 +526,16 @@ impl Tuning {
             // The first run pays for the driver's lazy work.
             self.run(&d, cx, 1)?;
             let once = self.run(&d, cx, 1)?;
-            let product = read(
-                &self.device,
-                &self.queue,
-                &out,
-                (m * n * dtype.size_in_bytes()) as u64,
-            )?;
+            let product = read(&self.device, &self.queue, &out, (m * n * size) as u64)?;
             let strides = |o: &Operand<'_>| (o.strides[4] as usize, o.strides[5] as usize);
-            if let Err(why) = probe.check(&product, n, k, strides(&g.a), strides(&g.b)) {
+            // Quantized weights' values are row-major as stored: W [n, k]
+            // along K, [k, n] along n.
+            let b_strides = match quant {
+                Some((_, Mode::QuantK)) => (1, k),
+                Some(_) => (n, 1),
+                None => strides(&g.b),
+            };
+            if let Err(why) = probe.check(&product, n, k, strides(&g.a), b_strides) {
                 log::warn!(
                     "wgarray: GEMM candidate {cand} computed a wrong {dtype} product on {} ({why}); it is not used",
                     self.owner.adapter
@@ -653,12 +709,84 @@ impl Tuning {
 }
 
 /// The product a tuning times candidates for (see [`Tuning::kernel`]): its
-/// dtype, class, `[batch, m, n, k]`, and whether B is read along K.
-struct Wanted {
-    dtype: DType,
-    class: ShapeClass,
-    dims: [usize; 4],
-    b_transposed: bool,
+/// dtype (for quantized weights the block format, or `u32` for affine),
+/// class, `[batch, m, n, k]`, whether B is read along K, and a quantized
+/// B's format and orientation.
+#[derive(Clone, Copy)]
+pub(crate) struct Wanted {
+    pub dtype: DType,
+    pub class: ShapeClass,
+    pub dims: [usize; 4],
+    pub b_transposed: bool,
+    pub quant: Option<(Source, Mode)>,
+}
+
+/// The K (or, along n, the columns) a quantized B's rows are a whole
+/// number of: a block, or 32 for affine.
+fn block_of(source: Source) -> usize {
+    match source {
+        Source::Blocks(d) => d.block_size(),
+        Source::Affine { .. } => 32,
+    }
+}
+
+impl Tuning {
+    /// The values of a quantized proxy's weights (`buffers`: the packed
+    /// weights, the scales and biases), `rows` rows of `cols`, row-major:
+    /// dequantized on the device by the dequantize kernel and read back.
+    ///
+    /// # Errors
+    /// As [`Tuning::run`], and [`crate::Error::TooLarge`].
+    fn dequantized(
+        &self,
+        cx: &Context,
+        source: Source,
+        [w, scales, biases]: [&wgpu::Buffer; 3],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Vec<f64>> {
+        let out = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgarray gemm tuning"),
+            size: (4 * rows * cols).next_multiple_of(256) as u64,
+            usage: BufferKind::Storage.usage(cx.software),
+            mapped_at_creation: false,
+        });
+        let row = |buffer, stride| Rows {
+            buffer,
+            offset: 0,
+            stride,
+        };
+        let affine = |group_size: u32| cols / group_size as usize;
+        let (w_rows, s_rows) = match source {
+            Source::Blocks(d) => (row(w, d.nbytes(cols)), None),
+            Source::Affine {
+                bits, group_size, ..
+            } => (
+                row(w, cols * bits as usize / 32),
+                Some((
+                    row(scales, affine(group_size)),
+                    row(biases, affine(group_size)),
+                )),
+            ),
+        };
+        let d = dequantize(
+            cx,
+            source,
+            &w_rows,
+            s_rows.as_ref().map(|s| &s.0),
+            s_rows.as_ref().map(|s| &s.1),
+            rows,
+            cols,
+            &out,
+            DType::F32,
+        )?;
+        self.run(&d.into_iter().collect::<Vec<_>>(), cx, 1)?;
+        let bytes = read(&self.device, &self.queue, &out, (4 * rows * cols) as u64)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect())
+    }
 }
 
 /// Rounds of [`Tuning::time_rounds`].

@@ -8,6 +8,7 @@ use super::kernel::{GemmKernel, usable};
 use crate::DType;
 use crate::kernels::gemm::common::operand::Mode;
 use crate::kernels::gemm::uniform;
+use crate::kernels::quant::{AFFINE_BITS, AFFINE_GROUP_SIZES, FLOATS, Source};
 use crate::kernels::{Context, WINDOW_BYTES};
 
 /// What both pair modes ask of the device and the kernel, whatever the
@@ -57,16 +58,56 @@ pub(crate) struct GemmVariant {
     /// indexed array of accumulators may live in local memory there).
     pub looped_stores: bool,
     /// The uniform family's row kernel (B read along K): A's row as a
-    /// uniform binding of this many quads (K / 4). 0 for the column kernel
-    /// and every other family.
+    /// uniform binding of this many quads (K / 4); the quantized family's
+    /// x as a uniform binding of this many quads (M K / 4). 0 for the
+    /// column kernel and every other family.
     pub a_quads: u32,
+    /// The quantized family: B's format (`Mode::QuantK` or
+    /// `Mode::QuantN` is its `b_mode`); `None` for every other family.
+    pub quant: Option<Source>,
+}
+
+/// A quantized B's format as text (a [`GemmVariant::key`]'s last field):
+/// `q:` then the block format's name, or `q:affine:{bits}:{group}:{scales}`.
+fn source_key(source: Source) -> String {
+    match source {
+        Source::Blocks(d) => format!("q:{}", d.name()),
+        Source::Affine {
+            bits,
+            group_size,
+            scales,
+        } => format!("q:affine:{bits}:{group_size}:{}", scales.name()),
+    }
+}
+
+/// The format [`source_key`] wrote (the text after `q:`), if it is one the
+/// family runs.
+fn parse_source(text: &str) -> Option<Source> {
+    if let Some(d) = DType::BLOCK_FORMATS.into_iter().find(|d| d.name() == text) {
+        return Some(Source::Blocks(d));
+    }
+    let mut parts = text.strip_prefix("affine:")?.split(':');
+    let bits: u32 = parts.next()?.parse().ok()?;
+    let group_size: u32 = parts.next()?.parse().ok()?;
+    let name = parts.next()?;
+    let scales = FLOATS.into_iter().find(|d| d.name() == name)?;
+    (parts.next().is_none()
+        && AFFINE_BITS.contains(&bits)
+        && AFFINE_GROUP_SIZES.contains(&group_size))
+    .then_some(Source::Affine {
+        bits,
+        group_size,
+        scales,
+    })
 }
 
 impl GemmVariant {
     /// The variant as one line of text (the tuning file's warm-up list):
     /// `float32;register 8 8 16 4;inner;pair;` then the five flags as 0 or 1
     /// (`out_vec`, `has_bias`, `k_tail`, `scalar_staging`, `looped_stores`),
-    /// and for the uniform row kernel `;` and its `a_quads`.
+    /// for the uniform row kernel and a quantized one with x in a uniform
+    /// binding `;` and its `a_quads`, and for a quantized B `;` and its
+    /// format (`q:q4_0`, `q:affine:4:64:float16`).
     pub(crate) fn key(self) -> String {
         let flags = [
             self.out_vec,
@@ -82,8 +123,11 @@ impl GemmVariant {
         } else {
             String::new()
         };
+        let quant = self
+            .quant
+            .map_or(String::new(), |q| format!(";{}", source_key(q)));
         format!(
-            "{};{};{};{};{flags}{rows}",
+            "{};{};{};{};{flags}{rows}{quant}",
             self.dtype.name(),
             self.kernel,
             self.a_mode.name(),
@@ -98,8 +142,11 @@ impl GemmVariant {
     /// [`Mode::PairK`] A with another B builds no valid kernel).
     pub(crate) fn possible_on(&self, cx: &Context) -> bool {
         let pair_k = self.a_mode == Mode::PairK;
-        usable(cx, self.kernel, self.dtype)
-            && pair_k == (self.b_mode == Mode::PairK)
+        usable(
+            cx,
+            self.kernel,
+            self.quant.map_or(self.dtype, Source::tuning_dtype),
+        ) && pair_k == (self.b_mode == Mode::PairK)
             && self.a_mode != Mode::Pair
             && (self.a_mode != Mode::Outer || self.kernel.a_outer_ok())
             && (!pair_k || pair_device_ok(cx, self.kernel, self.dtype))
@@ -114,7 +161,32 @@ impl GemmVariant {
                 || matches!(self.kernel, GemmKernel::Uniform { .. })
                     && uniform::windows(cx) >= 2
                     && 16 * self.a_quads as u64
+                        <= cx.limits.max_uniform_buffer_binding_size.min(WINDOW_BYTES)
+                || matches!(self.kernel, GemmKernel::Quant { .. })
+                    && cx.software
+                    && 16 * self.a_quads as u64
                         <= cx.limits.max_uniform_buffer_binding_size.min(WINDOW_BYTES))
+            && self.quant_possible()
+    }
+
+    /// The quantized family's part of [`GemmVariant::possible_on`]: its
+    /// kernel exactly with a quantized B (f32 x and output, no bias, A
+    /// read as vec4s along k or as scalars), affine along n only.
+    fn quant_possible(&self) -> bool {
+        let is_quant = matches!(self.kernel, GemmKernel::Quant { .. });
+        let b_quant = matches!(self.b_mode, Mode::QuantK | Mode::QuantN);
+        match self.quant {
+            None => !is_quant && !b_quant,
+            Some(q) => {
+                is_quant
+                    && b_quant
+                    && self.dtype == DType::F32
+                    && !self.has_bias
+                    && !self.k_tail
+                    && matches!(self.a_mode, Mode::Inner | Mode::Scalar)
+                    && (self.b_mode == Mode::QuantK || matches!(q, Source::Affine { .. }))
+            }
+        }
     }
 
     /// The variant [`GemmVariant::key`] wrote, or `None` for any other text.
@@ -130,11 +202,21 @@ impl GemmVariant {
         };
         let (a_mode, b_mode) = (mode()?, mode()?);
         let flags = parts.next()?.as_bytes();
-        let a_quads = match parts.next() {
-            None => 0,
-            Some(q) => q.parse().ok().filter(|&q| q > 0)?,
+        let mut rest: Vec<&str> = parts.collect();
+        let quant = match rest.last().and_then(|q| q.strip_prefix("q:")) {
+            Some(q) => {
+                let q = parse_source(q)?;
+                rest.pop();
+                Some(q)
+            }
+            None => None,
         };
-        if parts.next().is_some() || flags.len() != 5 || !flags.iter().all(|b| b"01".contains(b)) {
+        let a_quads = match rest[..] {
+            [] => 0,
+            [q] => q.parse().ok().filter(|&q| q > 0)?,
+            _ => return None,
+        };
+        if flags.len() != 5 || !flags.iter().all(|b| b"01".contains(b)) {
             return None;
         }
         let flag = |i: usize| flags[i] == b'1';
@@ -149,6 +231,7 @@ impl GemmVariant {
             scalar_staging: flag(3),
             looped_stores: flag(4),
             a_quads,
+            quant,
         })
     }
 
@@ -171,6 +254,7 @@ impl GemmVariant {
             scalar_staging: false,
             looped_stores: false,
             a_quads,
+            quant: None,
         }
     }
 }
