@@ -9,7 +9,12 @@
 //! tiles (tensor cores) where the adapter offers wgpu's
 //! `EXPERIMENTAL_COOPERATIVE_MATRIX` and
 //! [`COOPERATIVE_MATRIX_ENV`](crate::COOPERATIVE_MATRIX_ENV)`=1` asks for
-//! it. Each candidate's product of known operands is checked against f64
+//! it; besides them, uniform-buffer matrix-vector kernels (software
+//! adapters) and, for [`quantized_matmul`](crate::quantized_matmul) with up
+//! to 8 rows of x, the quantized family (`GemmKernel::Quant`), which reads
+//! the packed weights and dequantizes them in registers; its choices are
+//! recorded under the weights' block format (`u32` for MLX's affine
+//! quants). Each candidate's product of known operands is checked against f64
 //! dot products before it may be chosen: a kernel a driver gets wrong is
 //! never picked, whatever its speed (a warning names it).
 //!
@@ -101,8 +106,11 @@ impl Device {
                     "GEMM kernel {k} runs on software adapters only (with a 64 KiB uniform buffer binding)"
                 )));
             }
-            if ![DType::F32, DType::F16, DType::BF16]
+            // The float GEMM's dtypes, and the quantized family's (block
+            // formats, u32 for affine quants).
+            if ![DType::F32, DType::F16, DType::BF16, DType::U32]
                 .into_iter()
+                .chain(DType::BLOCK_FORMATS)
                 .any(|d| usable(cx, k, d))
             {
                 return Err(Error::MissingFeature {

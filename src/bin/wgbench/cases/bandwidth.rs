@@ -5,8 +5,15 @@
 //! The chain's bytes are those one fused kernel would move (x and b read
 //! once, y written once): without fusion it runs 20 kernels and its GB/s is
 //! low; when wgarray fuses it, the same figure rises with no change here.
+//!
+//! And the matrix-vector product of a decode step, `x [1, K] @ W^T` with
+//! `W [N, K]` (K = 576, SmolLM2-135M's width), as GB/s of W's bytes read:
+//! W packed in Q4_0, Q4_1 and Q8_0 (`quantized_matmul`, which reads W as
+//! stored) and W in f32 (`matmul` on its transpose), beside the raw copy in
+//! the same run: the weights dominate a decode step, so this is its speed.
 
-use wgarray::{Array, Device};
+use wgarray::half::f16;
+use wgarray::{Array, DType, Device};
 
 use super::{Case, Cell, Ctx, figure, seed, settle};
 use crate::measure::{self, CaseResult, Rng};
@@ -19,10 +26,13 @@ pub const CHAIN: &str = "20-op chain";
 pub const RAW: &str = "raw wgpu";
 pub const WGARRAY: &str = "wgarray";
 
+/// The decode GEMV's K (SmolLM2-135M's hidden width).
+pub const GEMV_K: usize = 576;
+
 pub fn cases(ctx: &Ctx) -> Vec<Case> {
     let n = ctx.suite.stream_elements();
     let word = 4.0;
-    vec![
+    let mut v = vec![
         Case::new(
             Group::Bandwidth,
             format!("copy f32[{n}], raw wgpu"),
@@ -63,7 +73,92 @@ pub fn cases(ctx: &Ctx) -> Vec<Case> {
                 vec![f]
             },
         ),
-    ]
+    ];
+    // W as large as the copy's source.
+    let rows = n / GEMV_K;
+    for dtype in [DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::F32] {
+        v.push(Case::new(
+            Group::Bandwidth,
+            format!("GEMV 1 x {GEMV_K} x {rows}, W in {dtype}"),
+            move |ctx| {
+                let r = gemv(ctx, dtype, rows);
+                let mut f = figure(
+                    Cell::new(Group::Bandwidth, format!("GEMV W {dtype}"), WGARRAY),
+                    Work::Bytes(dtype.nbytes(rows * GEMV_K) as f64),
+                    r,
+                );
+                if f.message.is_none() {
+                    f.message = Some(format!(
+                        "x [1, {GEMV_K}] @ W^T, W [{rows}, {GEMV_K}]: bytes of W read"
+                    ));
+                }
+                vec![f]
+            },
+        ));
+    }
+    v
+}
+
+/// `x @ W^T` for one row of x, W `[rows, GEMV_K]` of `dtype` (a block
+/// format through `quantized_matmul`, or f32 through `matmul`), checked
+/// against an f64 product over W's values (a block format's dequantized by
+/// wgarray's `dequantize`, which tests/quant.rs checks bit for bit against
+/// ggml's definition).
+fn gemv(ctx: &Ctx, dtype: DType, rows: usize) -> CaseResult<(Check, measure::Timing)> {
+    let k = GEMV_K;
+    ctx.fits(dtype.nbytes(rows * k) as u64)?;
+    let d: &Device = &ctx.device;
+    let mut rng = Rng::new(seed(dtype.name()));
+    let xv = rng.vec_f32(k);
+    let x = Array::from_slice(&xv, &[1, k], d)?;
+    let (w, values) = if dtype.is_quantized() {
+        // Random quants; each block's f16 scale (and minimum) small and
+        // finite.
+        let size = dtype.size_in_bytes();
+        let mut bytes: Vec<u8> = (0..dtype.nbytes(rows * k))
+            .map(|_| rng.next_u64() as u8)
+            .collect();
+        for (i, block) in bytes.chunks_exact_mut(size).enumerate() {
+            let fields = if dtype == DType::Q4_1 { 2 } else { 1 };
+            for f in 0..fields {
+                let v = f16::from_f32(0.01 + 0.001 * ((i + f) % 7) as f32);
+                block[2 * f..2 * f + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        let w = Array::from_blocks(&bytes, &[rows, k], dtype, d)?;
+        let values =
+            wgarray::dequantize(&w, None, None, None, None, DType::F32)?.to_vec::<f32>()?;
+        (w, values)
+    } else {
+        let values = rng.vec_f32(rows * k);
+        (Array::from_slice(&values, &[rows, k], d)?, values)
+    };
+    let product = || {
+        if dtype.is_quantized() {
+            wgarray::quantized_matmul(&x, &w, None, None, true, None, None)
+        } else {
+            x.matmul(&w.transpose())
+        }
+    };
+    let mut got = product()?.to_f64_vec()?;
+    let want: Vec<f64> = values
+        .chunks_exact(k)
+        .map(|row| {
+            row.iter()
+                .zip(&xv)
+                .map(|(&a, &b)| a as f64 * b as f64)
+                .sum()
+        })
+        .collect();
+    let scale = want.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    let check = ctx.check(
+        Group::Bandwidth,
+        "f64 host product",
+        &mut got,
+        &want,
+        |_| 1e-5 * scale,
+    )?;
+    Ok((check, time_wgarray(ctx, product)?))
 }
 
 fn copy(ctx: &Ctx, n: usize) -> CaseResult<(Check, measure::Timing)> {

@@ -261,5 +261,8 @@ pub(crate) fn spec(prelude: &Prelude<'_>, family: Family) -> (Spec, &'static Ker
     let rank = e.rank as usize;
     spec.params =
         (GEMM_WORDS + e.layout(4 + rank, &[rank]).words).next_multiple_of(PARAMS_WORDS) as u32;
+    // After the epilogue's storage bindings (`Prelude::windows_binding`):
+    // the quantized family's x.
+    spec.windows = family.windows;
     (spec, kernel)
 }
