@@ -92,7 +92,7 @@ impl ShapeClass {
     /// kernel reads each row of W once for all of x's rows); more rows
     /// (prefill) [`ShapeClass::Medium`], one class for every size, since
     /// the family has one tile form for them.
-    pub fn of_quantized(m: usize, along_k: bool) -> ShapeClass {
+    pub(crate) fn of_quantized(m: usize, along_k: bool) -> ShapeClass {
         match (m <= QUANT_GEMV_ROWS, along_k) {
             (true, true) => ShapeClass::GemvT,
             (true, false) => ShapeClass::Gemv,
