@@ -186,6 +186,9 @@ fn unload(model: MiniLm, device: &Device, log: bool) -> Result<Mem, Failure> {
 
 fn main() -> ExitCode {
     let args = parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    // A line on standard error while kernels compile or tune for long (a
+    // first run on a machine whose driver caches are empty).
+    wgarray::progress::report_to_stderr();
     let result = run(
         &args,
         DeviceOptions::from_env(),
@@ -340,6 +343,7 @@ fn run(
         let json = serde_json::to_string_pretty(&json)
             .map_err(|e| Failure::new("writing the JSON failed").cause(e))?;
         writeln!(out, "{json}")?;
+        finish_tuning(&device);
         return Ok(());
     }
 
@@ -393,5 +397,14 @@ fn run(
         )?,
         _ => writeln!(out, "wgpu allocator report: not available on this backend")?,
     }
+    finish_tuning(&device);
     Ok(())
+}
+
+/// Let the device's background kernel work (GEMM tuning, kernels that
+/// replace their stand-ins) finish after the results are out, so that the
+/// next run starts with the tuned kernels in the caches; stderr says so
+/// while it takes long.
+fn finish_tuning(device: &Device) {
+    device.wait_warm_up();
 }

@@ -328,8 +328,9 @@ pub(crate) struct DeviceInner {
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: AdapterDescription,
     pub(crate) pool: Arc<Pool>,
-    /// The pipeline cache, limits and features kernels are built with.
-    pub(crate) kernels: kernels::Context,
+    /// The pipeline cache, limits and features kernels are built with
+    /// (shared, weakly, with the device's background kernel work).
+    pub(crate) kernels: Arc<kernels::Context>,
     pub(crate) live_arrays: AtomicU64,
     pub(crate) live_nodes: AtomicU64,
     /// Whether eval fuses elementwise nodes (see `graph::fuse`).
@@ -354,6 +355,15 @@ pub(crate) struct DeviceInner {
     /// Polls the device for asynchronous waits (`Array::to_vec_async`,
     /// `eval_async`); its thread starts at the first one.
     pub(crate) poller: crate::memory::Poller,
+}
+
+impl Drop for DeviceInner {
+    fn drop(&mut self) {
+        // The background thread may hold the kernel context while it
+        // works: stop it (after the job in hand) and join it before
+        // anything of the device goes.
+        self.kernels.cache.stop_warm_up();
+    }
 }
 
 /// A GPU device: one wgpu adapter, device and queue, with its buffer pool and
@@ -553,14 +563,15 @@ impl Device {
             info.device_type == wgpu::DeviceType::Cpu,
         ));
         let poller = crate::memory::Poller::new(device.clone());
+        let id = {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        };
         Device {
             inner: Arc::new(DeviceInner {
-                id: {
-                    static NEXT: AtomicU64 = AtomicU64::new(0);
-                    NEXT.fetch_add(1, Ordering::Relaxed)
-                },
+                id,
                 kernels: kernels::Context::new(
-                    &device, &queue, adapter, &info, limits, features, cache_dir,
+                    &device, &queue, adapter, &info, limits, features, cache_dir, &pool, id,
                 ),
                 device,
                 queue,
@@ -1039,29 +1050,44 @@ impl Device {
         self.inner.kernels.cache.created()
     }
 
-    /// Compute pipelines this device's GEMM warm-up has created so far:
-    /// the first device a process opens with a tuning file whose warm-up
+    /// Compute pipelines this device's background kernel work has created
+    /// so far (one thread per device; see [`crate::tuning`]): the warm-up
+    /// (the first device a process opens with a tuning file whose warm-up
     /// list is not empty compiles the GEMM kernels that earlier evals
-    /// compiled (that list, at most [`crate::tuning::WARM_UP_MAX`]) on a
-    /// thread of its own, so that the first GEMM of a shape class finds its
-    /// pipeline made or being made. Not on GL, where wgpu serialises every
-    /// call on one context lock. [`crate::tuning::WARM_UP_ENV`]`=0` turns it
-    /// off.
+    /// compiled, at most [`crate::tuning::WARM_UP_MAX`], so that the first
+    /// GEMM of a shape class finds its pipeline made or being made), the
+    /// GEMM tuning's candidates, and the GEMM kernels compiled to replace
+    /// a stand-in. Not on GL, where wgpu serialises every call on one
+    /// context lock (there the tuning runs inside the eval that needs it).
+    /// [`crate::tuning::WARM_UP_ENV`]`=0` turns the background work off.
     pub fn pipelines_warmed(&self) -> u64 {
         self.inner.kernels.cache.warmed()
     }
 
-    /// Block until this device's GEMM warm-up (see
-    /// [`Device::pipelines_warmed`]) has ended; returns at once when none
-    /// runs, which is the case for every device but the first a process
-    /// opens with a tuning file that lists kernels (and on GL). For code that counts
-    /// pipelines or times kernels and wants no compiles beside it: a
-    /// warm-up on a software adapter takes 0.05 to 0.1 s per kernel with
-    /// Mesa's shader cache warm, seconds cold on GL. The GEMM tuning waits
-    /// for it too before it times candidates. Never fails; a warm-up whose
-    /// kernel fails to compile logs it and goes on.
+    /// Block until this device's background kernel work (see
+    /// [`Device::pipelines_warmed`]) has ended, running what is queued
+    /// without waiting for an idle device; returns at once when there is
+    /// none. For code that counts pipelines or times kernels and wants no
+    /// compiles beside it, for a test that reads the tuned choice, and for
+    /// a program that wants its kernels tuned and compiled before it exits
+    /// (so that its next run starts with them): on a software adapter with
+    /// the driver's cache empty a large GEMM tile's compile takes seconds.
+    /// Never fails; a job whose kernel fails to compile logs it and goes on.
     pub fn wait_warm_up(&self) {
         self.inner.kernels.cache.wait_warm_up();
+    }
+
+    /// Background kernel jobs queued or running on this device (see
+    /// [`Device::wait_warm_up`]): 0 once everything is tuned and compiled.
+    pub fn background_jobs(&self) -> usize {
+        self.inner.kernels.cache.background.pending()
+    }
+
+    /// This device's number in the process (from 0, in the order devices
+    /// are made, never reused): what [`crate::progress`] events name a
+    /// device by.
+    pub fn id(&self) -> u64 {
+        self.inner.id
     }
 
     /// Compute pipelines the device's kernel cache holds now. Pipelines made
