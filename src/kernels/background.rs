@@ -21,9 +21,13 @@ use std::time::{Duration, Instant};
 
 use super::KernelCache;
 
-/// How long the device must have had no eval in flight before a job that
-/// waits for an idle device starts.
-pub(crate) const IDLE: Duration = Duration::from_millis(100);
+/// How long the device must have had no eval in flight (no submission,
+/// no pipeline compiled for an eval) before a job that waits for an idle
+/// device starts: longer than the host's gaps between a program's evals
+/// (a model's weights uploaded, a batch tokenized), since the job then
+/// holds the device for seconds on a software adapter with its caches
+/// empty.
+pub(crate) const IDLE: Duration = Duration::from_secs(1);
 
 /// How long such a job waits for an idle device at most.
 pub(crate) const STARVED: Duration = Duration::from_secs(30);
@@ -110,6 +114,8 @@ impl Background {
         if jobs.is_empty() || self.stop.load(Ordering::SeqCst) {
             return;
         }
+        // Jobs are queued from evals: the device is busy now.
+        self.touch();
         let mut state = lock(&self.state);
         let now = Instant::now();
         state.jobs.extend(jobs.into_iter().map(|j| (j, now)));
@@ -194,6 +200,11 @@ impl Background {
         let mut busy = lock(&self.busy);
         busy.in_flight += 1;
         busy.last = Some(Instant::now());
+    }
+
+    /// An eval is busy on the host (compiling a pipeline).
+    pub(crate) fn touch(&self) {
+        lock(&self.busy).last = Some(Instant::now());
     }
 
     /// An eval's submission has run.

@@ -834,6 +834,11 @@ impl KernelCache {
         drop(compiling);
         let _unmark = Compiling { cache: self, spec };
         let started = std::time::Instant::now();
+        // An eval that compiles is busy (for the background work's idleness).
+        let eval = !background::on_background_thread();
+        if eval {
+            self.background.touch();
+        }
         let source = kernel.source_for(spec);
         let label = format!("{}{:?}", spec.kernel, spec.subs);
         // Validate with naga first: its messages name the line, and a bad
@@ -880,10 +885,11 @@ impl KernelCache {
         let id = self.created.fetch_add(1, Ordering::SeqCst);
         // One counter each, so that no reader sees a pipeline in neither
         // or both.
-        if background::on_background_thread() {
-            self.warmed.fetch_add(1, Ordering::SeqCst);
-        } else {
+        if eval {
+            self.background.touch();
             self.created_for_evals.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.warmed.fetch_add(1, Ordering::SeqCst);
         }
         CREATED.with(|c| {
             if let Some(v) = c.borrow_mut().as_mut() {
