@@ -523,6 +523,8 @@ fn tuning_times_the_family_without_a_validation_error() {
     let x = Array::from_slice(&xs, &[1, k], &d).unwrap();
     let w = Array::from_slice(&ws, &[k, n], &d).unwrap();
     let (got, _) = run(&d, &x, &w);
+    // The class is timed on the device's background thread: wait for it.
+    d.wait_warm_up();
     assert_eq!(d.take_uncaptured_errors(), Vec::<String>::new());
     assert!(
         d.gemm_kernel(DType::F32, ShapeClass::Gemv).is_some(),
@@ -540,6 +542,7 @@ fn tuning_times_the_family_without_a_validation_error() {
     );
     let wt = Array::from_slice(&ws, &[n, k], &d).unwrap().transpose();
     let (got, _) = run(&d, &x, &wt);
+    d.wait_warm_up();
     assert_eq!(d.take_uncaptured_errors(), Vec::<String>::new());
     assert!(
         d.gemm_kernel(DType::F32, ShapeClass::GemvT).is_some(),
