@@ -11,7 +11,8 @@ use std::path::Path;
 
 use wgarray::Device;
 
-use crate::minilm::AnyError;
+/// Errors from files, JSON, the tokenizer and wgarray alike.
+pub type AnyError = Box<dyn StdError + Send + Sync>;
 
 /// What went wrong, its cause (and the cause's own causes), lines that
 /// explain it (the adapters on the machine, say) and what to do next.
