@@ -167,14 +167,14 @@ pub struct Tiny {
 }
 
 /// SmolLM2's architecture at a size CI runs in a moment: 2 layers, hidden
-/// 96, 6 query heads over 2 KV heads of 16, feed-forward 64, context 256.
+/// 96, 6 query heads over 2 KV heads of 16, feed-forward 64, context 1024.
 pub const TINY: Tiny = Tiny {
     layers: 2,
     hidden: 96,
     ffn: 64,
     heads: 6,
     kv_heads: 2,
-    context: 256,
+    context: 1024,
 };
 
 /// The vocabulary: SmolLM2's 17 control tokens, then GPT-2's 256 byte
