@@ -22,6 +22,12 @@
 #[path = "llm/mod.rs"]
 mod llm;
 
+#[path = "llm/chat.rs"]
+mod chat;
+
+#[path = "llm/sample.rs"]
+mod sample;
+
 #[path = "cli/mod.rs"]
 #[allow(dead_code)]
 mod cli;
@@ -35,8 +41,8 @@ use std::time::{Duration, Instant};
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use cli::Failure;
-use llm::sample::{Sampler, Sampling};
 use llm::{Cache, Decoder, LoadError, Model, secs};
+use sample::{Sampler, Sampling};
 use serde_json::json;
 use wgarray::{Device, DeviceOptions};
 
@@ -93,6 +99,10 @@ struct Args {
     /// through `wgarray::compile`.
     #[arg(long)]
     no_compile: bool,
+    /// Print the kernels of one compiled decode step (after the first
+    /// prompt's prefill) in words, then stop.
+    #[arg(long)]
+    explain: bool,
     /// Print the text, the figures and the memory as JSON (progress still
     /// goes to standard error).
     #[arg(long)]
@@ -316,6 +326,10 @@ struct Generated {
     text: String,
     prefill_s: f64,
     step_s: Vec<f64>,
+    /// Per step, the host's part of `step_s` (until submitted).
+    host_s: Vec<f64>,
+    /// Per step, the dispatches it ran.
+    dispatches: Vec<u64>,
     stop: &'static str,
 }
 
@@ -351,7 +365,7 @@ fn render(model: &Model, args: &Args, text: &str) -> Result<String, Failure> {
         id.and_then(|i| model.tokenizer.decode(&[i]).ok())
             .unwrap_or_default()
     };
-    llm::tokenizer::render_chat(
+    chat::render_chat(
         template,
         text,
         &name(model.tokenizer.bos),
@@ -408,10 +422,18 @@ fn generate(
     let mut id = choose(&logits, &next)?;
     let prefill_s = secs(t);
     drop((beat, logits, next));
+    if args.explain {
+        let text = decoder
+            .explain(model, cache, id)
+            .map_err(fail("explaining the decode step failed"))?;
+        writeln!(out, "{text}")?;
+    }
     let mut stream = model.tokenizer.stream();
     let mut ids = Vec::new();
     let mut text = String::new();
     let mut step_s = Vec::new();
+    let mut host_s = Vec::new();
+    let mut dispatches = Vec::new();
     let mut stop = "max-tokens";
     let room = cache.capacity - cache.len;
     for i in 0..args.max_tokens {
@@ -443,9 +465,14 @@ fn generate(
             Heartbeat::start("compiling the decode step".into())
         });
         let t = Instant::now();
+        let d0 = model.device().dispatches();
         let (logits, next) = decoder
             .step(model, cache, id)
             .map_err(fail("a decode step failed"))?;
+        // The host's part: the step's graph built (or replayed), planned,
+        // lowered and submitted; the rest is the GPU's until the read.
+        host_s.push(secs(t));
+        dispatches.push(model.device().dispatches() - d0);
         id = choose(&logits, &next)?;
         step_s.push(secs(t));
         drop(beat);
@@ -459,6 +486,8 @@ fn generate(
         text,
         prefill_s,
         step_s,
+        host_s,
+        dispatches,
         stop,
     })
 }
@@ -503,6 +532,7 @@ fn run(
         device.live_pipelines()
     };
     let mut cycles = Vec::new();
+    let mut layers = 1;
     let mut pipelines_after_drop: Vec<usize> = Vec::new();
     for cycle in 0..=args.reload {
         device.reset_peak_memory();
@@ -515,6 +545,7 @@ fn run(
         let load_s = secs(t);
         let after_load = Mem::now(&device);
         let c = model.config.clone();
+        layers = c.layers;
         if say {
             writeln!(
                 out,
@@ -660,6 +691,19 @@ fn run(
         .collect();
     // The first step of each trace compiles: the median leaves those out.
     let decode_tps = 1.0 / median(&steps);
+    let hosts: Vec<f64> = cycles
+        .iter()
+        .flat_map(|c| c.4.iter().flat_map(|g| g.host_s.iter().copied()))
+        .collect();
+    let host_share = median(&hosts) / median(&steps);
+    let per_step: Vec<f64> = cycles
+        .iter()
+        .flat_map(|c| {
+            c.4.iter()
+                .flat_map(|g| g.dispatches.iter().map(|&d| d as f64))
+        })
+        .collect();
+    let dispatches = median(&per_step);
     let prefill: Vec<f64> = cycles
         .iter()
         .skip(usize::from(cycles.len() > 1))
@@ -679,10 +723,14 @@ fn run(
                 "stop": g.stop,
                 "prefill_seconds": g.prefill_s,
                 "step_seconds": g.step_s,
+                "step_host_seconds": g.host_s,
+                "step_dispatches": g.dispatches,
             })).collect::<Vec<_>>(),
             "load_seconds": cycles.iter().map(|c| c.0).collect::<Vec<_>>(),
             "prefill_tokens_per_second": prefill_tps,
             "decode_tokens_per_second": decode_tps,
+            "decode_host_share": host_share,
+            "dispatches_per_decode_step": dispatches,
             "memory": {
                 "weights": first.5,
                 "kv_cache": first.6,
@@ -722,6 +770,13 @@ fn run(
     )?;
     writeln!(
         out,
+        "decode step: {dispatches:.0} dispatches ({:.1} per layer), the host's share {:.1}% \
+         (building or replaying the graph, planning, encoding and submitting)",
+        dispatches / first.4.first().map_or(1, |_| layers) as f64,
+        100.0 * host_share
+    )?;
+    writeln!(
+        out,
         "peak memory {:.2} MiB within the bound {:.2} MiB = weights {:.2} + KV cache {:.2} + \
          margin {:.2} (one weight matrix in f32 and the activations)",
         mib(cycles.iter().map(|c| c.2.peak).max().unwrap_or(0)),
@@ -737,4 +792,136 @@ fn run(
         pipelines_after_drop
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The command line's refusals (item by item: clap's exit status 2 for
+    //! a bad flag, a `Failure` (exit 1) naming what is wrong for a bad file
+    //! or prompt) and a whole run on a tiny random model with `--reload 2`.
+    //! The real model's numbers are tests/generate.rs's.
+
+    use super::*;
+    use llm::testing::write_tiny;
+
+    fn args(list: &[&str]) -> Args {
+        parse_args(std::iter::once("generate").chain(list.iter().copied())).unwrap()
+    }
+
+    fn refused(list: &[&str], flag: &str) {
+        let e = parse_args(std::iter::once("generate").chain(list.iter().copied()))
+            .expect_err(&format!("{list:?} refused"));
+        assert_eq!(e.exit_code(), 2, "{list:?}: exit status 2");
+        assert!(e.to_string().contains(flag), "{list:?}: {e}");
+    }
+
+    #[test]
+    fn bad_flags_are_refused_by_the_parser() {
+        refused(&["--max-tokens", "0"], "--max-tokens");
+        refused(&["--temperature", "-0.5"], "--temperature");
+        refused(&["--top-p", "0"], "--top-p");
+        refused(&["--top-p", "1.01"], "--top-p");
+        refused(&["--top-p", "nan"], "--top-p");
+        refused(&["--context", "0"], "--context");
+        refused(&["--chat", "--raw"], "--raw");
+        let a = args(&["--top-p", "1", "--temperature", "0", "x"]);
+        assert_eq!((a.top_p, a.temperature, a.max_tokens), (1.0, 0.0, 64));
+    }
+
+    /// `run` on `list`, its output, or the failure's report.
+    fn run_with(list: &[&str]) -> Result<String, String> {
+        let mut out = Vec::new();
+        match run(&args(list), DeviceOptions::from_env(), &mut out) {
+            Ok(()) => Ok(String::from_utf8(out).unwrap()),
+            Err(f) => Err(f.report()),
+        }
+    }
+
+    #[test]
+    fn bad_files_and_prompts_say_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = |p: &Path| p.to_str().unwrap().to_string();
+        let gemma = write_tiny(dir.path(), "gemma.gguf", "gemma", None);
+        let e = run_with(&["--model", &model(&gemma), "hi"]).unwrap_err();
+        assert!(e.contains("architecture is gemma"), "{e}");
+        let hole = write_tiny(
+            dir.path(),
+            "hole.gguf",
+            "llama",
+            Some("blk.0.attn_k.weight"),
+        );
+        let e = run_with(&["--model", &model(&hole), "hi"]).unwrap_err();
+        assert!(e.contains("blk.0.attn_k.weight"), "{e}");
+        let tiny = write_tiny(dir.path(), "tiny.gguf", "llama", None);
+        let long = "word ".repeat(40);
+        let e =
+            run_with(&["--model", &model(&tiny), "--raw", "--context", "16", &long]).unwrap_err();
+        assert!(e.contains("does not fit") && e.contains("holds 16 positions"), "{e}");
+        let e = run_with(&["--model", &model(&tiny), "--context", "5000", "hi"]).unwrap_err();
+        assert!(e.contains("5000") && e.contains("1024"), "{e}");
+        // A damaged copy of the published file fails its sha256 check.
+        let damaged = dir.path().join(MODEL_NAME);
+        let mut bytes = std::fs::read(&tiny).unwrap();
+        bytes[100] ^= 1;
+        std::fs::write(&damaged, bytes).unwrap();
+        let e = run_with(&["--model", &model(&damaged), "hi"]).unwrap_err();
+        assert!(e.contains("damaged") && e.contains("sha256"), "{e}");
+        assert!(e.contains("bash scripts/fetch-llm.sh"), "{e}");
+        let e = run_with(&["--model", &model(&dir.path().join("none.gguf")), "hi"]).unwrap_err();
+        assert!(e.contains("no model file"), "{e}");
+    }
+
+    #[test]
+    fn a_tiny_model_generates_and_reloads_with_every_byte_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let tiny = write_tiny(dir.path(), "tiny.gguf", "llama", None);
+        let path = tiny.to_str().unwrap();
+        let out = run_with(&[
+            "--model",
+            path,
+            "--max-tokens",
+            "9",
+            "--reload",
+            "2",
+            "--json",
+            "Hi",
+        ])
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let cycles = v["memory"]["cycles"].as_array().unwrap();
+        assert_eq!(cycles.len(), 3);
+        for c in cycles {
+            assert_eq!(c["after_dropping"]["active"], 0);
+        }
+        let p = v["memory"]["live_pipelines_after_each_drop"]
+            .as_array()
+            .unwrap();
+        assert!(p.iter().all(|x| x == &p[0]), "{p:?}");
+        let r = &v["results"][0];
+        let ids = r["ids"].as_array().unwrap();
+        assert!(!ids.is_empty() && ids.len() <= 9);
+        // Sampling with a seed repeats itself.
+        let sample = |seed: &str| {
+            let out = run_with(&[
+                "--model",
+                path,
+                "--max-tokens",
+                "6",
+                "--temperature",
+                "0.9",
+                "--top-k",
+                "20",
+                "--top-p",
+                "0.9",
+                "--seed",
+                seed,
+                "--json",
+                "Hi",
+            ])
+            .unwrap();
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            v["results"][0]["ids"].clone()
+        };
+        assert_eq!(sample("3"), sample("3"));
+    }
 }

@@ -15,6 +15,9 @@
 #[path = "../examples/llm/mod.rs"]
 mod llm;
 
+#[path = "../examples/llm/chat.rs"]
+mod chat;
+
 mod common;
 
 use std::collections::HashSet;
@@ -35,7 +38,7 @@ fn buffers_of(device: &Device, bytes: u64) -> HashSet<u64> {
 }
 
 fn rendered(model: &Model, text: &str) -> Vec<u32> {
-    let r = llm::tokenizer::render_chat(
+    let r = chat::render_chat(
         model.chat_template.as_deref().expect("a template"),
         text,
         "<|im_start|>",
@@ -328,7 +331,7 @@ fn smollm2_matches_the_reference() {
         // Tokens: the chat template rendered as the reference's, then the
         // tokenizer built from the GGUF's metadata.
         let rendered = match p.mode.as_str() {
-            "chat" => llm::tokenizer::render_chat(
+            "chat" => chat::render_chat(
                 model.chat_template.as_deref().unwrap(),
                 &p.text,
                 "<|im_start|>",

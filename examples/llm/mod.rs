@@ -23,7 +23,6 @@
 //! the tied Q8_0 embedding.
 #![allow(dead_code)]
 
-pub mod sample;
 pub mod tokenizer;
 
 #[cfg(test)]
@@ -237,8 +236,10 @@ impl Weights {
     /// `inputs`: the token ids `[n]` (u32), the position `[1]` (u32), the
     /// RoPE factors `[2, n, 1, head_dim / 2, 2]` (f32: cos, cos; then -sin,
     /// sin of each pair's angle at each position), the additive attention
-    /// mask `[n, keys]` (0 where a query may attend a key, -inf elsewhere;
-    /// `keys` cache positions are read), then each layer's K and V caches
+    /// mask `[group * n, keys]` (row `g * n + t` for token `t` of each of
+    /// the `heads / kv_heads` query heads of a KV head: 0 where the token
+    /// may attend a key, -inf elsewhere; `keys` cache positions are read),
+    /// then each layer's K and V caches
     /// `[kv_heads, capacity, head_dim]` (f32). Returns the logits of the
     /// last position `[1, vocab]`, their argmax `[1]` (u32), then the
     /// caches with this pass's K and V written at `pos`.
@@ -291,9 +292,9 @@ impl Weights {
                 .reshape(&[n, kvh, group, hd])?
                 .permute(&[1, 2, 0, 3])?
                 .reshape(&[kvh, group * n, hd])?;
-            let scores = q.matmul(&kk.swapaxes(-1, -2)?)?; // [kv, group * n, keys]
-            let scores = (&scores.reshape(&[kvh, group, n, keys])? + mask)?;
-            let probs = scores.softmax(-1)?.reshape(&[kvh, group * n, keys])?;
+            // [kv, group * n, keys], the mask added in the GEMM's epilogue.
+            let scores = (&q.matmul(&kk.swapaxes(-1, -2)?)? + mask)?;
+            let probs = scores.softmax(-1)?;
             let attn = probs
                 .matmul(&vv)? // [kv, group * n, hd]
                 .reshape(&[kvh, group, n, hd])?
@@ -541,17 +542,24 @@ impl Model {
                 rope[at + 1] = s as f32;
             }
         }
-        let mut mask = vec![f32::NEG_INFINITY; n * keys];
-        for t in 0..n {
-            let visible = (pos + t + 1).min(keys);
-            mask[t * keys..t * keys + visible].fill(0.0);
+        // One row per query row of the attention's [kv, group * n, keys]
+        // scores (row g * n + t is token t), so that it adds without a view
+        // of the product: the add runs in the GEMM's epilogue.
+        let group = c.heads / c.kv_heads;
+        let mut mask = vec![f32::NEG_INFINITY; group * n * keys];
+        for g in 0..group {
+            for t in 0..n {
+                let row = (g * n + t) * keys;
+                let visible = (pos + t + 1).min(keys);
+                mask[row..row + visible].fill(0.0);
+            }
         }
         let d = &self.device;
         Ok(vec![
             Array::from_slice(tokens, &[n], d)?,
             Array::from_slice(&[pos as u32], &[1], d)?,
             Array::from_slice(&rope, &[2, n, 1, half, 2], d)?,
-            Array::from_slice(&mask, &[n, keys], d)?,
+            Array::from_slice(&mask, &[group * n, keys], d)?,
         ])
     }
 
@@ -672,6 +680,19 @@ impl Decoder {
     /// Traces the compiled step holds (one per bucket of positions read).
     pub fn traces(&self) -> usize {
         self.compiled.as_ref().map_or(0, |c| c.len())
+    }
+
+    /// The kernels a compiled step at the cache's next position runs, in
+    /// words (`Compiled::explain`); nothing runs but its tracing.
+    pub fn explain(&self, model: &Model, cache: &Cache, token: u32) -> AnyResult<String> {
+        let Some(f) = &self.compiled else {
+            return Err("explain needs the compiled step".into());
+        };
+        let pos = cache.len;
+        let keys = (pos + 1).next_multiple_of(KEY_BUCKET).min(cache.capacity);
+        let mut inputs = model.step_inputs(&[token], pos, keys)?;
+        inputs.extend(cache.kv.iter().cloned());
+        Ok(f.explain(&inputs.iter().collect::<Vec<_>>())?)
     }
 
     /// Feed `token` at the cache's next position; the logits `[1, vocab]`

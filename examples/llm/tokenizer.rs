@@ -1,6 +1,5 @@
 //! The tokenizer of a GGUF file, built from its metadata with the
-//! `tokenizers` crate (no BPE of our own), and its chat template rendered
-//! with `minijinja`.
+//! `tokenizers` crate (no BPE of our own).
 //!
 //! GGUF's `gpt2` tokenizer model is GPT-2's byte-level BPE: the vocabulary
 //! (`tokenizer.ggml.tokens`, byte-level strings, `Ġ` for a space), the
@@ -226,28 +225,4 @@ impl TextStream<'_> {
         self.shown = text.len();
         Ok(new)
     }
-}
-
-/// The default system prompt SmolLM2's template inserts (its first message
-/// is not a system message), for the report.
-pub const SMOLLM_SYSTEM: &str =
-    "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
-
-/// `template` (Jinja, as `tokenizer.chat_template`) rendered for one user
-/// message and the generation prompt, as transformers'
-/// `apply_chat_template(..., add_generation_prompt=True)` renders it.
-pub fn render_chat(template: &str, user: &str, bos: &str, eos: &str) -> AnyResult<String> {
-    let mut env = minijinja::Environment::new();
-    env.add_template("chat", template)
-        .map_err(|e| format!("the chat template does not parse: {e}"))?;
-    let out = env
-        .get_template("chat")?
-        .render(minijinja::context! {
-            messages => vec![minijinja::context! { role => "user", content => user }],
-            add_generation_prompt => true,
-            bos_token => bos,
-            eos_token => eos,
-        })
-        .map_err(|e| format!("rendering the chat template: {e}"))?;
-    Ok(out)
 }

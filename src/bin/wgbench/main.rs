@@ -27,6 +27,10 @@ mod gemm;
 mod measure;
 #[path = "../../../examples/minilm/mod.rs"]
 mod minilm_model;
+
+#[path = "../../../examples/llm/mod.rs"]
+#[allow(dead_code)]
+mod llm_model;
 mod plot;
 mod raw;
 mod report;
@@ -100,7 +104,7 @@ struct RunArgs {
     #[arg(long, value_name = "DIR")]
     model_dir: Option<PathBuf>,
     /// Only these families (comma-separated): matmul, bandwidth, reduction,
-    /// dispatch, pool, minilm.
+    /// dispatch, pool, minilm, llm (smollm2 decode).
     #[arg(long, value_name = "GROUPS", value_delimiter = ',', value_parser = group)]
     only: Vec<Group>,
     /// Threads for the CPU sgemm (matrixmultiply uses at most 4). Default:
