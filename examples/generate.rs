@@ -856,7 +856,10 @@ mod tests {
         let long = "word ".repeat(40);
         let e =
             run_with(&["--model", &model(&tiny), "--raw", "--context", "16", &long]).unwrap_err();
-        assert!(e.contains("does not fit") && e.contains("holds 16 positions"), "{e}");
+        assert!(
+            e.contains("does not fit") && e.contains("holds 16 positions"),
+            "{e}"
+        );
         let e = run_with(&["--model", &model(&tiny), "--context", "5000", "hi"]).unwrap_err();
         assert!(e.contains("5000") && e.contains("1024"), "{e}");
         // A damaged copy of the published file fails its sha256 check.

@@ -29,7 +29,6 @@ mod measure;
 mod minilm_model;
 
 #[path = "../../../examples/llm/mod.rs"]
-#[allow(dead_code)]
 mod llm_model;
 mod plot;
 mod raw;
