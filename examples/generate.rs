@@ -40,7 +40,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use clap::{CommandFactory, FromArgMatches, Parser};
-use cli::Failure;
+use cli::{Failure, Mem, mib};
 use llm::{Cache, Decoder, LoadError, Model, secs};
 use sample::{Sampler, Sampling};
 use serde_json::json;
@@ -212,15 +212,7 @@ fn load_failure(path: &Path, e: llm::AnyError, fetch: &str) -> Failure {
             .cause(e)
             .tip(format!("{tip} (`{fetch}` fetches the default model)"));
     }
-    let file_error = matches!(
-        e.downcast_ref::<wgarray::Error>(),
-        None | Some(
-            wgarray::Error::Io { .. }
-                | wgarray::Error::Format { .. }
-                | wgarray::Error::UnsupportedDType { .. }
-        )
-    );
-    if file_error {
+    if cli::is_file_error(&e) {
         return Failure::new(format!("cannot load {}", path.display()))
             .cause(e)
             .tip(format!(
@@ -231,42 +223,7 @@ fn load_failure(path: &Path, e: llm::AnyError, fetch: &str) -> Failure {
 }
 
 fn gpu_failure(what: &str, e: llm::AnyError) -> Failure {
-    let oom = matches!(
-        e.downcast_ref::<wgarray::Error>(),
-        Some(wgarray::Error::OutOfMemory { .. })
-    );
-    let f = Failure::new(what).cause(e);
-    if oom {
-        f.tip("try a smaller --context, or another adapter (WGARRAY_BACKEND, WGARRAY_ADAPTER)")
-    } else {
-        f
-    }
-}
-
-/// Active, peak and cache memory at one moment.
-#[derive(Clone, Copy, Debug)]
-struct Mem {
-    active: u64,
-    peak: u64,
-    cache: u64,
-}
-
-impl Mem {
-    fn now(d: &Device) -> Mem {
-        let s = d.memory_stats();
-        Mem {
-            active: s.active,
-            peak: s.peak,
-            cache: s.cache,
-        }
-    }
-    fn json(&self) -> serde_json::Value {
-        json!({ "active": self.active, "peak": self.peak, "cache": self.cache })
-    }
-}
-
-fn mib(b: u64) -> f64 {
-    b as f64 / (1024.0 * 1024.0)
+    cli::device_work_failure(what, e, "a smaller --context")
 }
 
 /// Prints `what` and the seconds spent every 10 s on standard error until
@@ -340,14 +297,7 @@ fn main() -> ExitCode {
         DeviceOptions::from_env(),
         &mut std::io::stdout().lock(),
     );
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(f) if f.is_broken_pipe() => ExitCode::FAILURE,
-        Err(f) => {
-            eprint!("{}", f.report());
-            ExitCode::FAILURE
-        }
-    }
+    cli::exit_code(result)
 }
 
 /// The rendered prompt for `text`: the chat template (default) or as is.
