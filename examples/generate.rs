@@ -555,9 +555,15 @@ fn run(
         let mut results = Vec::new();
         for (i, ids) in tokens.iter().enumerate() {
             if say && (prompts.len() > 1 || cycle > 0) {
-                writeln!(out, "\n[{}] {}", i + 1, prompts[i])?;
+                writeln!(
+                    out,
+                    "\n[load {}, prompt {}] {}",
+                    cycle + 1,
+                    i + 1,
+                    prompts[i]
+                )?;
             }
-            let quiet = !say || cycle > 0;
+            let quiet = !say;
             let g = generate(
                 &model,
                 &decoder,
