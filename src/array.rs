@@ -149,7 +149,9 @@ impl ArrayInner {
     }
 
     /// Whether this array is evaluated, dense, of `shape` and `dtype`, and
-    /// the only holder of its buffer: then an op may write over it.
+    /// the only holder of its buffer, which the pool made (not the
+    /// application's, `Array::from_wgpu_buffer`): then an op may write
+    /// over it.
     pub(crate) fn is_sole_dense(&self, shape: &[usize], dtype: DType) -> bool {
         match &*self.lock() {
             State::Ready(s) => {
@@ -157,6 +159,7 @@ impl ArrayInner {
                     && self.dtype == dtype
                     && s.offset == 0
                     && Arc::strong_count(&s.buffer) == 1
+                    && !s.buffer.is_external()
                     && crate::shape::is_contiguous(shape, &s.strides)
             }
             _ => false,
@@ -466,7 +469,9 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
-    /// dimensions or an element count past `usize`;
+    /// dimensions, an element count past `usize`, or more bytes than the
+    /// adapter's largest storage binding (checked at the call, naming the
+    /// constructor: an array's buffer is one binding);
     /// [`Error::InvalidArgument`] for an integer `value` outside an integer
     /// `dtype`'s range (`-1` as u8: NumPy 2 refuses it too);
     /// [`Error::MissingFeature`] for f64 without `SHADER_F64`.
@@ -480,6 +485,7 @@ impl Array {
         check_shape("full", shape)?;
         let bits = value.value().bits("full", dtype)?;
         device.check_dtype("full", dtype)?;
+        device.check_array("full", shape, dtype)?;
         Ok(Array::full_bits(shape, bits, dtype, device))
     }
 
@@ -538,6 +544,7 @@ impl Array {
     pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         check_shape("zeros", shape)?;
         device.check_dtype("zeros", dtype)?;
+        device.check_array("zeros", shape, dtype)?;
         Ok(Array::full_bits(shape, 0, dtype, device))
     }
 
@@ -550,6 +557,7 @@ impl Array {
         check_shape("ones", shape)?;
         let bits = true.value().bits("ones", dtype)?;
         device.check_dtype("ones", dtype)?;
+        device.check_array("ones", shape, dtype)?;
         Ok(Array::full_bits(shape, bits, dtype, device))
     }
 
@@ -684,20 +692,26 @@ impl Array {
     /// read.
     ///
     /// # Errors
-    /// [`Error::DType`] when `T` is not this array's dtype; the errors of
-    /// [`crate::eval`]; [`Error::Readback`] when mapping fails;
-    /// [`Error::OutOfMemory`] (with `limit` `u64::MAX`) when the driver
-    /// cannot give the staging buffer.
+    /// [`Error::ReadDType`] when `T` is not this array's dtype (its
+    /// message says how to read it); the errors of [`crate::eval`];
+    /// [`Error::Readback`] when mapping fails; [`Error::OutOfMemory`] (with
+    /// `limit` `u64::MAX`) when the driver cannot give the staging buffer.
     #[track_caller]
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_read::<T>("to_vec")?;
+        self.read_mapped(T::from_device_bytes)
+    }
+
+    /// [`Error::ReadDType`] naming `op` unless `T` reads this array's dtype.
+    pub(crate) fn check_read<T: Element>(&self, op: &'static str) -> Result<()> {
         if T::DTYPE != self.dtype() {
-            return Err(Error::DType {
-                op: "to_vec",
+            return Err(Error::ReadDType {
+                op,
                 dtype: self.dtype(),
-                other: Some(T::DTYPE),
+                requested: T::DTYPE,
             });
         }
-        self.read_mapped(T::from_device_bytes)
+        Ok(())
     }
 
     /// Evaluate, then copy the elements in row-major order into `dst`,
@@ -719,18 +733,12 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// [`Error::DType`] when `T` is not this array's dtype;
+    /// [`Error::ReadDType`] when `T` is not this array's dtype;
     /// [`Error::DataLength`] when `dst.len()` is not [`Array::size`];
     /// the errors of [`crate::eval`]; [`Error::Readback`] when mapping
     /// fails. On every error `dst` is left as it was.
     pub fn read_into<T: Element>(&self, dst: &mut [T]) -> Result<()> {
-        if T::DTYPE != self.dtype() {
-            return Err(Error::DType {
-                op: "read_into",
-                dtype: self.dtype(),
-                other: Some(T::DTYPE),
-            });
-        }
+        self.check_read::<T>("read_into")?;
         if dst.len() != self.size() {
             return Err(Error::DataLength {
                 len: dst.len(),
@@ -744,10 +752,12 @@ impl Array {
     /// The only element of a one-element array.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the array does not have exactly one
-    /// element; otherwise as [`Array::to_vec`].
+    /// [`Error::ReadDType`] (naming `item`) when `T` is not this array's
+    /// dtype; [`Error::InvalidArgument`] when the array does not have
+    /// exactly one element; otherwise as [`Array::to_vec`].
     #[track_caller]
     pub fn item<T: Element>(&self) -> Result<T> {
+        self.check_read::<T>("item")?;
         if self.size() != 1 {
             return Err(Error::InvalidArgument(format!(
                 "item() needs exactly one element, the array has shape {:?}",

@@ -106,7 +106,7 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// Through the future: [`Error::DType`] when `T` is not this array's
+    /// Through the future: [`Error::ReadDType`] when `T` is not this array's
     /// dtype; the errors of [`crate::eval`]; [`Error::Readback`] when the
     /// map fails; [`Error::Timeout`] after [`Device::wait_timeout`];
     /// [`Error::DeviceLost`].
@@ -125,13 +125,7 @@ impl Array {
 
     #[track_caller]
     fn start_read<T: Element>(&self) -> Result<ReadState> {
-        if T::DTYPE != self.dtype() {
-            return Err(Error::DType {
-                op: "to_vec_async",
-                dtype: self.dtype(),
-                other: Some(T::DTYPE),
-            });
-        }
+        self.check_read::<T>("to_vec_async")?;
         let Some(source) = self.read_source()? else {
             return Ok(ReadState::Empty);
         };
@@ -224,10 +218,13 @@ pub fn eval_async(arrays: &[&Array]) -> EvalFuture {
     };
     let device = first.device().clone();
     // Checked here so that the error names this function.
-    let same = if arrays.iter().all(|a| *a.device() == device) {
-        Ok(())
-    } else {
-        Err(Error::DeviceMismatch { op: "eval_async" })
+    let same = match arrays.iter().find(|a| *a.device() != device) {
+        None => Ok(()),
+        Some(other) => Err(Error::device_mismatch(
+            "eval_async",
+            &device,
+            other.device(),
+        )),
     };
     let submitted = same
         .and_then(|()| crate::graph::eval::evaluate(arrays))

@@ -365,7 +365,7 @@ fn bad_calls_are_typed_errors_and_leak_nothing() -> R {
     let xd = f(&d, &[1.0, 2.0], &[1, 2]);
     assert!(matches!(
         g.call(&[&xd, &xo]),
-        Err(Error::DeviceMismatch { op: "compile" })
+        Err(Error::DeviceMismatch { op: "compile", .. })
     ));
     // Nothing was cached for a failed trace.
     assert!(g.is_empty());
@@ -376,7 +376,7 @@ fn bad_calls_are_typed_errors_and_leak_nothing() -> R {
     );
     // A function that reads a traced value back.
     let peek = compile(|x: &[Array]| {
-        let s = x[0].sum(Axes::All, false)?.item::<f32>()?;
+        let s = x[0].sum(None, false)?.item::<f32>()?;
         Ok(vec![(&x[0] * s as f64)?])
     });
     let x = f(&d, &[1.0, 2.0], &[2]);
@@ -391,7 +391,7 @@ fn bad_calls_are_typed_errors_and_leak_nothing() -> R {
 fn explain_lists_fused_kernels() -> R {
     let d = device();
     let x = f(&d, &[1.0, 2.0, 3.0], &[3]);
-    let y = (&(&x * 2.0)?.exp()? + 1.0)?.sum(Axes::All, false)?;
+    let y = (&(&x * 2.0)?.exp()? + 1.0)?.sum(None, false)?;
     d.set_fusion(true);
     let text = wgarray::explain(&[&y])?;
     // The elementwise chain is the sum's prologue: one kernel.

@@ -7,7 +7,7 @@ mod common;
 use common::arrays::{f, i};
 use common::{R, Rng, assert_empty, device};
 use half::f16;
-use wgarray::{Array, Axes, DType, Device, Error, Slice, eval, where_};
+use wgarray::{Array, DType, Device, Error, Slice, eval, where_};
 
 const MIB: u64 = 1 << 20;
 const MIB_F32: usize = (MIB / 4) as usize;
@@ -500,7 +500,7 @@ fn memory_api() -> R {
     {
         let x = Array::ones(&[1 << 16], DType::F32, &d).unwrap();
         let y = (&x * 2.0)?;
-        let s = y.sum(Axes::All, false)?;
+        let s = y.sum(None, false)?;
         d.clear_cache();
         assert_eq!(s.item::<f32>()?, 2.0 * 65536.0);
         d.clear_cache();
@@ -528,7 +528,7 @@ fn oom_midway_then_recover() -> R {
         let a = (&x + 1.0)?;
         let b = (&x * 3.0)?;
         let c = (&a + &b)?; // needs a, b, c alive at once
-        let e = c.sum(Axes::All, false)?;
+        let e = c.sum(None, false)?;
         let active = d.active_memory();
         d.set_memory_limit(active + (1 << 18) + 4096); // room for ~1 more buffer
         let r = e.eval();
@@ -1000,7 +1000,7 @@ fn every_op_records_the_callers_location() {
         xb.mean(-1isize, true),
         x.var(-1isize, true, 1),
         x.std(0isize, false, 0),
-        x.argmax(Some(1), false),
+        x.argmax(1, false),
         x.logsumexp(-1isize, true),
         x.softmax(-1),
         xb.softmax(-1),
@@ -1009,13 +1009,13 @@ fn every_op_records_the_callers_location() {
         x.log_softmax(0),
         x.reshape(&[33, 7]),
         Ok(x.transpose()),
-        x.permute(&[1, 0]),
+        x.permute([1, 0]),
         x.slice(&[Slice::range(1, 5), Slice::step(2)]),
         x.broadcast_to(&[2, 7, 33]),
-        x.expand_dims(0).and_then(|e| e.squeeze(Axes::All)),
+        x.expand_dims(0).and_then(|e| e.squeeze(None)),
         Ok(x.ravel()),
         x.swapaxes(0, 1),
-        x.take(&idx, Some(1)),
+        x.take(&idx, 1),
         x.contiguous(),
         wgarray::concatenate(&[&x, &xb], 0),
         wgarray::stack(&[&x, &x], 0),
@@ -1198,4 +1198,113 @@ fn a_result_computed_within_the_limit_reads_back() {
     d.set_memory_limit(u64::MAX);
     drop((y, t, h));
     assert_empty(&d);
+}
+
+// ---- copy: a buffer of its own, so a view lets its parent go ----
+
+/// Issue 37: a view keeps its whole parent; `copy()` makes a buffer of the
+/// view's own size, so dropping the parent returns its memory. Rows in the
+/// middle and at offset 0 (where an elementwise kernel may write into its
+/// input's buffer: the copy of an evaluated row that nothing else holds
+/// must not take the parent's buffer), every dtype family, values against
+/// the host, before and after the parent goes.
+#[test]
+fn copy_of_a_view_lets_the_parent_go() -> R {
+    let d = device();
+    let (rows, cols) = (257usize, 1025usize);
+    for dtype in [DType::F32, DType::I32, DType::F16, DType::U8, DType::Bool] {
+        let host: Vec<f64> = {
+            let mut rng = Rng::new(37);
+            common::arrays::random_values(&mut rng, rows * cols, dtype)
+        };
+        let parent_bytes = pooled((rows * cols * dtype.size_in_bytes()) as u64);
+        let row_bytes = pooled((cols * dtype.size_in_bytes()) as u64);
+        for r in [0usize, 100] {
+            let want = &host[r * cols..(r + 1) * cols];
+            let slice = [Slice::range(r as isize, r as isize + 1)];
+            let new_parent = || -> wgarray::Result<Array> {
+                // An empty cache: every buffer lent is of its request's size.
+                d.clear_cache();
+                let a = common::arrays::of_dtype(&d, &host, &[rows, cols], dtype);
+                a.eval()?;
+                Ok(a)
+            };
+            // A view, its contiguous() and its astype() to the same dtype
+            // share the parent's buffer: all of it stays.
+            for how in ["view", "contiguous", "astype"] {
+                let big = new_parent()?;
+                // One expression: a `let v` shadowed by another would keep
+                // the first until the end of the block (README, Memory).
+                let v = match how {
+                    "view" => big.slice(&slice)?,
+                    "contiguous" => big.slice(&slice)?.contiguous()?,
+                    _ => big.slice(&slice)?.astype(dtype)?,
+                };
+                v.eval()?;
+                drop(big);
+                assert_eq!(d.active_memory(), parent_bytes, "{dtype} row {r} {how}");
+                drop(v);
+                assert_empty(&d);
+            }
+            // copy() of the lazy view, of an evaluated view the copy alone
+            // holds (reassignment drops the view's handle before eval), and
+            // of one the caller still holds.
+            for how in ["lazy", "reassigned", "held"] {
+                let big = new_parent()?;
+                let mut row = big.slice(&slice)?;
+                let mut held = None;
+                match how {
+                    "lazy" => row = row.copy()?,
+                    "reassigned" => {
+                        row.eval()?;
+                        row = row.copy()?;
+                    }
+                    _ => {
+                        row.eval()?;
+                        let copy = row.copy()?;
+                        held = Some(std::mem::replace(&mut row, copy));
+                    }
+                }
+                // The parent goes before the copy runs: only views hold
+                // its buffer then.
+                drop(big);
+                row.eval()?;
+                drop(held);
+                assert_eq!(d.active_memory(), row_bytes, "{dtype} row {r} copy {how}");
+                assert_eq!(row.shape(), &[1, cols]);
+                assert_eq!(row.dtype(), dtype);
+                assert_eq!(row.to_f64_vec()?, want, "{dtype} row {r} copy {how}");
+                drop(row);
+                assert_empty(&d);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `copy()` of a transposed view is dense and of an evaluated dense array a
+/// new buffer: writing through neither changes the other (functional
+/// `slice_update` on the copy leaves the source as it was).
+#[test]
+fn copy_is_a_new_array_of_the_same_values() -> R {
+    let d = device();
+    common::poison_pool(&d, 1 << 12);
+    let v = Rng::new(5).vec_f32(7 * 33);
+    let x = f(&d, &v, &[7, 33]);
+    let t = x.transpose().copy()?;
+    let mut want = vec![0.0f32; 7 * 33];
+    for r in 0..7 {
+        for c in 0..33 {
+            want[c * 7 + r] = v[r * 33 + c];
+        }
+    }
+    assert_eq!(t.to_vec::<f32>()?, want);
+    let c = x
+        .copy()?
+        .slice_update(&f(&d, &[9.0], &[1, 1]), &[0, 0], None)?;
+    assert_eq!(c.to_vec::<f32>()?[0], 9.0);
+    assert_eq!(x.to_vec::<f32>()?, v);
+    drop((x, t, c));
+    assert_empty(&d);
+    Ok(())
 }

@@ -82,8 +82,8 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
         return Ok(0);
     };
     let device = first.device().clone();
-    if arrays.iter().any(|a| *a.device() != device) {
-        return Err(Error::DeviceMismatch { op: "eval" });
+    if let Some(other) = arrays.iter().find(|a| *a.device() != device) {
+        return Err(Error::device_mismatch("eval", &device, other.device()));
     }
     let guard = device.inner.pool.lock_queue();
     let order = schedule(arrays);
@@ -145,6 +145,7 @@ pub(crate) fn run_planned(
             guard,
             dispatches: Vec::with_capacity(order.len()),
             origin: None,
+            op: "eval",
         };
         // Nodes are let go of as soon as the plan is done with them: with
         // their outputs detached, their inputs (and so their buffers) go
@@ -240,6 +241,7 @@ fn run_node(
 ) -> Result<()> {
     let outputs = live_outputs(node);
     lw.origin = node.origin;
+    lw.op = node.primitive.name();
     let results = lower::lower(lw, node, &outputs)?;
     for (o, s) in outputs.iter().zip(results) {
         if let (Some(o), Some(s)) = (o, s) {
@@ -272,6 +274,7 @@ fn run_group(
         .collect();
     // Buffers are handed out for the node the kernel runs at.
     lw.origin = members.last().and_then(|n| n.origin);
+    lw.op = members.last().map_or("eval", |n| n.primitive.name());
     match lower::program::group(lw, &members, &outputs) {
         Ok(()) => {
             marked.extend(outputs.iter().map(Arc::downgrade));

@@ -160,6 +160,34 @@ pub(crate) const MAX_TOPK: usize = 64;
 /// Batch dimensions [`Primitive::Matmul`] takes (beyond the two matrix ones).
 pub(crate) const MAX_MATMUL_BATCH_DIMS: usize = 4;
 
+/// The most elements one output of [`Primitive::Reduce`] folds: the
+/// reduction kernel's 256 threads, 8 per loop iteration, under llvmpipe's
+/// 65535 loop iterations per invocation (2 per iteration).
+pub(crate) const MAX_REDUCED: usize = 1 << 26;
+
+/// Elements of a row [`Primitive::Sort`] sorts in one workgroup
+/// (wgsl/sort.wgsl `BLOCK`): longer rows run the bitonic network's global
+/// steps through a work buffer.
+pub(crate) const SORT_BLOCK: usize = 1024;
+
+/// A sorted row of `len` elements padded to a power of two: the bitonic
+/// network's length, which sorts index with 32-bit words.
+pub(crate) fn sort_padded(len: usize) -> usize {
+    len.next_power_of_two()
+}
+
+/// Pairs (two words each) of the work buffer a sort of `rows` rows of
+/// `len` elements needs: none past one block per row, but every pass binds
+/// it (at least 1). The ops check it against the largest storage binding.
+pub(crate) fn sort_work_pairs(rows: usize, len: usize) -> usize {
+    let p = sort_padded(len);
+    if p <= SORT_BLOCK {
+        1
+    } else {
+        rows.saturating_mul(p)
+    }
+}
+
 /// What one elementwise node computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum ElementwiseOp {
@@ -721,6 +749,16 @@ impl UnaryOp {
 }
 
 impl ReduceOp {
+    /// The output dtype of a scan ([`Primitive::Scan`]) with this op of
+    /// `input`: bool sums and products count in i32 (NumPy and MLX promote
+    /// bool), everything else keeps its dtype.
+    pub(crate) fn scan_dtype(self, input: DType) -> DType {
+        match (self, input) {
+            (ReduceOp::Sum | ReduceOp::Prod, DType::Bool) => DType::I32,
+            _ => input,
+        }
+    }
+
     /// NumPy's name for the reduction.
     pub(crate) fn name(self) -> &'static str {
         match self {

@@ -166,9 +166,7 @@ impl ReduceOp {
     }
 }
 
-/// The most elements one output reduces: 256 threads, 8 per loop iteration,
-/// under llvmpipe's 65535 loop iterations per invocation (2 per iteration).
-pub(crate) const MAX_REDUCED: usize = 1 << 26;
+pub(crate) use crate::graph::primitive::MAX_REDUCED;
 
 /// Reduced elements per output up to which a software adapter folds each
 /// output in one thread (when there are [`THREAD_MODE_OUTPUTS`] outputs);

@@ -10,7 +10,6 @@
 //! `ops/elementwise.rs`.
 
 use crate::ops::elementwise::{pair, where_};
-use crate::ops::reduce::Axes;
 use crate::scalar::sealed::Arg;
 use crate::{Array, DType, Operand, Result};
 
@@ -132,7 +131,7 @@ impl Array {
         equal_nan: bool,
     ) -> Result<Array> {
         self.isclose_named("allclose", other, rtol, atol, equal_nan)?
-            .all(Axes::All, false)
+            .all(None, false)
     }
 
     /// Whether `self` and `other` have the same shape and equal elements
@@ -155,7 +154,7 @@ impl Array {
         if equal_nan {
             eq = eq.logical_or(&self.isnan()?.logical_and(&other.isnan()?)?)?;
         }
-        eq.all(Axes::All, false)
+        eq.all(None, false)
     }
 
     /// Round to `decimals` decimal places, half to even (NumPy

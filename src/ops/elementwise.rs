@@ -133,8 +133,9 @@ impl Array {
     /// uint8 is 44); f64 to f32 rounds to nearest even, on the bits (f64 to
     /// f16 or bf16 rounds through f32, so a value a hair off a halfway
     /// point of the 16-bit type can round twice); anything to bool is
-    /// `x != 0`. The same dtype gives the same array. In short: Rust's `as`
-    /// between the host types.
+    /// `x != 0`. The same dtype gives the same array (a view stays a view of
+    /// its parent: [`Array::copy`] makes a buffer of its own). In short:
+    /// Rust's `as` between the host types.
     ///
     /// # Errors
     /// [`crate::Error::MissingFeature`] for f64 on an adapter without
@@ -148,10 +149,30 @@ impl Array {
         Array::elementwise(ElementwiseOp::Cast, "astype", &[self], dtype)
     }
 
+    /// A new array with a buffer of its own holding the same values and
+    /// dtype, densely in row-major order (NumPy `.copy()`, PyTorch
+    /// `.clone()`, candle `.copy()`): always one copy dispatch on eval,
+    /// never a view, so a copy of a view (a row, a slice, a transpose) does
+    /// not keep the view's parent alive. `let row = big.slice(..)?.copy()?`
+    /// and then dropping `big` returns `big`'s memory at once, where a
+    /// view, [`Array::contiguous`] of a dense view and `astype` to the same
+    /// dtype all share `big`'s buffer and keep all of it. (Rust's
+    /// `Array::clone` is another handle to the same array, as candle's
+    /// `Tensor::clone`.) Any dtype; fuses with the elementwise ops around
+    /// it like any of them.
+    ///
+    /// # Errors
+    /// None today; `Result` so that every op composes with `?`.
+    #[track_caller]
+    pub fn copy(&self) -> Result<Array> {
+        Array::elementwise(ElementwiseOp::Copy, "copy", &[self], self.dtype())
+    }
+
     /// The same values laid out densely in row-major order (MLX
     /// `contiguous`). Lazy: at eval, an input that is already dense is shared
-    /// as it is (no kernel); a strided view (transpose, step slice,
-    /// broadcast) is copied by one dispatch.
+    /// as it is (no kernel), so a dense view still holds its parent's
+    /// buffer (use [`Array::copy`] for a buffer of its own); a strided view
+    /// (transpose, step slice, broadcast) is copied by one dispatch.
     ///
     /// # Errors
     /// None today; `Result` so that every op composes with `?`.
@@ -577,12 +598,15 @@ macro_rules! operator {
                 self.binary(rhs, $op)
             }
         }
-        // On the left only f64, i32 and bool, as candle's f64: with one
-        // float and one integer type there, an unsuffixed literal (`2.0 *
-        // &a`, `1 - &a`) is unambiguous and `(2.0 * &a)?` compiles; a
-        // second float type would leave `2.0` unresolved where `?` needs
-        // the result's type. Every scalar type works on the right.
-        scalar_lhs_operator!($trait, $method, $op; f64, i32, bool);
+        // On the left f64, i32 and bool (as candle's f64), and f16 and
+        // bf16, which no literal can be: with one float and one integer
+        // type that literals can be, an unsuffixed literal (`2.0 * &a`,
+        // `1 - &a`) is unambiguous and `(2.0 * &a)?.exp()` compiles; a
+        // second one (f32, i64, u32, ...) would leave `2.0` unresolved
+        // where a method after `?` needs the result's type ("type
+        // annotations needed"; tests/scalars.rs checks these forms). Every
+        // scalar type works on the right. See `crate::Scalar`.
+        scalar_lhs_operator!($trait, $method, $op; f64, i32, bool, half::f16, half::bf16);
     };
 }
 
@@ -665,6 +689,10 @@ impl Array {
         }
         Array::elementwise(ElementwiseOp::Unary(op), op.name(), &[self], DType::Bool)
     }
+
+    // The five float predicates below look alike because each is one call
+    // of `float_predicate`: public methods with docs of their own, not
+    // repeated logic.
 
     /// Whether each element is NaN, as bool (NumPy `isnan`), tested on the
     /// bits (drivers may assume no NaN in float comparisons). Any dtype:

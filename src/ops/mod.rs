@@ -21,10 +21,11 @@ pub mod writes;
 
 use crate::{Array, DType, Error, Result};
 
-/// [`Error::DeviceMismatch`] naming `op` unless `a` and `b` live on one device.
+/// [`Error::DeviceMismatch`] naming `op` and both devices unless `a` and
+/// `b` live on one device.
 pub(crate) fn same_device(op: &'static str, a: &Array, b: &Array) -> Result<()> {
     if a.device() != b.device() {
-        return Err(Error::DeviceMismatch { op });
+        return Err(Error::device_mismatch(op, a.device(), b.device()));
     }
     Ok(())
 }

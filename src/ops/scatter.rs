@@ -1,6 +1,7 @@
 //! Scatters along an axis: [`Array::scatter_add`], [`Array::put_along_axis`].
 
 use super::{check_word_dtype, same_device};
+use crate::axis::Axis;
 use crate::graph::Primitive;
 use crate::ops::elementwise::where_;
 use crate::shape::{broadcast_shapes, normalize_axis};
@@ -56,8 +57,13 @@ impl Array {
     /// [`Error::OpDType`] for an i8, u8, i16, u16 or f64 array;
     /// [`Error::DType`] for non-integer indices or a bool array.
     #[track_caller]
-    pub fn scatter_add(&self, indices: &Array, updates: &Array, axis: isize) -> Result<Array> {
-        self.add_along("scatter_add", indices, updates, axis)
+    pub fn scatter_add(
+        &self,
+        indices: &Array,
+        updates: &Array,
+        axis: impl Into<Axis>,
+    ) -> Result<Array> {
+        self.add_along("scatter_add", indices, updates, axis.into().get())
     }
 
     /// [`Array::scatter_add`], its errors naming `op`.
@@ -112,8 +118,13 @@ impl Array {
     /// broadcast together or, on an axis other than `axis`, against this
     /// array.
     #[track_caller]
-    pub fn put_along_axis(&self, indices: &Array, values: &Array, axis: isize) -> Result<Array> {
-        self.store_along("put_along_axis", indices, values, axis)
+    pub fn put_along_axis(
+        &self,
+        indices: &Array,
+        values: &Array,
+        axis: impl Into<Axis>,
+    ) -> Result<Array> {
+        self.store_along("put_along_axis", indices, values, axis.into().get())
     }
 
     /// [`Array::put_along_axis`], its errors naming `op`.

@@ -188,9 +188,9 @@ use std::sync::OnceLock;
 
 use crate::{Device, DeviceOptions, Result};
 
-pub use compare::{Incomparable, Mismatch, Mismatches, Tolerance, compare, poison};
+pub use compare::{Incomparable, MESA_LOOP_CAP, Mismatch, Mismatches, Tolerance, compare, poison};
 pub use differential::{
-    AdapterRun, Differential, Disagreement, Disagreements, Repeated, all_devices,
+    AdapterRun, Differential, Disagreement, Disagreements, Repeated, Verdict, all_devices,
 };
 #[cfg(feature = "fixtures")]
 pub use fixture::Fixture;

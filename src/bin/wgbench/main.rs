@@ -33,6 +33,7 @@ mod llm_model;
 mod plot;
 mod raw;
 mod report;
+mod rng;
 mod suite;
 mod table;
 

@@ -30,12 +30,16 @@ use crate::{DType, Device, Error, Result};
 /// Where lowering puts its work: the device, the queue lock every
 /// allocation needs (see `memory::pool`), the eval's dispatches, and the
 /// origin of the node being lowered (`None` unless memory history is on),
-/// which labels the buffers it allocates.
+/// which labels the buffers it allocates, and the op that recorded it, which
+/// a buffer past the adapter's limits is reported under (an elementwise
+/// result is checked here, not at its call: fused into a reduction or a
+/// GEMM, a result of any size needs no buffer).
 pub(crate) struct Lowering<'a> {
     pub device: &'a Device,
     pub guard: &'a QueueGuard<'a>,
     pub dispatches: Vec<Dispatch>,
     pub origin: Option<Origin>,
+    pub op: &'static str,
 }
 
 impl Lowering<'_> {
@@ -64,7 +68,7 @@ impl Lowering<'_> {
             self.device.check_dtype("float64", dtype)?;
         }
         let bytes = dtype.nbytes(numel(shape)) as u64;
-        self.device.check_binding("eval", bytes)?;
+        self.device.check_binding(self.op, bytes)?;
         let buffer =
             self.device
                 .inner

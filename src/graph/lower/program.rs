@@ -177,6 +177,40 @@ struct Load {
 /// An order of the iteration axes, outermost first (see [`Load::donor`]).
 type Order = SmallVec<[usize; 4]>;
 
+impl Load {
+    /// What the kernel binds for the load: its offset and strides.
+    fn data(&self) -> LoadData {
+        LoadData {
+            offset: self.offset,
+            strides: self.strides.clone(),
+            gather: self.gather,
+        }
+    }
+}
+
+/// A strided load of `dtype` (its input binding is assigned when the
+/// program is bound), gathered through value `gather` if any.
+fn strided_load(dtype: DType, gather: Option<Value>) -> Def {
+    Def::Load {
+        dtype,
+        source: Source::Input(0),
+        dense: false,
+        gather,
+    }
+}
+
+/// The program of `defs` writing `outputs`, reading `inputs` bindings (the
+/// merged rank and the wide flag are filled in at dispatch).
+fn program(defs: Vec<Def>, outputs: Vec<Value>, inputs: usize) -> Program {
+    Program {
+        defs,
+        outputs,
+        inputs: inputs as u8,
+        rank: 0,
+        vec4: false,
+    }
+}
+
 struct Builder<'g> {
     shape: Vec<usize>,
     /// Elementwise nodes this program computes (others must be evaluated).
@@ -225,6 +259,28 @@ impl<'g> Builder<'g> {
             scalars: HashMap::default(),
             acc,
         }
+    }
+
+    /// Load `def` reads `storage` (of `array`) from its offset through
+    /// `strides`, gathered where `gather` says: an operand the lowering
+    /// places itself (a copy, a take), never donated.
+    fn load_of(
+        &mut self,
+        def: Value,
+        array: *const ArrayInner,
+        storage: &Storage,
+        strides: Vec<isize>,
+        gather: Option<(isize, usize)>,
+    ) {
+        self.loads.push(Load {
+            def,
+            array,
+            storage: storage.clone(),
+            offset: storage.offset,
+            strides,
+            gather,
+            donor: None,
+        });
     }
 
     fn push(&mut self, def: Def) -> Value {
@@ -379,12 +435,7 @@ impl<'g> Builder<'g> {
         let donor = (sole && Arc::strong_count(&storage.buffer) == 2)
             .then(|| donor_order(&self.shape, a.dtype, offset, &strides, &storage))
             .flatten();
-        let def = self.push(Def::Load {
-            dtype: a.dtype,
-            source: Source::Input(0),
-            dense: false,
-            gather: None,
-        });
+        let def = self.push(strided_load(a.dtype, None));
         self.loads.push(Load {
             def,
             array: Arc::as_ptr(a),
@@ -578,13 +629,7 @@ fn finish(lw: &mut Lowering<'_>, mut b: Builder<'_>, values: Vec<Value>) -> Resu
             },
         });
     }
-    let program = Program {
-        defs: b.defs,
-        outputs: values,
-        inputs: buffers.len() as u8,
-        rank: 0,
-        vec4: false,
-    };
+    let program = program(b.defs, values, buffers.len());
     let bound = Bound {
         shape: walk,
         loads: b
@@ -654,22 +699,12 @@ pub(super) fn epilogue(
                 strides: dense.clone(),
                 gather: None,
             }),
-            Def::Load { .. } => loads.next().map(|l| LoadData {
-                offset: l.offset,
-                strides: l.strides.clone(),
-                gather: l.gather,
-            }),
+            Def::Load { .. } => loads.next().map(Load::data),
             _ => None,
         })
         .collect();
     Ok(EpilogueProgram {
-        program: Program {
-            defs: b.defs,
-            outputs: values,
-            inputs: buffers.len() as u8,
-            rank: 0,
-            vec4: false,
-        },
+        program: program(b.defs, values, buffers.len()),
         loads,
         consts: b.consts,
         buffers,
@@ -707,23 +742,9 @@ pub(super) fn prologue(
         l.donor = None;
     }
     let buffers = bind(&mut b.defs, &b.loads, &values).buffers;
-    let loads = b
-        .loads
-        .iter()
-        .map(|l| LoadData {
-            offset: l.offset,
-            strides: l.strides.clone(),
-            gather: l.gather,
-        })
-        .collect();
+    let loads = b.loads.iter().map(Load::data).collect();
     Ok(PrologueProgram {
-        program: Program {
-            defs: b.defs,
-            outputs: values,
-            inputs: buffers.len() as u8,
-            rank: 0,
-            vec4: false,
-        },
+        program: program(b.defs, values, buffers.len()),
         loads,
         consts: b.consts,
         buffers,
@@ -794,31 +815,9 @@ pub(super) fn copy(
         return Ok(dense.view(crate::shape::contiguous_strides(shape), 0));
     }
     let members = HashSet::default();
-    let mut b = Builder {
-        shape: shape.to_vec(),
-        members: &members,
-        defs: vec![Def::Load {
-            dtype,
-            source: Source::Input(0),
-            dense: false,
-            gather: None,
-        }],
-        loads: Vec::new(),
-        consts: Vec::new(),
-        memo: HashMap::default(),
-        const_memo: HashMap::default(),
-        scalars: HashMap::default(),
-        acc: None,
-    };
-    b.loads.push(Load {
-        def: 0,
-        array: std::ptr::null(),
-        storage: src.clone(),
-        offset: src.offset,
-        strides: src.strides.clone(),
-        gather: None,
-        donor: None,
-    });
+    let mut b = Builder::new(shape, &members, None);
+    b.defs = vec![strided_load(dtype, None)];
+    b.load_of(0, std::ptr::null(), src, src.strides.clone(), None);
     Ok(finish(lw, b, vec![0])?.pop().expect("one output"))
 }
 
@@ -894,48 +893,12 @@ fn gather(
     i_strides.extend_from_slice(&is.strides);
     i_strides.extend(std::iter::repeat_n(0, x_shape.len() - axis - 1));
     let members = HashSet::default();
-    let mut b = Builder {
-        shape: out_shape.to_vec(),
-        members: &members,
-        defs: vec![
-            Def::Load {
-                dtype: idx.dtype,
-                source: Source::Input(0),
-                dense: false,
-                gather: None,
-            },
-            Def::Load {
-                dtype,
-                source: Source::Input(0),
-                dense: false,
-                gather: Some(0),
-            },
-        ],
-        loads: Vec::new(),
-        consts: Vec::new(),
-        memo: HashMap::default(),
-        const_memo: HashMap::default(),
-        scalars: HashMap::default(),
-        acc: None,
-    };
-    b.loads.push(Load {
-        def: 0,
-        array: Arc::as_ptr(&io.node.inputs[1].inner),
-        storage: is.clone(),
-        offset: is.offset,
-        strides: i_strides,
-        gather: None,
-        donor: None,
-    });
-    b.loads.push(Load {
-        def: 1,
-        array: Arc::as_ptr(&io.node.inputs[0].inner),
-        storage: xs.clone(),
-        offset: xs.offset,
-        strides: x_strides,
-        gather: Some((xs.strides[axis], x_shape[axis])),
-        donor: None,
-    });
+    let mut b = Builder::new(out_shape, &members, None);
+    b.defs = vec![strided_load(idx.dtype, None), strided_load(dtype, Some(0))];
+    let inputs = &io.node.inputs;
+    b.load_of(0, Arc::as_ptr(&inputs[1].inner), is, i_strides, None);
+    let gather = Some((xs.strides[axis], x_shape[axis]));
+    b.load_of(1, Arc::as_ptr(&inputs[0].inner), xs, x_strides, gather);
     Ok(finish(lw, b, vec![1])?.pop().expect("one output"))
 }
 

@@ -239,17 +239,7 @@ pub(super) fn main(p: &Program, layout: &Layout, slot: &[usize]) -> String {
 #[cfg(test)]
 pub(super) fn specs() -> Vec<(crate::kernels::Spec, &'static crate::kernels::Kernel)> {
     use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
-    let load = |dtype, source, dense| Def::Load {
-        dtype,
-        source,
-        dense,
-        gather: None,
-    };
-    let op = |op, args: Vec<u16>, dtype| Def::Op {
-        op,
-        args: args.into(),
-        dtype,
-    };
+    let (load, op) = (Def::load, Def::op);
     let mut out = Vec::new();
     for d in [DType::F32, DType::F16, DType::U8, DType::F64] {
         let defs = vec![
