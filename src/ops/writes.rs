@@ -9,8 +9,8 @@
 //! dispatch of the row's size per step and no new cache-sized buffer.
 
 use super::same_device;
-use crate::graph::Primitive;
 use crate::axis::{Axes, Axis};
+use crate::graph::Primitive;
 use crate::ops::shape::Slice;
 use crate::shape::{broadcast_shapes, normalize_axis};
 use crate::{Array, DType, Error, Result};
