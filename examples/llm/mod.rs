@@ -290,7 +290,7 @@ impl Weights {
             // [n, kv, group, hd] -> [kv, group * n, hd]: a view when n = 1.
             let q = q
                 .reshape(&[n, kvh, group, hd])?
-                .permute(&[1, 2, 0, 3])?
+                .permute([1, 2, 0, 3])?
                 .reshape(&[kvh, group * n, hd])?;
             // [kv, group * n, keys], the mask added in the GEMM's epilogue.
             let scores = (&q.matmul(&kk.swapaxes(-1, -2)?)? + mask)?;
@@ -298,7 +298,7 @@ impl Weights {
             let attn = probs
                 .matmul(&vv)? // [kv, group * n, hd]
                 .reshape(&[kvh, group, n, hd])?
-                .permute(&[2, 0, 1, 3])?
+                .permute([2, 0, 1, 3])?
                 .reshape(&[n, q_dim])?;
             h = (&h + &qmm(&attn, &layer.wo)?)?;
             out_caches.push(k_cache);
