@@ -10,7 +10,9 @@
 //!   `scripts/fetch-llm.sh`) against the independent float64 NumPy
 //!   reference in `tests/fixtures/smollm2_reference.json` (see
 //!   docs/LLM_REFERENCE.md): the token ids, the logits of the prefill's
-//!   last position and of 16 greedy steps within 1e-2, and the greedy text.
+//!   last position and of 16 greedy steps within 1e-2, and the greedy text
+//!   (the template, tokens and text of all 7 prompts; the logits of 5 on
+//!   Vulkan, and of 4 for 4 steps on GL, for CI's time).
 
 #[path = "../examples/llm/mod.rs"]
 mod llm;
@@ -318,16 +320,19 @@ fn smollm2_matches_the_reference() {
     assert_eq!((model.config.heads, model.config.kv_heads), (9, 3));
     let decoder = Decoder::new(&model, true);
     let mut cache = model.new_cache(512).unwrap();
-    // On GL (llvmpipe, slower) a subset: a chat prompt, the raw one with
-    // digits, the non-ASCII raw one and the 232-token one, 4 steps each;
-    // every prompt and all 16 steps on Vulkan.
+    // Every prompt's chat template, tokens and greedy text (host work);
+    // the forward pass on a subset, sized for CI's budget (the suite runs
+    // on Vulkan twice, and on GL): on Vulkan five prompts, all 16 steps
+    // (the chat ones with digits and with non-ASCII text, the raw ones
+    // with digits and with non-ASCII text, the 232-token one); on GL
+    // (llvmpipe, slower) a chat prompt, the raw one with digits, the
+    // non-ASCII raw one and the 232-token one, 4 steps each.
     let (chosen, steps): (Vec<usize>, usize) = if gl {
         (vec![0, 1, 4, 6], 4)
     } else {
-        ((0..prompts.len()).collect(), 16)
+        (vec![1, 2, 3, 4, 6], 16)
     };
-    for &i in &chosen {
-        let p = &prompts[i];
+    for (i, p) in prompts.iter().enumerate() {
         // Tokens: the chat template rendered as the reference's, then the
         // tokenizer built from the GGUF's metadata.
         let rendered = match p.mode.as_str() {
@@ -348,6 +353,9 @@ fn smollm2_matches_the_reference() {
             p.greedy_text,
             "prompt {i}: detokenized greedy text"
         );
+        if !chosen.contains(&i) {
+            continue;
+        }
         cache.reset();
         let (logits, next) = model.prefill(&mut cache, &ids).unwrap();
         let mut errors = Vec::new();
