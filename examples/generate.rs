@@ -292,6 +292,9 @@ struct Generated {
 
 fn main() -> ExitCode {
     let args = parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    // A line on standard error while kernels compile or tune for long (a
+    // first run on a machine whose driver caches are empty).
+    wgarray::progress::report_to_stderr();
     let result = run(
         &args,
         DeviceOptions::from_env(),
@@ -598,6 +601,10 @@ fn run(
         drop(model);
         let after_drop = Mem::now(&device);
         let live = device.live_arrays();
+        // Background kernel work (a GEMM class's timing, a kernel that
+        // replaces its stand-in) adds pipelines for the device's life: let
+        // it end before counting.
+        device.wait_warm_up();
         let pipelines = device.live_pipelines();
         if after_drop.active != 0 || live != 0 {
             return Err(Failure::new(format!(

@@ -40,8 +40,11 @@ const LOOK: Duration = Duration::from_millis(20);
 pub(crate) struct Job {
     pub what: String,
     pub idle: bool,
-    pub run: Box<dyn FnOnce(&Arc<KernelCache>) + Send>,
+    pub run: JobFn,
 }
+
+/// A job's work, given the device's kernel cache.
+pub(crate) type JobFn = Box<dyn FnOnce(&Arc<KernelCache>) + Send>;
 
 /// The queue, the thread and the device's activity.
 #[derive(Default)]
