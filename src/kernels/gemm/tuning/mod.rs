@@ -91,7 +91,7 @@ fn forced_by_env() -> Option<GemmKernel> {
 /// The environment variable that turns the device's background kernel
 /// work off (`0`, `off`, `false`): the warm-up ([`WARM_UP_MAX`]), the
 /// tuning in the background (it then runs inside the first eval that needs
-/// it), and the stand-ins of kernels slow to compile ([`first_use`]).
+/// it), and the stand-ins of kernels slow to compile (`first_use`).
 pub const WARM_UP_ENV: &str = "WGARRAY_WARM_UP";
 
 /// The GEMM specialisations a tuning file lists for warm-up, at most: the
