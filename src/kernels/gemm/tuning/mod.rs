@@ -261,16 +261,9 @@ impl Tuning {
     /// Note that this process ran the first dispatch of the GEMM
     /// specialisation hashed `hash` (see [`Tuning::known_compiled`]).
     pub(crate) fn note_compiled(&self, hash: String) {
-        {
-            let mut compiled = lock(&self.compiled);
-            if compiled.contains(&hash) {
-                return;
-            }
-            compiled.push(hash);
-            let extra = compiled.len().saturating_sub(COMPILED_MAX);
-            compiled.drain(..extra);
+        if push_capped(&self.compiled, hash, COMPILED_MAX) {
+            self.save();
         }
-        self.save();
     }
 
     /// The specialisations the first device of this process with this
@@ -311,17 +304,9 @@ impl Tuning {
         {
             return;
         }
-        let key = variant.key();
-        {
-            let mut warm = lock(&self.warm);
-            if warm.contains(&key) {
-                return;
-            }
-            warm.push(key);
-            let extra = warm.len().saturating_sub(WARM_UP_MAX);
-            warm.drain(..extra);
+        if push_capped(&self.warm, variant.key(), WARM_UP_MAX) {
+            self.save();
         }
-        self.save();
     }
 
     /// The tuning file, if the cache directory is on.
@@ -844,6 +829,19 @@ fn replaces(t: f64, best: Option<(f64, GemmKernel)>, default: GemmKernel) -> boo
     })
 }
 
+/// Append `item` to `list` unless it is there, keeping the last `max`
+/// (oldest first); whether it was appended.
+fn push_capped(list: &Mutex<Vec<String>>, item: String, max: usize) -> bool {
+    let mut list = lock(list);
+    if list.contains(&item) {
+        return false;
+    }
+    list.push(item);
+    let extra = list.len().saturating_sub(max);
+    list.drain(..extra);
+    true
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -857,36 +855,31 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// earlier build's) has an empty one.
 fn load(path: &std::path::Path, owner: &disk::Owner) -> (Table, Vec<String>, Vec<String>) {
     let (table, json) = load_choices(path, owner);
-    let mut warm = Vec::new();
-    let mut compiled = Vec::new();
     let Some(json) = json else {
-        return (table, warm, compiled);
+        return (table, Vec::new(), Vec::new());
     };
-    for entry in json["compiled"].as_array().into_iter().flatten() {
-        match entry.as_str().filter(|h| first_use::is_hash(h)) {
-            Some(h) if !compiled.iter().any(|c| c == h) => compiled.push(h.to_string()),
-            Some(_) => {}
-            None => log::warn!(
-                "wgarray: ignoring compiled entry {entry} of GEMM tuning file {}",
-                path.display()
-            ),
+    let list = |name: &str, what: &str, ok: &dyn Fn(&str) -> bool, max: usize| {
+        let mut list: Vec<String> = Vec::new();
+        for entry in json[name].as_array().into_iter().flatten() {
+            match entry.as_str().filter(|k| ok(k)) {
+                Some(k) if !list.iter().any(|w| w == k) => list.push(k.to_string()),
+                Some(_) => {}
+                None => log::warn!(
+                    "wgarray: ignoring {what} entry {entry} of GEMM tuning file {}",
+                    path.display()
+                ),
+            }
         }
-    }
-    compiled.drain(..compiled.len().saturating_sub(COMPILED_MAX));
-    for entry in json["warm"].as_array().into_iter().flatten() {
-        match entry
-            .as_str()
-            .filter(|k| GemmVariant::from_key(k).is_some())
-        {
-            Some(k) if !warm.iter().any(|w| w == k) => warm.push(k.to_string()),
-            Some(_) => {}
-            None => log::warn!(
-                "wgarray: ignoring warm-up entry {entry} of GEMM tuning file {}",
-                path.display()
-            ),
-        }
-    }
-    warm.drain(..warm.len().saturating_sub(WARM_UP_MAX));
+        list.drain(..list.len().saturating_sub(max));
+        list
+    };
+    let compiled = list("compiled", "compiled", &first_use::is_hash, COMPILED_MAX);
+    let warm = list(
+        "warm",
+        "warm-up",
+        &|k| GemmVariant::from_key(k).is_some(),
+        WARM_UP_MAX,
+    );
     (table, warm, compiled)
 }
 
