@@ -381,6 +381,8 @@ fn the_row_kernel_applies_the_bias_alpha_and_beta_in_every_dispatch() {
     assert!(err < TOL, "error {err}");
 }
 
+// Alike in steps to `views_of_a_and_b_read_through_unaligned_windows`, but
+// left apart: the views, the kernel and the bound on its dispatches differ.
 #[test]
 fn the_row_kernel_reads_views_of_a_and_w() {
     let Some((d, mut rng)) = start(23, "uniform 8 8") else {
