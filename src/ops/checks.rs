@@ -109,6 +109,9 @@ impl Array {
         close.logical_or(&self.isnan()?.logical_and(&other.isnan()?)?)
     }
 
+    // `allclose` repeats `isclose`'s signature because both are public
+    // methods; the work is in `isclose_named`.
+
     /// Whether every element of [`Array::isclose`] holds (NumPy
     /// `allclose`, MLX `allclose`), as a lazy 0-d bool array (read it
     /// with `.item::<bool>()`); true for empty arrays. The elementwise test
