@@ -115,16 +115,18 @@ pub enum Group {
     Dispatch,
     Pool,
     Minilm,
+    Llm,
 }
 
 impl Group {
-    pub const ALL: [Group; 6] = [
+    pub const ALL: [Group; 7] = [
         Group::Matmul,
         Group::Bandwidth,
         Group::Reduction,
         Group::Dispatch,
         Group::Pool,
         Group::Minilm,
+        Group::Llm,
     ];
 
     /// The table's title.
@@ -136,6 +138,7 @@ impl Group {
             Group::Dispatch => "dispatch overhead: a chain of small ops, read back",
             Group::Pool => "allocate and release one buffer",
             Group::Minilm => "all-MiniLM-L6-v2 sentence embeddings",
+            Group::Llm => "smollm2 decode (SmolLM2-135M-Instruct Q4_1: tokens/s = 1 / median step)",
         }
     }
 }
@@ -176,6 +179,8 @@ pub enum Work {
     Allocations(f64),
     /// Sentences embedded: per second.
     Sentences(f64),
+    /// Tokens generated: per second.
+    Tokens(f64),
 }
 
 impl Work {
@@ -186,6 +191,7 @@ impl Work {
             Work::Ops(_) => "us/op",
             Work::Allocations(_) => "alloc/s",
             Work::Sentences(_) => "sentences/s",
+            Work::Tokens(_) => "tokens/s",
         }
     }
     pub fn higher_is_better(&self) -> bool {
