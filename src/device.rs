@@ -724,11 +724,13 @@ impl Device {
         self.inner.dispatches.load(Ordering::SeqCst)
     }
 
-    /// Elementwise kernels lowered so far in their wide variant: every load
-    /// dense (offset a multiple of 16 bytes) or a broadcast scalar, each
-    /// thread moving 16 bytes of the narrowest operand as `vec4<u32>`
-    /// (see `docs/ARCHITECTURE.md`, "Kernels"). For tests that
-    /// must know which variant ran. Every eval that lowers one counts, the
+    /// Kernels lowered so far in their wide variant, each thread moving 16
+    /// bytes of an operand per load as `vec4<u32>` (see
+    /// `docs/ARCHITECTURE.md`, "Kernels"): elementwise kernels whose loads
+    /// are dense (offset a multiple of 16 bytes), constant along the last
+    /// dimension (a broadcast scalar, a row's statistic) or a broadcast
+    /// row; reductions whose reduced dimension is unit-stride. For tests
+    /// that must know which variant ran. Every eval that lowers one counts, the
     /// replays of a [`crate::Compiled`] function included.
     pub fn wide_dispatches(&self) -> u64 {
         self.inner.kernels.wide_dispatches.load(Ordering::Relaxed)
