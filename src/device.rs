@@ -862,6 +862,17 @@ impl Device {
         }
     }
 
+    /// A loss already recorded (by wgpu's callback, or by an earlier call
+    /// that found it), without asking wgpu: a lock and a look, for calls
+    /// that do not reach the GPU themselves ([`crate::Array::empty`]). The
+    /// first call that does reach it reports a loss nobody has seen yet.
+    pub(crate) fn known_lost(&self) -> Result<()> {
+        match self.lost_message() {
+            Some(msg) => Err(Error::DeviceLost(msg)),
+            None => Ok(()),
+        }
+    }
+
     /// [`Device::check_lost`], and when that finds nothing, an empty
     /// submission confirmed at once: the one way to see that wgpu refuses
     /// work while earlier work is still in flight. For calls that submit
