@@ -10,7 +10,7 @@
 mod common;
 
 use common::Raw;
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput};
 use wgarray::{Array, DType, Device};
 
 const N: usize = 1 << 24; // 16M f32 = 64 MiB per array
@@ -38,16 +38,7 @@ fn raw_copy(c: &mut Criterion, device: &Device) {
     let mut g = c.benchmark_group(format!("bandwidth ({:?})", device.backend()));
     g.throughput(Throughput::Bytes((2 * N * 4) as u64));
     g.bench_function("raw wgpu vec4 copy", |b| {
-        b.iter(|| {
-            let mut enc = raw.encoder();
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&pipeline);
-                pass.set_bind_group(0, &bg, &[]);
-                pass.dispatch_workgroups(groups.min(65535), groups.div_ceil(65535), 1);
-            }
-            raw.submit_and_wait(enc);
-        })
+        b.iter(|| raw.dispatch_and_wait(&pipeline, &bg, groups))
     });
     g.finish();
 }
@@ -100,16 +91,7 @@ fn raw_add_forms(c: &mut Criterion, device: &Device) {
         );
         let groups = (N / per).div_ceil(256) as u32;
         g.bench_function(name, |b| {
-            b.iter(|| {
-                let mut enc = raw.encoder();
-                {
-                    let mut pass = enc.begin_compute_pass(&Default::default());
-                    pass.set_pipeline(&pipeline);
-                    pass.set_bind_group(0, &bg, &[]);
-                    pass.dispatch_workgroups(groups.min(65535), groups.div_ceil(65535), 1);
-                }
-                raw.submit_and_wait(enc);
-            })
+            b.iter(|| raw.dispatch_and_wait(&pipeline, &bg, groups))
         });
     }
     g.finish();
@@ -143,16 +125,10 @@ fn wgarray_ops(c: &mut Criterion, device: &Device) {
     g.finish();
 }
 
-fn benches(c: &mut Criterion) {
-    let device = common::device();
-    raw_copy(c, &device);
-    raw_add_forms(c, &device);
-    wgarray_ops(c, &device);
-}
-
-criterion_group! {
-    name = elementwise;
-    config = Criterion::default().sample_size(10);
-    targets = benches
-}
-criterion_main!(elementwise);
+common::bench_main!(
+    elementwise,
+    Criterion::default().sample_size(10),
+    raw_copy,
+    raw_add_forms,
+    wgarray_ops
+);

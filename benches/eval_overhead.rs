@@ -6,7 +6,7 @@
 mod common;
 
 use common::Raw;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::Criterion;
 use wgarray::{Array, DType, Device};
 
 const OPS: usize = 1000;
@@ -80,15 +80,9 @@ fn raw_wgpu_chain(c: &mut Criterion, device: &Device) {
     );
 }
 
-fn benches(c: &mut Criterion) {
-    let device = common::device();
-    wgarray_chain(c, &device);
-    raw_wgpu_chain(c, &device);
-}
-
-criterion_group! {
-    name = eval_overhead;
-    config = Criterion::default().sample_size(20);
-    targets = benches
-}
-criterion_main!(eval_overhead);
+common::bench_main!(
+    eval_overhead,
+    Criterion::default().sample_size(20),
+    wgarray_chain,
+    raw_wgpu_chain
+);

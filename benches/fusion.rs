@@ -19,7 +19,7 @@
 mod common;
 
 use common::{Raw, STORAGE_RW};
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput};
 use wgarray::{Array, Device, compile};
 
 fn ramp(n: usize, scale: f32) -> Vec<f32> {
@@ -141,16 +141,7 @@ fn chain20(c: &mut Criterion, d: &Device) {
     let bind = raw.bind_buffers(&pipeline.get_bind_group_layout(0), [&src, &dst]);
     let groups = (N / 4).div_ceil(256) as u32;
     g.bench_function("raw wgpu vec4 copy", |b| {
-        b.iter(|| {
-            let mut enc = raw.encoder();
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&pipeline);
-                pass.set_bind_group(0, &bind, &[]);
-                pass.dispatch_workgroups(groups.min(65535), groups.div_ceil(65535), 1);
-            }
-            raw.submit_and_wait(enc);
-        })
+        b.iter(|| raw.dispatch_and_wait(&pipeline, &bind, groups))
     });
     g.finish();
 }
@@ -246,13 +237,11 @@ fn mlp(c: &mut Criterion, d: &Device) {
     g.finish();
 }
 
-fn benches(c: &mut Criterion) {
-    let d = common::device();
-    chain(c, &d);
-    chain20(c, &d);
-    normalisations(c, &d);
-    mlp(c, &d);
-}
-
-criterion_group!(fusion, benches);
-criterion_main!(fusion);
+common::bench_main!(
+    fusion,
+    Criterion::default(),
+    chain,
+    chain20,
+    normalisations,
+    mlp
+);

@@ -16,6 +16,42 @@ mod common;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use wgarray::Array;
 
+/// `out = x @ y` on the CPU, one thread (`matrixmultiply::sgemm`): `x` an
+/// `m x k` row-major matrix, `y` a `k x n` one read with element strides
+/// `(rsb, csb)`, `out` `m x n` row-major.
+fn cpu_sgemm(
+    (m, k, n): (usize, usize, usize),
+    x: &[f32],
+    y: &[f32],
+    (rsb, csb): (isize, isize),
+    out: &mut [f32],
+) {
+    assert!(m > 0 && k > 0 && n > 0 && rsb >= 0 && csb >= 0);
+    assert!(x.len() == m * k && out.len() == m * n);
+    assert!(((k - 1) as isize * rsb + (n - 1) as isize * csb) < y.len() as isize);
+    // SAFETY: the asserts: `x` and `out` hold exactly their row-major
+    // matrices, and every element `(p, j)` of `y` at `p rsb + j csb` lies
+    // inside it.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            1.0,
+            x.as_ptr(),
+            k as isize,
+            1,
+            y.as_ptr(),
+            rsb,
+            csb,
+            0.0,
+            out.as_mut_ptr(),
+            n as isize,
+            1,
+        )
+    }
+}
+
 fn data(len: usize) -> Vec<f32> {
     (0..len)
         .map(|i| ((i as u32).wrapping_mul(2654435761) >> 8) as f32 / (1u32 << 24) as f32 - 0.5)
@@ -125,26 +161,7 @@ fn bench(c: &mut Criterion) {
         }
         let mut out = vec![0.0f32; m * n];
         group.bench_function(BenchmarkId::new("cpu sgemm 1 thread", &id), |bch| {
-            bch.iter(|| unsafe {
-                // SAFETY: row-major m x k, k x n and m x n buffers of exactly
-                // those sizes, as the strides say.
-                matrixmultiply::sgemm(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    x.as_ptr(),
-                    k as isize,
-                    1,
-                    y.as_ptr(),
-                    n as isize,
-                    1,
-                    0.0,
-                    out.as_mut_ptr(),
-                    n as isize,
-                    1,
-                )
-            })
+            bch.iter(|| cpu_sgemm((m, k, n), &x, &y, (n as isize, 1), &mut out))
         });
     }
     group.finish();
@@ -209,27 +226,7 @@ fn gemv(c: &mut Criterion) {
             device.set_gemm_kernel(None).unwrap();
             let mut out = vec![0.0f32; n];
             group.bench_function(BenchmarkId::new("cpu sgemm 1 thread", &id), |bch| {
-                bch.iter(|| unsafe {
-                    // SAFETY: a 1 x k row, a k x n matrix whose strides
-                    // (rsb, csb) address exactly the k * n elements of `y`,
-                    // and a 1 x n output.
-                    matrixmultiply::sgemm(
-                        1,
-                        k,
-                        n,
-                        1.0,
-                        x.as_ptr(),
-                        k as isize,
-                        1,
-                        y.as_ptr(),
-                        rsb,
-                        csb,
-                        0.0,
-                        out.as_mut_ptr(),
-                        n as isize,
-                        1,
-                    )
-                })
+                bch.iter(|| cpu_sgemm((1, k, n), &x, &y, (rsb, csb), &mut out))
             });
         }
     }

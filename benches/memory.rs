@@ -4,7 +4,7 @@
 mod common;
 
 use common::Raw;
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion};
 use wgarray::{Array, DType, Device};
 
 const SIZES: [usize; 3] = [4 << 10, 1 << 20, 64 << 20];
@@ -62,15 +62,9 @@ fn chain(c: &mut Criterion, device: &Device) {
     g.finish();
 }
 
-fn benches(c: &mut Criterion) {
-    let device = common::device();
-    alloc_release(c, &device);
-    chain(c, &device);
-}
-
-criterion_group! {
-    name = memory;
-    config = Criterion::default().sample_size(20);
-    targets = benches
-}
-criterion_main!(memory);
+common::bench_main!(
+    memory,
+    Criterion::default().sample_size(20),
+    alloc_release,
+    chain
+);

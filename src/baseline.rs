@@ -23,7 +23,7 @@ use crate::{Array, DType, Error, Result};
 pub fn matmul_naive(a: &Array, b: &Array) -> Result<Array> {
     const OP: &str = "baseline::matmul_naive";
     if a.device() != b.device() {
-        return Err(Error::DeviceMismatch { op: OP });
+        return Err(Error::device_mismatch(OP, a.device(), b.device()));
     }
     for x in [a, b] {
         if x.ndim() != 2 {
@@ -68,7 +68,7 @@ pub fn matmul_naive(a: &Array, b: &Array) -> Result<Array> {
     let mut dispatches = Vec::new();
     // One chunk at least: with k == 0 it writes the empty sums, zeros.
     for k0 in (0..k.max(1)).step_by(K_CHUNK) {
-        dispatches.extend(kernels::matmul::matmul_naive(
+        dispatches.extend(kernels::gemm::naive::matmul_naive(
             &dev.kernels,
             [1; MAX_MATMUL_BATCH_DIMS],
             m,

@@ -199,8 +199,8 @@ impl Compiled {
             ));
         };
         let device = first.device().clone();
-        if inputs.iter().any(|a| *a.device() != device) {
-            return Err(Error::DeviceMismatch { op: "compile" });
+        if let Some(other) = inputs.iter().find(|a| *a.device() != device) {
+            return Err(Error::device_mismatch("compile", &device, other.device()));
         }
         // A replay's schedule is its tape's steps alone.
         let pending: Vec<&Array> = inputs

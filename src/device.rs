@@ -49,6 +49,63 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
 /// ([`crate::tuning`]).
 pub const COOPERATIVE_MATRIX_ENV: &str = "WGARRAY_COOPERATIVE_MATRIX";
 
+/// The limits a device must offer wgarray ([`Device::from_wgpu`] checks
+/// them): WebGPU's defaults for compute (storage buffers per stage,
+/// workgroup size and storage, workgroups per dimension) and for the
+/// uniform parameter block each dispatch binds at a dynamic offset, which
+/// are the limits every kernel of wgarray's is checked against
+/// (`testing::check_portability`); the limits that only size arrays
+/// (`max_storage_buffer_binding_size`, `max_buffer_size`) are not
+/// required, since passing them is a typed error ([`Error::TooLarge`]).
+/// Everything else is WebGL2's floor, which wgarray does not use.
+pub const REQUIRED_LIMITS: wgpu::Limits = {
+    let webgpu = wgpu::Limits::defaults();
+    wgpu::Limits {
+        max_storage_buffers_per_shader_stage: webgpu.max_storage_buffers_per_shader_stage,
+        max_uniform_buffers_per_shader_stage: 1,
+        max_uniform_buffer_binding_size: webgpu.max_uniform_buffer_binding_size,
+        max_dynamic_uniform_buffers_per_pipeline_layout: 1,
+        max_compute_workgroup_storage_size: webgpu.max_compute_workgroup_storage_size,
+        max_compute_invocations_per_workgroup: webgpu.max_compute_invocations_per_workgroup,
+        max_compute_workgroup_size_x: webgpu.max_compute_workgroup_size_x,
+        max_compute_workgroup_size_y: webgpu.max_compute_workgroup_size_y,
+        max_compute_workgroup_size_z: webgpu.max_compute_workgroup_size_z,
+        max_compute_workgroups_per_dimension: webgpu.max_compute_workgroups_per_dimension,
+        max_storage_buffer_binding_size: 0,
+        max_buffer_size: 0,
+        ..wgpu::Limits::downlevel_webgl2_defaults()
+    }
+};
+
+/// What a device with downlevel `flags` and `limits` lacks for wgarray, in
+/// words: the `COMPUTE_SHADERS` flag, and each limit below
+/// [`REQUIRED_LIMITS`] (alignments above it), with both values.
+fn missing_requirements(flags: wgpu::DownlevelFlags, limits: &wgpu::Limits) -> Vec<String> {
+    let mut missing = Vec::new();
+    if !flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS) {
+        missing.push("the downlevel flag COMPUTE_SHADERS (compute shaders)".to_string());
+    }
+    REQUIRED_LIMITS.check_limits_with_fail_fn(limits, false, |name, need, have| {
+        missing.push(format!(
+            "the limit {name}: wgarray needs {need}, the device has {have}"
+        ));
+    });
+    missing
+}
+
+/// The optional features wgarray uses out of `available`: those in
+/// [`OPTIONAL_FEATURES`], cooperative matrices only when
+/// [`COOPERATIVE_MATRIX_ENV`] asks for them.
+fn usable_features(available: wgpu::Features) -> wgpu::Features {
+    let mut features = available & OPTIONAL_FEATURES;
+    if !std::env::var(COOPERATIVE_MATRIX_ENV)
+        .is_ok_and(|v| ["1", "on", "true"].contains(&v.trim().to_ascii_lowercase().as_str()))
+    {
+        features.remove(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+    }
+    features
+}
+
 /// How to choose an adapter. `Default` names nothing: the best adapter of any
 /// backend (see [`Device::new`]).
 #[derive(Clone, Debug, Default)]
@@ -163,7 +220,9 @@ pub struct AdapterDescription {
     pub backend: wgpu::Backend,
     /// Discrete, integrated, virtual, CPU (software) or other.
     pub device_type: wgpu::DeviceType,
-    /// The driver's name, e.g. `llvmpipe`.
+    /// The driver's name, e.g. `llvmpipe`; empty where wgpu does not
+    /// report one (its GL backend: there `driver_info` holds the GL
+    /// version string, e.g. `4.5 (Core Profile) Mesa 22.3.6`).
     pub driver: String,
     /// The driver's version string.
     pub driver_info: String,
@@ -316,6 +375,15 @@ impl fmt::Debug for Device {
     }
 }
 
+impl fmt::Display for Device {
+    /// `device 3 (llvmpipe (LLVM 15.0.6, 256 bits), vulkan, Cpu)`: the
+    /// device's number in the process (never reused) and its adapter, as
+    /// errors that mix devices name them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "device {} ({})", self.inner.id, self.inner.info)
+    }
+}
+
 impl PartialEq for Device {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -328,7 +396,9 @@ impl Device {
     /// Listing opens no device, so it never fails: an adapter listed here
     /// may still refuse a device (wgpu's GL backend on NVIDIA's EGL said
     /// "Parent device is lost", see docs/ARCHITECTURE.md), and
-    /// [`Device::new`] then moves on to the next one.
+    /// [`Device::new`] then moves on to the next one. Listing probes the GL
+    /// backend too, where Mesa's EGL may print "XDG_RUNTIME_DIR is invalid
+    /// or not set" to stderr: see [`Device::egl_runtime_dir_note`].
     pub fn enumerate() -> Vec<AdapterDescription> {
         let inst = instance(wgpu::Backends::all());
         pollster::block_on(inst.enumerate_adapters(wgpu::Backends::all()))
@@ -362,6 +432,20 @@ impl Device {
     /// software driver); [`Error::AdaptersRefused`] when every matching
     /// adapter refused, with each one's refusal.
     pub fn new(options: &DeviceOptions) -> Result<Device> {
+        let ranked = Device::ranked(options)?;
+        first_accepted(&ranked, &options.describe(), |a| {
+            (
+                AdapterDescription::from(a.get_info()),
+                Device::open(a, &options.cache_dir),
+            )
+        })
+    }
+
+    /// The adapters that match `options`, best first (see [`Device::new`]).
+    ///
+    /// # Errors
+    /// [`Error::NoAdapter`] when none matches.
+    fn ranked(options: &DeviceOptions) -> Result<Vec<wgpu::Adapter>> {
         let backends = backends_of(options.backend);
         let inst = instance(backends);
         let adapters = pollster::block_on(inst.enumerate_adapters(backends));
@@ -393,12 +477,7 @@ impl Device {
                 available: Device::enumerate().iter().map(|a| a.to_string()).collect(),
             });
         }
-        first_accepted(&ranked, &options.describe(), |a| {
-            (
-                AdapterDescription::from(a.get_info()),
-                Device::open(a, &options.cache_dir),
-            )
-        })
+        Ok(ranked)
     }
 
     /// A device on a given wgpu adapter, with the features and limits
@@ -412,14 +491,8 @@ impl Device {
 
     fn open(adapter: &wgpu::Adapter, cache_dir: &crate::tuning::CacheDir) -> Result<Device> {
         let info = AdapterDescription::from(adapter.get_info());
-        let mut features = adapter.features() & OPTIONAL_FEATURES;
-        let coop = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
-        if !std::env::var(COOPERATIVE_MATRIX_ENV)
-            .is_ok_and(|v| ["1", "on", "true"].contains(&v.trim().to_ascii_lowercase().as_str()))
-        {
-            features.remove(coop);
-        }
-        let experimental = if features.contains(coop) {
+        let features = usable_features(adapter.features());
+        let experimental = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
             // SAFETY: wgpu asks callers of experimental features to accept
             // that its implementation may have bugs; wgarray uses only
             // cooperative matrices, in the GEMM family that tests compare
@@ -453,7 +526,25 @@ impl Device {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(e.to_string());
         }));
+        Ok(Device::assemble(
+            adapter, device, queue, info, features, limits, cache_dir, lost, uncaptured,
+        ))
+    }
 
+    /// A device around wgpu objects already made: the pool, the kernel
+    /// context and the counters.
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        adapter: &wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        info: AdapterDescription,
+        features: wgpu::Features,
+        limits: wgpu::Limits,
+        cache_dir: &crate::tuning::CacheDir,
+        lost: Arc<Mutex<Option<String>>>,
+        uncaptured: Arc<Mutex<Vec<String>>>,
+    ) -> Device {
         // Software adapters' storage buffers can also be bound as uniform
         // buffers (`GemmKernel::Uniform`, which only they run).
         let pool = Arc::new(Pool::new(
@@ -462,7 +553,7 @@ impl Device {
             info.device_type == wgpu::DeviceType::Cpu,
         ));
         let poller = crate::memory::Poller::new(device.clone());
-        Ok(Device {
+        Device {
             inner: Arc::new(DeviceInner {
                 id: {
                     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -487,7 +578,121 @@ impl Device {
                 wait_timeout_ns: AtomicU64::new(DEFAULT_WAIT_TIMEOUT.as_nanos() as u64),
                 poller,
             }),
-        })
+        }
+    }
+
+    /// A wgarray device on the application's own wgpu `device` and `queue`,
+    /// made from `adapter` (burn's `init_device` with a `WgpuSetup`, for a
+    /// renderer or engine that already has a device): arrays live in
+    /// buffers of that device, kernels are submitted on that queue, and
+    /// [`crate::Array::wgpu_buffer`] hands an evaluated array to the
+    /// application's own passes without a copy.
+    ///
+    /// wgarray checks what it needs of the device: compute shaders (the
+    /// adapter's downlevel flag `COMPUTE_SHADERS`) and WebGPU's default
+    /// compute limits ([`REQUIRED_LIMITS`]: storage buffers per stage,
+    /// workgroup sizes and storage, dispatch size, uniform bindings), which
+    /// every kernel of wgarray's is checked against
+    /// (`testing::check_portability`). It uses the optional features
+    /// ([`OPTIONAL_FEATURES`]) the device was created with (f16 arithmetic
+    /// needs `SHADER_F16`, f64 arrays `SHADER_F64` and `SHADER_INT64`,
+    /// [`Device::features`] says which it got), and the device's limits.
+    ///
+    /// Left to the application: the device's lost callback and its
+    /// uncaptured-error handler (wgarray installs neither, so the
+    /// application's stay; wgarray still finds a loss itself, from refused
+    /// submissions and failed waits, see `docs/ARCHITECTURE.md`), and the
+    /// device's life (dropping the wgarray device drops its handles only).
+    ///
+    /// # Ordering on the shared queue
+    /// wgarray submits on `queue` at [`crate::eval`] (and read-backs,
+    /// uploads, [`Device::synchronize`]), with no lock of the
+    /// application's. wgpu runs one queue's submissions in order, and
+    /// `Queue::write_buffer` lands before the next submission of anyone.
+    /// So, for an array over the application's buffer
+    /// ([`crate::Array::from_wgpu_buffer`]): what the application wrote or
+    /// submitted before the eval that reads it is what wgarray reads; and
+    /// for an array the application binds ([`crate::Array::wgpu_buffer`],
+    /// which evaluates it): work the application submits after that call
+    /// sees the array's values. Neither direction needs
+    /// [`Device::synchronize`]; it is for the host (waiting until the GPU
+    /// is done). Submissions from two threads are ordered by whichever
+    /// `submit` runs first: order them yourself. `tests/interop.rs` checks
+    /// each case.
+    ///
+    /// ```
+    /// # let inst = wgarray::wgpu::Instance::new(wgarray::wgpu::InstanceDescriptor::new_without_display_handle());
+    /// # let adapter = pollster::block_on(inst.request_adapter(&Default::default())).unwrap();
+    /// // The application's own device, made as it likes.
+    /// let (device, queue) =
+    ///     pollster::block_on(adapter.request_device(&wgarray::wgpu::DeviceDescriptor::default()))
+    ///         .unwrap();
+    /// let dev = wgarray::Device::from_wgpu(&adapter, device, queue)?;
+    /// let a = wgarray::Array::from_slice(&[1.0f32, 2.0], &[2], &dev)?;
+    /// assert_eq!((&a * 2.0)?.to_vec::<f32>()?, [2.0, 4.0]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::DeviceUnsuitable`] naming every downlevel flag and limit
+    /// the device lacks.
+    pub fn from_wgpu(
+        adapter: &wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+    ) -> Result<Device> {
+        let missing =
+            missing_requirements(adapter.get_downlevel_capabilities().flags, &device.limits());
+        if !missing.is_empty() {
+            return Err(Error::DeviceUnsuitable { missing });
+        }
+        let info = AdapterDescription::from(adapter.get_info());
+        let features = usable_features(device.features());
+        let limits = device.limits();
+        Ok(Device::assemble(
+            adapter,
+            device,
+            queue,
+            info,
+            features,
+            limits,
+            &crate::tuning::CacheDir::Default,
+            Arc::new(Mutex::new(None)),
+            Arc::new(Mutex::new(Vec::new())),
+        ))
+    }
+
+    /// One device on every adapter that matches `options` and accepts, in
+    /// [`Device::new`]'s rank order: for splitting work across all the
+    /// adapters a machine has (`examples/multi_adapter.rs`). An adapter
+    /// that refuses a device is skipped with a warning in the log, as in
+    /// [`Device::new`]. Arrays move between them with
+    /// [`crate::Array::to_device`].
+    ///
+    /// # Errors
+    /// As [`Device::new`]: [`Error::NoAdapter`] when nothing matches,
+    /// [`Error::AdaptersRefused`] when every match refused.
+    pub fn all(options: &DeviceOptions) -> Result<Vec<Device>> {
+        let ranked = Device::ranked(options)?;
+        let mut devices = Vec::new();
+        let mut refusals = Vec::new();
+        for a in &ranked {
+            let info = AdapterDescription::from(a.get_info());
+            match Device::open(a, &options.cache_dir) {
+                Ok(d) => devices.push(d),
+                Err(e) => {
+                    log::warn!("wgarray: {info} refused a device, skipping it: {e}");
+                    refusals.push(format!("{info}: {e}"));
+                }
+            }
+        }
+        if devices.is_empty() {
+            return Err(Error::AdaptersRefused {
+                requested: options.describe(),
+                refusals,
+            });
+        }
+        Ok(devices)
     }
 
     /// The adapter behind this device.
@@ -514,8 +719,19 @@ impl Device {
     }
 
     /// [`Error::MissingFeature`] (named `op`) when this device cannot hold
-    /// arrays of `dtype` (f64 without `SHADER_F64` or `SHADER_INT64`).
+    /// arrays of `dtype` (f64 without `SHADER_F64` or `SHADER_INT64`);
+    /// [`Error::OpDType`] for a block format, which no op that makes
+    /// elements makes.
     pub(crate) fn check_dtype(&self, op: &'static str, dtype: crate::DType) -> Result<()> {
+        if dtype.is_quantized() {
+            // Arrays of a block format come from their bytes only.
+            return Err(Error::OpDType {
+                op,
+                dtype,
+                takes: "element dtypes (an array of a block format comes from \
+                        Array::from_blocks or a GGUF file)",
+            });
+        }
         match dtype.missing_feature(self.features()) {
             Some(feature) => Err(Error::MissingFeature { op, feature }),
             None => Ok(()),
@@ -535,6 +751,44 @@ impl Device {
             });
         }
         Ok(())
+    }
+
+    /// Check a result an op `op` is about to make, at the call: its shape
+    /// (as [`crate::shape::check_shape`]) and its bytes against the largest
+    /// storage binding, which every buffer of an array must fit.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] naming `op`.
+    pub(crate) fn check_array(
+        &self,
+        op: &'static str,
+        shape: &[usize],
+        dtype: crate::DType,
+    ) -> Result<()> {
+        crate::shape::check_shape(op, shape)?;
+        self.check_binding(
+            op,
+            crate::transfer::device_bytes(crate::shape::numel(shape), dtype),
+        )
+    }
+
+    /// What the lines "error: XDG_RUNTIME_DIR is invalid or not set in the
+    /// environment." on stderr are, when that variable is unset or not a
+    /// directory (`None` otherwise): Mesa's EGL prints them (usually twice)
+    /// when wgpu probes the GL backend, on any program that lists or opens
+    /// adapters of every backend. They are a warning of Mesa's, not an
+    /// error of wgarray's, and change nothing; setting `XDG_RUNTIME_DIR` to
+    /// a directory of your own (mode 700, e.g. `$(mktemp -d)`) silences
+    /// them. `Error::NoAdapter` and `wgbench list` add this note.
+    pub fn egl_runtime_dir_note() -> Option<&'static str> {
+        let set =
+            std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir());
+        (!set).then_some(
+            "the lines \"XDG_RUNTIME_DIR is invalid or not set\" on stderr come from \
+             Mesa's EGL, probing the GL backend: a harmless warning of Mesa's, not an \
+             error of wgarray's; set XDG_RUNTIME_DIR to a directory of your own \
+             (mode 700, e.g. $(mktemp -d)) to silence them",
+        )
     }
 
     /// The underlying wgpu device, for interop.
@@ -603,10 +857,36 @@ impl Device {
         self.inner.pool.cache_limit()
     }
 
-    /// Cap active memory at `bytes`; returns the previous limit (MLX
-    /// `set_memory_limit`). An allocation that would pass it first empties
-    /// the cache, then fails with [`Error::OutOfMemory`]. Default: no limit
-    /// (the driver's own out-of-memory still maps to that error).
+    /// Cap the device memory arrays hold at `bytes`; returns the previous
+    /// limit (MLX `set_memory_limit`). Default: no limit.
+    ///
+    /// What it counts: the storage buffers on loan, that is every
+    /// evaluated array's buffer and the intermediates and outputs of an
+    /// eval ([`Device::active_memory`] less read-backs in flight). An
+    /// allocation that would pass it first empties the cache, then fails
+    /// with [`Error::OutOfMemory`] whose `limit` is this value; the
+    /// driver's own out-of-memory maps to the same error with `limit`
+    /// `u64::MAX`.
+    ///
+    /// What it does not count: the staging buffers a read-back copies a
+    /// result into ([`crate::Array::to_vec`], [`crate::Array::to_vec_async`],
+    /// [`crate::Array::read_into`], [`crate::Array::item`], [`crate::io::save_safetensors`]).
+    /// They are host memory (wgpu maps them for the CPU: system memory on a
+    /// discrete GPU, and on a CPU adapter all memory is), and the field's
+    /// limits leave host staging out too: PyTorch's
+    /// `set_per_process_memory_fraction` caps its CUDA caching allocator,
+    /// not its pinned host allocator; CuPy's `MemoryPool.set_limit` caps the
+    /// device pool, not its `PinnedMemoryPool`; MLX's limit governs graph
+    /// evaluation (its reads copy unified memory into host objects). So a
+    /// result computed within the limit can always be read back: a strided
+    /// view is copied dense on the device first, which counts, and where
+    /// that copy would pass the limit the read takes the bytes the view
+    /// spans and gathers its elements on the host. A read fails only where
+    /// the host (the driver) cannot give the staging memory:
+    /// [`Error::OutOfMemory`] with `limit` `u64::MAX`. Staging in use still
+    /// counts in [`Device::active_memory`] and [`Device::peak_memory`]
+    /// (bytes wgarray holds), which may so pass the limit while a read is
+    /// in flight.
     pub fn set_memory_limit(&self, bytes: u64) -> u64 {
         self.inner.pool.set_memory_limit(bytes)
     }

@@ -19,6 +19,7 @@ use wgpu::WriteOnly;
 /// | `I16` | `i16` | 2 (two to a word) |
 /// | `U16` | `u16` | 2 (two to a word) |
 /// | `F64` | `f64` | 8 (needs `SHADER_F64` and `SHADER_INT64`) |
+/// | `Q4_0`, `Q4_1`, `Q8_0`, `Q4K`, `Q6K` | none (packed blocks) | 18, 20, 34, 144, 210 per block of 32, 32, 32, 256, 256 elements |
 ///
 /// Every buffer is an array of 32-bit words; the dtypes of 1 and 2 bytes
 /// are packed (element `i` of a 1-byte dtype is byte `i % 4` of word
@@ -32,6 +33,25 @@ use wgpu::WriteOnly;
 /// `SHADER_INT64` to move its bits; without them every op that would make
 /// an f64 array returns [`crate::Error::MissingFeature`], never a silent
 /// downcast.
+///
+/// # Block formats
+///
+/// `Q4_0`, `Q4_1`, `Q8_0`, `Q4K` and `Q6K` are ggml's (llama.cpp's GGUF
+/// files') quantized block formats, stored exactly as in the file: an
+/// array of shape `[..., k]` holds each row of `k` elements as `k /
+/// block_size()` blocks of [`DType::size_in_bytes`] bytes each (ggml's
+/// `blck_size` and `type_size`), rows one after another with no padding,
+/// so a row need not start on a 4-byte boundary (Q4_0 blocks are 18
+/// bytes). Such an array has no element type on the host: it comes from a
+/// GGUF file ([`crate::io::GgufFile`]) or from its bytes
+/// ([`Array::from_blocks`](crate::Array::from_blocks)), and computes through
+/// [`crate::dequantize`] and [`crate::quantized_matmul`]. Views that keep
+/// the last axis whole work on it (slices and reshapes of the leading
+/// axes, `broadcast_to` of new leading axes), and so do `contiguous`,
+/// `concatenate`, `split` and `take` along a leading axis (moving whole
+/// rows of blocks); every other op returns [`crate::Error::OpDType`]
+/// naming itself. [`DType::ALL`] lists only the element dtypes;
+/// [`DType::BLOCK_FORMATS`] lists these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     /// IEEE 754 binary32.
@@ -56,6 +76,23 @@ pub enum DType {
     U16,
     /// IEEE 754 binary64 (needs `SHADER_F64` and `SHADER_INT64`).
     F64,
+    /// ggml's Q4_0: blocks of 32 elements in 18 bytes, an f16 scale `d`
+    /// and 32 4-bit quants `q`; element = `(q - 8) * d`.
+    Q4_0,
+    /// ggml's Q4_1: blocks of 32 elements in 20 bytes, f16 `d` and `m`
+    /// and 32 4-bit quants; element = `q * d + m`.
+    Q4_1,
+    /// ggml's Q8_0: blocks of 32 elements in 34 bytes, f16 `d` and 32
+    /// signed 8-bit quants; element = `q * d`.
+    Q8_0,
+    /// ggml's Q4_K: super-blocks of 256 elements in 144 bytes, f16 `d`
+    /// and `dmin`, eight 6-bit scales and mins, 256 4-bit quants; element
+    /// = `d * sc * q - dmin * m` per sub-block of 32.
+    Q4K,
+    /// ggml's Q6_K: super-blocks of 256 elements in 210 bytes, 6-bit
+    /// quants, sixteen 8-bit scales and an f16 `d`; element = `d * sc *
+    /// (q - 32)` per sub-block of 16.
+    Q6K,
 }
 
 impl DType {
@@ -74,18 +111,61 @@ impl DType {
         DType::F64,
     ];
 
-    /// Bytes one element takes in a device buffer.
+    /// Every block format (ggml's quantized types), in declaration order.
+    pub const BLOCK_FORMATS: [DType; 5] = [
+        DType::Q4_0,
+        DType::Q4_1,
+        DType::Q8_0,
+        DType::Q4K,
+        DType::Q6K,
+    ];
+
+    /// Bytes one element takes in a device buffer; for a block format,
+    /// bytes one block takes (ggml's `type_size`: 18, 20, 34, 144, 210).
+    /// [`DType::nbytes`] counts bytes for a number of elements in either
+    /// case.
     pub const fn size_in_bytes(self) -> usize {
         match self {
             DType::I8 | DType::U8 => 1,
             DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
             DType::F32 | DType::I32 | DType::U32 | DType::Bool => 4,
             DType::F64 => 8,
+            DType::Q4_0 => 18,
+            DType::Q4_1 => 20,
+            DType::Q8_0 => 34,
+            DType::Q4K => 144,
+            DType::Q6K => 210,
         }
     }
 
+    /// Elements one block holds (ggml's `blck_size`): 32 for Q4_0, Q4_1
+    /// and Q8_0, 256 for Q4_K and Q6_K, 1 for every element dtype.
+    pub const fn block_size(self) -> usize {
+        match self {
+            DType::Q4_0 | DType::Q4_1 | DType::Q8_0 => 32,
+            DType::Q4K | DType::Q6K => 256,
+            _ => 1,
+        }
+    }
+
+    /// Whether this is a block format ([`DType::BLOCK_FORMATS`]).
+    pub const fn is_quantized(self) -> bool {
+        self.block_size() > 1
+    }
+
+    /// Bytes `elements` elements take in a device buffer (before the
+    /// padding to a whole 4-byte word): `elements * size_in_bytes()`, or
+    /// for a block format `elements / block_size() * size_in_bytes()`
+    /// (ggml's `ggml_row_size`; `elements` a multiple of the block size).
+    /// Saturates at `usize::MAX`.
+    pub const fn nbytes(self, elements: usize) -> usize {
+        (elements / self.block_size()).saturating_mul(self.size_in_bytes())
+    }
+
     /// The NumPy-style name: `float32`, `float16`, `bfloat16`, `int32`,
-    /// `uint32`, `bool`, `int8`, `uint8`, `int16`, `uint16`, `float64`.
+    /// `uint32`, `bool`, `int8`, `uint8`, `int16`, `uint16`, `float64`;
+    /// ggml's for the block formats: `q4_0`, `q4_1`, `q8_0`, `q4_K`,
+    /// `q6_K`.
     pub const fn name(self) -> &'static str {
         match self {
             DType::F32 => "float32",
@@ -99,10 +179,16 @@ impl DType {
             DType::I16 => "int16",
             DType::U16 => "uint16",
             DType::F64 => "float64",
+            DType::Q4_0 => "q4_0",
+            DType::Q4_1 => "q4_1",
+            DType::Q8_0 => "q8_0",
+            DType::Q4K => "q4_K",
+            DType::Q6K => "q6_K",
         }
     }
 
-    /// Whether the dtype is a floating-point type.
+    /// Whether the dtype is a floating-point type (a block format is not:
+    /// see [`DType::is_quantized`]).
     pub const fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F16 | DType::BF16 | DType::F64)
     }
@@ -131,7 +217,7 @@ impl DType {
             DType::I32 => (i32::MIN as i64, i32::MAX as i64),
             DType::U32 => (0, u32::MAX as i64),
             DType::Bool => (0, 1),
-            DType::F32 | DType::F16 | DType::BF16 | DType::F64 => return None,
+            _ => return None,
         })
     }
 
@@ -153,7 +239,8 @@ impl DType {
     /// The bits of `value` as this dtype, in the low [`DType::size_in_bytes`]
     /// bytes: floats rounded to nearest even, integers truncated toward zero
     /// and saturated at the dtype's limits (NaN to 0), bool `value != 0`
-    /// (as [`Element::from_f64`]).
+    /// (as [`Element::from_f64`]). A block format has no element bits: 0
+    /// (the ops that make constants refuse block formats before asking).
     pub(crate) fn bits_of(self, value: f64) -> u64 {
         match self {
             DType::F32 => (value as f32).to_bits() as u64,
@@ -167,6 +254,7 @@ impl DType {
             DType::I16 => (value as i16) as u16 as u64,
             DType::U16 => (value as u16) as u64,
             DType::Bool => (value != 0.0) as u64,
+            DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => 0,
         }
     }
 
@@ -184,6 +272,7 @@ impl DType {
             DType::U8 => bits as u8 as f64,
             DType::I16 => bits as u16 as i16 as f64,
             DType::U16 => bits as u16 as f64,
+            DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => f64::NAN,
         }
     }
 }
@@ -413,6 +502,22 @@ mod tests {
             assert!([1, 2, 4, 8].contains(&d.size_in_bytes()), "{d}");
         }
         assert_eq!(half::bf16::from_f64(1.0).to_f64(), 1.0);
+    }
+
+    /// ggml's `blck_size` and `type_size` (ggml-common.h's block structs).
+    #[test]
+    fn block_formats_have_ggml_sizes() {
+        let want = [(32, 18), (32, 20), (32, 34), (256, 144), (256, 210)];
+        for (d, (elems, bytes)) in DType::BLOCK_FORMATS.into_iter().zip(want) {
+            assert!(d.is_quantized() && !d.is_float() && !d.is_integer(), "{d}");
+            assert_eq!((d.block_size(), d.size_in_bytes()), (elems, bytes), "{d}");
+            assert_eq!(d.nbytes(3 * elems), 3 * bytes, "{d}");
+            assert!(!DType::ALL.contains(&d));
+        }
+        for d in DType::ALL {
+            assert!(!d.is_quantized());
+            assert_eq!(d.nbytes(5), 5 * d.size_in_bytes());
+        }
     }
 
     #[test]

@@ -11,7 +11,14 @@ use crate::DType;
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Everything that can go wrong in wgarray.
-#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+///
+/// `Debug` shows the variant's name and then what `Display` shows, with
+/// its line breaks (as `anyhow::Error` does): `Kernel: kernel `saxpy`
+/// failed to compile: error: expected ';' ...` followed by naga's
+/// diagnostic as it prints it. So a `#[test] fn ... -> wgarray::Result<()>`,
+/// an `.unwrap()` and `main() -> Result<..>` print the readable message.
+/// Match on the variant for its fields.
+#[derive(thiserror::Error, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// No adapter matched the request (or the machine has none at all).
@@ -20,8 +27,9 @@ pub enum Error {
          On a machine without a GPU install Mesa's software drivers \
          (Debian/Ubuntu, as root: `apt-get install -y mesa-vulkan-drivers libvulkan1 libegl1 libgl1-mesa-dri`) \
          and pick a backend with WGARRAY_BACKEND=vulkan|gl|dx12|metal \
-         (an adapter by name with WGARRAY_ADAPTER=<substring>)",
-        available.join(", ")
+         (an adapter by name with WGARRAY_ADAPTER=<substring>){}",
+        available.join(", "),
+        egl_note()
     )]
     NoAdapter {
         /// What was asked for, in words (backend, name, power preference).
@@ -43,8 +51,9 @@ pub enum Error {
     /// Adapters matched, and every one of them refused to create a device
     /// ([`crate::Device::new`] tries them in rank order).
     #[error(
-        "every adapter that matched {requested} refused to create a device: [{}]",
-        refusals.join("; ")
+        "every adapter that matched {requested} refused to create a device: [{}]{}",
+        refusals.join("; "),
+        egl_note()
     )]
     AdaptersRefused {
         /// What was asked for, in words.
@@ -158,6 +167,20 @@ pub enum Error {
         other: Option<DType>,
     },
 
+    /// A read-back (`to_vec`, `item`, `read_into`, `to_vec_async`) asked
+    /// for a host type of another dtype than the array's; the message says
+    /// how to read it (as its own type, after `astype`, or with
+    /// `to_f64_vec`, which converts any dtype).
+    #[error("{}", read_dtype(op, *dtype, *requested))]
+    ReadDType {
+        /// The read-back called.
+        op: &'static str,
+        /// The array's dtype.
+        dtype: DType,
+        /// The dtype of the host type asked for ([`crate::Element::DTYPE`]).
+        requested: DType,
+    },
+
     /// An op does not take arrays of this dtype (a bitwise op on floats,
     /// `exp` on float64); `takes` says which dtypes it does take, or what
     /// to do instead.
@@ -264,12 +287,95 @@ pub enum Error {
         axes: Vec<usize>,
     },
 
-    /// Arrays from different devices were combined.
-    #[error("{op}: the arrays live on different devices")]
+    /// Arrays from different devices were combined. Move one with
+    /// [`crate::Array::to_device`].
+    #[error(
+        "{op}: the arrays live on different devices, {lhs} and {rhs} (move one with Array::to_device)"
+    )]
     DeviceMismatch {
         /// The operation that failed (`eval` when arrays of several devices
         /// were evaluated together).
         op: &'static str,
+        /// The first device, as [`crate::Device`]'s `Display` names it
+        /// (`device 0 (llvmpipe (...), vulkan, Cpu)`).
+        lhs: String,
+        /// The other device.
+        rhs: String,
+    },
+
+    /// A wgpu device the application made lacks what wgarray needs
+    /// ([`crate::Device::from_wgpu`]).
+    #[error("this wgpu device cannot run wgarray's kernels; it lacks {}", missing.join("; "))]
+    DeviceUnsuitable {
+        /// Each missing capability in words: a downlevel flag, or a limit
+        /// with the value wgarray needs and the device's.
+        missing: Vec<String>,
+    },
+
+    /// An application's buffer lacks a usage flag an array over it needs
+    /// ([`crate::Array::from_wgpu_buffer`]).
+    #[error("{op}: the buffer's usage {usage} lacks {flag}, which {why}")]
+    BufferUsage {
+        /// The operation that failed.
+        op: &'static str,
+        /// The missing flag, as `wgpu::BufferUsages` names it (`STORAGE`).
+        flag: &'static str,
+        /// The flags the buffer has.
+        usage: String,
+        /// What wgarray does with it.
+        why: &'static str,
+    },
+
+    /// The ranks of a distributed call disagree (different shapes, dtypes,
+    /// roots or operations, or ranks out of step; a send and its receive of
+    /// different shapes or dtypes): every rank of the call returns it, with
+    /// the same message listing each rank's call, and no data moved
+    /// (feature `mpi`, `wgarray::distributed`).
+    #[error("{op}: the ranks' calls disagree, {message}")]
+    RankMismatch {
+        /// The operation that failed.
+        op: &'static str,
+        /// What disagrees, and each rank's call.
+        message: String,
+    },
+
+    /// Another rank's part of a distributed call failed on that rank
+    /// before any data moved (that rank's own error says why: an array of
+    /// another device, a rank out of range, a lost device); this rank's
+    /// call did nothing.
+    #[error(
+        "{op}: rank {peer} failed its part of the call (its own error says why); no data moved"
+    )]
+    PeerFailed {
+        /// The operation that failed.
+        op: &'static str,
+        /// The rank whose part failed.
+        peer: usize,
+    },
+
+    /// A rank that is not in the group, or this process's own rank where
+    /// a peer is needed (a send to itself).
+    #[error("{op}: rank {rank} is not a peer of rank {me} in a group of {size}")]
+    InvalidRank {
+        /// The operation that failed.
+        op: &'static str,
+        /// The rank given.
+        rank: usize,
+        /// The group's size.
+        size: usize,
+        /// This process's rank.
+        me: usize,
+    },
+
+    /// MPI could not start (finalised already, too little thread
+    /// support), a count passes MPI's `int`, or the group is unusable
+    /// after a collective timed out.
+    #[error("{op}: {message}")]
+    Distributed {
+        /// The operation that failed.
+        op: &'static str,
+        /// What went wrong.
+        message: String,
     },
 
     /// A function traced by [`crate::compile()`] needed the value of an array
@@ -283,6 +389,24 @@ pub enum Error {
         /// The op whose value was asked for (the first one that depends on a
         /// traced input).
         op: &'static str,
+    },
+
+    /// An index outside its axis, found by an op that checks its indices
+    /// ([`crate::Array::take_checked`]; `take` clamps instead).
+    #[error(
+        "{op}: index {index} is out of range for an axis of length {len} \
+         (valid: {neg} to {last})",
+        neg = -(*len as i128),
+        last = *len as i128 - 1
+    )]
+    IndexOutOfRange {
+        /// The operation that failed.
+        op: &'static str,
+        /// The smallest or the largest index given, whichever is out.
+        index: i64,
+        /// The length of the axis indexed (of the flattened array for
+        /// `axis = None`).
+        len: usize,
     },
 
     /// Any other invalid argument; the message says which.
@@ -317,11 +441,12 @@ pub enum Error {
     },
 
     /// A tensor in a file has an element type that no [`DType`] holds
-    /// (F8_E4M3, C64, ...).
+    /// (safetensors' F8_E4M3, C64, ...; GGUF's Q5_K, IQ4_NL, ...).
     #[error(
         "{}, tensor `{tensor}`: dtype {dtype} is not supported \
-         (wgarray reads F64, F32, F16, BF16, I64 and U64 (narrowed to 32 bits), \
-         I32, U32, I16, U16, I8, U8 and BOOL)",
+         (wgarray reads safetensors' F64, F32, F16, BF16, I64 and U64 (narrowed to 32 bits), \
+         I32, U32, I16, U16, I8, U8 and BOOL, and GGUF's F32, F16, BF16, F64, I8, I16, I32, \
+         Q4_0, Q4_1, Q8_0, Q4_K and Q6_K)",
         path.display()
     )]
     UnsupportedDType {
@@ -329,9 +454,64 @@ pub enum Error {
         path: std::path::PathBuf,
         /// The tensor's name.
         tensor: String,
-        /// The file's name for the dtype (safetensors: `F64`, `I64`, ...).
+        /// The file's name for the dtype (safetensors: `F64`, `I64`, ...;
+        /// GGUF: ggml's type name, `q5_K`, `iq4_nl`, ...).
         dtype: String,
     },
+}
+
+impl Error {
+    /// The variant's name (`"InvalidAxis"`), as `Debug` prints it.
+    pub fn variant_name(&self) -> &'static str {
+        match self {
+            Error::NoAdapter { .. } => "NoAdapter",
+            Error::UnknownBackend(..) => "UnknownBackend",
+            Error::RequestDevice(..) => "RequestDevice",
+            Error::AdaptersRefused { .. } => "AdaptersRefused",
+            Error::Validation(..) => "Validation",
+            Error::Internal(..) => "Internal",
+            Error::Kernel { .. } => "Kernel",
+            Error::OutOfMemory { .. } => "OutOfMemory",
+            Error::DeviceLost(..) => "DeviceLost",
+            Error::Timeout { .. } => "Timeout",
+            Error::Readback(..) => "Readback",
+            Error::ShapeMismatch { .. } => "ShapeMismatch",
+            Error::DataLength { .. } => "DataLength",
+            Error::InvalidAxis { .. } => "InvalidAxis",
+            Error::DType { .. } => "DType",
+            Error::ReadDType { .. } => "ReadDType",
+            Error::OpDType { .. } => "OpDType",
+            Error::OutOfRange { .. } => "OutOfRange",
+            Error::MissingFeature { .. } => "MissingFeature",
+            Error::TooLarge { .. } => "TooLarge",
+            Error::BindingMismatch { .. } => "BindingMismatch",
+            Error::Fixture { .. } => "Fixture",
+            Error::EmptyReduction { .. } => "EmptyReduction",
+            Error::DeviceMismatch { .. } => "DeviceMismatch",
+            Error::Traced { .. } => "Traced",
+            Error::IndexOutOfRange { .. } => "IndexOutOfRange",
+            Error::InvalidArgument(..) => "InvalidArgument",
+            Error::Io { .. } => "Io",
+            Error::Format { .. } => "Format",
+            Error::UnsupportedDType { .. } => "UnsupportedDType",
+            Error::DeviceUnsuitable { .. } => "DeviceUnsuitable",
+            Error::BufferUsage { .. } => "BufferUsage",
+            Error::RankMismatch { .. } => "RankMismatch",
+            Error::PeerFailed { .. } => "PeerFailed",
+            Error::InvalidRank { .. } => "InvalidRank",
+            Error::Distributed { .. } => "Distributed",
+        }
+    }
+}
+
+/// `Variant: message`, the message being [`std::fmt::Display`]'s with its
+/// line breaks (naga's diagnostics, lists of adapters), not the escaped
+/// one-line struct a derived `Debug` gives: this is what a test returning
+/// `Result` and `.unwrap()` print.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {self}", self.variant_name())
+    }
 }
 
 /// Which limit an [`Error::TooLarge`] hit, and its unit.
@@ -401,7 +581,90 @@ fn too_large(op: &str, limit: Limit, value: u64, max: u64) -> String {
     }
 }
 
+/// `". Note: ..."` when Mesa's EGL warning about XDG_RUNTIME_DIR may have
+/// been printed before this error (see
+/// [`crate::Device::egl_runtime_dir_note`]), else nothing.
+fn egl_note() -> String {
+    crate::Device::egl_runtime_dir_note()
+        .map(|n| format!(". Note: {n}"))
+        .unwrap_or_default()
+}
+
+/// The host type that reads `dtype` back, as Rust spells it.
+fn host_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "f32",
+        DType::F16 => "half::f16",
+        DType::BF16 => "half::bf16",
+        DType::F64 => "f64",
+        DType::I32 => "i32",
+        DType::U32 => "u32",
+        DType::I16 => "i16",
+        DType::U16 => "u16",
+        DType::I8 => "i8",
+        DType::U8 => "u8",
+        DType::Bool => "bool",
+        // No host element type reads a block format (see `read_dtype`).
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => "u8",
+    }
+}
+
+/// The variant's name in `DType::F64` form.
+fn dtype_path(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "DType::F32",
+        DType::F16 => "DType::F16",
+        DType::BF16 => "DType::BF16",
+        DType::F64 => "DType::F64",
+        DType::I32 => "DType::I32",
+        DType::U32 => "DType::U32",
+        DType::I16 => "DType::I16",
+        DType::U16 => "DType::U16",
+        DType::I8 => "DType::I8",
+        DType::U8 => "DType::U8",
+        DType::Bool => "DType::Bool",
+        DType::Q4_0 => "DType::Q4_0",
+        DType::Q4_1 => "DType::Q4_1",
+        DType::Q8_0 => "DType::Q8_0",
+        DType::Q4K => "DType::Q4K",
+        DType::Q6K => "DType::Q6K",
+    }
+}
+
+fn read_dtype(op: &str, dtype: DType, requested: DType) -> String {
+    if dtype.is_quantized() {
+        return format!(
+            "{op}: the array is {dtype}, a block format, not {requested}: read its packed \
+             blocks with `to_blocks()`, or dequantize it first \
+             (`dequantize(&w, None, None, None, None, DType::F32)?` reads as f32)"
+        );
+    }
+    let (have, want) = (host_type(dtype), host_type(requested));
+    let call = |t: &str| match op {
+        "read_into" => format!("read_into(&mut [{t}])"),
+        _ => format!("{op}::<{t}>()"),
+    };
+    format!(
+        "{}: the array is {dtype}, not {requested}: read it as {have} (`{}`), \
+         convert it on the device first (`.astype({})?.{}`), \
+         or read any dtype as f64 with `to_f64_vec()`",
+        call(want),
+        call(have),
+        dtype_path(requested),
+        call(want),
+    )
+}
+
 impl Error {
+    /// An [`Error::DeviceMismatch`] naming `op` and devices `a` and `b`.
+    pub(crate) fn device_mismatch(op: &'static str, a: &crate::Device, b: &crate::Device) -> Error {
+        Error::DeviceMismatch {
+            op,
+            lhs: a.to_string(),
+            rhs: b.to_string(),
+        }
+    }
+
     /// An [`Error::Io`] for `path`: `what` was being done when `err` came.
     pub(crate) fn io(path: &std::path::Path, what: &str, err: &std::io::Error) -> Error {
         Error::Io {

@@ -25,9 +25,12 @@
 //! The architecture and lifetime rules are in `docs/ARCHITECTURE.md`.
 
 mod array;
+pub mod axis;
 pub mod baseline;
 pub mod compile;
 mod device;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 mod dtype;
 mod error;
 mod graph;
@@ -46,21 +49,23 @@ mod transfer;
 pub mod tuning;
 
 pub use array::Array;
+pub use axis::{Axes, Axis};
 pub use compile::{Compiled, compile, compile_with_capacity};
 pub use device::{
     ADAPTER_ENV, AdapterDescription, BACKEND_ENV, COOPERATIVE_MATRIX_ENV, DEFAULT_WAIT_TIMEOUT,
-    Device, DeviceOptions, OPTIONAL_FEATURES, parse_backend,
+    Device, DeviceOptions, OPTIONAL_FEATURES, REQUIRED_LIMITS, parse_backend,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Limit, Result};
 pub use graph::eval::eval;
 pub use graph::explain::explain;
+pub use interop::WgpuBuffer;
 pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeline, Origin};
 pub use ops::concat::{concatenate, stack};
 pub use ops::creation::{Indexing, PadMode, broadcast_arrays, meshgrid};
 pub use ops::elementwise::{promote_types, where_};
 pub use ops::linalg::TensordotAxes;
-pub use ops::reduce::Axes;
+pub use ops::quant::{dequantize, quantize, quantized_matmul};
 pub use ops::shape::Slice;
 pub use ops::shape::SplitSpec;
 pub use ops::topk::topk;
@@ -74,6 +79,10 @@ pub use snapshot::{ArrayView, BufferSnapshot, MemorySnapshot};
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+/// The `bytemuck` crate (with its derives), whose `Pod` a uniform of
+/// [`testing::KernelTest::uniform`] implements:
+/// `#[derive(Pod, Zeroable)]` with `#[bytemuck(crate = "wgarray::bytemuck")]`.
+pub use bytemuck;
 /// Re-exported so users can name adapters, backends and features.
 /// The `half` crate, whose `f16` and `bf16` are the host types of
 /// [`DType::F16`] and [`DType::BF16`] (`Array::from_slice`, `to_vec`).

@@ -60,6 +60,7 @@
 //! # Ok::<(), wgarray::Error>(())
 //! ```
 
+use crate::axis::Axis;
 use crate::graph::Primitive;
 use crate::graph::primitive::Distribution;
 use crate::shape::normalize_axis;
@@ -121,7 +122,8 @@ fn sample(key: &Array, shape: &[usize], dtype: DType, dist: Distribution, stream
 /// unless it is u32.
 #[track_caller]
 pub fn split(key: &Array, num: usize) -> Result<Array> {
-    crate::shape::check_shape("random::split", &[num, 2])?;
+    key.device()
+        .check_array("random::split", &[num, 2], DType::U32)?;
     check_key("random::split", key)?;
     Ok(sample(key, &[num, 2], DType::U32, Distribution::Bits, 1))
 }
@@ -136,7 +138,8 @@ pub fn split(key: &Array, num: usize) -> Result<Array> {
 /// As [`split`].
 #[track_caller]
 pub fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
-    crate::shape::check_shape("random::bits", shape)?;
+    key.device()
+        .check_array("random::bits", shape, DType::U32)?;
     check_key("random::bits", key)?;
     Ok(sample(key, shape, DType::U32, Distribution::Bits, 0))
 }
@@ -209,7 +212,7 @@ fn step(b: u32, dtype: DType, up: bool) -> u32 {
 /// finite in f32 and some value of `dtype` lies in `[low, high)`.
 #[track_caller]
 pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Array> {
-    crate::shape::check_shape("random::uniform", shape)?;
+    key.device().check_array("random::uniform", shape, dtype)?;
     check_key("random::uniform", key)?;
     check_float("random::uniform", dtype)?;
     let bad = |why: &str| {
@@ -251,7 +254,7 @@ pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) 
 /// [`Error::InvalidArgument`] unless `mean` and `std` are finite.
 #[track_caller]
 pub fn normal(key: &Array, shape: &[usize], mean: f64, std: f64, dtype: DType) -> Result<Array> {
-    crate::shape::check_shape("random::normal", shape)?;
+    key.device().check_array("random::normal", shape, dtype)?;
     check_key("random::normal", key)?;
     check_float("random::normal", dtype)?;
     if !(mean.is_finite() && std.is_finite()) {
@@ -282,7 +285,7 @@ pub fn normal(key: &Array, shape: &[usize], mean: f64, std: f64, dtype: DType) -
 /// dtype's range (`high` may be one past its largest value).
 #[track_caller]
 pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) -> Result<Array> {
-    crate::shape::check_shape("random::randint", shape)?;
+    key.device().check_array("random::randint", shape, dtype)?;
     check_key("random::randint", key)?;
     let (min, max) = match dtype {
         DType::I32 => (i32::MIN as i64, i32::MAX as i64),
@@ -320,7 +323,7 @@ pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) 
 /// `scale` positive.
 #[track_caller]
 pub fn laplace(key: &Array, shape: &[usize], loc: f64, scale: f64, dtype: DType) -> Result<Array> {
-    crate::shape::check_shape("random::laplace", shape)?;
+    key.device().check_array("random::laplace", shape, dtype)?;
     check_key("random::laplace", key)?;
     check_float("random::laplace", dtype)?;
     if !(loc.is_finite() && scale.is_finite() && scale > 0.0) {
@@ -345,7 +348,7 @@ pub fn laplace(key: &Array, shape: &[usize], loc: f64, scale: f64, dtype: DType)
 /// As [`split`]; [`Error::DType`] for a non-float `dtype`.
 #[track_caller]
 pub fn gumbel(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
-    crate::shape::check_shape("random::gumbel", shape)?;
+    key.device().check_array("random::gumbel", shape, dtype)?;
     check_key("random::gumbel", key)?;
     check_float("random::gumbel", dtype)?;
     Ok(sample(key, shape, dtype, Distribution::Gumbel, 0))
@@ -379,7 +382,8 @@ pub fn truncated_normal(
     upper: f64,
     dtype: DType,
 ) -> Result<Array> {
-    crate::shape::check_shape("random::truncated_normal", shape)?;
+    key.device()
+        .check_array("random::truncated_normal", shape, dtype)?;
     check_key("random::truncated_normal", key)?;
     check_float("random::truncated_normal", dtype)?;
     let bad = |why: &str| {
@@ -442,7 +446,8 @@ pub fn truncated_normal(
 /// As [`split`]; [`Error::InvalidArgument`] unless `0 <= p <= 1`.
 #[track_caller]
 pub fn bernoulli(key: &Array, p: f64, shape: &[usize]) -> Result<Array> {
-    crate::shape::check_shape("random::bernoulli", shape)?;
+    key.device()
+        .check_array("random::bernoulli", shape, DType::Bool)?;
     check_key("random::bernoulli", key)?;
     if !(0.0..=1.0).contains(&p) {
         return Err(Error::InvalidArgument(format!(
@@ -466,7 +471,8 @@ pub fn bernoulli(key: &Array, p: f64, shape: &[usize]) -> Result<Array> {
 pub fn bernoulli_with(key: &Array, p: &Array, shape: Option<&[usize]>) -> Result<Array> {
     crate::ops::same_device("random::bernoulli", key, p)?;
     let shape = shape.unwrap_or(p.shape()).to_vec();
-    crate::shape::check_shape("random::bernoulli", &shape)?;
+    key.device()
+        .check_array("random::bernoulli", &shape, DType::Bool)?;
     check_key("random::bernoulli", key)?;
     let pb = p.broadcast_to(&shape).map_err(|_| Error::ShapeMismatch {
         op: "random::bernoulli",
@@ -505,9 +511,10 @@ pub fn bernoulli_with(key: &Array, p: &Array, shape: Option<&[usize]>) -> Result
 pub fn categorical(
     key: &Array,
     logits: &Array,
-    axis: isize,
+    axis: impl Into<Axis>,
     num_samples: Option<usize>,
 ) -> Result<Array> {
+    let axis = axis.into().get();
     crate::ops::same_device("random::categorical", key, logits)?;
     check_key("random::categorical", key)?;
     let a = normalize_axis("random::categorical", axis, logits.ndim())?;
@@ -520,7 +527,8 @@ pub fn categorical(
     if let Some(s) = num_samples {
         let mut shape = logits.shape().to_vec();
         shape.push(s);
-        crate::shape::check_shape("random::categorical", &shape)?;
+        key.device()
+            .check_array("random::categorical", &shape, DType::U32)?;
     }
     if !logits.dtype().is_float() {
         return Err(Error::DType {
@@ -543,5 +551,5 @@ pub fn categorical(
         shape.pop();
         return Array::zeros(&shape, DType::U32, key.device());
     }
-    y.argmax(Some(-1), false)
+    y.argmax(-1, false)
 }

@@ -24,6 +24,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use crate::array::ReadSource;
 use crate::memory::{MapRead, Slot, Source};
 use crate::{Array, Device, Element, Error, Result};
 
@@ -36,8 +37,9 @@ enum ReadState {
     Mapping {
         map: MapRead,
         nbytes: usize,
-        /// The dense copy of a strided view, held until the read is done.
-        _copy: Option<Array>,
+        /// Where the bytes come from (it holds the dense copy of a strided
+        /// view until the read is done, or gathers a view's span).
+        source: ReadSource,
     },
 }
 
@@ -61,9 +63,13 @@ impl<T: Element> Future for ReadFuture<T> {
                 Error::Internal("a read-back future was polled after it completed".into())
             })),
             ReadState::Empty => Ok(Vec::new()),
-            ReadState::Mapping { map, nbytes, .. } => {
+            ReadState::Mapping {
+                map,
+                nbytes,
+                source,
+            } => {
                 let n = *nbytes;
-                match map.poll_with(cx, |b| T::from_device_bytes(&b[..n])) {
+                match map.poll_with(cx, |b| T::from_device_bytes(&source.dense(b)[..n])) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(r) => r,
                 }
@@ -86,7 +92,8 @@ impl Array {
     /// the returned future resolves once the GPU has finished and the
     /// buffer is mapped (see the module docs of `read_async.rs` for how it
     /// makes progress). Many read-backs may be in flight at once, on one
-    /// thread. A strided view is first copied dense, as `to_vec` does.
+    /// thread. A strided view is first copied dense, or gathered on the host
+    /// past the memory limit, as `to_vec` does.
     ///
     /// ```
     /// use wgarray::{Array, Device};
@@ -99,7 +106,7 @@ impl Array {
     /// ```
     ///
     /// # Errors
-    /// Through the future: [`Error::DType`] when `T` is not this array's
+    /// Through the future: [`Error::ReadDType`] when `T` is not this array's
     /// dtype; the errors of [`crate::eval`]; [`Error::Readback`] when the
     /// map fails; [`Error::Timeout`] after [`Device::wait_timeout`];
     /// [`Error::DeviceLost`].
@@ -118,29 +125,23 @@ impl Array {
 
     #[track_caller]
     fn start_read<T: Element>(&self) -> Result<ReadState> {
-        if T::DTYPE != self.dtype() {
-            return Err(Error::DType {
-                op: "to_vec_async",
-                dtype: self.dtype(),
-                other: Some(T::DTYPE),
-            });
-        }
-        let Some((storage, copy)) = self.dense_storage()? else {
+        self.check_read::<T>("to_vec_async")?;
+        let Some(source) = self.read_source()? else {
             return Ok(ReadState::Empty);
         };
         let nbytes = self.nbytes();
         let device = self.device();
         let dev = &device.inner;
         let origin = device.origin(|| "read-back");
-        let offset = (storage.offset * self.dtype().size_in_bytes()) as u64;
+        let (offset, size) = source.range(nbytes);
         let map = device.scoped(|| {
             crate::memory::read_back_async(
                 &dev.pool,
                 &dev.queue,
                 &dev.poller,
-                storage.buffer.buffer(),
+                source.storage().buffer.buffer(),
                 offset,
-                nbytes.next_multiple_of(4) as u64,
+                size,
                 origin,
                 device.wait_timeout(),
             )
@@ -148,7 +149,7 @@ impl Array {
         Ok(ReadState::Mapping {
             map,
             nbytes,
-            _copy: copy,
+            source,
         })
     }
 }
@@ -217,10 +218,13 @@ pub fn eval_async(arrays: &[&Array]) -> EvalFuture {
     };
     let device = first.device().clone();
     // Checked here so that the error names this function.
-    let same = if arrays.iter().all(|a| *a.device() == device) {
-        Ok(())
-    } else {
-        Err(Error::DeviceMismatch { op: "eval_async" })
+    let same = match arrays.iter().find(|a| *a.device() != device) {
+        None => Ok(()),
+        Some(other) => Err(Error::device_mismatch(
+            "eval_async",
+            &device,
+            other.device(),
+        )),
     };
     let submitted = same
         .and_then(|()| crate::graph::eval::evaluate(arrays))

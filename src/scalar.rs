@@ -77,6 +77,24 @@ use sealed::{Arg, Value};
 /// `bool`. Its dtype beside an array follows the module's table (weak
 /// scalars, NEP 50). A literal with no suffix is `f64` or `i32`, as
 /// everywhere in Rust.
+///
+/// On the right of an operator every one of them works (`&a * s`). On the
+/// left, `f64`, `i32`, `bool`, [`half::f16`] and [`half::bf16`] do
+/// (`2.0 * &a`, `1 - &a`): with a second float or integer type there, an
+/// unsuffixed literal could be either, and `(2.0 * &a)?.exp()` or
+/// `-5 + &u` would stop compiling ("type annotations needed"), as in
+/// candle, whose scalars on the left are `f64` only. For another type on
+/// the left, put it on the right where the op commutes (`&a * s`), or
+/// widen it (`f64::from(s) * &a` for an `f32`: the same result, the
+/// scalar being weak either way), or make it an array
+/// (`&Array::scalar(s, DType::U32, &device)? - &a` for a `u32` past
+/// `i32::MAX`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a scalar that wgarray's ops take",
+    label = "expected an array or a Rust number here",
+    note = "wgarray's scalars are f32, f64, half::f16, half::bf16, i32, u32, i64, u64, isize, usize and bool",
+    note = "an op returns `wgarray::Result<Array>`: if this is one, add `?` after it (`&a - (2.0 * &b.matmul(&c)?)?`)"
+)]
 pub trait Scalar: Copy + Send + Sync + fmt::Debug + 'static + sealed::Sealed {
     /// The dtype the type has on its own, where no array gives one: `f64`
     /// is f32 (the default float), the wide integers the 32-bit one of
@@ -118,6 +136,11 @@ scalars! {
 /// reference or by value) or a [`Scalar`]. `a.add(&b)`, `a.add(b)`,
 /// `a.maximum(0.0)` and `a.greater(1)` all work, as do the operators
 /// (`&a + &b`, `&a * 2.0`, `2.0 * &a`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is neither an array nor a scalar that wgarray's ops take",
+    label = "expected `&Array`, `Array` or a Rust number here",
+    note = "an op returns `wgarray::Result<Array>`: if this is one, add `?` after it (`&a - (2.0 * &b.matmul(&c)?)?`)"
+)]
 pub trait Operand {
     #[doc(hidden)]
     fn into_arg(self) -> Arg;

@@ -79,6 +79,17 @@ pub(crate) fn display_shape(shape: &[usize]) -> String {
     format!("[{}]", dims.join(", "))
 }
 
+/// The axes of `shape` other than `axis` and the number of rows along
+/// `axis` (their product), for ops and kernels that work row by row (the
+/// kernels unravel the other axes with wgsl/unravel.wgsl: at most 7, as
+/// every shape was checked against [`MAX_DIMS`] when it was made).
+pub(crate) fn rows_along(shape: &[usize], axis: usize) -> (Vec<usize>, usize) {
+    debug_assert!(shape.len() <= MAX_DIMS);
+    let outer: Vec<usize> = (0..shape.len()).filter(|&d| d != axis).collect();
+    let rows = outer.iter().map(|&d| shape[d]).product();
+    (outer, rows)
+}
+
 /// Row-major (C order) strides of `shape`, in elements.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![0; shape.len()];

@@ -50,12 +50,14 @@
 //! ```
 
 pub use crate::kernels::disk::{CACHE_DIR_ENV, CacheDir};
-pub use crate::kernels::matmul::{GEMV_WIDE_N, GemmKernel, ShapeClass};
-pub use crate::kernels::tuning::{
+pub use crate::kernels::gemm::tuning::class::{GEMV_WIDE_N, ShapeClass};
+pub use crate::kernels::gemm::tuning::kernel::GemmKernel;
+pub use crate::kernels::gemm::tuning::{
     BUDGET_GPU, BUDGET_SOFTWARE, DEFAULT_MARGIN, KERNEL_ENV, TUNE_ENV, WARM_UP_ENV, WARM_UP_MAX,
 };
 
-use crate::kernels::matmul::usable;
+use crate::kernels::gemm::tuning::candidates::candidates;
+use crate::kernels::gemm::tuning::kernel::usable;
 use crate::{DType, Device, Error, Result};
 
 impl Device {
@@ -122,7 +124,7 @@ impl Device {
     /// (`wgbench gemm`).
     pub fn gemm_candidates(&self, dtype: DType, class: ShapeClass) -> Vec<GemmKernel> {
         let cx = &self.inner.kernels;
-        crate::kernels::tuning::candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype))
+        candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype))
     }
 
     /// Whether this device can run `kernel` for `dtype`: within the

@@ -184,7 +184,7 @@ fn errors_come_through_the_future_and_leave_nothing() {
         let r = rt.block_on(x.to_vec_async::<i32>());
         assert!(matches!(
             r,
-            Err(Error::DType {
+            Err(Error::ReadDType {
                 op: "to_vec_async",
                 ..
             })
@@ -192,7 +192,10 @@ fn errors_come_through_the_future_and_leave_nothing() {
         let y = Array::from_slice(&[1.0f32], &[1], &other).unwrap();
         assert!(matches!(
             rt.block_on(wgarray::eval_async(&[&x, &y])),
-            Err(Error::DeviceMismatch { op: "eval_async" })
+            Err(Error::DeviceMismatch {
+                op: "eval_async",
+                ..
+            })
         ));
         // A future polled after it completed says so instead of panicking.
         let mut f = x.to_vec_async::<f32>();
@@ -224,7 +227,7 @@ fn an_async_read_back_past_the_wait_limit_is_a_timeout() {
     if r.is_err() {
         assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");
     }
-    let s = c.sum(wgarray::Axes::All, false).unwrap();
+    let s = c.sum(None, false).unwrap();
     assert!(rt.block_on(s.to_vec_async::<f32>()).unwrap()[0].is_finite());
     d.synchronize().unwrap();
     drop((a, c, s));

@@ -165,6 +165,53 @@ fn dropping_the_handle_frees_traces_weights_and_pipelines() -> R {
     Ok(())
 }
 
+/// `quantize` inside a compiled function, with outputs unused (dead in
+/// the trace) and returned, and a captured quantized weight read by
+/// `quantized_matmul`: the replays give the eager results, and dropping
+/// the handle returns the captured weight's memory and its pipelines.
+#[test]
+fn quantize_inside_compile_owns_nothing_after_the_handle_goes() -> R {
+    let d = device();
+    d.wait_warm_up();
+    let mut rng = Rng::new(23);
+    let w = f(&d, &rng.vec_f32(8 * 64), &[8, 64]);
+    let (wq, s, b) = wgarray::quantize(&w, 32, 4)?;
+    let eager_w = wgarray::dequantize(&wq, &s, &b, 32, 4, None)?;
+    // The eager results first: their pipelines are the device's, not the
+    // handle's.
+    let mut cases = Vec::new();
+    for _ in 0..20 {
+        let x = f(&d, &rng.vec_f32(3 * 64), &[3, 64]);
+        let want = x.matmul(&eager_w.transpose())?.to_vec::<f32>()?;
+        let scales = wgarray::quantize(&x, 32, 8)?.1.to_vec::<f32>()?;
+        cases.push((x, want, scales));
+    }
+    drop((w, eager_w));
+    let pipelines = d.live_pipelines();
+    let g = {
+        let (wq, s, b) = (wq.clone(), s.clone(), b.clone());
+        compile(move |x: &[Array]| {
+            // The quants of x: only its scales are returned.
+            let (_q, xs, _xb) = wgarray::quantize(&x[0], 32, 8)?;
+            let y = wgarray::quantized_matmul(&x[0], &wq, &s, &b, true, 32, 4)?;
+            Ok(vec![y, xs])
+        })
+    };
+    drop((wq, s, b));
+    let held = d.active_memory();
+    for (x, want, scales) in &cases {
+        let out = g.call(&[x])?;
+        close(&out[0].to_vec::<f32>()?, want);
+        assert_eq!(&out[1].to_vec::<f32>()?, scales);
+    }
+    assert_eq!(d.active_memory(), held, "the calls kept nothing");
+    drop((g, cases));
+    d.synchronize()?;
+    assert_empty(&d);
+    assert_eq!(d.live_pipelines(), pipelines, "pipelines the handle made");
+    Ok(())
+}
+
 #[test]
 fn compiling_afresh_in_a_loop_does_not_grow_memory() -> R {
     let d = device();
@@ -318,7 +365,7 @@ fn bad_calls_are_typed_errors_and_leak_nothing() -> R {
     let xd = f(&d, &[1.0, 2.0], &[1, 2]);
     assert!(matches!(
         g.call(&[&xd, &xo]),
-        Err(Error::DeviceMismatch { op: "compile" })
+        Err(Error::DeviceMismatch { op: "compile", .. })
     ));
     // Nothing was cached for a failed trace.
     assert!(g.is_empty());
@@ -329,7 +376,7 @@ fn bad_calls_are_typed_errors_and_leak_nothing() -> R {
     );
     // A function that reads a traced value back.
     let peek = compile(|x: &[Array]| {
-        let s = x[0].sum(Axes::All, false)?.item::<f32>()?;
+        let s = x[0].sum(None, false)?.item::<f32>()?;
         Ok(vec![(&x[0] * s as f64)?])
     });
     let x = f(&d, &[1.0, 2.0], &[2]);
@@ -344,7 +391,7 @@ fn bad_calls_are_typed_errors_and_leak_nothing() -> R {
 fn explain_lists_fused_kernels() -> R {
     let d = device();
     let x = f(&d, &[1.0, 2.0, 3.0], &[3]);
-    let y = (&(&x * 2.0)?.exp()? + 1.0)?.sum(Axes::All, false)?;
+    let y = (&(&x * 2.0)?.exp()? + 1.0)?.sum(None, false)?;
     d.set_fusion(true);
     let text = wgarray::explain(&[&y])?;
     // The elementwise chain is the sum's prologue: one kernel.

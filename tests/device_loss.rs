@@ -106,12 +106,7 @@ fn every_entry_point_fails(first: usize, in_flight: bool) {
         ),
         (
             "item of a reduction",
-            Box::new(|| {
-                b.evaluated
-                    .sum(wgarray::Axes::All, false)?
-                    .item::<f32>()
-                    .map(drop)
-            }),
+            Box::new(|| b.evaluated.sum(None, false)?.item::<f32>().map(drop)),
         ),
         (
             "a user kernel (testing::KernelTest)",

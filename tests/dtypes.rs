@@ -350,7 +350,7 @@ fn i64_and_u64_cross_the_host_boundary_with_a_range_check() -> R {
     let table = Array::from_slice(&[10.0f32, 11.0, 12.0, 13.0], &[4], &d)?;
     let idx = Array::from_slice(&[3i64, 0, -1], &[3], &d)?;
     assert_eq!(
-        table.take(&idx, Some(0))?.to_vec::<f32>()?,
+        table.take(&idx, 0)?.to_vec::<f32>()?,
         vec![13.0, 10.0, 13.0]
     );
     drop((a, b, table, idx));
@@ -565,7 +565,7 @@ fn small_integer_reductions_accumulate_in_32_bits() -> R {
                         (0..inner).position(|k| at(o, k) == m).unwrap() as i64
                     })
                     .collect();
-                assert_eq!(read(&a.argmax(Some(axis), false)?), want, "argmax {t}");
+                assert_eq!(read(&a.argmax(axis, false)?), want, "argmax {t}");
             }
         }
     }
@@ -745,7 +745,7 @@ fn take_where_and_concatenate_on_packed_dtypes() -> R {
             .collect();
         let t = upload(tt, &table, &[33, 3], &d);
         let i = upload(ti, &idx, &[7], &d);
-        let got = t.take(&i, Some(0))?;
+        let got = t.take(&i, 0)?;
         assert_eq!((got.dtype(), got.shape()), (tt, &[7usize, 3][..]));
         let want: Vec<i64> = idx
             .iter()
@@ -757,7 +757,7 @@ fn take_where_and_concatenate_on_packed_dtypes() -> R {
         assert_eq!(read(&got), want, "take {tt}[{ti}]");
         // Along axis 1 of the transposed table (a strided gather).
         let i1 = upload(ti, &[2, 0, 1, 1, 0], &[5], &d);
-        let got = t.transpose().take(&i1, Some(1))?;
+        let got = t.transpose().take(&i1, 1)?;
         let want: Vec<i64> = (0..3)
             .flat_map(|c| [2usize, 0, 1, 1, 0].map(|r| table[3 * r + c]))
             .collect();

@@ -582,7 +582,7 @@ fn take_gathers_along_any_axis() {
     let ids = [0i32, 32, 5, 5, -1, 7, 100, -100, 3, 1];
     let idx = Array::from_slice(&ids, &[2, 5], &d).unwrap();
     poison_pool(&d, 2 * 5 * h);
-    let e = table.take(&idx, Some(0)).unwrap();
+    let e = table.take(&idx, 0).unwrap();
     assert_eq!(e.shape(), &[2, 5, h]);
     let got = e.to_vec::<f32>().unwrap();
     for (p, &i) in ids.iter().enumerate() {
@@ -596,7 +596,7 @@ fn take_gathers_along_any_axis() {
     // along axis 1 of a transposed (strided) view, with u32 indices
     let t = table.transpose(); // [h, v]
     let cols = Array::from_slice(&[3u32, 0, 32], &[3], &d).unwrap();
-    let g = t.take(&cols, Some(-1)).unwrap();
+    let g = t.take(&cols, -1).unwrap();
     assert_eq!(g.shape(), &[h, 3]);
     let got = g.to_vec::<f32>().unwrap();
     for r in 0..h {
@@ -618,7 +618,7 @@ fn take_gathers_along_any_axis() {
     );
     assert!(
         table
-            .take(&Array::from_slice(&[0.5f32], &[1], &d).unwrap(), Some(0))
+            .take(&Array::from_slice(&[0.5f32], &[1], &d).unwrap(), 0)
             .is_err()
     );
 }
@@ -1053,27 +1053,27 @@ fn take_indices_u32_large_and_negative() -> R {
     let x = f(&d, &[10.0, 11.0, 12.0, 13.0, 14.0], &[5]);
     let ii = i(&d, &[-1, -5, -6, 5, 100, i32::MIN, i32::MAX], &[7]);
     assert_eq!(
-        x.take(&ii, Some(0))?.to_vec::<f32>()?,
+        x.take(&ii, 0)?.to_vec::<f32>()?,
         vec![14.0, 10.0, 10.0, 14.0, 14.0, 10.0, 14.0]
     );
     let iu = u(&d, &[0, 4, 5, 1 << 31, u32::MAX], &[5]);
     // u32 is non-negative: all out-of-range ones clip to the last
     assert_eq!(
-        x.take(&iu, Some(0))?.to_vec::<f32>()?,
+        x.take(&iu, 0)?.to_vec::<f32>()?,
         vec![10.0, 14.0, 14.0, 14.0, 14.0]
     );
     assert!(matches!(
-        x.take(&f(&d, &[0.0], &[1]), Some(0)),
+        x.take(&f(&d, &[0.0], &[1]), 0),
         Err(Error::OpDType { op: "take", .. })
     ));
     assert!(matches!(
-        x.take(&Array::from_slice(&[true], &[1], &d)?, Some(0)),
+        x.take(&Array::from_slice(&[true], &[1], &d)?, 0),
         Err(Error::OpDType { op: "take", .. })
     ));
     // take from f16 with odd counts, 2-D indices, axis 1 of transposed
     let h: Vec<f16> = (0..15).map(|v| f16::from_f32(v as f32)).collect();
     let xh = Array::from_slice(&h, &[3, 5], &d)?.transpose(); // [5,3]
-    let t = xh.take(&i(&d, &[2, 0, 2], &[3, 1]), Some(1))?; // [5,3,1]
+    let t = xh.take(&i(&d, &[2, 0, 2], &[3, 1]), 1)?; // [5,3,1]
     let got = t.to_vec::<f16>()?;
     let want: Vec<f16> = (0..5)
         .flat_map(|r| [2usize, 0, 2].map(|c| h[c * 5 + r]))
@@ -1087,7 +1087,7 @@ fn take_with_empty_indices() -> R {
     let d = device();
     let x = f(&d, &[1.0, 2.0, 3.0], &[3]);
     let idx = Array::zeros(&[0], DType::I32, &d).unwrap();
-    assert_eq!(x.take(&idx, Some(0))?.to_vec::<f32>()?, Vec::<f32>::new());
+    assert_eq!(x.take(&idx, 0)?.to_vec::<f32>()?, Vec::<f32>::new());
     Ok(())
 }
 
@@ -1098,7 +1098,7 @@ fn take_empty_indices_from_empty_axis() -> R {
     let d = device();
     let x = Array::zeros(&[0], DType::F32, &d).unwrap();
     let idx = Array::zeros(&[0], DType::I32, &d).unwrap();
-    let r = x.take(&idx, Some(0))?;
+    let r = x.take(&idx, 0)?;
     assert_eq!(r.to_vec::<f32>()?, Vec::<f32>::new());
     Ok(())
 }

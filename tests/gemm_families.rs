@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{Rng, device, matmul_ref, poison_pool, rel_frobenius};
+use common::{HUGE, Rng, device, matmul_ref, poison_pool, rel_frobenius};
 use half::{bf16, f16};
 use wgarray::tuning::{GemmKernel, ShapeClass};
 use wgarray::{Array, DType, Device, Error, Slice};
@@ -268,18 +268,13 @@ fn every_family_in_the_half_types() {
 #[test]
 fn forcing_checks_the_kernel_and_the_adapter() {
     let d = device();
-    for bad in [
+    common::assert_not_kernels(&[
         "register 0 8 4 1",
         "shared 16 16 3 1 8",
         "splitk 3 8 0",
         "tiles 1 2",
         "",
-    ] {
-        assert!(
-            matches!(bad.parse::<GemmKernel>(), Err(Error::InvalidArgument(_))),
-            "{bad:?}"
-        );
-    }
+    ]);
     let outside = GemmKernel::Register {
         wg_x: 64,
         wg_y: 64,
@@ -501,4 +496,102 @@ fn workgroup_memory_bounds_the_tiles_a_device_runs() {
             );
         }
     }
+}
+
+// Probes of the pipelines without workgroup-memory zeroing (090f893):
+// huge values first (`common::pollute`), then the edge cases where an
+// unwritten element would be read.
+
+/// `[batch, m, k] @ [k, n]` with `kernel` forced, after a product of
+/// huge values through the same kernel: the error, or what went wrong.
+fn gemm_after_huge(
+    d: &Device,
+    rng: &mut Rng,
+    kernel: GemmKernel,
+    dims: [usize; 4],
+    transposed: bool,
+) -> Option<String> {
+    let [batch, m, k, n] = dims;
+    d.set_gemm_kernel(Some(kernel)).unwrap();
+    // Whole tiles of huge values (64 is a multiple of every block here).
+    let h = Array::full(&[64, 64], HUGE as f64, DType::F32, d).unwrap();
+    h.matmul(&h).unwrap().eval().unwrap();
+    let hv = Array::full(&[1, 64], HUGE as f64, DType::F32, d).unwrap();
+    hv.matmul(&h).unwrap().eval().unwrap();
+    let x = rng.vec_f32(batch * m * k);
+    let y = rng.vec_f32(k * n);
+    let (a, b) = if transposed {
+        // Views of the stored transposes (vec4 loads along the other
+        // dimension: the staging code's other modes).
+        let xt: Vec<f32> = (0..batch * k * m)
+            .map(|i| {
+                let (bi, kk, r) = (i / (k * m), i / m % k, i % m);
+                x[(bi * m + r) * k + kk]
+            })
+            .collect();
+        let yt: Vec<f32> = (0..n * k).map(|i| y[(i % k) * n + i / k]).collect();
+        (
+            Array::from_slice(&xt, &[batch, k, m], d)
+                .unwrap()
+                .swapaxes(1, 2)
+                .unwrap(),
+            Array::from_slice(&yt, &[n, k], d)
+                .unwrap()
+                .swapaxes(0, 1)
+                .unwrap(),
+        )
+    } else {
+        (
+            Array::from_slice(&x, &[batch, m, k], d).unwrap(),
+            Array::from_slice(&y, &[k, n], d).unwrap(),
+        )
+    };
+    let got = a.matmul(&b).and_then(|p| p.to_vec::<f32>());
+    d.set_gemm_kernel(None).unwrap();
+    let got = match got {
+        Ok(g) => g,
+        Err(e) => return Some(format!("{kernel} {dims:?} transposed {transposed}: {e}")),
+    };
+    let y_batched: Vec<f32> = (0..batch).flat_map(|_| y.iter().copied()).collect();
+    let want = matmul_ref(&x, &y_batched, batch, m, k, n);
+    let err = rel_frobenius(&got, &want);
+    (err.is_nan() || err >= 1e-5)
+        .then(|| format!("{kernel} {dims:?} transposed {transposed}: relative error {err:e}"))
+}
+
+#[test]
+fn forced_gemm_families_after_huge_values() {
+    let d = device();
+    let mut rng = Rng::new(603);
+    let mut failures = Vec::new();
+    // GL compiles the workgroup-memory family for about a minute per
+    // variant on llvmpipe (tests/gemm_families.rs checks it there): only the
+    // split-K and register families on GL.
+    let gl = common::is_gl(&d);
+    for name in [
+        "shared 16 16 4 1 16",
+        "shared 16 16 8 2 8",
+        "splitk 16 16 0",
+        "splitk 8 8 1",
+        "register 8 8 4 1",
+    ] {
+        let kernel: GemmKernel = name.parse().unwrap();
+        if !d.gemm_kernel_usable(kernel, DType::F32) || (gl && kernel.family() == "shared") {
+            continue;
+        }
+        for dims in [
+            [1, 1, 1, 1],
+            [1, 1, 37, 70],
+            [1, 7, 33, 5],
+            [3, 17, 19, 9],
+            [2, 65, 3, 131],
+        ] {
+            for transposed in [false, true] {
+                if let Some(e) = gemm_after_huge(&d, &mut rng, kernel, dims, transposed) {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

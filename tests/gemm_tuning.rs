@@ -11,7 +11,7 @@ mod common;
 use std::sync::Mutex;
 
 use wgarray::tuning::{CacheDir, GemmKernel, ShapeClass};
-use wgarray::{Array, DType, Device, DeviceOptions};
+use wgarray::{Array, DType, Device, DeviceOptions, Error};
 
 /// Every warning logged in this test binary.
 static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -72,6 +72,14 @@ fn small_gemm(d: &Device) {
             assert_eq!(got[i * n + j], want, "({i}, {j})");
         }
     }
+}
+
+/// `len` varied values that sum exactly in f32 for short rows:
+/// `((i * mul) % modulus) / div - sub`.
+fn varied(len: usize, (mul, modulus): (usize, usize), div: f32, sub: f32) -> Vec<f32> {
+    (0..len)
+        .map(|i| ((i * mul) % modulus) as f32 / div - sub)
+        .collect()
 }
 
 /// The class tuned here: matrix-vector, which every adapter times (more
@@ -375,10 +383,8 @@ fn every_timed_candidate_passes_the_product_check() {
     let d = device_in(dir.path());
     for dtype in [DType::F32, DType::F16, DType::BF16] {
         let (k, n) = (300, 77);
-        let x: Vec<f32> = (0..k).map(|i| ((i * 7) % 13) as f32 / 8.0 - 0.75).collect();
-        let y: Vec<f32> = (0..k * n)
-            .map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.25)
-            .collect();
+        let x = varied(k, (7, 13), 8.0, 0.75);
+        let y = varied(k * n, (5, 11), 4.0, 1.25);
         let a = Array::from_slice(&x, &[1, k], &d).unwrap().astype(dtype);
         let b = Array::from_slice(&y, &[k, n], &d).unwrap().astype(dtype);
         let (Ok(a), Ok(b)) = (a, b) else {
@@ -414,12 +420,8 @@ fn a_transposed_medium_product_is_tuned_in_its_layout() {
     let dir = tempfile::tempdir().unwrap();
     let d = device_in(dir.path());
     let (m, k, n) = (40, 48, 72);
-    let x: Vec<f32> = (0..m * k)
-        .map(|i| ((i * 7) % 13) as f32 / 8.0 - 0.75)
-        .collect();
-    let w: Vec<f32> = (0..n * k)
-        .map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.25)
-        .collect();
+    let x = varied(m * k, (7, 13), 8.0, 0.75);
+    let w = varied(n * k, (5, 11), 4.0, 1.25);
     let a = Array::from_slice(&x, &[m, k], &d).unwrap();
     let b = Array::from_slice(&w, &[n, k], &d).unwrap().transpose();
     let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
@@ -539,12 +541,8 @@ fn wide_matrix_vector_products_are_their_own_classes() {
 /// A `m x k @ k x n` f32 product of varied values, checked against f64
 /// dot products (bits equal to within the rounding of a k-term sum).
 fn checked_gemm(d: &Device, (m, k, n): (usize, usize, usize)) {
-    let x: Vec<f32> = (0..m * k)
-        .map(|i| ((i * 7) % 13) as f32 / 8.0 - 0.7)
-        .collect();
-    let y: Vec<f32> = (0..k * n)
-        .map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.3)
-        .collect();
+    let x = varied(m * k, (7, 13), 8.0, 0.7);
+    let y = varied(k * n, (5, 11), 4.0, 1.3);
     let a = Array::from_slice(&x, &[m, k], d).unwrap();
     let b = Array::from_slice(&y, &[k, n], d).unwrap();
     let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
@@ -724,4 +722,210 @@ fn an_eval_waits_for_the_warm_up_compile_of_its_kernel() {
     let by_eval = second.pipelines_created() - created;
     second.wait_warm_up();
     assert_eq!(by_eval + second.pipelines_warmed(), 1, "made once");
+}
+
+// Hand-written and contended tuning files, and kernel names whose limit
+// arithmetic overflows (the tuning file v2, 104b89a).
+
+/// The owner block this adapter writes into `dir`'s tuning file.
+fn owner_of(dir: &std::path::Path) -> (std::path::PathBuf, serde_json::Value, Vec<GemmKernel>) {
+    let d = device_in(dir);
+    small_gemm(&d);
+    let file = d.gemm_tuning_file().unwrap();
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let cands = d.gemm_candidates(DType::F32, ShapeClass::Gemv);
+    (file, written["owner"].clone(), cands)
+}
+
+fn names(ks: &[GemmKernel]) -> Vec<String> {
+    ks.iter().map(|k| k.to_string()).collect()
+}
+
+/// Kernel strings and structs outside the family limits, whose limit
+/// arithmetic overflows u32: typed errors, never a panic (debug builds
+/// check overflow).
+#[test]
+fn kernels_with_overflowing_parameters_are_invalid_not_a_panic() {
+    for s in [
+        "splitk 64 67108865 0",
+        "splitk 64 4294967295 1",
+        "splitk 2 2147483648 0",
+        "register 4294967295 4294967295 4294967295 4294967295",
+        "shared 4294967295 4294967295 4294967292 4294967295 4294967292",
+        "coop 16 0 4294967295",
+    ] {
+        let r = std::panic::catch_unwind(|| s.parse::<GemmKernel>());
+        assert!(
+            matches!(r, Ok(Err(Error::InvalidArgument(_)))),
+            "{s:?}: {:?}",
+            r.map_err(|_| "panicked")
+        );
+    }
+    let m = u32::MAX;
+    for k in [
+        GemmKernel::SplitK {
+            ks: 64,
+            cq: m,
+            subgroups: false,
+        },
+        GemmKernel::Shared {
+            wg_x: m,
+            wg_y: m,
+            tm: m - 3,
+            nv: m,
+            bk: m - 3,
+        },
+        GemmKernel::Coop {
+            size: m,
+            half: false,
+            frags: m,
+        },
+    ] {
+        let r = std::panic::catch_unwind(|| (k.is_valid(), k.workgroup_bytes()));
+        assert!(matches!(r, Ok((false, _))), "{k:?}");
+    }
+    let d = common::device();
+    let k = GemmKernel::SplitK {
+        ks: 64,
+        cq: 67_108_865,
+        subgroups: false,
+    };
+    assert!(matches!(
+        d.set_gemm_kernel(Some(k)),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+/// Hand-written files: never a panic or an error; an entry that is not a
+/// choice among this build's candidates is timed again.
+#[test]
+fn hand_written_tuning_files_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, owner, cands) = owner_of(dir.path());
+    let entry = |kernel: &str, among: &[String]| serde_json::json!({ "kernel": kernel, "candidates": among });
+    let file_with = |choices: serde_json::Value| {
+        serde_json::json!({
+            "format": "wgarray-gemm-tuning",
+            "version": 2,
+            "owner": owner,
+            "choices": choices,
+        })
+        .to_string()
+    };
+    let current = names(&cands);
+    // A usable kernel that is not among the candidates it claims to be
+    // chosen among.
+    let outsider = ["register 8 8 4 1", "register 4 4 4 1"]
+        .into_iter()
+        .find(|k| !current.iter().any(|c| c == k))
+        .unwrap();
+    let mut doubled = current.clone();
+    doubled.extend(current.clone());
+    let overflow = file_with(serde_json::json!({
+        "float32 gemv": entry("splitk 64 67108865 0", &current),
+        "float32 medium": entry(&current[0], &["splitk 64 67108865 0".to_string()]),
+    }));
+    // Duplicated keys: serde keeps one; written by hand.
+    let duplicated = format!(
+        "{{\"format\": \"wgarray-gemm-tuning\", \"version\": 2, \"owner\": {owner}, \"choices\": {{\
+         \"float32 gemv\": {}, \"float32 gemv\": {}}}}}",
+        entry(&current[0], &current),
+        entry(outsider, &current)
+    );
+    let mut many = serde_json::Map::new();
+    for i in 0..20_000 {
+        many.insert(format!("float32 class{i}"), entry(&current[0], &current));
+    }
+    many.insert("float32 gemv".into(), entry(outsider, &current));
+    let cases = [
+        (
+            "a choice outside its candidates",
+            file_with(serde_json::json!({ "float32 gemv": entry(outsider, &current) })),
+        ),
+        (
+            "duplicated candidates",
+            file_with(serde_json::json!({ "float32 gemv": entry(&current[0], &doubled) })),
+        ),
+        ("overflowing kernels", overflow),
+        ("duplicated keys", duplicated),
+        ("a big file", file_with(serde_json::Value::Object(many))),
+        (
+            "candidates not a list",
+            file_with(
+                serde_json::json!({ "float32 gemv": { "kernel": current[0], "candidates": "all" } }),
+            ),
+        ),
+        (
+            "an entry not an object",
+            file_with(serde_json::json!({ "float32 gemv": [1, 2, 3] })),
+        ),
+    ];
+    for (what, text) in cases {
+        std::fs::write(&file, &text).unwrap();
+        let d = std::panic::catch_unwind(|| device_in(dir.path()))
+            .unwrap_or_else(|_| panic!("{what}: the device panicked reading the file"));
+        let taken = d.gemm_kernel(DType::F32, ShapeClass::Gemv);
+        assert!(
+            taken.is_none_or(|k| cands.contains(&k)),
+            "{what}: took {taken:?}, not one of {current:?}"
+        );
+        small_gemm(&d);
+        let chosen = d.gemm_kernel(DType::F32, ShapeClass::Gemv).expect(what);
+        assert!(cands.contains(&chosen), "{what}: chose {chosen}");
+    }
+}
+
+/// A directory where the tuning file goes: not read, not written, with
+/// warnings; GEMMs run and choose as without a file.
+#[test]
+fn a_directory_in_place_of_the_tuning_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = device_in(dir.path()).gemm_tuning_file().unwrap();
+    std::fs::create_dir_all(file.join("inside")).unwrap();
+    let d = device_in(dir.path());
+    assert_eq!(d.gemm_kernel(DType::F32, ShapeClass::Gemv), None);
+    small_gemm(&d);
+    assert!(d.gemm_kernel(DType::F32, ShapeClass::Gemv).is_some());
+    assert!(file.join("inside").is_dir());
+}
+
+/// Two devices on one adapter tune and write the same file at the same
+/// time: the file stays valid, the next device reads a choice.
+#[test]
+fn two_devices_writing_one_tuning_file_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let threads: Vec<_> = (0..2)
+        .map(|i| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let d = device_in(&path);
+                small_gemm(&d);
+                if i == 1 {
+                    // A second class from the second device (a 77 x 384
+                    // product is the medium class).
+                    let a = Array::full(&[77, 96], 0.5, DType::F32, &d).unwrap();
+                    let b = Array::full(&[96, 384], 2.0, DType::F32, &d).unwrap();
+                    let p = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+                    assert!(p.iter().all(|&v| v == 96.0));
+                }
+                d.gemm_tuning_file().unwrap()
+            })
+        })
+        .collect();
+    let files: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(files[0], files[1]);
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).expect("the file is whole");
+    assert_eq!(json["version"], 2);
+    let next = device_in(&path);
+    assert!(next.gemm_kernel(DType::F32, ShapeClass::Gemv).is_some());
+    // No stray temporary files.
+    let stray: Vec<_> = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(stray.is_empty(), "{stray:?}");
 }

@@ -486,18 +486,13 @@ fn what_the_row_kernel_cannot_run_takes_the_register_tile() {
 
 #[test]
 fn outside_its_limits_is_an_invalid_argument() {
-    for bad in [
+    common::assert_not_kernels(&[
         "uniform 0 8",
         "uniform 8 0",
         "uniform 8 17",
         "uniform 257 1",
         "uniform 8",
-    ] {
-        assert!(
-            matches!(bad.parse::<GemmKernel>(), Err(Error::InvalidArgument(_))),
-            "{bad}"
-        );
-    }
+    ]);
     let k: GemmKernel = "uniform 8 8".parse().unwrap();
     assert_eq!(k.family(), "uniform");
     assert_eq!(k.to_string(), "uniform 8 8");

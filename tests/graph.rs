@@ -5,7 +5,7 @@
 mod common;
 
 use common::{R, assert_empty, device};
-use wgarray::{Array, Axes, DType, eval};
+use wgarray::{Array, DType, eval};
 
 #[test]
 fn a_chain_of_100000_ops_evaluates_and_drops_without_recursion() {
@@ -208,7 +208,7 @@ fn multi_output_lifetimes() -> R {
     p.swap(1, 2);
     let keep = std::mem::replace(&mut p[2], Array::scalar(0.0, DType::F32, &d)?);
     assert_eq!(
-        keep.sum(Axes::All, false)?.item::<f32>()?,
+        keep.sum(None, false)?.item::<f32>()?,
         (16..32).map(|v| 2.0 * v as f32).sum::<f32>()
     );
     drop(p);
@@ -223,7 +223,7 @@ fn multi_output_lifetimes() -> R {
     assert_eq!(q.to_vec::<f32>()?[..4], [0.0, 0.0, 0.0, 1.0]);
     drop(q);
     // moments: var only
-    let (m, v) = x.moments(Axes::All, false, 0)?;
+    let (m, v) = x.moments(None, false, 0)?;
     drop(m);
     let vv = v.item::<f32>()?;
     assert!((vv - 341.25).abs() < 1e-3, "var {vv}");
@@ -269,7 +269,7 @@ fn concurrent_eval_of_shared_graph() -> R {
             .map(|t| {
                 let s = shared.clone();
                 std::thread::spawn(move || -> wgarray::Result<f32> {
-                    let y = (&s + t as f64)?.sum(Axes::All, false)?;
+                    let y = (&s + t as f64)?.sum(None, false)?;
                     let parts = s.split(2, 1)?;
                     parts[t % 2].eval()?;
                     y.item::<f32>()
@@ -280,7 +280,7 @@ fn concurrent_eval_of_shared_graph() -> R {
             .into_iter()
             .map(|h| h.join().unwrap().unwrap())
             .collect();
-        let base = shared.sum(Axes::All, false)?.item::<f32>()?;
+        let base = shared.sum(None, false)?.item::<f32>()?;
         for (t, r) in results.iter().enumerate() {
             let want = base + (t * 4096) as f32;
             assert!(

@@ -254,7 +254,7 @@ fn take_along_axis_matches_the_host_on_views_and_broadcasts() {
         let out: Vec<usize> = out.iter().zip(ishape).map(|(&s, &t)| s.max(t)).collect();
         let raw64: Vec<i64> = raw.iter().map(|&j| j as i64).collect();
         let want = take_along_ref(&v, shape, &raw64, ishape, &out, a);
-        let y = x.take_along_axis(&idx, Some(axis)).unwrap();
+        let y = x.take_along_axis(&idx, axis).unwrap();
         assert_eq!(y.shape(), &out[..]);
         assert_eq!(y.to_f64_vec().unwrap(), want, "{shape:?} {ishape:?} {axis}");
     }
@@ -267,10 +267,7 @@ fn take_along_axis_matches_the_host_on_views_and_broadcasts() {
     let uidx = u(&d, &raw, &[7, 4]);
     let raw64: Vec<i64> = raw.iter().map(|&j| j as i64).collect();
     assert_eq!(
-        xt.take_along_axis(&uidx, Some(1))
-            .unwrap()
-            .to_f64_vec()
-            .unwrap(),
+        xt.take_along_axis(&uidx, 1).unwrap().to_f64_vec().unwrap(),
         take_along_ref(&host, &[7, 33], &raw64, &[7, 4], &[7, 4], 1)
     );
     // axis = None reads the flattened array.
@@ -283,7 +280,7 @@ fn take_along_axis_matches_the_host_on_views_and_broadcasts() {
         vec![host[0], host[230], host[5], host[230]]
     );
     // Empty indices, and an empty axis with empty indices.
-    let e = xt.take_along_axis(&i(&d, &[], &[7, 0]), Some(1)).unwrap();
+    let e = xt.take_along_axis(&i(&d, &[], &[7, 0]), 1).unwrap();
     assert_eq!(e.shape(), &[7, 0]);
     assert!(e.to_f64_vec().unwrap().is_empty());
     drop((base, xt, uidx, idx, e));
@@ -296,14 +293,14 @@ fn take_along_axis_errors_are_typed() {
     let x = f(&d, &[1.0; 6], &[2, 3]);
     let good = i(&d, &[0, 1], &[2, 1]);
     assert!(matches!(
-        x.take_along_axis(&f(&d, &[0.0, 1.0], &[2, 1]), Some(1)),
+        x.take_along_axis(&f(&d, &[0.0, 1.0], &[2, 1]), 1),
         Err(Error::DType {
             op: "take_along_axis",
             ..
         })
     ));
     assert!(matches!(
-        x.take_along_axis(&good, Some(2)),
+        x.take_along_axis(&good, 2),
         Err(Error::InvalidAxis {
             op: "take_along_axis",
             axis: 2,
@@ -311,7 +308,7 @@ fn take_along_axis_errors_are_typed() {
         })
     ));
     assert!(matches!(
-        x.take_along_axis(&i(&d, &[0, 1], &[2]), Some(1)),
+        x.take_along_axis(&i(&d, &[0, 1], &[2]), 1),
         Err(Error::InvalidArgument(m)) if m.contains("take_along_axis")
     ));
     assert!(matches!(
@@ -319,7 +316,7 @@ fn take_along_axis_errors_are_typed() {
         Err(Error::InvalidArgument(m)) if m.contains("take_along_axis")
     ));
     assert!(matches!(
-        x.take_along_axis(&i(&d, &[0; 9], &[3, 3]), Some(1)),
+        x.take_along_axis(&i(&d, &[0; 9], &[3, 3]), 1),
         Err(Error::ShapeMismatch {
             op: "take_along_axis",
             ..
@@ -327,7 +324,7 @@ fn take_along_axis_errors_are_typed() {
     ));
     let empty = f(&d, &[], &[2, 0]);
     assert!(matches!(
-        empty.take_along_axis(&good, Some(1)),
+        empty.take_along_axis(&good, 1),
         Err(Error::InvalidArgument(m)) if m.contains("empty")
     ));
     drop((x, good, empty));

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Rng, assert_empty, device};
+use common::{Rng, assert_empty, device, matmul_ref};
 use half::{bf16, f16};
 use wgarray::testing::accuracy::{erfinv64, round_to, ulp_error as ulps};
 use wgarray::{Array, DType, Device, Error, Slice};
@@ -792,4 +792,256 @@ fn math_fuses_with_the_bits_of_the_unfused_ops() {
         }
     }
     d.set_fusion(true);
+}
+
+// tanh_f's own exp (d202884): special values, bit patterns around its
+// thresholds, a sweep of every f32 bit pattern with a stride, the half
+// types, and tanh fused into a reduction and a GEMM epilogue.
+
+/// The distance of `got` from `want` in units of the f32 spacing at
+/// `want`.
+fn ulps_f32(got: f32, want: f64) -> f64 {
+    let w = want.abs().max(f32::MIN_POSITIVE as f64);
+    let e = w.log2().floor();
+    let ulp = 2f64.powf(e - 23.0);
+    (got as f64 - want).abs() / ulp
+}
+
+/// Assert that `got` (tanh of `x`, pairs `measured` picks) is within 1.5
+/// ulp of f64's tanh; returns the largest error and where it is.
+fn assert_tanh_within_1_5_ulp(
+    x: &[f32],
+    got: &[f32],
+    measured: impl Fn(f32) -> bool,
+) -> (f64, f32) {
+    let mut worst = (0.0, 0.0f32);
+    for (&xi, &g) in x.iter().zip(got) {
+        let u = ulps_f32(g, (xi as f64).tanh());
+        if measured(xi) && u > worst.0 {
+            worst = (u, xi);
+        }
+    }
+    assert!(
+        worst.0 <= 1.5,
+        "{} ulp at {:e} ({:#x})",
+        worst.0,
+        worst.1,
+        worst.1.to_bits()
+    );
+    worst
+}
+
+fn tanh_of(d: &Device, x: &[f32]) -> Vec<f32> {
+    Array::from_slice(x, &[x.len()], d)
+        .unwrap()
+        .tanh()
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()
+}
+
+#[test]
+fn tanh_special_values_and_thresholds() {
+    let d = device();
+    let mut x: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        f32::from_bits(0x807f_ffff),
+        f32::MAX,
+        f32::MIN,
+        10.0,
+        -10.0,
+        9.0,
+        20.0,
+        1e-30,
+    ];
+    // Around the polynomial's threshold (0x3f0c9f54, log(3)/2), 10, 9.01
+    // (where tanh rounds to 1), 2^-12, and ln2-multiples (k changes).
+    for centre in [
+        0x3f0c_9f54u32,
+        10f32.to_bits(),
+        9.01f32.to_bits(),
+        0x3980_0000,
+        (std::f32::consts::LN_2 / 2.0).to_bits(),
+        (3.0 * std::f32::consts::LN_2 / 2.0).to_bits(),
+        (23.0 * std::f32::consts::LN_2 / 2.0).to_bits(),
+        0x0080_0000,
+    ] {
+        for dlt in -100i32..=100 {
+            let b = (centre as i32 + dlt) as u32;
+            x.push(f32::from_bits(b));
+            x.push(f32::from_bits(b | 0x8000_0000));
+        }
+    }
+    let got = tanh_of(&d, &x);
+    for (&xi, &g) in x.iter().zip(&got) {
+        let want = (xi as f64).tanh();
+        if xi == 0.0 || xi.is_infinite() {
+            assert_eq!(g.to_bits(), (want as f32).to_bits(), "tanh({xi:e})");
+        } else if xi.is_subnormal() {
+            assert_eq!(g.to_bits(), xi.to_bits(), "tanh({xi:e}) is itself");
+        }
+    }
+    assert_tanh_within_1_5_ulp(&x, &got, |xi| {
+        !(xi == 0.0 || xi.is_infinite() || xi.is_subnormal())
+    });
+    // NaN: NaN, its payload and sign kept.
+    let nans = [
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7fc0_1234),
+        f32::from_bits(0xff80_0001),
+    ];
+    for (n, g) in nans.iter().zip(tanh_of(&d, &nans)) {
+        assert!(g.is_nan(), "tanh({:#x}) = {g}", n.to_bits());
+        assert_eq!(g.to_bits(), n.to_bits(), "NaN payload and sign");
+    }
+}
+
+/// Every 4099th f32 bit pattern (about a million values, every binade):
+/// within 1.5 ulp of f64's tanh, odd, and |tanh| <= 1.
+#[test]
+fn tanh_over_a_sweep_of_every_bit_pattern() {
+    let d = device();
+    let x: Vec<f32> = (0..(1u64 << 32))
+        .step_by(4099)
+        .map(|b| f32::from_bits(b as u32))
+        .filter(|v| !v.is_nan())
+        .collect();
+    let got = tanh_of(&d, &x);
+    for (&xi, &g) in x.iter().zip(&got) {
+        assert!(g.abs() <= 1.0, "tanh({xi:e}) = {g}");
+    }
+    assert_tanh_within_1_5_ulp(&x, &got, |_| true);
+}
+
+/// Dense sweeps where the two formulas and the exp's reduction work:
+/// every 37th f32 in [0.01, 10] (about 1.2 million), within 1.5 ulp.
+#[test]
+fn tanh_dense_over_its_working_range() {
+    let d = device();
+    let x: Vec<f32> = (0.01f32.to_bits()..=10f32.to_bits())
+        .step_by(37)
+        .map(f32::from_bits)
+        .collect();
+    let got = tanh_of(&d, &x);
+    let worst = assert_tanh_within_1_5_ulp(&x, &got, |_| true);
+    eprintln!("tanh worst {} ulp at {:e}", worst.0, worst.1);
+}
+
+#[test]
+fn tanh_in_half_types_fused_reductions_and_gemm_epilogues() {
+    let d = device();
+    let mut rng = Rng::new(604);
+    let x: Vec<f32> = (0..4099).map(|_| rng.f32() * 12.0).collect();
+    // Half types: computed in f32, rounded once: within one unit of the
+    // half type's spacing of f64's tanh.
+    for dtype in [DType::BF16, DType::F16] {
+        let a = match dtype {
+            DType::F16 => Array::from_slice(
+                &x.iter().map(|&v| f16::from_f32(v)).collect::<Vec<_>>(),
+                &[x.len()],
+                &d,
+            ),
+            _ => Array::from_slice(
+                &x.iter().map(|&v| bf16::from_f32(v)).collect::<Vec<_>>(),
+                &[x.len()],
+                &d,
+            ),
+        };
+        let a = match a {
+            Ok(a) => a,
+            Err(Error::MissingFeature { .. }) => continue,
+            Err(e) => panic!("{dtype:?}: {e}"),
+        };
+        let got = match a
+            .tanh()
+            .and_then(|t| t.astype(DType::F32))
+            .and_then(|t| t.to_vec::<f32>())
+        {
+            Ok(g) => g,
+            Err(Error::MissingFeature { .. }) => continue,
+            Err(e) => panic!("{dtype:?}: {e}"),
+        };
+        let held = a.astype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+        for (&h, &g) in held.iter().zip(&got) {
+            let want = (h as f64).tanh();
+            let (step, rounded) = match dtype {
+                DType::F16 => (
+                    2f64.powi(want.abs().max(6.1e-5).log2().floor() as i32 - 10),
+                    f16::from_f64(want).to_f64(),
+                ),
+                _ => (
+                    2f64.powi(want.abs().max(1e-38).log2().floor() as i32 - 7),
+                    bf16::from_f64(want).to_f64(),
+                ),
+            };
+            assert!(
+                (g as f64 - want).abs() <= step,
+                "{dtype:?} tanh({h}) = {g}, want {want} (rounded {rounded})"
+            );
+        }
+    }
+    // x.tanh().sum() over rows (a reduction with a fused prologue), and a
+    // chain.
+    let a = Array::from_slice(&x[..4096], &[4, 1024], &d).unwrap();
+    let s = a
+        .tanh()
+        .unwrap()
+        .sum(-1, false)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let c = ((a.tanh().unwrap() * 2.0f32).unwrap() + 1.0f32)
+        .unwrap()
+        .tanh()
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    for r in 0..4 {
+        let want: f64 = x[r * 1024..(r + 1) * 1024]
+            .iter()
+            .map(|&v| (v as f64).tanh())
+            .sum();
+        assert!(
+            (s[r] as f64 - want).abs() < 1e-3,
+            "row {r}: {} vs {want}",
+            s[r]
+        );
+    }
+    for (i, &g) in c.iter().enumerate() {
+        let t = ((x[i] as f64).tanh() as f32 as f64 * 2.0 + 1.0) as f32 as f64;
+        // The first tanh's 1.5 ulp (up to 1.8e-7) doubled, then the
+        // second's: 5e-7 absolute.
+        assert!(
+            (g as f64 - t.tanh()).abs() <= 5e-7,
+            "chain [{i}]: {g} vs {}",
+            t.tanh()
+        );
+    }
+    // A GEMM whose product's tanh runs in its epilogue.
+    let (m, k, n) = (7, 33, 65);
+    let xa = rng.vec_f32(m * k);
+    let xb = rng.vec_f32(k * n);
+    let p = Array::from_slice(&xa, &[m, k], &d)
+        .unwrap()
+        .matmul(&Array::from_slice(&xb, &[k, n], &d).unwrap())
+        .unwrap()
+        .tanh()
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let want = matmul_ref(&xa, &xb, 1, m, k, n);
+    for (i, (&g, &w)) in p.iter().zip(&want).enumerate() {
+        assert!(
+            (g as f64 - w.tanh()).abs() < 1e-5,
+            "[{i}]: {g} vs {}",
+            w.tanh()
+        );
+    }
 }

@@ -21,7 +21,7 @@
 
 mod common;
 
-use common::arrays::f;
+use common::arrays::{self, f};
 use common::{R, Rng, assert_empty, device, is_gl, matmul_ref, poison_pool, rel_frobenius};
 use half::{bf16, f16};
 use wgarray::{Array, DType, Device, Error, Slice};
@@ -265,27 +265,15 @@ fn one_dimensional_operands() {
 /// `x` rounded to `dtype` (f16, bf16, or f32 unchanged), as the device
 /// will see it.
 fn round_to(dtype: DType, x: &[f32]) -> Vec<f32> {
-    match dtype {
-        DType::F16 => x.iter().map(|&v| f16::from_f32(v).to_f32()).collect(),
-        DType::BF16 => x.iter().map(|&v| bf16::from_f32(v).to_f32()).collect(),
-        _ => x.to_vec(),
-    }
+    x.iter()
+        .map(|&v| arrays::round_to(v as f64, dtype) as f32)
+        .collect()
 }
 
 /// An array of `dtype` (f16, bf16 or f32) holding `x` rounded to it.
 fn upload(device: &Device, dtype: DType, x: &[f32], shape: &[usize]) -> Array {
-    match dtype {
-        DType::F16 => {
-            let h: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
-            Array::from_slice(&h, shape, device)
-        }
-        DType::BF16 => {
-            let h: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
-            Array::from_slice(&h, shape, device)
-        }
-        _ => Array::from_slice(x, shape, device),
-    }
-    .unwrap()
+    let wide: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    arrays::of_dtype(device, &wide, shape, dtype)
 }
 
 fn half_inputs(

@@ -7,7 +7,7 @@ mod common;
 use common::arrays::{f, i};
 use common::{R, Rng, assert_empty, device};
 use half::f16;
-use wgarray::{Array, Axes, DType, Device, Error, Slice, eval, where_};
+use wgarray::{Array, DType, Device, Error, Slice, eval, where_};
 
 const MIB: u64 = 1 << 20;
 const MIB_F32: usize = (MIB / 4) as usize;
@@ -222,7 +222,7 @@ fn an_eval_stopped_midway_keeps_what_it_finished() {
     assert!(!c.is_evaluated());
     drop(junk);
     c.eval().unwrap();
-    d.set_memory_limit(u64::MAX); // read-back staging counts as active memory too
+    d.set_memory_limit(u64::MAX);
     assert_eq!(b.to_vec::<f32>().unwrap()[0], 2.0);
     assert_eq!(c.to_vec::<f32>().unwrap()[7], 2.0);
     drop((a, b, c));
@@ -365,6 +365,81 @@ fn lifetime_d_a_split_output_assigned_over_its_sibling() {
     assert_empty(&d);
 }
 
+/// The three outputs of `quantize` (one node), as a vector, from a fresh
+/// `[4, 64 Ki]` f32 weight of 1 MiB that only the node holds.
+fn quantized(d: &Device) -> Vec<Array> {
+    let mut rng = Rng::new(17);
+    let w = Array::from_slice(&rng.vec_f32(4 * MIB_F32), &[4, MIB_F32], d).unwrap();
+    let (wq, s, b) = wgarray::quantize(&w, 64, 4).unwrap();
+    vec![wq, s, b]
+}
+
+#[test]
+fn lifetime_g_quantize_outputs_dropped_in_every_order_unevaluated() {
+    for order in [[0, 1, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
+        let d = device();
+        let mut outs: Vec<Option<Array>> = quantized(&d).into_iter().map(Some).collect();
+        for (n, &i) in order.iter().enumerate() {
+            drop(outs[i].take());
+            if n < 2 {
+                assert!(d.live_nodes() > 0, "a sibling still holds the node");
+                assert!(d.active_memory() >= 4 * MIB, "the weight, through the node");
+            }
+        }
+        assert_empty(&d);
+    }
+}
+
+#[test]
+fn lifetime_h_one_quantize_output_kept_evaluated_the_others_dropped() {
+    for keep in 0..3 {
+        let d = device();
+        let mut outs = quantized(&d);
+        let kept = outs.remove(keep);
+        drop(outs);
+        kept.eval().unwrap();
+        assert_eq!(
+            d.live_nodes(),
+            0,
+            "evaluated: the node and the weight are gone"
+        );
+        assert_eq!(d.live_arrays(), 1);
+        assert!(d.active_memory() < 4 * MIB, "only the kept output");
+        drop(kept);
+        assert_empty(&d);
+    }
+}
+
+#[test]
+fn lifetime_i_quantize_outputs_replaced_and_reassigned() {
+    let d = device();
+    // Replaced by assignment, unevaluated: the last outside reference to
+    // the node goes with it.
+    let [mut wq, s, b]: [Array; 3] = quantized(&d).try_into().unwrap();
+    drop((s, b));
+    assert_eq!(wq.dtype(), DType::U32);
+    wq = Array::scalar(1.0, DType::F32, &d).unwrap();
+    assert_eq!((d.live_nodes(), d.live_arrays()), (0, 1));
+    drop(wq);
+    assert_empty(&d);
+    // A sibling assigned over another, then evaluated.
+    let [wq, mut s, b]: [Array; 3] = quantized(&d).try_into().unwrap();
+    drop(wq);
+    assert_eq!(s.shape(), b.shape());
+    s = b;
+    assert_eq!(s.to_vec::<f32>().unwrap().len(), 4 * MIB_F32 / 64);
+    assert_eq!(d.live_nodes(), 0);
+    drop(s);
+    assert_empty(&d);
+    // mem::replace of an evaluated output, the others evaluated too.
+    let mut outs = quantized(&d);
+    eval(&outs.iter().collect::<Vec<_>>()).unwrap();
+    let old = std::mem::replace(&mut outs[1], Array::scalar(0.0, DType::F32, &d).unwrap());
+    drop(old);
+    drop(outs);
+    assert_empty(&d);
+}
+
 fn closure_case(evaluate: Option<bool>) {
     let d = device();
     let mut rng = Rng::new(13);
@@ -425,7 +500,7 @@ fn memory_api() -> R {
     {
         let x = Array::ones(&[1 << 16], DType::F32, &d).unwrap();
         let y = (&x * 2.0)?;
-        let s = y.sum(Axes::All, false)?;
+        let s = y.sum(None, false)?;
         d.clear_cache();
         assert_eq!(s.item::<f32>()?, 2.0 * 65536.0);
         d.clear_cache();
@@ -453,7 +528,7 @@ fn oom_midway_then_recover() -> R {
         let a = (&x + 1.0)?;
         let b = (&x * 3.0)?;
         let c = (&a + &b)?; // needs a, b, c alive at once
-        let e = c.sum(Axes::All, false)?;
+        let e = c.sum(None, false)?;
         let active = d.active_memory();
         d.set_memory_limit(active + (1 << 18) + 4096); // room for ~1 more buffer
         let r = e.eval();
@@ -462,19 +537,14 @@ fn oom_midway_then_recover() -> R {
         assert_eq!(e.item::<f32>()?, 5.0 * (1 << 16) as f32);
         assert_eq!(a.to_vec::<f32>()?[0], 2.0);
         assert_eq!(c.to_vec::<f32>()?[0], 5.0);
-        // OOM in read-back staging
+        // Read-back staging is not counted: a result that fit reads back
+        // with the limit at what is active.
         let y = (&x * 2.0)?;
         y.eval()?;
         d.set_memory_limit(d.active_memory());
         d.clear_cache();
-        let r = y.to_vec::<f32>();
-        assert!(
-            matches!(r, Err(Error::OutOfMemory { .. })),
-            "readback under limit: {:?}",
-            r.as_ref().map(|v| v.len())
-        );
-        d.set_memory_limit(u64::MAX);
         assert_eq!(y.to_vec::<f32>()?[0], 2.0);
+        d.set_memory_limit(u64::MAX);
         // memory limit 0: from_slice and scalar
         d.set_memory_limit(0);
         assert!(matches!(
@@ -930,7 +1000,7 @@ fn every_op_records_the_callers_location() {
         xb.mean(-1isize, true),
         x.var(-1isize, true, 1),
         x.std(0isize, false, 0),
-        x.argmax(Some(1), false),
+        x.argmax(1, false),
         x.logsumexp(-1isize, true),
         x.softmax(-1),
         xb.softmax(-1),
@@ -939,13 +1009,13 @@ fn every_op_records_the_callers_location() {
         x.log_softmax(0),
         x.reshape(&[33, 7]),
         Ok(x.transpose()),
-        x.permute(&[1, 0]),
+        x.permute([1, 0]),
         x.slice(&[Slice::range(1, 5), Slice::step(2)]),
         x.broadcast_to(&[2, 7, 33]),
-        x.expand_dims(0).and_then(|e| e.squeeze(Axes::All)),
+        x.expand_dims(0).and_then(|e| e.squeeze(None)),
         Ok(x.ravel()),
         x.swapaxes(0, 1),
-        x.take(&idx, Some(1)),
+        x.take(&idx, 1),
         x.contiguous(),
         wgarray::concatenate(&[&x, &xb], 0),
         wgarray::stack(&[&x, &x], 0),
@@ -1057,4 +1127,184 @@ fn memory_history_never_keeps_an_array_alive() {
     assert!(snap.buffers.iter().all(|b| b.cached && b.arrays.is_empty()));
     d.record_memory_history(false);
     assert_empty(&d);
+}
+
+/// Issue 36, item 6: under `set_memory_limit(9 MiB)` a 6 MiB result
+/// computed within the limit reads back through every read-back path (the
+/// staging buffer is host memory the limit does not count), a strided view
+/// of it too (its dense copy would pass the limit: the bytes it spans are
+/// gathered on the host), while storage allocations stay limited.
+#[test]
+fn a_result_computed_within_the_limit_reads_back() {
+    let d = device();
+    let mut rng = Rng::new(36);
+    let n = 6 * MIB_F32;
+    let host = rng.vec_f32(n);
+    d.set_memory_limit(9 * MIB);
+    // 6 MiB up, `* 2 + 1` written over it (donation): 6 MiB active.
+    let y = ((Array::from_slice(&host, &[n], &d).unwrap() * 2.0).unwrap() + 1.0).unwrap();
+    y.eval().unwrap();
+    assert_eq!(d.active_memory(), 6 * MIB);
+    let want: Vec<f32> = host.iter().map(|&v| v * 2.0 + 1.0).collect();
+    assert_eq!(y.to_vec::<f32>().unwrap(), want, "to_vec");
+    let got = pollster::block_on(y.to_vec_async::<f32>()).unwrap();
+    assert_eq!(got, want, "to_vec_async");
+    let mut into = vec![0.0f32; n];
+    y.read_into(&mut into).unwrap();
+    assert_eq!(into, want, "read_into");
+    let path =
+        std::env::temp_dir().join(format!("wgarray-limit-{}.safetensors", std::process::id()));
+    wgarray::io::save_safetensors(&path, &[("y", &y)]).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    let tail: Vec<u8> = want.iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert!(bytes.ends_with(&tail), "save_safetensors");
+
+    // A transposed view: its dense copy (6 MiB more) would pass the limit.
+    let (r, c) = (1536usize, 1024usize);
+    let t = y.reshape(&[r, c]).unwrap().transpose();
+    let got = t.to_vec::<f32>().unwrap();
+    for i in (0..c).step_by(7) {
+        for j in (0..r).step_by(5) {
+            assert_eq!(got[i * r + j], want[j * c + i], "transposed [{i}, {j}]");
+        }
+    }
+    let got = pollster::block_on(t.to_vec_async::<f32>()).unwrap();
+    assert_eq!(got[5 * r + 3], want[3 * c + 5], "transposed, async");
+    // Rows stepped and reversed from an odd start, as f16 (2-byte
+    // elements off word boundaries): a 3 MiB cast fits, its view's copy
+    // does not beside it and y.
+    let h = y.astype(DType::F16).unwrap();
+    h.eval().unwrap();
+    let v = h
+        .reshape(&[r, c])
+        .unwrap()
+        .slice(&[Slice::new(Some(1), None, 3), Slice::new(None, None, -2)])
+        .unwrap();
+    let hv: Vec<f16> = v.to_vec().unwrap();
+    let rows = (r - 1).div_ceil(3);
+    assert_eq!(hv.len(), rows * (c / 2));
+    for (k, got) in hv.iter().enumerate().step_by(11) {
+        let (i, j) = (1 + 3 * (k / (c / 2)), c - 1 - 2 * (k % (c / 2)));
+        assert_eq!(*got, f16::from_f32(want[i * c + j]), "f16 view at {k}");
+    }
+    drop(v);
+    // Storage stays limited: another 6 MiB does not fit.
+    let err = (&y + 1.0).unwrap().eval().unwrap_err();
+    assert!(
+        matches!(err, Error::OutOfMemory { limit, .. } if limit == 9 * MIB),
+        "{err}"
+    );
+    d.set_memory_limit(u64::MAX);
+    drop((y, t, h));
+    assert_empty(&d);
+}
+
+// ---- copy: a buffer of its own, so a view lets its parent go ----
+
+/// Issue 37: a view keeps its whole parent; `copy()` makes a buffer of the
+/// view's own size, so dropping the parent returns its memory. Rows in the
+/// middle and at offset 0 (where an elementwise kernel may write into its
+/// input's buffer: the copy of an evaluated row that nothing else holds
+/// must not take the parent's buffer), every dtype family, values against
+/// the host, before and after the parent goes.
+#[test]
+fn copy_of_a_view_lets_the_parent_go() -> R {
+    let d = device();
+    let (rows, cols) = (257usize, 1025usize);
+    for dtype in [DType::F32, DType::I32, DType::F16, DType::U8, DType::Bool] {
+        let host: Vec<f64> = {
+            let mut rng = Rng::new(37);
+            common::arrays::random_values(&mut rng, rows * cols, dtype)
+        };
+        let parent_bytes = pooled((rows * cols * dtype.size_in_bytes()) as u64);
+        let row_bytes = pooled((cols * dtype.size_in_bytes()) as u64);
+        for r in [0usize, 100] {
+            let want = &host[r * cols..(r + 1) * cols];
+            let slice = [Slice::range(r as isize, r as isize + 1)];
+            let new_parent = || -> wgarray::Result<Array> {
+                // An empty cache: every buffer lent is of its request's size.
+                d.clear_cache();
+                let a = common::arrays::of_dtype(&d, &host, &[rows, cols], dtype);
+                a.eval()?;
+                Ok(a)
+            };
+            // A view, its contiguous() and its astype() to the same dtype
+            // share the parent's buffer: all of it stays.
+            for how in ["view", "contiguous", "astype"] {
+                let big = new_parent()?;
+                // One expression: a `let v` shadowed by another would keep
+                // the first until the end of the block (README, Memory).
+                let v = match how {
+                    "view" => big.slice(&slice)?,
+                    "contiguous" => big.slice(&slice)?.contiguous()?,
+                    _ => big.slice(&slice)?.astype(dtype)?,
+                };
+                v.eval()?;
+                drop(big);
+                assert_eq!(d.active_memory(), parent_bytes, "{dtype} row {r} {how}");
+                drop(v);
+                assert_empty(&d);
+            }
+            // copy() of the lazy view, of an evaluated view the copy alone
+            // holds (reassignment drops the view's handle before eval), and
+            // of one the caller still holds.
+            for how in ["lazy", "reassigned", "held"] {
+                let big = new_parent()?;
+                let mut row = big.slice(&slice)?;
+                let mut held = None;
+                match how {
+                    "lazy" => row = row.copy()?,
+                    "reassigned" => {
+                        row.eval()?;
+                        row = row.copy()?;
+                    }
+                    _ => {
+                        row.eval()?;
+                        let copy = row.copy()?;
+                        held = Some(std::mem::replace(&mut row, copy));
+                    }
+                }
+                // The parent goes before the copy runs: only views hold
+                // its buffer then.
+                drop(big);
+                row.eval()?;
+                drop(held);
+                assert_eq!(d.active_memory(), row_bytes, "{dtype} row {r} copy {how}");
+                assert_eq!(row.shape(), &[1, cols]);
+                assert_eq!(row.dtype(), dtype);
+                assert_eq!(row.to_f64_vec()?, want, "{dtype} row {r} copy {how}");
+                drop(row);
+                assert_empty(&d);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `copy()` of a transposed view is dense and of an evaluated dense array a
+/// new buffer: writing through neither changes the other (functional
+/// `slice_update` on the copy leaves the source as it was).
+#[test]
+fn copy_is_a_new_array_of_the_same_values() -> R {
+    let d = device();
+    common::poison_pool(&d, 1 << 12);
+    let v = Rng::new(5).vec_f32(7 * 33);
+    let x = f(&d, &v, &[7, 33]);
+    let t = x.transpose().copy()?;
+    let mut want = vec![0.0f32; 7 * 33];
+    for r in 0..7 {
+        for c in 0..33 {
+            want[c * 7 + r] = v[r * 33 + c];
+        }
+    }
+    assert_eq!(t.to_vec::<f32>()?, want);
+    let c = x
+        .copy()?
+        .slice_update(&f(&d, &[9.0], &[1, 1]), &[0, 0], None)?;
+    assert_eq!(c.to_vec::<f32>()?[0], 9.0);
+    assert_eq!(x.to_vec::<f32>()?, v);
+    drop((x, t, c));
+    assert_empty(&d);
+    Ok(())
 }

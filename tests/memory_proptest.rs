@@ -20,6 +20,9 @@ enum Op {
     Matmul(usize, usize),
     /// split(x, sections, axis)
     Split(usize, usize, isize),
+    /// quantize a new [r, 64] leaf (group 32, 4 bits): three sibling
+    /// outputs, dropped and evaluated like any others.
+    Quantize(usize),
     /// Replace handle i by a fresh scalar (reassignment ends a reference).
     Replace(usize),
 }
@@ -32,6 +35,7 @@ fn op() -> impl Strategy<Value = Op> {
         (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Mul(a, b)),
         (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Matmul(a, b)),
         (any::<usize>(), 1usize..4, -2isize..2).prop_map(|(a, s, ax)| Op::Split(a, s, ax)),
+        (1usize..4).prop_map(Op::Quantize),
         any::<usize>().prop_map(Op::Replace),
     ]
 }
@@ -54,6 +58,12 @@ fn run_case(d: &Device, ops: &[Op], eval_mask: u64, drop_keys: &[u64]) {
                 if let Ok(parts) = pick(a).split(s, axis) {
                     arrays.extend(parts);
                 }
+            }
+            Op::Quantize(r) => {
+                let v: Vec<f32> = (0..r * 64).map(|i| (i % 13) as f32 * 0.5 - 3.0).collect();
+                let w = Array::from_slice(&v, &[r, 64], d).unwrap();
+                let (wq, s, b) = wgarray::quantize(&w, 32, 4).unwrap();
+                arrays.extend([wq, s, b]);
             }
             Op::Replace(i) => {
                 let n = arrays.len();

@@ -11,40 +11,11 @@
 
 mod common;
 
+use common::arrays::{of_dtype, round_to};
 use half::{bf16, f16};
 use wgarray::{Array, Axes, DType, Device, Error, Slice};
 
 const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
-
-/// Upload f64 values as `dtype` (rounded to nearest).
-fn upload(values: &[f64], shape: &[usize], dtype: DType, d: &Device) -> Array {
-    match dtype {
-        DType::F32 => {
-            let v: Vec<f32> = values.iter().map(|&x| x as f32).collect();
-            Array::from_slice(&v, shape, d)
-        }
-        DType::F16 => {
-            let v: Vec<f16> = values.iter().map(|&x| f16::from_f64(x)).collect();
-            Array::from_slice(&v, shape, d)
-        }
-        DType::BF16 => {
-            let v: Vec<bf16> = values.iter().map(|&x| bf16::from_f64(x)).collect();
-            Array::from_slice(&v, shape, d)
-        }
-        _ => unreachable!("float dtypes only"),
-    }
-    .unwrap()
-}
-
-/// `x` rounded to `dtype`, as f64.
-fn round_to(x: f64, dtype: DType) -> f64 {
-    match dtype {
-        DType::F32 => x as f32 as f64,
-        DType::F16 => f16::from_f64(x).to_f64(),
-        DType::BF16 => bf16::from_f64(x).to_f64(),
-        _ => unreachable!(),
-    }
-}
 
 /// Distance of `got` from the true value `want` in units in the last place
 /// of `dtype` at `want` (0 when `got` is `want` correctly rounded, which
@@ -88,7 +59,7 @@ fn softmax_of_equal_values_is_exactly_one_over_n() {
         let big = if dtype == DType::F16 { 6e4 } else { 1e30 };
         for value in [500.0, -500.0, 0.0, 88.0, -3e4, big, -big, 1e-3] {
             for n in [1usize, 2, 4, 7, 8, 33, 64, 1024, 1025] {
-                let x = upload(&vec![value; n], &[n], dtype, &d);
+                let x = of_dtype(&d, &vec![value; n], &[n], dtype);
                 let s = x.softmax(0).unwrap().to_f64_vec().unwrap();
                 let l = x.log_softmax(0).unwrap().to_f64_vec().unwrap();
                 let want_s = 1.0 / n as f64;
@@ -146,7 +117,7 @@ fn softmax_matches_f64_on_random_rows_along_any_axis() {
             let scale = if dtype == DType::F16 { 30.0 } else { 200.0 };
             let raw: Vec<f64> = (0..rows * cols).map(|_| rng.f32() as f64 * scale).collect();
             let vals: Vec<f64> = raw.iter().map(|&x| round_to(x, dtype)).collect();
-            let x = upload(&vals, &[rows, cols], dtype, &d);
+            let x = of_dtype(&d, &vals, &[rows, cols], dtype);
             let xt = x.transpose();
             // (array, axis, rows of the reference as index lists)
             let row_major: Vec<Vec<usize>> = (0..rows)
@@ -360,7 +331,7 @@ fn log1p_and_expm1_on_every_half_and_bfloat_value_and_on_views() {
                 _ => bf16::from_bits(b).to_f64(),
             })
             .collect();
-        let x = upload(&values, &[values.len()], dtype, &d);
+        let x = of_dtype(&d, &values, &[values.len()], dtype);
         let ops: [(&str, UnaryOp, Truth); 2] = [
             ("log1p", Array::log1p, f64::ln_1p),
             ("expm1", Array::expm1, f64::exp_m1),
@@ -438,7 +409,7 @@ fn float_to_integer_casts_saturate_at_the_integer_limits() {
     ];
     for dtype in FLOATS {
         let rounded: Vec<f32> = values.iter().map(|&v| round_to(v, dtype) as f32).collect();
-        let x = upload(&values, &[values.len()], dtype, &d);
+        let x = of_dtype(&d, &values, &[values.len()], dtype);
         let rev = x.slice(&[Slice::new(None, None, -1)]).unwrap();
         for (a, reversed) in [(&x, false), (&rev, true)] {
             let i = a.astype(DType::I32).unwrap().to_vec::<i32>().unwrap();
@@ -514,8 +485,8 @@ fn reductions_without_identity_refuse_empty_axes() {
         }
         let x = Array::zeros(&[3, 0], dtype, &d).unwrap();
         for (name, r) in [
-            ("argmax", x.argmax(Some(1), false)),
-            ("argmin", x.argmin(Some(-1), true)),
+            ("argmax", x.argmax(1, false)),
+            ("argmin", x.argmin(-1, true)),
             ("argmax", x.argmax(None, false)),
             ("argmin", x.argmin(None, false)),
         ] {
@@ -529,7 +500,7 @@ fn reductions_without_identity_refuse_empty_axes() {
         let y = Array::zeros(&[0, 3], dtype, &d).unwrap();
         assert_eq!(y.max(1, false).unwrap().shape(), &[0]);
         assert_eq!(
-            y.argmin(Some(1), false).unwrap().to_vec::<u32>().unwrap(),
+            y.argmin(1, false).unwrap().to_vec::<u32>().unwrap(),
             Vec::<u32>::new()
         );
     }

@@ -11,9 +11,9 @@ mod common;
 
 use common::arrays::{f, i};
 use common::reference::{all_close, strides, variance};
-use common::{R, Rng, device, poison_pool};
+use common::{R, Rng, device, poison_pool, pollute};
 use half::f16;
-use wgarray::{Array, Axes, DType, Error};
+use wgarray::{Array, DType, Error};
 
 /// Reduce a row-major host array of `shape` over `axes` with `f` on each
 /// group (in row-major order of the reduced axes).
@@ -165,39 +165,33 @@ fn keepdims_negative_axes_and_strided_input() {
         })
         .collect();
     assert_eq!(m.to_vec::<f32>().unwrap(), want);
-    let all = a.sum(Axes::All, false).unwrap();
+    let all = a.sum(None, false).unwrap();
     assert_eq!(all.shape(), &[] as &[usize]);
     let want: f64 = x.iter().map(|&v| v as f64).sum();
     assert!((all.item::<f32>().unwrap() as f64 - want).abs() < 1e-4);
-    assert_eq!(a.sum(Axes::All, true).unwrap().shape(), &[1, 1]);
+    assert_eq!(a.sum(None, true).unwrap().shape(), &[1, 1]);
 }
 
 #[test]
 fn sum_of_ten_million_ones_is_exact() {
     let d = device();
     let ones = Array::ones(&[10_000_000], DType::F32, &d).unwrap();
-    assert_eq!(
-        ones.sum(Axes::All, false).unwrap().item::<f32>().unwrap(),
-        1e7
-    );
+    assert_eq!(ones.sum(None, false).unwrap().item::<f32>().unwrap(), 1e7);
     let h = Array::ones(&[10_000_000], DType::F16, &d).unwrap();
     // f16 accumulates in f32; 10^7 rounds to the nearest f16 (inf: f16 max is 65504).
-    let s = h.sum(Axes::All, false).unwrap();
+    let s = h.sum(None, false).unwrap();
     assert_eq!(s.dtype(), DType::F16);
     assert_eq!(
         h.astype(DType::F32)
             .unwrap()
-            .sum(Axes::All, false)
+            .sum(None, false)
             .unwrap()
             .item::<f32>()
             .unwrap(),
         1e7
     );
     assert_eq!(
-        h.mean(Axes::All, false)
-            .unwrap()
-            .item::<half::f16>()
-            .unwrap(),
+        h.mean(None, false).unwrap().item::<half::f16>().unwrap(),
         half::f16::ONE
     );
 }
@@ -216,22 +210,16 @@ fn argmax_argmin_first_occurrence_and_nan() {
         vec![3]
     );
     assert_eq!(
-        a.argmax(Some(1), false).unwrap().to_vec::<u32>().unwrap(),
+        a.argmax(1, false).unwrap().to_vec::<u32>().unwrap(),
         vec![1, 2]
     );
-    assert_eq!(a.argmin(Some(0), true).unwrap().shape(), &[1, 3]);
+    assert_eq!(a.argmin(0, true).unwrap().shape(), &[1, 3]);
     let n = Array::from_slice(&[1.0f32, f32::NAN, 5.0, f32::NAN], &[4], &d).unwrap();
     assert_eq!(
         n.argmax(None, false).unwrap().to_vec::<u32>().unwrap(),
         vec![1]
     );
-    assert!(
-        n.max(Axes::All, false)
-            .unwrap()
-            .item::<f32>()
-            .unwrap()
-            .is_nan()
-    );
+    assert!(n.max(None, false).unwrap().item::<f32>().unwrap().is_nan());
     // large rows take the tree path; ties resolve to the first index
     let mut big = vec![0.0f32; 5000];
     big[4000] = 9.0;
@@ -246,8 +234,8 @@ fn argmax_argmin_first_occurrence_and_nan() {
         i.argmax(None, false).unwrap().to_vec::<u32>().unwrap(),
         vec![2]
     );
-    assert_eq!(i.min(Axes::All, false).unwrap().item::<i32>().unwrap(), -7);
-    assert_eq!(i.sum(Axes::All, false).unwrap().item::<i32>().unwrap(), 20);
+    assert_eq!(i.min(None, false).unwrap().item::<i32>().unwrap(), -7);
+    assert_eq!(i.sum(None, false).unwrap().item::<i32>().unwrap(), 20);
 }
 
 #[test]
@@ -262,10 +250,10 @@ fn all_any_and_bool_sums() {
         b.any(0isize, false).unwrap().to_vec::<bool>().unwrap(),
         vec![true, true]
     );
-    assert_eq!(b.sum(Axes::All, false).unwrap().item::<i32>().unwrap(), 3);
+    assert_eq!(b.sum(None, false).unwrap().item::<i32>().unwrap(), 3);
     let f = Array::from_slice(&[0.0f32, 0.5], &[2], &d).unwrap();
-    assert!(!f.all(Axes::All, false).unwrap().item::<bool>().unwrap());
-    assert!(f.any(Axes::All, false).unwrap().item::<bool>().unwrap());
+    assert!(!f.all(None, false).unwrap().item::<bool>().unwrap());
+    assert!(f.any(None, false).unwrap().item::<bool>().unwrap());
 }
 
 #[test]
@@ -289,7 +277,7 @@ fn moments_in_one_dispatch_and_its_outputs_drop_independently() {
     assert_close("mean", &mean.to_f64_vec().unwrap(), &want_m, 1e-6);
     assert_close("var", &var.to_f64_vec().unwrap(), &want_v, 1e-4);
     // Drop one output before eval: the other still evaluates.
-    let (m2, v2) = a.moments(Axes::All, true, 1).unwrap();
+    let (m2, v2) = a.moments(None, true, 1).unwrap();
     drop(m2);
     assert_eq!(v2.shape(), &[1, 1]);
     let want = variance(&xd, 1.0);
@@ -482,12 +470,12 @@ fn nan_reductions() -> R {
         // all-NaN rows -> argmax 0 (first NaN)
         let x = f(&d, &vec![f32::NAN; n * 2], &[2, n]);
         assert_eq!(
-            x.argmax(Some(1), false)?.to_vec::<u32>()?,
+            x.argmax(1, false)?.to_vec::<u32>()?,
             vec![0, 0],
             "all-NaN n {n}"
         );
         assert_eq!(
-            x.argmin(Some(1), false)?.to_vec::<u32>()?,
+            x.argmin(1, false)?.to_vec::<u32>()?,
             vec![0, 0],
             "all-NaN n {n}"
         );
@@ -505,7 +493,7 @@ fn argmax_of_empty_axis_is_an_error() {
     // NumPy: ValueError: attempt to get argmax of an empty sequence
     let d = device();
     let x = Array::zeros(&[0], DType::F32, &d).unwrap();
-    let r = x.argmax(Some(0), false).and_then(|a| a.to_vec::<u32>());
+    let r = x.argmax(0, false).and_then(|a| a.to_vec::<u32>());
     assert!(r.is_err(), "argmax of empty gave {r:?}");
 }
 
@@ -514,7 +502,7 @@ fn argmax_of_empty_axis_is_an_error() {
 fn argmax_of_empty_rows_is_an_error() {
     let d = device();
     let x = Array::zeros(&[3, 0], DType::F32, &d).unwrap();
-    let r = x.argmax(Some(1), false).and_then(|a| a.to_vec::<u32>());
+    let r = x.argmax(1, false).and_then(|a| a.to_vec::<u32>());
     assert!(r.is_err(), "argmax over empty rows gave {r:?}");
 }
 
@@ -524,7 +512,7 @@ fn argmax_empty_value() -> R {
     let d = device();
     let x = Array::zeros(&[0], DType::F32, &d).unwrap();
     assert!(matches!(
-        x.argmax(Some(0), false),
+        x.argmax(0, false),
         Err(Error::EmptyReduction { .. })
     ));
     Ok(())
@@ -540,7 +528,7 @@ fn reduce_huge_broadcast_sum() -> R {
         let x = Array::scalar(1.0, DType::F32, &d)?.broadcast_to(&[1usize << log])?;
         // Refused by the call, in elements (Limit::ReducedElements).
         assert!(matches!(
-            x.sum(Axes::All, false),
+            x.sum(None, false),
             Err(Error::TooLarge {
                 op: "sum",
                 limit: wgarray::Limit::ReducedElements,
@@ -551,12 +539,12 @@ fn reduce_huge_broadcast_sum() -> R {
     for log in [24u32, 26] {
         let n = 1usize << log;
         let x = Array::scalar(1.0, DType::F32, &d)?.broadcast_to(&[n])?;
-        let s = x.sum(Axes::All, false).and_then(|s| s.item::<f32>());
+        let s = x.sum(None, false).and_then(|s| s.item::<f32>());
         match s {
             Ok(v) if v == n as f32 => {}
             other => bad.push(format!("sum of 2^{log} broadcast ones: {other:?}")),
         }
-        let m = x.max(Axes::All, false).and_then(|s| s.item::<f32>());
+        let m = x.max(None, false).and_then(|s| s.item::<f32>());
         if !matches!(m, Ok(1.0)) {
             bad.push(format!("max of 2^{log}: {m:?}"));
         }
@@ -570,7 +558,7 @@ fn reduce_u32_element_count_broadcast() -> R {
     // element count > u32::MAX through a broadcast view: typed error or right answer
     let d = device();
     let x = Array::scalar(1.0, DType::F32, &d)?.broadcast_to(&[1 << 17, 1 << 16])?;
-    let r = x.sum(Axes::All, false).and_then(|s| s.item::<f32>());
+    let r = x.sum(None, false).and_then(|s| s.item::<f32>());
     match r {
         Ok(v) => assert_eq!(v, (1u64 << 33) as f32),
         Err(Error::TooLarge { .. }) | Err(Error::InvalidArgument(_)) => {}
@@ -590,7 +578,7 @@ fn reduce_many_rows_over_65535_workgroups() -> R {
         "first bad {:?}",
         s.iter().position(|v| *v != 300.0)
     );
-    let am = x.argmax(Some(1), false)?.to_vec::<u32>()?;
+    let am = x.argmax(1, false)?.to_vec::<u32>()?;
     assert!(am.iter().all(|v| *v == 0));
     Ok(())
 }
@@ -892,4 +880,102 @@ fn normalisations_run_wide() -> R {
         }
     }
     Ok(())
+}
+
+// Probes of the pipelines without workgroup-memory zeroing (090f893):
+// huge values first (`common::pollute`), then the edge cases where an
+// unwritten element would be read.
+
+/// Empty arrays through the workgroup-memory kernels after huge values:
+/// the right shapes (and sums of nothing are zero), no error.
+#[test]
+fn empty_arrays_through_workgroup_memory_kernels() {
+    let d = device();
+    pollute(&d);
+    for shape in [[0usize, 300], [0, 2000], [3, 0]] {
+        let x = Array::from_slice(&[] as &[f32], &shape, &d).unwrap();
+        assert_eq!(x.cumsum(Some(-1), true, false).unwrap().shape(), &shape[..]);
+        assert_eq!(x.sort(Some(-1)).unwrap().shape(), &shape[..]);
+        let s = x.sum(-1, false).unwrap();
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![0.0; shape[0]]);
+        if shape[1] >= 5 {
+            let (v, i) = x.topk(5, -1).unwrap();
+            assert_eq!(v.shape(), &[0, 5]);
+            assert_eq!(i.to_vec::<u32>().unwrap(), Vec::<u32>::new());
+        }
+        let a = Array::from_slice(&[] as &[f32], &[shape[0], shape[1]], &d).unwrap();
+        let b = Array::full(&[shape[1], 9], 1.0, DType::F32, &d).unwrap();
+        let p = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(p, vec![0.0; shape[0] * 9], "{shape:?}");
+    }
+}
+
+/// Sums, minima, sorts and top-k (every kernel that stages a row in
+/// workgroup memory) over rows around the block sizes.
+#[test]
+fn reductions_sorts_and_topk_after_huge_values() {
+    let d = device();
+    let mut rng = Rng::new(602);
+    let mut failures = Vec::new();
+    for (rows, len) in [
+        (1, 1),
+        (5, 7),
+        (3, 33),
+        (2, 255),
+        (2, 300),
+        (1, 1000),
+        (2, 1025),
+        (1, 2049),
+    ] {
+        let v = rng.vec_f32(rows * len);
+        let x = Array::from_slice(&v, &[rows, len], &d).unwrap();
+        pollute(&d);
+        let sum = x.sum(-1, false).unwrap().to_vec::<f32>().unwrap();
+        pollute(&d);
+        let min = x.min(-1, false).unwrap().to_vec::<f32>().unwrap();
+        pollute(&d);
+        let sorted = x.sort(Some(-1)).unwrap().to_vec::<f32>().unwrap();
+        let k = len.min(64);
+        pollute(&d);
+        let (tv, ti) = x.topk(k, -1).unwrap();
+        let (tv, ti) = (tv.to_vec::<f32>().unwrap(), ti.to_vec::<u32>().unwrap());
+        // k = the whole row too (every list slot a real element).
+        pollute(&d);
+        let all = if len <= 64 {
+            Some(x.topk(len, -1).unwrap().0.to_vec::<f32>().unwrap())
+        } else {
+            None
+        };
+        for r in 0..rows {
+            let row = &v[r * len..(r + 1) * len];
+            let s: f64 = row.iter().map(|&x| x as f64).sum();
+            if (sum[r] as f64 - s).abs() > 1e-4 * (1.0 + len as f64) {
+                failures.push(format!("sum {rows}x{len} row {r}: {} vs {s}", sum[r]));
+            }
+            let m = row.iter().copied().fold(f32::INFINITY, f32::min);
+            if min[r] != m {
+                failures.push(format!("min {rows}x{len} row {r}: {} vs {m}", min[r]));
+            }
+            let mut want = row.to_vec();
+            want.sort_by(f32::total_cmp);
+            if sorted[r * len..(r + 1) * len] != want[..] {
+                failures.push(format!("sort {rows}x{len} row {r}"));
+            }
+            want.reverse();
+            if tv[r * k..(r + 1) * k] != want[..k] {
+                failures.push(format!("topk {k} of {rows}x{len} row {r}"));
+            }
+            for q in 0..k {
+                if row[ti[r * k + q] as usize] != tv[r * k + q] {
+                    failures.push(format!("topk index {rows}x{len} row {r} [{q}]"));
+                }
+            }
+            if let Some(all) = &all
+                && all[r * len..(r + 1) * len] != want[..]
+            {
+                failures.push(format!("topk {len} of {rows}x{len} row {r}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

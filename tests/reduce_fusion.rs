@@ -9,7 +9,7 @@ mod common;
 use common::Rng;
 use common::device;
 use common::host::{Host, layouts};
-use wgarray::{Array, Axes, DType, Device};
+use wgarray::{Array, DType, Device};
 
 /// Dispatches and values of one eval of `build`'s result on `d`, with
 /// fusion on or off.
@@ -100,7 +100,7 @@ fn prologues_agree_with_the_unfused_path_in_one_dispatch() {
             assert_close(&a, &want, &what("mean((x - m)^2), fused"));
             assert_eq!(a, b, "{}: fused and unfused", what("mean((x - m)^2)"));
             // max(abs(x)) over every axis.
-            let peak = || x.abs().unwrap().max(Axes::All, false).unwrap();
+            let peak = || x.abs().unwrap().max(None, false).unwrap();
             let want = hx.data.iter().fold(f64::MIN, |a, &v| a.max(v.abs()));
             let (fused, a) = run(&d, true, &peak);
             let (unfused, b) = run(&d, false, &peak);

@@ -116,7 +116,10 @@ fn every_array_operand_mix_matches_the_reference() -> R {
 /// `x op s` (borrowed and owned) for one scalar type, against the
 /// reference, each of dtype `want_dtype(op)`.
 macro_rules! scalar_right {
-    ($a:expr, $host:expr, $s:expr, $want_dtype:expr) => {{
+    ($a:expr, $host:expr, $s:expr, $want_dtype:expr) => {
+        scalar_right!($a, $host, $s, $s as f64, $want_dtype)
+    };
+    ($a:expr, $host:expr, $s:expr, $value:expr, $want_dtype:expr) => {{
         let a: &Array = $a;
         let s = $s;
         let got: [(&str, Array, usize); 10] = [
@@ -131,13 +134,16 @@ macro_rules! scalar_right {
             ("&a % s", (a % s)?, 4),
             ("a % s", (a.clone() % s)?, 4),
         ];
-        check_mixes(got, &$host, s as f64, false, $want_dtype, &format!("{s:?}"))?;
+        check_mixes(got, &$host, $value, false, $want_dtype, &format!("{s:?}"))?;
     }};
 }
 
 /// `s op x` (borrowed and owned), for the scalar types the left side takes.
 macro_rules! scalar_left {
-    ($a:expr, $host:expr, $s:expr, $want_dtype:expr) => {{
+    ($a:expr, $host:expr, $s:expr, $want_dtype:expr) => {
+        scalar_left!($a, $host, $s, $s as f64, $want_dtype)
+    };
+    ($a:expr, $host:expr, $s:expr, $value:expr, $want_dtype:expr) => {{
         let a: &Array = $a;
         let s = $s;
         let got: [(&str, Array, usize); 10] = [
@@ -152,7 +158,7 @@ macro_rules! scalar_left {
             ("s % &a", (s % a)?, 4),
             ("s % a", (s % a.clone())?, 4),
         ];
-        check_mixes(got, &$host, s as f64, true, $want_dtype, &format!("{s:?}"))?;
+        check_mixes(got, &$host, $value, true, $want_dtype, &format!("{s:?}"))?;
     }};
 }
 
@@ -223,6 +229,65 @@ fn scalars_of_every_type_on_either_side() -> R {
     assert_eq!(
         (&a - bf16::from_f32(1.0))?.to_vec::<f32>()?,
         vec![0.5, -3.0]
+    );
+    Ok(())
+}
+
+/// Issue 37: every scalar type on the right of every operator, and on the
+/// left the five types that can be there without making an unsuffixed
+/// literal ambiguous (f64, i32, bool, f16, bf16; see `wgarray::Scalar`).
+/// A compile-pass test too: the literal forms at the end stop compiling
+/// if a second float or integer type is added on the left.
+#[test]
+fn every_scalar_type_on_the_right_and_the_literal_safe_ones_on_the_left() -> R {
+    let d = device();
+    let mut rng = Rng::new(37);
+    for n in [1, 7, 33] {
+        let x = data(&mut rng, 2 * n);
+        // A stepped view of an f32 array: every scalar takes its dtype.
+        let a = Array::from_slice(&x, &[2 * n], &d)?.slice(&[Slice::step(2)])?;
+        let host: Vec<f64> = x.iter().step_by(2).map(|&v| v as f64).collect();
+        let f32_all = |_: &str| DType::F32;
+        scalar_right!(&a, host, 1.5f32, f32_all);
+        scalar_right!(&a, host, 1.5f64, f32_all);
+        scalar_right!(&a, host, f16::from_f32(1.5), 1.5, f32_all);
+        scalar_right!(&a, host, bf16::from_f32(1.5), 1.5, f32_all);
+        scalar_right!(&a, host, 3i32, f32_all);
+        scalar_right!(&a, host, 3i64, f32_all);
+        scalar_right!(&a, host, 3isize, f32_all);
+        scalar_right!(&a, host, 3u32, f32_all);
+        scalar_right!(&a, host, 3u64, f32_all);
+        scalar_right!(&a, host, 3usize, f32_all);
+        scalar_left!(&a, host, 1.5f64, f32_all);
+        scalar_left!(&a, host, 3i32, f32_all);
+        scalar_left!(&a, host, f16::from_f32(1.5), 1.5, f32_all);
+        scalar_left!(&a, host, bf16::from_f32(-2.5), -2.5, f32_all);
+        let t = true;
+        let got = [(t + &a)?, (t * a.clone())?, (t - &a)?];
+        let want: [Vec<f64>; 3] = [
+            host.iter().map(|v| 1.0 + v).collect(),
+            host.clone(),
+            host.iter().map(|v| 1.0 - v).collect(),
+        ];
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.dtype(), DType::F32);
+            close(&g.to_f64_vec()?, w, "bool on the left");
+        }
+    }
+    // The forms an unsuffixed literal on the left must keep compiling:
+    // the result's type is known before `?` and the method after it.
+    let a = Array::from_slice(&[0.5f32, 1.0], &[2], &d)?;
+    let e = (2.0 * &a)?.exp()?;
+    close(
+        &e.to_f64_vec()?,
+        &[1.0f64.exp(), 2.0f64.exp()],
+        "(2.0 * &a)?.exp()",
+    );
+    let u = Array::from_slice(&[1u32, 2], &[2], &d)?;
+    assert!((-5 + &u).is_err());
+    assert_eq!(
+        (&(&(2.0 * &a)? + 1)? - 0.5f32)?.to_vec::<f32>()?,
+        vec![1.5, 2.5]
     );
     Ok(())
 }

@@ -9,7 +9,7 @@ mod common;
 
 use common::arrays::{of_dtype, random_values, round_to};
 use common::reference::strides;
-use common::{Rng, assert_empty, device, poison_pool};
+use common::{Rng, assert_empty, device, poison_pool, pollute, word_dtypes};
 use wgarray::{Array, DType, Error, Slice};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -21,16 +21,6 @@ enum Op {
 }
 
 const OPS: [Op; 4] = [Op::Sum, Op::Prod, Op::Max, Op::Min];
-
-/// The dtypes the op takes (i8, u8, i16, u16 and f64 are `Error::OpDType`).
-const WORD_DTYPES: [DType; 6] = [
-    DType::F32,
-    DType::F16,
-    DType::BF16,
-    DType::I32,
-    DType::U32,
-    DType::Bool,
-];
 
 fn run(x: &Array, op: Op, axis: Option<isize>, reverse: bool, inclusive: bool) -> Array {
     match op {
@@ -65,25 +55,21 @@ fn identity(op: Op, acc: DType) -> f64 {
     }
 }
 
+/// `op` of two integers, wrapping as the kernels' 32-bit arithmetic does.
+fn int_op<T: Ord>(op: Op, a: T, b: T, add: fn(T, T) -> T, mul: fn(T, T) -> T) -> T {
+    match op {
+        Op::Sum => add(a, b),
+        Op::Prod => mul(a, b),
+        Op::Max => a.max(b),
+        Op::Min => a.min(b),
+    }
+}
+
 fn combine(op: Op, acc: DType, a: f64, b: f64) -> f64 {
     match acc {
-        DType::I32 => {
-            let (a, b) = (a as i32, b as i32);
-            (match op {
-                Op::Sum => a.wrapping_add(b),
-                Op::Prod => a.wrapping_mul(b),
-                Op::Max => a.max(b),
-                Op::Min => a.min(b),
-            }) as f64
-        }
+        DType::I32 => int_op(op, a as i32, b as i32, i32::wrapping_add, i32::wrapping_mul) as f64,
         DType::U32 | DType::Bool => {
-            let (a, b) = (a as u32, b as u32);
-            (match op {
-                Op::Sum => a.wrapping_add(b),
-                Op::Prod => a.wrapping_mul(b),
-                Op::Max => a.max(b),
-                Op::Min => a.min(b),
-            }) as f64
+            int_op(op, a as u32, b as u32, u32::wrapping_add, u32::wrapping_mul) as f64
         }
         _ => match op {
             Op::Sum => a + b,
@@ -201,6 +187,18 @@ fn data(rng: &mut Rng, n: usize, op: Op, dtype: DType) -> Vec<f64> {
     }
 }
 
+/// Inclusive prefix sums of `v` with `add` (wrapping, for the integer
+/// cumsum's reference).
+fn prefix_sums<T: Copy + Default>(v: &[T], add: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut acc = T::default();
+    v.iter()
+        .map(|&e| {
+            acc = add(acc, e);
+            acc
+        })
+        .collect()
+}
+
 #[test]
 fn scans_match_the_host_in_every_dtype_and_mode() {
     let d = device();
@@ -210,7 +208,7 @@ fn scans_match_the_host_in_every_dtype_and_mode() {
     // (<= 1024), three passes.
     for len in [1usize, 7, 64, 65, 1024, 1025, 2500] {
         for op in OPS {
-            for dtype in WORD_DTYPES {
+            for dtype in word_dtypes() {
                 let shape = [3, len];
                 let x = of_dtype(&d, &data(&mut rng, 3 * len, op, dtype), &shape, dtype);
                 check_all_ways(&x, op, &[Some(-1)], &format!("[3, {len}]"));
@@ -278,14 +276,7 @@ fn long_rows_with_more_than_256_blocks_are_exact_in_integers() {
         .map(|_| (rng.next_u64() % 2001) as i32 - 1000)
         .collect();
     let x = Array::from_slice(&v, &[n], &d).unwrap();
-    let mut acc = 0i32;
-    let want: Vec<i32> = v
-        .iter()
-        .map(|&e| {
-            acc = acc.wrapping_add(e);
-            acc
-        })
-        .collect();
+    let want = prefix_sums(&v, i32::wrapping_add);
     assert_eq!(
         x.cumsum(None, false, true)
             .unwrap()
@@ -296,29 +287,15 @@ fn long_rows_with_more_than_256_blocks_are_exact_in_integers() {
     // u32 sums wrap: 300,000 values near 2^31.
     let u: Vec<u32> = (0..n).map(|i| (1u32 << 31) + i as u32).collect();
     let x = Array::from_slice(&u, &[1, n], &d).unwrap();
-    let mut acc = 0u32;
-    let want: Vec<u32> = u
-        .iter()
-        .map(|&e| {
-            acc = acc.wrapping_add(e);
-            acc
-        })
-        .collect();
+    let want = prefix_sums(&u, u32::wrapping_add);
     assert_eq!(
-        x.cumsum(Some(1), false, true)
-            .unwrap()
-            .to_vec::<u32>()
-            .unwrap(),
+        x.cumsum(1, false, true).unwrap().to_vec::<u32>().unwrap(),
         want
     );
     // Reverse exclusive max of an ascending ramp: the next element's value.
     let ramp: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let x = Array::from_slice(&ramp, &[n], &d).unwrap();
-    let got = x
-        .cummax(Some(0), true, false)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
+    let got = x.cummax(0, true, false).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(got[0], (n - 1) as f32);
     assert_eq!(got[n - 2], (n - 1) as f32);
     assert_eq!(got[n - 1], f32::NEG_INFINITY);
@@ -342,11 +319,7 @@ fn float16_and_bfloat16_round_once_at_the_store() {
             .map(|&x| if x == 1.0 { 1.0 } else { step })
             .collect();
         let x = of_dtype(&d, &v, &[v.len()], dtype);
-        let y = x
-            .cumsum(Some(0), false, true)
-            .unwrap()
-            .to_f64_vec()
-            .unwrap();
+        let y = x.cumsum(0, false, true).unwrap().to_f64_vec().unwrap();
         assert_eq!(y[2048], round_to(1.0 + 2048.0 * step, dtype), "{dtype}");
         assert_eq!(y[1], 1.0, "{dtype}: one step is below half an ulp");
     }
@@ -357,25 +330,13 @@ fn cummax_and_cummin_propagate_nan_and_keep_infinities() {
     let d = device();
     let v = [1.0f32, f32::NAN, 3.0, -1.0];
     let x = Array::from_slice(&v, &[4], &d).unwrap();
-    let m = x
-        .cummax(Some(0), false, true)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
+    let m = x.cummax(0, false, true).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(m[0], 1.0);
     assert!(m[1..].iter().all(|v| v.is_nan()), "{m:?}");
-    let m = x
-        .cummin(Some(0), true, true)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
+    let m = x.cummin(0, true, true).unwrap().to_vec::<f32>().unwrap();
     assert!(m[..2].iter().all(|v| v.is_nan()), "{m:?}");
     assert_eq!(&m[2..], &[-1.0, -1.0]);
-    let m = x
-        .cummin(Some(0), false, false)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap();
+    let m = x.cummin(0, false, false).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(m[0], f32::INFINITY);
     // Long rows (block passes) propagate it too, from the middle block.
     let mut long = vec![0.5f32; 3000];
@@ -422,10 +383,10 @@ fn scan_errors_are_typed_and_leave_nothing_behind() {
     for op in OPS {
         for axis in [1isize, -2] {
             let (name, e) = match op {
-                Op::Sum => ("cumsum", x.cumsum(Some(axis), false, true)),
-                Op::Prod => ("cumprod", x.cumprod(Some(axis), false, true)),
-                Op::Max => ("cummax", x.cummax(Some(axis), false, true)),
-                Op::Min => ("cummin", x.cummin(Some(axis), false, true)),
+                Op::Sum => ("cumsum", x.cumsum(axis, false, true)),
+                Op::Prod => ("cumprod", x.cumprod(axis, false, true)),
+                Op::Max => ("cummax", x.cummax(axis, false, true)),
+                Op::Min => ("cummin", x.cummin(axis, false, true)),
             };
             assert!(
                 matches!(e, Err(Error::InvalidAxis { op, ndim: 1, .. }) if op == name),
@@ -440,8 +401,8 @@ fn scan_errors_are_typed_and_leave_nothing_behind() {
         };
         for (name, e) in [
             ("cumsum", y.cumsum(None, false, true)),
-            ("cumprod", y.cumprod(Some(0), true, false)),
-            ("cummax", y.cummax(Some(-1), false, true)),
+            ("cumprod", y.cumprod(0, true, false)),
+            ("cummax", y.cummax(-1, false, true)),
             ("cummin", y.cummin(None, false, true)),
         ] {
             assert!(
@@ -450,13 +411,13 @@ fn scan_errors_are_typed_and_leave_nothing_behind() {
             );
         }
         assert!(matches!(
-            y.cumsum(Some(1), false, true),
+            y.cumsum(1, false, true),
             Err(Error::InvalidAxis { .. })
         ));
     }
     let s = Array::scalar(2.0, DType::F32, &d).unwrap();
     assert!(matches!(
-        s.cumsum(Some(0), false, true),
+        s.cumsum(0, false, true),
         Err(Error::InvalidAxis { .. })
     ));
     // A scalar scans flattened, as NumPy's axis=None.
@@ -487,4 +448,109 @@ fn a_scan_is_one_node_and_its_scratch_goes_back_to_the_pool() {
     assert_eq!(y.to_vec::<f32>().unwrap()[4999], 5000.0);
     drop(y);
     assert_empty(&d);
+}
+
+// Probes of the pipelines without workgroup-memory zeroing (090f893):
+// huge values first (`common::pollute`), then the edge cases where an
+// unwritten element would be read.
+
+/// Host scan of `v` in rows of `len`: (sum or max), reverse, inclusive.
+fn scan_ref(v: &[f32], len: usize, max: bool, reverse: bool, inclusive: bool) -> Vec<f64> {
+    let mut out = vec![0.0; v.len()];
+    for row in 0..v.len() / len {
+        let mut acc = if max { f64::NEG_INFINITY } else { 0.0 };
+        for q in 0..len {
+            let r = if reverse { len - 1 - q } else { q };
+            let x = v[row * len + r] as f64;
+            let next = if max { acc.max(x) } else { acc + x };
+            out[row * len + r] = if inclusive { next } else { acc };
+            acc = next;
+        }
+    }
+    out
+}
+
+#[test]
+fn scans_after_huge_values_read_no_stale_workgroup_memory() {
+    let d = device();
+    let mut rng = Rng::new(601);
+    let mut failures = Vec::new();
+    for (rows, len) in [(1, 1), (3, 7), (2, 65), (1, 257), (2, 1025), (1, 3000)] {
+        let v = rng.vec_f32(rows * len);
+        let x = Array::from_slice(&v, &[rows, len], &d).unwrap();
+        for max in [false, true] {
+            for reverse in [false, true] {
+                for inclusive in [false, true] {
+                    pollute(&d);
+                    let got = if max {
+                        x.cummax(Some(-1), reverse, inclusive)
+                    } else {
+                        x.cumsum(Some(-1), reverse, inclusive)
+                    };
+                    let got = got.unwrap().to_vec::<f32>().unwrap();
+                    let want = scan_ref(&v, len, max, reverse, inclusive);
+                    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                        // cummax's exclusive identity is -inf (or the
+                        // dtype's lowest): compare it exactly.
+                        let ok = if w.is_infinite() {
+                            g as f64 == w || g == f32::MIN
+                        } else {
+                            (g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs())
+                        };
+                        if !ok {
+                            failures.push(format!(
+                                "{rows}x{len} max {max} rev {reverse} incl {inclusive} [{i}]: {g} vs {w}"
+                            ));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A row of more than 256 blocks (pass 2 walks several block totals per
+/// thread, some threads none): cummax exactly, and an i32 cumsum.
+#[test]
+fn scans_of_more_than_256_blocks_after_huge_values() {
+    let d = device();
+    let mut rng = Rng::new(605);
+    let len = 300_001;
+    let v = rng.vec_f32(len);
+    let ints: Vec<i32> = rng.vec_i32(len, 100);
+    let x = Array::from_slice(&v, &[len], &d).unwrap();
+    let xi = Array::from_slice(&ints, &[len], &d).unwrap();
+    for reverse in [false, true] {
+        for inclusive in [false, true] {
+            pollute(&d);
+            let got = x
+                .cummax(None, reverse, inclusive)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            let want = scan_ref(&v, len, true, reverse, inclusive);
+            let bad = got
+                .iter()
+                .zip(&want)
+                .position(|(&g, &w)| !(g as f64 == w || (w.is_infinite() && g == f32::MIN)));
+            assert_eq!(bad, None, "cummax rev {reverse} incl {inclusive}");
+            pollute(&d);
+            let got = xi
+                .cumsum(None, reverse, inclusive)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap();
+            let mut acc = 0i32;
+            let mut want = vec![0; len];
+            for q in 0..len {
+                let r = if reverse { len - 1 - q } else { q };
+                let next = acc + ints[r];
+                want[r] = if inclusive { next } else { acc };
+                acc = next;
+            }
+            assert!(got == want, "i32 cumsum rev {reverse} incl {inclusive}");
+        }
+    }
 }

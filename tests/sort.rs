@@ -9,19 +9,9 @@ mod common;
 
 use common::arrays::{f, i, of_dtype, random_values};
 use common::reference::{ravel, unravel};
-use common::{Rng, assert_empty, device, poison_pool};
+use common::{Rng, assert_empty, device, poison_pool, word_dtypes};
 use std::cmp::Ordering;
 use wgarray::{Array, DType, Error, Limit, Slice};
-
-/// The dtypes the op takes (i8, u8, i16, u16 and f64 are `Error::OpDType`).
-const WORD_DTYPES: [DType; 6] = [
-    DType::F32,
-    DType::F16,
-    DType::BF16,
-    DType::I32,
-    DType::U32,
-    DType::Bool,
-];
 
 /// NumPy's ascending order: NaN last, -0 == +0.
 fn order(a: f64, b: f64) -> Ordering {
@@ -112,7 +102,7 @@ fn sorts_match_the_host_in_every_dtype() {
     poison_pool(&d, 1 << 14);
     let mut rng = Rng::new(1);
     for len in [1usize, 7, 33, 1024, 1025, 2500] {
-        for dtype in WORD_DTYPES {
+        for dtype in word_dtypes() {
             let x = of_dtype(&d, &data(&mut rng, 3 * len, dtype), &[3, len], dtype);
             check(&x, &[Some(-1)], &format!("[3, {len}]"));
         }
@@ -177,7 +167,7 @@ fn a_long_row_runs_the_global_network_and_stays_stable() {
     let x = i(&d, &v, &[n]);
     let host: Vec<f64> = v.iter().map(|&a| a as f64).collect();
     let (want_v, want_i) = reference(&host, &[n], 0);
-    let (s, ix) = (x.sort(Some(0)).unwrap(), x.argsort(Some(0)).unwrap());
+    let (s, ix) = (x.sort(0).unwrap(), x.argsort(0).unwrap());
     assert_eq!(s.to_f64_vec().unwrap(), want_v);
     assert_eq!(ix.to_vec::<u32>().unwrap(), want_i);
     drop((x, s, ix));
@@ -198,8 +188,8 @@ fn nan_goes_last_and_signed_zeros_keep_their_bits_and_order() {
         0.0,
     ];
     let x = f(&d, &v, &[8]);
-    let s = x.sort(Some(0)).unwrap().to_vec::<f32>().unwrap();
-    let i = x.argsort(Some(0)).unwrap().to_vec::<u32>().unwrap();
+    let s = x.sort(0).unwrap().to_vec::<f32>().unwrap();
+    let i = x.argsort(0).unwrap().to_vec::<u32>().unwrap();
     assert_eq!(i, vec![3, 0, 1, 4, 7, 5, 6, 2]);
     let bits: Vec<u32> = s.iter().map(|x| x.to_bits()).collect();
     let want: Vec<u32> = i.iter().map(|&j| v[j as usize].to_bits()).collect();
@@ -213,16 +203,10 @@ fn empty_arrays_sort_to_empty_arrays() {
     let d = device();
     for (shape, axis) in [(vec![0usize, 5], 1isize), (vec![5, 0], 1), (vec![5, 0], 0)] {
         let x = f(&d, &[], &shape);
-        let s = x.sort(Some(axis)).unwrap();
+        let s = x.sort(axis).unwrap();
         assert_eq!(s.shape(), &shape[..]);
         assert!(s.to_vec::<f32>().unwrap().is_empty());
-        assert!(
-            x.argsort(Some(axis))
-                .unwrap()
-                .to_vec::<u32>()
-                .unwrap()
-                .is_empty()
-        );
+        assert!(x.argsort(axis).unwrap().to_vec::<u32>().unwrap().is_empty());
     }
     assert_empty(&d);
 }
@@ -236,12 +220,8 @@ fn partition_puts_kth_in_place() {
         let x = f(&d, &v, &[2, len]);
         for kth in [0isize, len as isize / 2, -1] {
             let k = kth.rem_euclid(len as isize) as usize;
-            let p = x.partition(kth, Some(1)).unwrap().to_vec::<f32>().unwrap();
-            let ip = x
-                .argpartition(kth, Some(-1))
-                .unwrap()
-                .to_vec::<u32>()
-                .unwrap();
+            let p = x.partition(kth, 1).unwrap().to_vec::<f32>().unwrap();
+            let ip = x.argpartition(kth, -1).unwrap().to_vec::<u32>().unwrap();
             for r in 0..2 {
                 let row = &v[r * len..(r + 1) * len];
                 let mut sorted = row.to_vec();
@@ -267,7 +247,7 @@ fn sort_errors_are_typed_and_leave_nothing_behind() {
     let x = f(&d, &[1.0, 2.0, 3.0], &[3]);
     for axis in [1isize, -2] {
         assert!(matches!(
-            x.sort(Some(axis)),
+            x.sort(axis),
             Err(Error::InvalidAxis {
                 op: "sort",
                 ndim: 1,
@@ -275,11 +255,11 @@ fn sort_errors_are_typed_and_leave_nothing_behind() {
             })
         ));
         assert!(matches!(
-            x.argsort(Some(axis)),
+            x.argsort(axis),
             Err(Error::InvalidAxis { op: "argsort", .. })
         ));
         assert!(matches!(
-            x.partition(0, Some(axis)),
+            x.partition(0, axis),
             Err(Error::InvalidAxis {
                 op: "partition",
                 ..
@@ -288,7 +268,7 @@ fn sort_errors_are_typed_and_leave_nothing_behind() {
     }
     for kth in [3isize, -4] {
         assert!(matches!(
-            x.partition(kth, Some(0)),
+            x.partition(kth, 0),
             Err(Error::InvalidArgument(m)) if m.contains("partition") && m.contains("kth")
         ));
         assert!(matches!(
@@ -306,14 +286,14 @@ fn sort_errors_are_typed_and_leave_nothing_behind() {
             matches!(e, Err(Error::OpDType { op: "argsort", dtype: t, .. }) if t == dtype),
             "{e:?}"
         );
-        let e = y.partition(1, Some(0));
+        let e = y.partition(1, 0);
         assert!(
             matches!(e, Err(Error::OpDType { op: "partition", dtype: t, .. }) if t == dtype),
             "{e:?}"
         );
     }
     let s = Array::scalar(2.0, DType::F32, &d).unwrap();
-    assert!(matches!(s.sort(Some(0)), Err(Error::InvalidAxis { .. })));
+    assert!(matches!(s.sort(0), Err(Error::InvalidAxis { .. })));
     assert_eq!(s.sort(None).unwrap().to_vec::<f32>().unwrap(), vec![2.0]);
     // What the eval would need is checked at the call, on broadcast views
     // that hold no memory: a work buffer (8 bytes a padded element) past
@@ -335,7 +315,7 @@ fn sort_errors_are_typed_and_leave_nothing_behind() {
     ));
     let wide = one.broadcast_to(&[1 << 21, 1025]).unwrap();
     assert!(matches!(
-        wide.argsort(Some(-1)),
+        wide.argsort(-1),
         Err(Error::TooLarge {
             op: "argsort",
             limit: Limit::KernelIndex,

@@ -588,6 +588,17 @@ fn a_backend_only_bug_is_caught_by_the_differential_run_and_pinned() {
         against.to_string().contains("on gl vs reference"),
         "{against}"
     );
+    // Issue 37: the headline separates a backend difference from a wrong
+    // kernel.
+    assert!(
+        against
+            .to_string()
+            .contains("\nthe adapters disagree with each other: ")
+            && against
+                .to_string()
+                .contains("on vulkan match the reference"),
+        "{against}"
+    );
     // The static check flags the same hazard without running anything.
     let p = test
         .check_portability()
@@ -700,6 +711,76 @@ fn a_missing_barrier_is_caught_by_repeated_runs() {
     let text = report.to_string();
     assert!(text.starts_with("8 runs on "), "{text}");
     assert!(text.contains("vs reference"), "{text}");
+    if dev.info().device_type == wgarray::wgpu::DeviceType::Cpu {
+        // Mesa runs a workgroup's invocations in a fixed order: every run
+        // is wrong alike, reported once, and the headline says what that
+        // means (issue 37: it printed the same mismatches 8 times).
+        assert_eq!(report.items.len(), 1, "{text}");
+        assert!(
+            text.contains(
+                "\nevery run agrees bit for bit and every run differs from the reference"
+            ) && text.contains("missing barrier"),
+            "{text}"
+        );
+        assert_eq!(text.matches("vs reference").count(), 1, "{text}");
+    }
+}
+
+/// Issue 37: an accumulating kernel bound to a plain `output` (filled with
+/// poison) gives poison plus its count; the report says so and suggests a
+/// zeroed `inout`. Run on every adapter, which all get it wrong alike: the
+/// headline says the adapters agree and all differ from the reference.
+#[test]
+fn an_accumulator_on_a_poisoned_output_is_explained() {
+    const COUNT: &str = r#"
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> bins: array<atomic<u32>>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x < arrayLength(&x) { atomicAdd(&bins[x[id.x] % 4u], 1u); }
+}
+"#;
+    let mut rng = Rng::new(37);
+    let n = 1025;
+    let x: Vec<u32> = (0..n).map(|_| (rng.next_u64() % 1000) as u32).collect();
+    let mut want = vec![0u32; 4];
+    for v in &x {
+        want[*v as usize % 4] += 1;
+    }
+    let test = |zeroed: bool| {
+        let t = KernelTest::new(COUNT, "main").input(&x);
+        let t = if zeroed {
+            t.inout(&[0u32; 4])
+        } else {
+            t.output(DType::U32, &[4])
+        };
+        t.threads([n, 1, 1])
+    };
+    let diff = test(false).run_on_all().expect("adapters");
+    let report = diff
+        .check_output(0, &want, Tolerance::EXACT)
+        .expect_err("poison plus the counts");
+    let text = report.to_string();
+    let first = want[0];
+    assert!(
+        text.contains(&format!("= poison 0xdeadbeef + {first}"))
+            && text.contains(
+                "hint: 4 of the 4 values shown are the poison pattern plus a small count"
+            )
+            && text.contains("`inout(&zeros)`"),
+        "{text}"
+    );
+    if diff.outputs().count() >= 2 {
+        assert!(
+            text.contains("\nthe adapters agree with each other and all differ from the reference"),
+            "{text}"
+        );
+    }
+    // What the hint says works.
+    test(true)
+        .run_on_all()
+        .expect("adapters")
+        .assert_close(0, &want, Tolerance::EXACT);
 }
 
 /// Atomics in storage and in workgroup memory: a histogram into zeros
@@ -997,6 +1078,13 @@ override n: u32 = 100000u;
         let m = check.expect_err("the reference notices the capped loop");
         assert!(
             m.to_string().contains(&format!("got {count}, want {n}")),
+            "{m}"
+        );
+        // Issue 37: the report names the cap.
+        assert!(
+            m.to_string().contains("= Mesa's loop cap")
+                && m.to_string()
+                    .contains("exactly 65535 where more was expected"),
             "{m}"
         );
     } else {

@@ -201,7 +201,7 @@ fn many_devices_created_and_used_at_once() {
                 let a = Array::from_slice(&x, &[33], &device).unwrap();
                 let y = (&(&a * 2.0).unwrap() - 1.0)
                     .unwrap()
-                    .sum(Axes::All, false)
+                    .sum(None, false)
                     .unwrap();
                 let want: f64 = x.iter().map(|&v| v as f64 * 2.0 - 1.0).sum();
                 close(&y.to_vec::<f32>().unwrap(), &[want], "sum");

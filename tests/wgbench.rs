@@ -379,3 +379,51 @@ fn minilm_without_the_model_is_skipped_with_how_to_fetch_it() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 37: `wgbench list` tells adapters of one name apart by backend,
+/// shows no blank where wgpu's GL backend reports no driver, and, when
+/// XDG_RUNTIME_DIR is unset and a GL adapter is listed, says that Mesa's
+/// "XDG_RUNTIME_DIR is invalid or not set" lines are Mesa's.
+#[test]
+fn list_names_each_adapter_once_and_explains_mesas_warning() {
+    for unset in [true, false] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_wgbench"));
+        cmd.arg("list");
+        if unset {
+            cmd.env_remove("XDG_RUNTIME_DIR");
+        } else {
+            cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
+        }
+        let out = cmd.output().expect("wgbench runs");
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        let headings: Vec<&str> = stdout.lines().filter(|l| l.starts_with('[')).collect();
+        assert!(!headings.is_empty(), "{stdout}");
+        let names: Vec<&str> = headings
+            .iter()
+            .map(|h| h.split_once("] ").expect("[i] name").1)
+            .collect();
+        let mut distinct = names.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            names.len(),
+            "two adapters read the same:\n{stdout}"
+        );
+        for l in stdout
+            .lines()
+            .filter(|l| l.trim_start().starts_with("driver"))
+        {
+            let value = l.trim_start()["driver".len()..].trim_start();
+            assert!(!value.starts_with(' ') && !value.is_empty(), "{l:?}");
+            assert!(!l.ends_with("driver       "), "{l:?}");
+        }
+        let gl = stdout.contains("backend      Gl");
+        assert_eq!(
+            stdout.contains("come from Mesa's EGL"),
+            unset && gl,
+            "unset {unset}, GL {gl}:\n{stdout}"
+        );
+    }
+}

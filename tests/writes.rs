@@ -8,8 +8,9 @@
 mod common;
 
 use common::arrays::{i, of_dtype, round_to};
-use common::host::{ALL_DTYPES, Host, dense, layouts, read, upload};
+use common::host::{Host, dense, layouts, read, upload};
 use common::reference::{ravel, unravel};
+use common::word_dtypes;
 use common::{Rng, assert_empty, device};
 use wgarray::{Array, Axes, DType, Device, Error, Slice};
 
@@ -17,7 +18,7 @@ use wgarray::{Array, Axes, DType, Device, Error, Slice};
 /// layouts upload the packed integers through) the packed integers and
 /// f64; `packed_dtypes_merge_their_lanes` covers the packed ones everywhere.
 fn dtypes(d: &Device) -> Vec<DType> {
-    let mut out = ALL_DTYPES.to_vec();
+    let mut out = word_dtypes();
     if d.features().contains(wgarray::wgpu::Features::SHADER_F64) {
         out.extend([DType::I8, DType::U8, DType::I16, DType::U16, DType::F64]);
     }
@@ -227,7 +228,7 @@ fn update_is_cast_to_the_arrays_dtype() {
     {
         let x = Array::zeros(&[2, 3], DType::I32, &d).unwrap();
         let u = Array::from_slice(&[1.7f32, -2.2, 3.9], &[1, 3], &d).unwrap();
-        let y = x.slice_update(&u, &[1, 0], Axes::All).unwrap();
+        let y = x.slice_update(&u, &[1, 0], None).unwrap();
         assert_eq!(y.dtype(), DType::I32);
         assert_eq!(y.to_vec::<i32>().unwrap(), vec![0, 0, 0, 1, -2, 3]);
     }
@@ -284,7 +285,7 @@ fn kv_cache_writes_in_place_when_donated_and_copies_when_held() {
             let r = dense(&d, row, dtype);
             r.eval().unwrap();
             d.reset_peak_memory();
-            cache = cache.slice_update(&r, &[t as isize, 0], Axes::All).unwrap();
+            cache = cache.slice_update(&r, &[t as isize, 0], None).unwrap();
             cache.eval().unwrap();
             // Donated: the cache's buffer was written in place, so no
             // cache-sized buffer was taken at any point of the step.
@@ -308,9 +309,7 @@ fn kv_cache_writes_in_place_when_donated_and_copies_when_held() {
         let mut history = vec![Array::zeros(&[steps, width], dtype, &d).unwrap()];
         for (t, row) in rows.iter().enumerate().take(7) {
             let r = dense(&d, row, dtype);
-            let next = history[t]
-                .slice_update(&r, &[t as isize, 0], Axes::All)
-                .unwrap();
+            let next = history[t].slice_update(&r, &[t as isize, 0], None).unwrap();
             next.eval().unwrap();
             history.push(next);
         }
@@ -332,7 +331,7 @@ fn a_source_read_by_another_node_is_not_written() {
     let u = Array::from_slice(&[-1.0f32], &[1], &d).unwrap();
     // `x` is dropped, but `s` (another consumer in the same eval) reads it.
     let y = x.slice_update(&u, &[0], 0).unwrap();
-    let s = x.sum(Axes::All, false).unwrap();
+    let s = x.sum(None, false).unwrap();
     let v = x.reshape(&[2, 2]).unwrap();
     drop(x);
     wgarray::eval(&[&y, &s, &v]).unwrap();
@@ -536,7 +535,10 @@ fn bad_inputs_are_typed_errors_and_leave_nothing_behind() {
     let far = Array::zeros(&[1, 5], DType::F32, &other).unwrap();
     assert!(matches!(
         x.slice_update(&far, &[0], 0),
-        Err(Error::DeviceMismatch { op: "slice_update" })
+        Err(Error::DeviceMismatch {
+            op: "slice_update",
+            ..
+        })
     ));
     drop((fi, idx, far));
     assert_eq!(d.active_memory(), active, "an error path kept memory");
@@ -565,13 +567,13 @@ fn dispatch_counts_match_the_op_table() {
     let (u, idx) = (ready(&[1, 8]), i(&d, &[1, 3], &[2]));
     idx.eval().unwrap();
     assert_eq!(
-        count(&|| ready(&[4, 8]).slice_update(&u, &[2, 0], Axes::All).unwrap()),
+        count(&|| ready(&[4, 8]).slice_update(&u, &[2, 0], None).unwrap()),
         1,
         "donated"
     );
     let held = ready(&[4, 8]);
     assert_eq!(
-        count(&|| held.slice_update(&u, &[2, 0], Axes::All).unwrap()),
+        count(&|| held.slice_update(&u, &[2, 0], None).unwrap()),
         2,
         "copy"
     );
@@ -595,7 +597,7 @@ fn a_compiled_step_copies_its_held_input_and_keeps_it() {
             Ok(vec![x[0].slice_update(
                 &x[1].multiply(2.0)?,
                 &[1, 0],
-                Axes::All,
+                None,
             )?])
         });
         let cache = Array::from_slice(&[1.0f32; 6], &[3, 2], &d).unwrap();
@@ -631,7 +633,7 @@ fn writes_into_bool_take_non_zero_as_true() {
     let at = rows.at(&idx).set(&v.reshape(&[2, 1]).unwrap()).unwrap();
     assert_eq!(at.to_vec::<bool>().unwrap(), want, "at.set");
     let upd = Array::from_slice(&[0.5f32, 0.0, -2.0], &[3], &d).unwrap();
-    let s = b.slice_update(&upd, &[1], Axes::All).unwrap();
+    let s = b.slice_update(&upd, &[1], None).unwrap();
     assert_eq!(
         s.to_vec::<bool>().unwrap(),
         [false, true, false, true, false]

@@ -15,9 +15,9 @@
 // only adds work; the caches do the reuse.
 //
 // The per-thread code (DECLS, CHUNK, EPILOGUE) is generated straight-line
-// by src/kernels/matmul.rs (`gemm_body`) for the tile and the operand load
-// modes: A as vec4s along k (row-major), along m (a transposed view), or
-// scalars; B as vec4s along n, along k, or scalars.
+// by src/kernels/gemm/common/block.rs (`gemm_body`) for the tile and the
+// operand load modes: A as vec4s along k (row-major), along m (a
+// transposed view), or scalars; B as vec4s along n, along k, or scalars.
 //
 // Edges: rows and columns past M and N are clamped on load and skipped on
 // store; the last partial K chunk is masked to zero in both operands.

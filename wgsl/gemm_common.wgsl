@@ -9,12 +9,13 @@
 // broadcast operands need no copy), up to four batch dimensions
 // (workgroup_id.z walks the flattened batch), f32 accumulation.
 //
-// Placeholders (src/kernels/matmul.rs):
+// Placeholders (src/kernels/gemm/common/prelude.rs):
 //   OUT_VEC: N % 4 == 0, so a column quad is stored as one vec4;
 //   HAS_BIAS: the bias binding exists;
-//   HAS_EPILOGUE: a fused elementwise epilogue (src/kernels/epilogue.rs,
-//   EPILOGUE_FN: its bindings and `epilogue`, EPILOGUE_PARAMS: its
-//   parameter words `p.w`) stores the results instead of `out`;
+//   HAS_EPILOGUE: a fused elementwise epilogue
+//   (src/kernels/gemm/common/epilogue.rs, EPILOGUE_FN: its bindings and
+//   `epilogue`, EPILOGUE_PARAMS: its parameter words `p.w`) stores the
+//   results instead of `out`;
 //   K_TAIL: K is not a multiple of the family's K step, so the last step
 //   masks k >= K (when false the masks fold away at compile time);
 //   BINDINGS and the A_*, B_*, BIAS_*, OUT_* expressions: element loads and

@@ -23,21 +23,13 @@ const BK: u32 = {{BK}}u;
 alias CT = {{CT}};
 
 // Two buffers of the k-major blocks (A's element (r, k) at k BM + r, B's
-// (k, c) at k BN + c), in the fragments' type.
-var<workgroup> sa: array<CT, 2u * {{BM}} * {{BK}}>;
-var<workgroup> sb: array<CT, 2u * {{BM}} * {{BK}}>;
+// (k, c) at k BN + c), in the fragments' type, and their stores
+// (src/kernels/gemm/common/staging.rs, as the workgroup-memory family's).
+{{STAGING}}
 // One SIZE x SIZE slot per subgroup for the epilogue (zero at the start:
 // the accumulators load it).
 var<workgroup> sc: array<f32, 4u * {{SIZE}} * {{SIZE}}>;
 
-fn put_a(i: u32, x: f32) { sa[i] = CT(x); }
-fn put_a4(i: u32, v: vec4<f32>) {
-    sa[i] = CT(v.x); sa[i + 1u] = CT(v.y); sa[i + 2u] = CT(v.z); sa[i + 3u] = CT(v.w);
-}
-fn put_b(i: u32, x: f32) { sb[i] = CT(x); }
-fn put_b4(i: u32, v: vec4<f32>) {
-    sb[i] = CT(v.x); sb[i + 1u] = CT(v.y); sb[i + 2u] = CT(v.z); sb[i + 3u] = CT(v.w);
-}
 
 // Store fragment `c`, whose first element is output row `row`, column
 // quad `q`, through the subgroup's slot: row-major into sc, then each lane
@@ -78,31 +70,7 @@ fn main(
         sc[i] = 0.0;
     }
     workgroupBarrier();
-{{STAGE_DECLS}}
 {{DECLS}}
-    let steps = (p.k + BK - 1u) / BK;
-    if steps > 0u {
-        let k0 = 0u;
-        let nb = 0u;
-        {
-{{LOAD}}
-{{STORE}}
-        }
-    }
-    workgroupBarrier();
-    for (var t = 0u; t < steps; t++) {
-        let cur = (t & 1u) * BK;
-        let nb = BK - cur;
-        let k0 = (t + 1u) * BK;
-        let more = t + 1u < steps;
-        if more {
-{{LOAD}}
-        }
-{{COMPUTE}}
-        if more {
-{{STORE}}
-        }
-        workgroupBarrier();
-    }
+{{STEPS}}
 {{EPILOGUE}}
 }

@@ -3,7 +3,7 @@
 //
 // out[0, j] = alpha * sum_k A[0, k] * B[k, j] + beta * bias[0, j], with B
 // unit-stride along n. B is read through WINDOWS uniform-buffer bindings
-// w0, w1, ... of 64 KiB each (src/kernels/gemm_uniform.rs places them):
+// w0, w1, ... of 64 KiB each (src/kernels/gemm/uniform.rs places them):
 // window j holds rows p.win[j].x .. p.win[j].y of B whole, and element
 // B[k, 4q] is quad (b_off + k b_rs) / 4 + q - p.win[j].z of it. Why uniform
 // buffers: Mesa's llvmpipe (lavapipe, llvmpipe GL) turns every

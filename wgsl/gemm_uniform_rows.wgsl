@@ -6,7 +6,7 @@
 // unit-stride along k: B = W^T of a row-major W [n, k] (`x @ w.T`, the
 // layout of PyTorch's and MLX's Linear weights). B's columns (W's rows) are
 // read through WINDOWS uniform-buffer bindings w0, w1, ... of 64 KiB each
-// (src/kernels/gemm_uniform.rs places them): window j holds columns
+// (src/kernels/gemm/uniform.rs places them): window j holds columns
 // p.win[j].x .. p.win[j].y whole, and B[4q, c] is quad
 // (b_off + c b_cs) / 4 + q - p.win[j].z of it. A's row is one more uniform
 // binding, `x`, of exactly K / 4 quads from A's first element. Why uniform

@@ -101,6 +101,24 @@ impl<'a> Raw<'a> {
             .unwrap();
     }
 
+    /// One dispatch of `pipeline` with `bind` over `groups` workgroups
+    /// (folded into y past 65535), submitted alone; blocks until it ran.
+    pub fn dispatch_and_wait(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        bind: &wgpu::BindGroup,
+        groups: u32,
+    ) {
+        let mut enc = self.encoder();
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind, &[]);
+            pass.dispatch_workgroups(groups.min(65535), groups.div_ceil(65535), 1);
+        }
+        self.submit_and_wait(enc);
+    }
+
     /// Submit `enc` and block until the device has run it.
     pub fn submit_and_wait(&self, enc: wgpu::CommandEncoder) {
         let idx = self.queue.submit([enc.finish()]);
@@ -124,3 +142,25 @@ impl<'a> Raw<'a> {
         v
     }
 }
+
+/// A bench binary's `main`: criterion group `$name` with `$config`, whose
+/// one target runs each `$target(c, &device)` on [`device`]
+/// (`benches/matmul.rs` makes devices of its own).
+#[allow(unused_macros)]
+macro_rules! bench_main {
+    ($name:ident, $config:expr, $($target:path),+ $(,)?) => {
+        fn benches(c: &mut criterion::Criterion) {
+            let device = common::device();
+            $($target(c, &device);)+
+        }
+
+        criterion::criterion_group! {
+            name = $name;
+            config = $config;
+            targets = benches
+        }
+        criterion::criterion_main!($name);
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use bench_main;

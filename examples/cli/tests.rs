@@ -176,7 +176,7 @@ fn file_lines_are_read_as_before() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.txt");
     std::fs::write(&file, "é à\nsecond\n").unwrap();
-    let got = cli::read_sentences(&["first".into()], Some(&file), DEMO).unwrap();
+    let got = cli::read_sentences(&["first".into()], Some(&file), crate::minilm::DEMO).unwrap();
     assert_eq!(got, ["first", "é à", "second"]);
 }
 

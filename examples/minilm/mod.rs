@@ -401,9 +401,9 @@ impl Encoder {
         let dh = h / nh;
 
         // Embeddings, [n, h].
-        let words = self.word.take(ids, Some(0))?;
-        let pos = self.position.take(positions, Some(0))?;
-        let tt = self.token_type.take(types, Some(0))?;
+        let words = self.word.take(ids, 0)?;
+        let pos = self.position.take(positions, 0)?;
+        let tt = self.token_type.take(types, 0)?;
         let mut x = (&(&words + &pos)? + &tt)?.layer_norm(
             Some(&self.emb_ln_w),
             Some(&self.emb_ln_b),
@@ -413,7 +413,7 @@ impl Encoder {
         // A packed [n, h] part to padded heads, [b, nh, l, dh] (or, with
         // `perm` [0, 2, 3, 1], K's [b, nh, dh, l]).
         let heads = |t: &Array, perm: &[isize]| -> wgarray::Result<Array> {
-            t.take(to_padded, Some(0))?
+            t.take(to_padded, 0)?
                 .reshape(&[b, l, nh, dh])?
                 .permute(perm)
         };
@@ -429,9 +429,9 @@ impl Encoder {
             let probs = scores.softmax(-1)?;
             let ctx = probs
                 .matmul(&v)? // [b, nh, l, dh]
-                .permute(&[0, 2, 1, 3])?
+                .permute([0, 2, 1, 3])?
                 .reshape(&[b * l, h])? // a copy: heads back side by side
-                .take(to_packed, Some(0))?; // [n, h]
+                .take(to_packed, 0)?; // [n, h]
             let attn = linear(&ctx, &layer.out_w, &layer.out_b)?;
             x = (&attn + &x)?.layer_norm(Some(&layer.ln1_w), Some(&layer.ln1_b), eps)?;
             let ff = linear(&x, &layer.ff1_w, &layer.ff1_b)?.gelu()?;
@@ -478,6 +478,19 @@ impl MiniLm {
         Ok(out)
     }
 }
+
+/// The examples' sentences when given none (`examples/embed.rs`,
+/// `examples/embed_mpi.rs`).
+pub const DEMO: &[&str] = &[
+    "A man is eating food.",
+    "A man is eating a piece of bread.",
+    "The girl is carrying a baby.",
+    "A man is riding a horse.",
+    "A woman is playing violin.",
+    "Two men pushed carts through the woods.",
+    "A monkey is playing drums.",
+    "Someone in a gorilla costume is playing a set of drums.",
+];
 
 /// Cosine similarity of two vectors.
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {

@@ -82,8 +82,8 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
         return Ok(0);
     };
     let device = first.device().clone();
-    if arrays.iter().any(|a| *a.device() != device) {
-        return Err(Error::DeviceMismatch { op: "eval" });
+    if let Some(other) = arrays.iter().find(|a| *a.device() != device) {
+        return Err(Error::device_mismatch("eval", &device, other.device()));
     }
     let guard = device.inner.pool.lock_queue();
     let order = schedule(arrays);
@@ -104,6 +104,9 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
             .unwrap_or("compile input");
         return Err(Error::Traced { op });
     }
+    // Before planning: the planner never sees a block format where it
+    // cannot be.
+    check_blocks(&order)?;
     let plan = plan(&device, &order);
     run_planned(&device, &guard, order, &plan).map(|()| count)
 }
@@ -131,6 +134,7 @@ pub(crate) fn run_planned(
     order: Vec<Arc<Node>>,
     plan: &fuse::Plan,
 ) -> Result<()> {
+    check_blocks(&order)?;
     let dev = &device.inner;
     // The outputs marked evaluated, weakly: if wgpu refuses the submission
     // they are marked lost instead.
@@ -141,6 +145,7 @@ pub(crate) fn run_planned(
             guard,
             dispatches: Vec::with_capacity(order.len()),
             origin: None,
+            op: "eval",
         };
         // Nodes are let go of as soon as the plan is done with them: with
         // their outputs detached, their inputs (and so their buffers) go
@@ -179,6 +184,46 @@ pub(crate) fn run_planned(
     result
 }
 
+/// What the ops that refuse a block format say they take.
+pub(crate) const TAKES_ELEMENTS: &str = "element dtypes (a block format goes through \
+     dequantize and quantized_matmul, or moves whole rows through views, contiguous, \
+     concatenate, split and take along a leading axis)";
+
+/// [`Error::OpDType`] for the first node of `order` that reads or makes an
+/// array of a block format without taking one
+/// ([`Primitive::takes_blocks`]), before anything runs. The ops refuse
+/// block formats they cannot take when they are called; this catches the
+/// ones whose own checks do not look at dtypes (a reduction's), so that no
+/// kernel ever sees a block format it cannot decode.
+fn check_blocks(order: &[Arc<Node>]) -> Result<()> {
+    for node in order {
+        if node.primitive.takes_blocks() {
+            continue;
+        }
+        let input = node
+            .inputs
+            .iter()
+            .map(|a| a.inner.dtype)
+            .find(|d| d.is_quantized());
+        let dtype = input.or_else(|| {
+            node.outputs.get().and_then(|o| {
+                o.iter()
+                    .filter_map(Weak::upgrade)
+                    .map(|a| a.dtype)
+                    .find(|d| d.is_quantized())
+            })
+        });
+        if let Some(dtype) = dtype {
+            return Err(Error::OpDType {
+                op: node.primitive.name(),
+                dtype,
+                takes: TAKES_ELEMENTS,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The live outputs of `node`.
 fn live_outputs(node: &Node) -> Vec<Option<Arc<ArrayInner>>> {
     node.outputs
@@ -196,6 +241,7 @@ fn run_node(
 ) -> Result<()> {
     let outputs = live_outputs(node);
     lw.origin = node.origin;
+    lw.op = node.primitive.name();
     let results = lower::lower(lw, node, &outputs)?;
     for (o, s) in outputs.iter().zip(results) {
         if let (Some(o), Some(s)) = (o, s) {
@@ -228,6 +274,7 @@ fn run_group(
         .collect();
     // Buffers are handed out for the node the kernel runs at.
     lw.origin = members.last().and_then(|n| n.origin);
+    lw.op = members.last().map_or("eval", |n| n.primitive.name());
     match lower::program::group(lw, &members, &outputs) {
         Ok(()) => {
             marked.extend(outputs.iter().map(Arc::downgrade));

@@ -19,7 +19,7 @@ use crate::{Error, Result};
 /// ```
 /// # let device = wgarray::Device::new_default()?;
 /// let x = wgarray::Array::from_slice(&[1.0f32, 2.0, 3.0], &[3], &device)?;
-/// let y = (&x * 2.0)?.exp()?.sum(wgarray::Axes::All, false)?;
+/// let y = (&x * 2.0)?.exp()?.sum(None, false)?;
 /// print!("{}", wgarray::explain(&[&y])?);
 /// // 1 kernel for 4 nodes (fusion on):
 /// //   1. fused [full, multiply, exp, sum] -> float32[], reads 1 array
@@ -32,8 +32,12 @@ pub fn explain(arrays: &[&Array]) -> Result<String> {
     let Some(first) = arrays.first() else {
         return Ok("nothing to evaluate\n".into());
     };
-    if arrays.iter().any(|a| a.device() != first.device()) {
-        return Err(Error::DeviceMismatch { op: "explain" });
+    if let Some(other) = arrays.iter().find(|a| a.device() != first.device()) {
+        return Err(Error::device_mismatch(
+            "explain",
+            first.device(),
+            other.device(),
+        ));
     }
     let device = first.device();
     let order = schedule(arrays);

@@ -78,6 +78,56 @@ pub(crate) enum Primitive {
     /// Input `index` of a function being traced by `compile`: it has no
     /// value, so evaluating anything that depends on it is an error.
     Placeholder { index: usize },
+    /// MLX's affine quantization of the one input (f32, f16 or bf16, rows
+    /// of `k` along its last axis, `k` a multiple of `group_size`): three
+    /// outputs, the packed quants (u32, `k * bits / 32` per row), the
+    /// scales and the biases (the input's dtype, `k / group_size` per row).
+    Quantize { group_size: u32, bits: u32 },
+    /// The elements of quantized weights (see [`QuantMode`] for the
+    /// inputs), in the output's dtype (f32, f16 or bf16).
+    Dequantize(QuantMode),
+    /// `x @ w.T` (`transpose`) or `x @ w` with `w` quantized: inputs `x`
+    /// (f32, `[batch.., m, k]`), then the weights as [`QuantMode`] says;
+    /// output f32 `[batch.., m, n]`.
+    QuantizedMatmul { mode: QuantMode, transpose: bool },
+}
+
+/// How the weights of [`Primitive::Dequantize`] and
+/// [`Primitive::QuantizedMatmul`] are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum QuantMode {
+    /// MLX's affine quantization: three inputs, the packed quants (u32,
+    /// each row a little-endian bit stream of `bits`-bit values), the
+    /// scales and the biases (one per `group_size` elements of a row);
+    /// element = `q * scale + bias`.
+    Affine { group_size: u32, bits: u32 },
+    /// One input of a block format (`DType::Q4_0` ...): its dtype says
+    /// which.
+    Blocks,
+}
+
+impl Primitive {
+    /// Whether the primitive takes inputs (or makes outputs) of a block
+    /// format (`DType::is_quantized`): views (the ops keep the last axis
+    /// whole), the primitives that move whole rows of blocks (split,
+    /// take, concatenate along another axis), the quantized ops, and
+    /// compile's placeholders. Eval refuses a graph in which any other
+    /// node touches a block format.
+    pub(crate) fn takes_blocks(&self) -> bool {
+        matches!(
+            self,
+            Primitive::View(_)
+                | Primitive::Split { .. }
+                | Primitive::Take { .. }
+                | Primitive::Concatenate { .. }
+                | Primitive::Dequantize(QuantMode::Blocks)
+                | Primitive::QuantizedMatmul {
+                    mode: QuantMode::Blocks,
+                    ..
+                }
+                | Primitive::Placeholder { .. }
+        )
+    }
 }
 
 /// How a view maps its input's layout to its output's.
@@ -106,6 +156,34 @@ pub(crate) const MAX_TOPK: usize = 64;
 
 /// Batch dimensions [`Primitive::Matmul`] takes (beyond the two matrix ones).
 pub(crate) const MAX_MATMUL_BATCH_DIMS: usize = 4;
+
+/// The most elements one output of [`Primitive::Reduce`] folds: the
+/// reduction kernel's 256 threads, 8 per loop iteration, under llvmpipe's
+/// 65535 loop iterations per invocation (2 per iteration).
+pub(crate) const MAX_REDUCED: usize = 1 << 26;
+
+/// Elements of a row [`Primitive::Sort`] sorts in one workgroup
+/// (wgsl/sort.wgsl `BLOCK`): longer rows run the bitonic network's global
+/// steps through a work buffer.
+pub(crate) const SORT_BLOCK: usize = 1024;
+
+/// A sorted row of `len` elements padded to a power of two: the bitonic
+/// network's length, which sorts index with 32-bit words.
+pub(crate) fn sort_padded(len: usize) -> usize {
+    len.next_power_of_two()
+}
+
+/// Pairs (two words each) of the work buffer a sort of `rows` rows of
+/// `len` elements needs: none past one block per row, but every pass binds
+/// it (at least 1). The ops check it against the largest storage binding.
+pub(crate) fn sort_work_pairs(rows: usize, len: usize) -> usize {
+    let p = sort_padded(len);
+    if p <= SORT_BLOCK {
+        1
+    } else {
+        rows.saturating_mul(p)
+    }
+}
 
 /// What one elementwise node computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -606,6 +684,9 @@ impl Primitive {
             Primitive::SliceUpdate { .. } => "slice_update",
             Primitive::Bitcast => "view",
             Primitive::Placeholder { .. } => "compile input",
+            Primitive::Quantize { .. } => "quantize",
+            Primitive::Dequantize(_) => "dequantize",
+            Primitive::QuantizedMatmul { .. } => "quantized_matmul",
         }
     }
 }
@@ -665,6 +746,16 @@ impl UnaryOp {
 }
 
 impl ReduceOp {
+    /// The output dtype of a scan ([`Primitive::Scan`]) with this op of
+    /// `input`: bool sums and products count in i32 (NumPy and MLX promote
+    /// bool), everything else keeps its dtype.
+    pub(crate) fn scan_dtype(self, input: DType) -> DType {
+        match (self, input) {
+            (ReduceOp::Sum | ReduceOp::Prod, DType::Bool) => DType::I32,
+            _ => input,
+        }
+    }
+
     /// NumPy's name for the reduction.
     pub(crate) fn name(self) -> &'static str {
         match self {

@@ -94,8 +94,8 @@ pub(crate) fn trace(
         })
         .collect();
     let outputs = f(&placeholders)?;
-    if outputs.iter().any(|o| o.device() != device) {
-        return Err(Error::DeviceMismatch { op: "compile" });
+    if let Some(other) = outputs.iter().find(|o| o.device() != device) {
+        return Err(Error::device_mismatch("compile", device, other.device()));
     }
     let targets: Vec<&Array> = outputs.iter().collect();
     fold_constants(&targets)?;

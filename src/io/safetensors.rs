@@ -59,6 +59,9 @@ fn file_dtype(d: DType) -> FileDType {
         DType::I8 => FileDType::I8,
         DType::U8 => FileDType::U8,
         DType::Bool => FileDType::BOOL,
+        // Refused by `save_safetensors` before it asks: safetensors has no
+        // block formats.
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => FileDType::U8,
     }
 }
 
@@ -199,12 +202,16 @@ impl SafetensorsFile {
         Ok(&self.info(name)?.shape)
     }
 
-    /// The dtype tensor `name` will have on the device.
+    /// The dtype tensor `name` will have on the device: F32, F16, BF16,
+    /// F64, I32, U32, I16, U16, I8, U8 and BOOL load as themselves, I64 and
+    /// U64 as I32 and U32 (each value range-checked by `load`). F64 loads
+    /// only on a device with `SHADER_F64` (`load` returns
+    /// [`Error::MissingFeature`] elsewhere).
     ///
     /// # Errors
     /// [`Error::UnsupportedDType`] for a file dtype that no [`DType`] holds
-    /// (F64, I64, U8, F8, ...); [`Error::Format`] when the file has no
-    /// tensor `name`.
+    /// (the F8, F6 and F4 formats, C64, ...); [`Error::Format`] when the
+    /// file has no tensor `name`.
     pub fn dtype(&self, name: &str) -> Result<DType> {
         let info = self.info(name)?;
         device_dtype(info.dtype).ok_or_else(|| Error::UnsupportedDType {
@@ -381,7 +388,8 @@ pub fn save_safetensors<S: AsRef<str>>(
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a name given twice or the reserved name
-/// `__metadata__`; the errors of [`crate::eval`] and
+/// `__metadata__`; [`Error::OpDType`] for an array of a block format
+/// (safetensors has none); the errors of [`crate::eval`] and
 /// [`Array::to_vec`]; [`Error::Io`] when the file cannot be written
 /// (then no temporary file is left behind).
 pub fn save_safetensors_with_metadata<S: AsRef<str>>(
@@ -411,6 +419,13 @@ pub fn save_safetensors_with_metadata<S: AsRef<str>>(
         )));
     };
 
+    if let Some((_, a)) = tensors.iter().find(|(_, a)| a.dtype().is_quantized()) {
+        return Err(Error::OpDType {
+            op: "save_safetensors",
+            dtype: a.dtype(),
+            takes: "element dtypes (safetensors has no block formats: dequantize first)",
+        });
+    }
     // Evaluate what is pending, one submission per device.
     let mut devices: Vec<&Device> = Vec::new();
     for (_, a) in tensors {

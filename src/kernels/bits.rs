@@ -20,7 +20,9 @@ pub(crate) fn order_key(dtype: DType, array: &str) -> String {
         DType::I16 => "b ^ 0x8000u",
         DType::I8 => "b ^ 0x80u",
         DType::U32 | DType::U16 | DType::U8 | DType::Bool => "b",
-        DType::F64 => unreachable!("order keys are 32-bit; f64 is refused by the op"),
+        DType::F64 | DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => {
+            unreachable!("order keys are 32-bit; f64 and block formats are refused by the op")
+        }
     };
     format!("    let b = {raw};\n    return {key};")
 }

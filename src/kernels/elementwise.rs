@@ -199,6 +199,8 @@ pub(crate) fn compute_type(d: DType) -> &'static str {
         DType::F64 => "f64",
         DType::I32 | DType::I16 | DType::I8 => "i32",
         DType::U32 | DType::U16 | DType::U8 | DType::Bool => "u32",
+        // Never an elementwise operand (refused before planning): raw bits.
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => "u32",
     }
 }
 
@@ -230,6 +232,7 @@ pub(crate) fn decode(d: DType, b: &str) -> String {
         DType::I8 => format!("(bitcast<i32>(({b}) << 24u) >> 24u)"),
         DType::I16 => format!("(bitcast<i32>(({b}) << 16u) >> 16u)"),
         DType::U32 | DType::U16 | DType::U8 | DType::Bool => b.to_string(),
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => b.to_string(),
         DType::F16 => format!("f16_bits_to_f32({b})"),
         DType::BF16 => format!("bitcast<f32>(({b}) << 16u)"),
     }
@@ -300,7 +303,7 @@ pub(crate) fn encode(d: DType, r: &str, ct: &str) -> String {
     let v = convert(r, ct, compute_type(d), d);
     match d {
         DType::F32 | DType::I32 => format!("bitcast<u32>({v})"),
-        DType::U32 => v,
+        DType::U32 | DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => v,
         DType::F64 => format!("bitcast<u64>({v})"),
         DType::I8 => format!("(bitcast<u32>({v}) & 0xffu)"),
         DType::I16 => format!("(bitcast<u32>({v}) & 0xffffu)"),

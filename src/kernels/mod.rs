@@ -13,23 +13,17 @@ pub(crate) mod bits;
 pub(crate) mod concat;
 pub(crate) mod disk;
 pub(crate) mod elementwise;
-pub(crate) mod epilogue;
-pub(crate) mod gemm_check;
-pub(crate) mod gemm_coop;
-pub(crate) mod gemm_shared;
-pub(crate) mod gemm_splitk;
-pub(crate) mod gemm_uniform;
-pub(crate) mod matmul;
+pub(crate) mod gemm;
 #[cfg(test)]
 mod portability;
 pub(crate) mod program;
+pub(crate) mod quant;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod scan;
 pub(crate) mod scatter;
 pub(crate) mod sort;
 pub(crate) mod topk;
-pub(crate) mod tuning;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,7 +51,7 @@ pub(crate) struct Context {
     /// the GEMM's default kernels and tuning budget differ there.
     pub software: bool,
     /// The workgroup-memory GEMM stages through f32 arrays rather than
-    /// vec4 arrays (`gemm_shared.rs`): on Metal and D3D12, whose shading
+    /// vec4 arrays (`gemm/workgroup.rs`): on Metal and D3D12, whose shading
     /// languages make a store into one component of a shared vec4 a
     /// read-modify-write of the whole vector; or with
     /// [`SCALAR_STAGING_ENV`] set, to test that form on other adapters.
@@ -71,7 +65,7 @@ pub(crate) struct Context {
     /// unless the device has `EXPERIMENTAL_COOPERATIVE_MATRIX`).
     pub coop: Vec<wgpu::CooperativeMatrixProperties>,
     /// The GEMM's kernel choices: tuned, remembered, forced.
-    pub tuning: tuning::Tuning,
+    pub tuning: gemm::tuning::Tuning,
     /// Elementwise programs dispatched in their wide variant
     /// (`program::wide`) and wide reductions (`reduce::Mode::Wide`), for
     /// [`crate::Device::wide_dispatches`].
@@ -125,10 +119,10 @@ impl Context {
             subgroup_min_size: raw.subgroup_min_size,
             subgroup_max_size: raw.subgroup_max_size,
             coop,
-            tuning: tuning::Tuning::new(device, queue, owner, dir),
+            tuning: gemm::tuning::Tuning::new(device, queue, owner, dir),
             wide_dispatches: std::sync::atomic::AtomicU64::new(0),
         };
-        matmul::warm_up(&cx);
+        gemm::plan::warm_up(&cx);
         cx
     }
 
@@ -154,17 +148,6 @@ impl Context {
     pub(crate) fn grid(&self, threads: u64) -> Result<[u32; 3]> {
         grid(threads, self.limits.max_compute_workgroups_per_dimension)
     }
-}
-
-/// The axes of `shape` other than `axis` and the number of rows along
-/// `axis` (their product), for kernels that work row by row and unravel
-/// the other axes with wgsl/unravel.wgsl (at most 7: every shape was
-/// checked against [`crate::shape::MAX_DIMS`] when it was made).
-pub(crate) fn rows_along(shape: &[usize], axis: usize) -> (Vec<usize>, usize) {
-    debug_assert!(shape.len() <= crate::shape::MAX_DIMS);
-    let outer: Vec<usize> = (0..shape.len()).filter(|&d| d != axis).collect();
-    let rows = outer.iter().map(|&d| shape[d]).product();
-    (outer, rows)
 }
 
 /// A kernel operand: elements of `dtype` in `buffer`, read through element
@@ -286,90 +269,6 @@ pub(crate) static REDUCE_F64: Kernel = Kernel {
     writes: 1,
 };
 
-pub(crate) static MATMUL_NAIVE: Kernel = Kernel {
-    name: "matmul_naive",
-    prelude: &[],
-    source: include_str!("../../wgsl/matmul_naive.wgsl"),
-    reads: 2,
-    writes: 1,
-};
-
-const GEMM_COMMON: &str = include_str!("../../wgsl/gemm_common.wgsl");
-
-/// The register-blocked GEMM (`wgsl/gemm.wgsl`; bindings A, B, [bias,]
-/// out). Specialised and validated in `matmul.rs`.
-pub(crate) static GEMM: Kernel = Kernel {
-    name: "gemm",
-    prelude: &[GEMM_COMMON],
-    source: include_str!("../../wgsl/gemm.wgsl"),
-    reads: 2,
-    writes: 1,
-};
-
-/// The workgroup-memory GEMM (`wgsl/gemm_shared.wgsl`, `gemm_shared.rs`).
-pub(crate) static GEMM_SHARED: Kernel = Kernel {
-    name: "gemm_shared",
-    prelude: &[GEMM_COMMON],
-    source: include_str!("../../wgsl/gemm_shared.wgsl"),
-    reads: 2,
-    writes: 1,
-};
-
-/// The split-K matrix-vector kernel (`wgsl/gemm_splitk.wgsl`).
-pub(crate) static GEMM_SPLITK: Kernel = Kernel {
-    name: "gemm_splitk",
-    prelude: &[GEMM_COMMON],
-    source: include_str!("../../wgsl/gemm_splitk.wgsl"),
-    reads: 2,
-    writes: 1,
-};
-
-/// The uniform-window matrix-vector GEMM (`wgsl/gemm_uniform.wgsl`,
-/// `gemm_uniform.rs`).
-pub(crate) static GEMM_UNIFORM: Kernel = Kernel {
-    name: "gemm_uniform",
-    prelude: &[GEMM_COMMON],
-    source: include_str!("../../wgsl/gemm_uniform.wgsl"),
-    reads: 2,
-    writes: 1,
-};
-
-/// The uniform-window matrix-vector GEMM's kernel for B read along K
-/// (`wgsl/gemm_uniform_rows.wgsl`, `gemm_uniform.rs`).
-pub(crate) static GEMM_UNIFORM_ROWS: Kernel = Kernel {
-    name: "gemm_uniform_rows",
-    prelude: &[GEMM_COMMON],
-    source: include_str!("../../wgsl/gemm_uniform_rows.wgsl"),
-    reads: 2,
-    writes: 1,
-};
-
-/// The cooperative-matrix GEMM (`wgsl/gemm_coop.wgsl`, `gemm_coop.rs`).
-pub(crate) static GEMM_COOP: Kernel = Kernel {
-    name: "gemm_coop",
-    prelude: &["enable wgpu_cooperative_matrix;", GEMM_COMMON],
-    source: include_str!("../../wgsl/gemm_coop.wgsl"),
-    reads: 2,
-    writes: 1,
-};
-
-/// A GEMM with a fused elementwise epilogue (`epilogue.rs`): the family's
-/// whole specialised text as `BODY` after the elementwise helpers, its
-/// `enable` directives first.
-pub(crate) static GEMM_EPILOGUE: Kernel = Kernel {
-    name: "gemm_epilogue",
-    prelude: &[],
-    source: concat!(
-        "{{DIRECTIVES}}",
-        include_str!("../../wgsl/convert.wgsl"),
-        "\n",
-        include_str!("../../wgsl/math.wgsl"),
-        "\n{{BODY}}"
-    ),
-    reads: 2,
-    writes: 1,
-};
-
 /// Every specialisation any kernel family can dispatch. Each family lists
 /// its own in a `specs()` next to its dispatch code, built from the same
 /// tables; `kernels/portability.rs` checks all of them with every naga back
@@ -378,13 +277,14 @@ pub(crate) static GEMM_EPILOGUE: Kernel = Kernel {
 pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     let mut specs = program::specs();
     specs.extend(reduce::specs());
-    specs.extend(matmul::specs());
+    specs.extend(gemm::spec::specs());
     specs.extend(random::specs());
     specs.extend(concat::specs());
     specs.extend(topk::specs());
     specs.extend(scan::specs());
     specs.extend(sort::specs());
     specs.extend(scatter::specs());
+    specs.extend(quant::specs());
     // Ops that share an expression on some dtype (floor of an integer is
     // the identity, like a cast) share a specialisation.
     let mut seen = rustc_hash::FxHashSet::default();
@@ -630,12 +530,14 @@ pub(crate) enum QuickKey {
         op: ReduceOp,
         ct: &'static str,
     },
-    Gemm(matmul::GemmVariant),
+    Gemm(gemm::tuning::variant::GemmVariant),
     /// A GEMM and its fused epilogue's structure.
-    GemmEpilogue(matmul::GemmVariant, program::Program),
+    GemmEpilogue(gemm::tuning::variant::GemmVariant, program::Program),
     Program(program::Program),
     /// A wide program in the rows geometry, with its loads' kinds.
     ProgramRows(program::Program, Vec<program::RowLoad>),
+    /// A quantization kernel (`quant.rs`).
+    Quant(quant::QuantKey),
 }
 
 /// A parameter buffer larger than this is not kept after the submission
@@ -1250,7 +1152,7 @@ mod tests {
         };
         let build: WarmBuild = Box::new(move || {
             before();
-            super::matmul::specs().swap_remove(i)
+            super::gemm::spec::specs().swap_remove(i)
         });
         (key, build)
     }

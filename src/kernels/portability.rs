@@ -19,6 +19,16 @@ fn fail(spec: &Spec, stage: &str, message: impl std::fmt::Display) -> String {
     format!("{}{:?}: {stage}: {message}", spec.kernel, spec.subs)
 }
 
+/// Fails listing every failure of `failures` (of `total` specialisations).
+fn assert_none_failed(failures: &[String], total: usize) {
+    assert!(
+        failures.is_empty(),
+        "{} of {total} kernel specialisations failed:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
 /// The heart of the issue: every specialisation, every back end, WebGPU's
 /// limits. All failures are listed at once, each with the kernel's name,
 /// its substitutions, the stage and naga's message.
@@ -37,11 +47,11 @@ fn every_kernel_specialisation_translates_for_every_backend() {
         for issue in check(&source, None, &Default::default()) {
             // The GEMM's workgroup-memory tiles may declare up to 64 KiB:
             // a device runs only those within its own
-            // `max_compute_workgroup_storage_size` (`matmul::usable`).
+            // `max_compute_workgroup_storage_size` (`gemm::tuning::kernel::usable`).
             // The uniform family binds up to 14 windows (the row kernel
             // 13 of B and A's) and the parameters: a device runs it with
             // as many windows as its `max_uniform_buffers_per_shader_stage`
-            // allows (`gemm_uniform::windows`).
+            // allows (`gemm::uniform::windows`).
             let limits = issue.stage == crate::testing::portability::Stage::Limits;
             let gated = limits
                 && (matches!(spec.kernel, "gemm_shared" | "gemm_coop" | "gemm_epilogue")
@@ -53,13 +63,7 @@ fn every_kernel_specialisation_translates_for_every_backend() {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} kernel specialisations failed:\n\n{}",
-        failures.len(),
-        specs.len(),
-        failures.join("\n\n")
-    );
+    assert_none_failed(&failures, specs.len());
     // The enumeration is not trivially small: binary alone is
     // ops x dtypes x contiguity x donation.
     assert!(specs.len() > 100, "only {} specs", specs.len());
@@ -72,7 +76,7 @@ fn every_kernel_specialisation_translates_for_every_backend() {
 fn every_wgsl_file_belongs_to_an_enumerated_kernel() {
     let mut kernels: Vec<&Kernel> = all_specs().into_iter().map(|(_, k)| k).collect();
     kernels.extend(
-        super::matmul::extended_specs()
+        super::gemm::spec::extended_specs()
             .into_iter()
             .map(|(_, k, _)| k),
     );
@@ -106,7 +110,7 @@ fn every_wgsl_file_belongs_to_an_enumerated_kernel() {
 #[test]
 fn subgroup_and_cooperative_matrix_gemms_translate() {
     use crate::testing::portability::{Stage, check_with};
-    let specs = super::matmul::extended_specs();
+    let specs = super::gemm::spec::extended_specs();
     let mut failures = Vec::new();
     for (spec, kernel, caps) in &specs {
         let source = kernel.source_for(spec);
@@ -123,12 +127,6 @@ fn subgroup_and_cooperative_matrix_gemms_translate() {
             failures.push(fail(spec, issue.stage.name(), issue.message));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} kernel specialisations failed:\n\n{}",
-        failures.len(),
-        specs.len(),
-        failures.join("\n\n")
-    );
+    assert_none_failed(&failures, specs.len());
     assert!(specs.len() > 20, "only {} specs", specs.len());
 }

@@ -70,7 +70,7 @@ pub(crate) enum Source {
     /// thread writes before it writes it.
     Output(u8),
     /// No buffer: the GEMM's result at this element (`acc`, f32), in a
-    /// GEMM's fused epilogue (`kernels::epilogue`) only. Its load data is
+    /// GEMM's fused epilogue (`kernels::gemm::common::epilogue`) only. Its load data is
     /// unused.
     Acc,
 }
@@ -102,6 +102,29 @@ impl Def {
     pub(crate) fn dtype(&self) -> DType {
         match self {
             Def::Load { dtype, .. } | Def::Const { dtype } | Def::Op { dtype, .. } => *dtype,
+        }
+    }
+
+    /// A load of `source` without a gather (the sample programs of the
+    /// portability tests).
+    #[cfg(test)]
+    pub(crate) fn load(dtype: DType, source: Source, dense: bool) -> Def {
+        Def::Load {
+            dtype,
+            source,
+            dense,
+            gather: None,
+        }
+    }
+
+    /// `op` of the values `args` (the sample programs of the portability
+    /// tests).
+    #[cfg(test)]
+    pub(crate) fn op(op: ElementwiseOp, args: Vec<Value>, dtype: DType) -> Def {
+        Def::Op {
+            op,
+            args: args.into(),
+            dtype,
         }
     }
 }
@@ -379,7 +402,7 @@ impl Program {
     /// iteration space (a dense load at its offset plus `e`, a strided one
     /// through `e` unravelled over the merged shape, whose sizes are at
     /// words `4..4 + rank`): the body shared by the elementwise kernel and
-    /// the GEMM epilogue (`kernels::epilogue`).
+    /// the GEMM epilogue (`kernels::gemm::common::epilogue`).
     pub(super) fn element_statements(&self, layout: &Layout) -> String {
         let rank = self.rank as usize;
         let mut s = String::new();
@@ -695,7 +718,7 @@ pub(crate) fn dispatch(
 /// `wide` allows it and the operands fit it (`wide::fits`); `None` for an
 /// empty iteration space.
 /// Shared by the elementwise kernel and the GEMM epilogue
-/// (`kernels::epilogue`).
+/// (`kernels::gemm::common::epilogue`).
 ///
 /// # Errors
 /// As [`dispatch`].
@@ -777,12 +800,7 @@ fn prepare_parts(
 #[cfg(test)]
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     use crate::graph::primitive::{BinaryOp, UnaryOp};
-    let load = |dtype, source, dense| Def::Load {
-        dtype,
-        source,
-        dense,
-        gather: None,
-    };
+    let load = Def::load;
     let program = |defs: Vec<Def>, outputs: Vec<Value>, inputs: u8, rank: u8| Program {
         defs,
         outputs,

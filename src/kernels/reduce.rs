@@ -215,10 +215,7 @@ impl ReduceOp {
     }
 }
 
-/// The most elements one output reduces: under llvmpipe's 65535 loop
-/// iterations per invocation in every mode (the strided workgroup mode
-/// folds 8 per iteration per thread: 2^16 / 2 * 8 * 256).
-pub(crate) const MAX_REDUCED: usize = 1 << 26;
+pub(crate) use crate::graph::primitive::MAX_REDUCED;
 
 /// Reduced elements per output up to which a software adapter folds each
 /// output in one thread (when there are [`THREAD_MODE_OUTPUTS`] outputs);

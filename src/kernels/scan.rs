@@ -66,30 +66,20 @@ fn spec(op: ReduceOp, input: DType, out: DType) -> (Spec, &'static Kernel) {
     ])
 }
 
-/// The output dtype of a scan with `op` of `input`: bool sums and products
-/// count in i32 (NumPy and MLX promote bool), everything else keeps its
-/// dtype.
-pub(crate) fn out_dtype(op: ReduceOp, input: DType) -> DType {
-    match (op, input) {
-        (ReduceOp::Sum | ReduceOp::Prod, DType::Bool) => DType::I32,
-        _ => input,
-    }
-}
-
 /// Every specialisation [`scan`] can ask for.
 #[cfg(test)]
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
     for op in OPS {
         for d in crate::ops::WORD_DTYPES {
-            out.push(spec(op, d, out_dtype(op, d)));
+            out.push(spec(op, d, op.scan_dtype(d)));
         }
     }
     out
 }
 
 /// Encode a scan with `op` of `x` (an array of `shape`) along `axis` into
-/// `out` (dense, `out_dtype`, x's shape). `totals` holds one word per
+/// `out` (dense, `out_dtype`: `ReduceOp::scan_dtype`, x's shape). `totals` holds one word per
 /// block of every row (see [`totals_words`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
@@ -104,7 +94,7 @@ pub(crate) fn scan(
     out_dtype: DType,
     totals: &wgpu::Buffer,
 ) -> Result<Vec<Dispatch>> {
-    let (outer, rows) = super::rows_along(shape, axis);
+    let (outer, rows) = crate::shape::rows_along(shape, axis);
     let len = shape[axis];
     if rows == 0 || len == 0 {
         return Ok(Vec::new());

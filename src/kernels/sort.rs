@@ -4,6 +4,7 @@
 use super::bits::{order_key, store_element};
 use super::elementwise::element_bits;
 use super::{Context, Dispatch, Kernel, Operand, Params, Spec, WORKGROUP};
+use crate::graph::primitive::{SORT_BLOCK as BLOCK, sort_padded};
 use crate::{DType, Result};
 
 /// Every sort; keys, loads and stores generated per dtype.
@@ -14,9 +15,6 @@ pub(crate) static SORT: Kernel = Kernel {
     reads: 1,
     writes: 3,
 };
-
-/// Pairs per workgroup block (wgsl/sort.wgsl `BLOCK`).
-const BLOCK: usize = 1024;
 
 /// Which pass of wgsl/sort.wgsl.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,26 +53,10 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         .collect()
 }
 
-/// Rows of `len` padded to a power of two.
-pub(crate) fn padded(len: usize) -> usize {
-    len.next_power_of_two()
-}
-
-/// Pairs (two words each) of the work buffer [`sort`] needs for `rows`
-/// rows of `len` (at least 1: every pass binds it).
-pub(crate) fn work_pairs(rows: usize, len: usize) -> usize {
-    let p = padded(len);
-    if p <= BLOCK {
-        1
-    } else {
-        rows.saturating_mul(p)
-    }
-}
-
 /// Encode a stable ascending sort of every row of `x` (an array of
 /// `shape`) along `axis` into dense `[rows, len]` outputs `vals` (x's
 /// dtype) and `idx` (u32), rows in row-major order of the other axes.
-/// `work` holds [`work_pairs`] pairs. One dispatch for rows of up to 1024
+/// `work` holds `sort_work_pairs` pairs (`graph::primitive`). One dispatch for rows of up to 1024
 /// elements; for longer rows of padded length `P = 2^p`, `1 + sum over
 /// stages s = 11..=p of (s - 9)` dispatches.
 #[allow(clippy::too_many_arguments)]
@@ -87,12 +69,12 @@ pub(crate) fn sort(
     idx: &wgpu::Buffer,
     work: &wgpu::Buffer,
 ) -> Result<Vec<Dispatch>> {
-    let (outer, rows) = super::rows_along(shape, axis);
+    let (outer, rows) = crate::shape::rows_along(shape, axis);
     let len = shape[axis];
     if rows == 0 || len == 0 {
         return Ok(Vec::new());
     }
-    let big = padded(len);
+    let big = sort_padded(len);
     // At most 2^31: checked when the sort was recorded (ops/sort.rs).
     let total = rows * big;
     let mut p = Params::new("sort");

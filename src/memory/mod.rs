@@ -21,7 +21,9 @@ pub use history::{Holder, MemoryEvent, MemoryEventKind, MemoryTimeline, Origin};
 pub(crate) use history::{json_origin, json_string};
 pub(crate) use pending::{MapRead, Poller, Slot, Source, read_back_async, work_done};
 pub use pool::MemoryStats;
-pub(crate) use pool::{BufferKind, Pool, PooledBuffer, QueueGuard, default_cache_limit};
+pub(crate) use pool::{
+    BufferKind, PAGE, Pool, PooledBuffer, QueueGuard, default_cache_limit, round_size,
+};
 
 use crate::{Error, Result};
 
@@ -216,6 +218,56 @@ pub(crate) fn map_read_with<R>(
         .map(|v| f(&v));
     buffer.unmap();
     data
+}
+
+/// Map the first `size` bytes of a `MAP_WRITE` buffer for writing once the
+/// GPU is done with it (it may still be the source of a copy submitted
+/// earlier), give `f` the mapped memory, and unmap it; waits at most
+/// `timeout`, with no lock of ours held. On any failure the buffer is left
+/// unmapped (a pending map is cancelled), so it can go back to the pool.
+///
+/// # Errors
+/// [`Error::Timeout`]; [`Error::DeviceLost`] as [`poll`];
+/// [`Error::Readback`] when wgpu fails the mapping.
+pub(crate) fn map_write_with<R>(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+    size: u64,
+    timeout: Duration,
+    f: impl FnOnce(wgpu::WriteOnly<'_, [u8]>) -> R,
+) -> Result<R> {
+    let start = Instant::now();
+    let slice = buffer.slice(..size);
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Write, move |r| {
+        let _ = tx.send(r);
+    });
+    let mapped = loop {
+        // The callback runs at a poll once the buffer's earlier uses are
+        // done (or in another thread's poll).
+        if let Ok(r) = rx.try_recv() {
+            break r.map_err(|e| Error::Readback(e.to_string()));
+        }
+        if start.elapsed() >= timeout {
+            break Err(Error::Timeout {
+                what: "an upload buffer's mapping",
+                waited: start.elapsed(),
+            });
+        }
+        if let Err(e) = poll(device, None, WAIT_SLICE) {
+            break Err(e);
+        }
+    };
+    if let Err(e) = mapped {
+        buffer.unmap();
+        return Err(e);
+    }
+    let out = slice
+        .get_mapped_range_mut()
+        .map_err(|e| Error::Readback(e.to_string()))
+        .map(|mut v| f(v.slice(..)));
+    buffer.unmap();
+    out
 }
 
 #[cfg(test)]

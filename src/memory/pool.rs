@@ -93,6 +93,16 @@
 //! the WebGPU spec requires (each dispatch is its own usage scope), so the new
 //! writes cannot overtake the old reads.
 //!
+//! # The application's buffers
+//!
+//! An array over a buffer the application made (`Array::from_wgpu_buffer`)
+//! holds it as a [`PooledBuffer`] of kind [`BufferKind::External`]
+//! ([`Pool::adopt`]): it has no loan slot, is not active memory, and its
+//! drop gives nothing back to the cache; the bytes count in
+//! [`MemoryStats::external`] while an array holds it. Lowering never
+//! writes into it in place of a reader (donation asks
+//! [`PooledBuffer::is_external`]).
+//!
 //! # What the pool knows about each buffer
 //!
 //! Every buffer on loan has a slot in a slab (`State::loans`: its id, size,
@@ -115,6 +125,9 @@ pub(crate) const SMALL_GRANULE: u64 = 256;
 /// The footprint rule: active plus cached memory stays within this many times
 /// the high-water mark of active memory (see the module docs).
 pub(crate) const FOOTPRINT: u64 = 2;
+/// The first id of a wrapped application buffer ([`Pool::adopt`]): far
+/// above any id the pool gives its own buffers, so the two never meet.
+const EXTERNAL_IDS: u64 = 1 << 63;
 /// The smallest default cache limit, in bytes (see [`default_cache_limit`]).
 const MIN_DEFAULT_CACHE_LIMIT: u64 = 256 << 20;
 
@@ -135,9 +148,27 @@ pub(crate) enum BufferKind {
     Storage,
     /// `MAP_READ | COPY_DST`: read-back staging.
     Readback,
+    /// `MAP_WRITE | COPY_SRC`: upload staging that the host writes while
+    /// it is mapped (`transfer::upload_staged`: another library, MPI,
+    /// writes a result straight into it), then copied into a storage
+    /// buffer on the queue.
+    Upload,
+    /// An application's own buffer that an array wraps
+    /// (`Array::from_wgpu_buffer`): never created, cached or reused by the
+    /// pool, and not pool memory. Its bytes count in
+    /// [`MemoryStats::external`] from [`Pool::adopt`] until the last holder
+    /// lets go, and then the pool only drops its handle.
+    External,
 }
 
 impl BufferKind {
+    /// Host-visible staging (read-back or upload): host memory on discrete
+    /// GPUs, which the memory limit does not govern
+    /// (`Device::set_memory_limit`).
+    pub(crate) fn is_staging(self) -> bool {
+        matches!(self, BufferKind::Readback | BufferKind::Upload)
+    }
+
     /// The usage flags of a buffer of this kind; `uniform` (a software
     /// adapter) adds `UNIFORM` to storage buffers. The GEMM tuning's
     /// operands take the same flags.
@@ -147,6 +178,9 @@ impl BufferKind {
             BufferKind::Storage if uniform => U::STORAGE | U::UNIFORM | U::COPY_SRC | U::COPY_DST,
             BufferKind::Storage => U::STORAGE | U::COPY_SRC | U::COPY_DST,
             BufferKind::Readback => U::MAP_READ | U::COPY_DST,
+            BufferKind::Upload => U::MAP_WRITE | U::COPY_SRC,
+            // Made by the application with its own flags.
+            BufferKind::External => U::empty(),
         }
     }
 }
@@ -178,6 +212,14 @@ pub struct MemoryStats {
     pub bytes_allocated: u64,
     /// Bytes ever returned to the driver.
     pub bytes_freed: u64,
+    /// Bytes of the application's own buffers that live arrays wrap
+    /// ([`crate::Array::from_wgpu_buffer`], each wrap counting its whole
+    /// buffer). Not part of `active`, `peak` or `cache`, and never in the
+    /// pool's other counters: the pool neither made these buffers nor
+    /// frees them.
+    pub external: u64,
+    /// Application buffers that live arrays wrap (as `external` counts them).
+    pub external_buffers: u64,
 }
 
 /// A buffer the pool knows of, as [`Pool::buffers`] lists it.
@@ -221,13 +263,20 @@ struct State {
     /// Ids given to driver buffers so far.
     next_id: u64,
     cache_limit: u64,
+    /// Caps the storage buffers on loan, not the read-back staging (see
+    /// `crate::Device::set_memory_limit`).
     memory_limit: u64,
+    /// Bytes of read-back staging buffers on loan (part of `stats.active`).
+    staging: u64,
     /// The most bytes active at once since creation or the last
     /// `clear_cache` (the footprint rule's reference; see the module docs).
     high_water: u64,
     stats: MemoryStats,
     /// The timeline, while history is on.
     recorder: Option<Recorder>,
+    /// Ids given to wrapped application buffers so far (from
+    /// [`EXTERNAL_IDS`], apart from the pool's own).
+    next_external: u64,
 }
 
 impl State {
@@ -291,6 +340,9 @@ impl State {
     /// Put a loan in the slab; its slot.
     fn lend(&mut self, loan: Loan) -> usize {
         self.stats.active += loan.bytes;
+        if loan.kind.is_staging() {
+            self.staging += loan.bytes;
+        }
         self.stats.peak = self.stats.peak.max(self.stats.active);
         self.high_water = self.high_water.max(self.stats.active);
         match self.vacant.pop() {
@@ -349,9 +401,11 @@ impl Pool {
                 next_id: 0,
                 cache_limit,
                 memory_limit: u64::MAX,
+                staging: 0,
                 high_water: 0,
                 stats: MemoryStats::default(),
                 recorder: None,
+                next_external: EXTERNAL_IDS,
             }),
             queue_lock: Mutex::new(()),
         }
@@ -405,18 +459,26 @@ impl Pool {
         }
         st.stats.cache_misses += 1;
         // Make room: the footprint rule and the cache limit first, then the
-        // memory limit (the whole cache if need be), then give up.
+        // memory limit (the whole cache if need be), then give up. The
+        // limit caps storage buffers only: read-back staging is host memory
+        // the limit does not govern (see `Device::set_memory_limit`), so a
+        // result that was computed can always be read.
         let budget = st.cache_budget(n);
         st.trim_cache_to(budget);
-        let limit = st.memory_limit;
-        if st.stats.active + st.stats.cache + n > limit {
-            let keep = limit.saturating_sub(st.stats.active + n);
+        let limit = if kind.is_staging() {
+            u64::MAX
+        } else {
+            st.memory_limit
+        };
+        let storage = st.stats.active - st.staging;
+        if storage.saturating_add(st.stats.cache).saturating_add(n) > limit {
+            let keep = limit.saturating_sub(storage + n);
             st.trim_cache_to(keep);
         }
-        if st.stats.active + n > limit {
+        if storage.saturating_add(n) > limit {
             return Err(Error::OutOfMemory {
                 requested: n,
-                active: st.stats.active,
+                active: storage,
                 limit,
             });
         }
@@ -495,6 +557,9 @@ impl Pool {
         st.vacant.push(slot);
         let (size, kind) = (loan.bytes, loan.kind);
         st.stats.active -= size;
+        if kind.is_staging() {
+            st.staging -= size;
+        }
         let cached = Cached {
             buffer,
             id: loan.id,
@@ -516,6 +581,40 @@ impl Pool {
 
     pub(crate) fn stats(&self) -> MemoryStats {
         lock(&self.state).stats
+    }
+
+    /// Wrap an application's `buffer` (`Array::from_wgpu_buffer`) for the
+    /// arrays that read it. Its bytes count in [`MemoryStats::external`]
+    /// until the last holder drops it; then the pool drops its handle and
+    /// nothing else: the buffer is never cached, never handed to another
+    /// array, and never counted as active memory (the application made it,
+    /// and keeps it as long as it holds its own handle).
+    pub(crate) fn adopt(self: &Arc<Self>, buffer: wgpu::Buffer) -> PooledBuffer {
+        let size = buffer.size();
+        let mut st = lock(&self.state);
+        st.stats.external += size;
+        st.stats.external_buffers += 1;
+        let id = st.next_external;
+        st.next_external += 1;
+        drop(st);
+        PooledBuffer {
+            buffer: Some(buffer),
+            id,
+            size,
+            kind: BufferKind::External,
+            slot: usize::MAX,
+            pool: Arc::clone(self),
+        }
+    }
+
+    /// The last holder of an adopted buffer let go (see [`Pool::adopt`]).
+    fn let_go(&self, buffer: wgpu::Buffer, size: u64) {
+        {
+            let mut st = lock(&self.state);
+            st.stats.external -= size;
+            st.stats.external_buffers -= 1;
+        }
+        drop(buffer);
     }
 
     pub(crate) fn reset_peak(&self) {
@@ -605,6 +704,12 @@ impl PooledBuffer {
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
+
+    /// Whether this is an application's buffer ([`Pool::adopt`]): no op
+    /// may write into it in place of its reader (donation).
+    pub(crate) fn is_external(&self) -> bool {
+        self.kind == BufferKind::External
+    }
 }
 
 impl std::fmt::Debug for PooledBuffer {
@@ -620,7 +725,11 @@ impl std::fmt::Debug for PooledBuffer {
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
         if let Some(buffer) = self.buffer.take() {
-            self.pool.release(buffer, self.slot);
+            if self.kind == BufferKind::External {
+                self.pool.let_go(buffer, self.size);
+            } else {
+                self.pool.release(buffer, self.slot);
+            }
         }
     }
 }

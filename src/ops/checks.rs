@@ -10,7 +10,6 @@
 //! `ops/elementwise.rs`.
 
 use crate::ops::elementwise::{pair, where_};
-use crate::ops::reduce::Axes;
 use crate::scalar::sealed::Arg;
 use crate::{Array, DType, Operand, Result};
 
@@ -37,6 +36,7 @@ impl Array {
     /// None today; `Result` so that every op composes with `?`.
     #[track_caller]
     pub fn nan_to_num(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Array> {
+        super::refuse_blocks("nan_to_num", &[self])?;
         let d = self.dtype();
         if !d.is_float() {
             return Ok(self.clone());
@@ -95,6 +95,7 @@ impl Array {
         )?;
         super::same_device(op, self, &other)?;
         crate::shape::broadcast_shapes(op, self.shape(), other.shape())?;
+        super::refuse_blocks(op, &[self, &other])?;
         if !(rtol >= 0.0 && atol >= 0.0) {
             return Err(crate::Error::InvalidArgument(format!(
                 "{op}: `rtol` and `atol` must be non-negative, got rtol={rtol}, atol={atol}"
@@ -130,7 +131,7 @@ impl Array {
         equal_nan: bool,
     ) -> Result<Array> {
         self.isclose_named("allclose", other, rtol, atol, equal_nan)?
-            .all(Axes::All, false)
+            .all(None, false)
     }
 
     /// Whether `self` and `other` have the same shape and equal elements
@@ -145,6 +146,7 @@ impl Array {
     #[track_caller]
     pub fn array_equal(&self, other: &Array, equal_nan: bool) -> Result<Array> {
         super::same_device("array_equal", self, other)?;
+        super::refuse_blocks("array_equal", &[self, other])?;
         if self.shape() != other.shape() {
             return Array::full(&[], false, DType::Bool, self.device());
         }
@@ -152,7 +154,7 @@ impl Array {
         if equal_nan {
             eq = eq.logical_or(&self.isnan()?.logical_and(&other.isnan()?)?)?;
         }
-        eq.all(Axes::All, false)
+        eq.all(None, false)
     }
 
     /// Round to `decimals` decimal places, half to even (NumPy
@@ -173,6 +175,7 @@ impl Array {
     /// None today; `Result` so that every op composes with `?`.
     #[track_caller]
     pub fn round_decimals(&self, decimals: i32) -> Result<Array> {
+        super::refuse_blocks("round", &[self])?;
         let d = self.dtype();
         if decimals == 0 || d == DType::Bool {
             return self.round();

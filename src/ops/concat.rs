@@ -9,9 +9,9 @@
 //! are read through their own strides (transposed, sliced or broadcast
 //! views are not copied first).
 
+use crate::axis::{Axes, Axis};
 use crate::graph::Primitive;
 use crate::ops::elementwise::promote_types;
-use crate::shape::normalize_axis;
 use crate::{Array, Error, Result};
 
 /// NumPy `concatenate(arrays, axis)`: the arrays joined along `axis`
@@ -37,17 +37,23 @@ use crate::{Array, Error, Result};
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for an empty list or 0-dimensional arrays;
-/// [`Error::InvalidAxis`]; [`Error::DeviceMismatch`]; [`Error::ShapeMismatch`]
-/// when ranks or the other axes differ.
+/// [`Error::InvalidArgument`] for an empty list, 0-dimensional arrays or
+/// a list of several axes; [`Error::InvalidAxis`]; [`Error::DeviceMismatch`];
+/// [`Error::ShapeMismatch`] when ranks or the other axes differ;
+/// [`Error::DType`] for an array of a block format beside one of another
+/// dtype (block formats join only themselves, whole blocks at a time: a
+/// fused projection's weights concatenated along their rows stay
+/// quantized); [`Error::TooLarge`] for a result past the adapter's largest
+/// storage binding.
 #[track_caller]
-pub fn concatenate(arrays: &[&Array], axis: impl Into<Option<isize>>) -> Result<Array> {
+pub fn concatenate(arrays: &[&Array], axis: impl Into<Axes>) -> Result<Array> {
     let Some(first) = arrays.first() else {
         return Err(Error::InvalidArgument(
             "concatenate: `arrays` is empty; it needs at least one array".into(),
         ));
     };
-    let Some(axis) = axis.into() else {
+    let axis = axis.into();
+    if axis == Axes::All {
         // A loop, not a closure: the reshapes record the caller's location.
         let mut flat = Vec::with_capacity(arrays.len());
         for a in arrays {
@@ -55,13 +61,15 @@ pub fn concatenate(arrays: &[&Array], axis: impl Into<Option<isize>>) -> Result<
         }
         let refs: Vec<&Array> = flat.iter().collect();
         return concatenate(&refs, 0);
-    };
+    }
     if first.ndim() == 0 {
         return Err(Error::InvalidArgument(
             "concatenate: `arrays` are 0-dimensional, which have no axis to join".into(),
         ));
     }
-    let axis = normalize_axis("concatenate", axis, first.ndim())?;
+    let axis = axis
+        .one("concatenate", first.ndim())?
+        .expect("Axes::All returned above");
     let mut shape = first.shape().to_vec();
     shape[axis] = 0;
     let mut dtype = first.dtype();
@@ -76,9 +84,21 @@ pub fn concatenate(arrays: &[&Array], axis: impl Into<Option<isize>>) -> Result<
                 rhs: a.shape().to_vec(),
             });
         }
-        shape[axis] += a.shape()[axis];
+        shape[axis] = shape[axis].saturating_add(a.shape()[axis]);
         dtype = promote_types(dtype, a.dtype());
     }
+    // A block format joins only itself (whole rows of blocks, or whole
+    // blocks along the last axis): no cast makes one.
+    if let Some(q) = arrays.iter().find(|a| a.dtype().is_quantized())
+        && let Some(o) = arrays.iter().find(|a| a.dtype() != q.dtype())
+    {
+        return Err(Error::DType {
+            op: "concatenate",
+            dtype: q.dtype(),
+            other: Some(o.dtype()),
+        });
+    }
+    first.device().check_array("concatenate", &shape, dtype)?;
     // A loop, not a closure: the casts record the caller's location.
     let mut inputs = Vec::with_capacity(arrays.len());
     for a in arrays {
@@ -115,19 +135,19 @@ pub fn concatenate(arrays: &[&Array], axis: impl Into<Option<isize>>) -> Result<
 /// # Errors
 /// [`Error::InvalidArgument`] for an empty list; [`Error::DeviceMismatch`];
 /// [`Error::InvalidAxis`]; [`Error::TooLarge`] for a result of more than
-/// [`crate::shape::MAX_DIMS`] dimensions; [`Error::ShapeMismatch`] when the
-/// shapes differ.
+/// [`crate::shape::MAX_DIMS`] dimensions or past the adapter's largest
+/// storage binding; [`Error::ShapeMismatch`] when the shapes differ.
 #[track_caller]
-pub fn stack(arrays: &[&Array], axis: isize) -> Result<Array> {
+pub fn stack(arrays: &[&Array], axis: impl Into<Axis>) -> Result<Array> {
     let Some(first) = arrays.first() else {
         return Err(Error::InvalidArgument(
             "stack: `arrays` is empty; it needs at least one array".into(),
         ));
     };
-    let axis = normalize_axis("stack", axis, first.ndim() + 1)?;
+    let axis = axis.into().resolve("stack", first.ndim() + 1)?;
     let mut shape = first.shape().to_vec();
     shape.insert(axis, arrays.len());
-    crate::shape::check_shape("stack", &shape)?;
+    first.device().check_array("stack", &shape, first.dtype())?;
     for a in arrays {
         super::same_device("stack", first, a)?;
     }

@@ -9,10 +9,10 @@
 //! (so a broadcast constant or a sliced edge is never materialised). The
 //! dispatch count of each op is in its docs and in docs/OPS.md.
 
+use crate::axis::{Axes, Axis};
 use crate::ops::concat::concatenate;
-use crate::ops::reduce::Axes;
 use crate::ops::shape::Slice;
-use crate::shape::{MAX_DIMS, broadcast_shapes, check_shape, normalize_axis};
+use crate::shape::{MAX_DIMS, broadcast_shapes, check_shape};
 use crate::{Array, Error, Result, Scalar};
 
 /// How [`meshgrid`] lays out its outputs (NumPy's `indexing`).
@@ -64,6 +64,7 @@ impl Array {
     /// dtype's range, as [`Array::full`].
     #[track_caller]
     pub fn full_like(&self, value: impl Scalar) -> Result<Array> {
+        super::refuse_blocks("full_like", &[self])?;
         let word = value.value().bits("full_like", self.dtype())?;
         Ok(Array::full_bits(
             self.shape(),
@@ -88,7 +89,13 @@ impl Array {
     /// [`Error::InvalidArgument`] for fewer than 2 dimensions or equal
     /// axes; [`Error::InvalidAxis`].
     #[track_caller]
-    pub fn diagonal(&self, offset: isize, axis1: isize, axis2: isize) -> Result<Array> {
+    pub fn diagonal(
+        &self,
+        offset: isize,
+        axis1: impl Into<Axis>,
+        axis2: impl Into<Axis>,
+    ) -> Result<Array> {
+        let (axis1, axis2) = (axis1.into(), axis2.into());
         if self.ndim() < 2 {
             return Err(Error::InvalidArgument(format!(
                 "diagonal: needs an array of at least 2 dimensions, got shape {:?}",
@@ -96,12 +103,14 @@ impl Array {
             )));
         }
         let (a1, a2) = (
-            normalize_axis("diagonal", axis1, self.ndim())?,
-            normalize_axis("diagonal", axis2, self.ndim())?,
+            axis1.resolve("diagonal", self.ndim())?,
+            axis2.resolve("diagonal", self.ndim())?,
         );
         if a1 == a2 {
             return Err(Error::InvalidArgument(format!(
-                "diagonal: axis1 and axis2 are the same axis ({axis1}, {axis2})"
+                "diagonal: axis1 and axis2 are the same axis ({}, {})",
+                axis1.get(),
+                axis2.get()
             )));
         }
         let (m, n) = (self.shape()[a1], self.shape()[a2]);
@@ -158,7 +167,8 @@ impl Array {
             1 => {
                 let n = self.shape()[0];
                 let side = n.saturating_add(k.unsigned_abs());
-                check_shape("diag", &[side, side])?;
+                self.device()
+                    .check_array("diag", &[side, side], self.dtype())?;
                 let dtype = self.dtype();
                 if n == 0 {
                     return Array::zeros(&[side, side], dtype, self.device());
@@ -199,7 +209,12 @@ impl Array {
     /// # Errors
     /// As [`Array::diagonal`].
     #[track_caller]
-    pub fn trace(&self, offset: isize, axis1: isize, axis2: isize) -> Result<Array> {
+    pub fn trace(
+        &self,
+        offset: isize,
+        axis1: impl Into<Axis>,
+        axis2: impl Into<Axis>,
+    ) -> Result<Array> {
         self.diagonal(offset, axis1, axis2)?
             .sum(Axes::from(-1isize), false)
     }
@@ -230,7 +245,7 @@ impl Array {
             .zip(&r)
             .map(|(s, k)| s.saturating_mul(*k))
             .collect();
-        check_shape("tile", &out)?;
+        self.device().check_array("tile", &out, self.dtype())?;
         let x = self.reshape_to(&shape);
         let tiled_axes = r.iter().filter(|&&k| k != 1).count();
         if tiled_axes == 0 {
@@ -270,19 +285,20 @@ impl Array {
     /// copy dispatch.
     ///
     /// # Errors
-    /// [`Error::InvalidAxis`]; [`Error::TooLarge`] for an element count
-    /// past `usize`. (A negative count, which NumPy refuses at run time,
-    /// cannot be expressed: `repeats` is a `usize`.)
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for a list of
+    /// several axes; [`Error::TooLarge`] for an element count past `usize`.
+    /// (A negative count, which NumPy refuses at run time, cannot be
+    /// expressed: `repeats` is a `usize`.)
     #[track_caller]
-    pub fn repeat(&self, repeats: usize, axis: impl Into<Option<isize>>) -> Result<Array> {
-        let (x, axis) = match axis.into() {
+    pub fn repeat(&self, repeats: usize, axis: impl Into<Axes>) -> Result<Array> {
+        let (x, axis) = match axis.into().one("repeat", self.ndim())? {
             None => (self.ravel(), 0),
-            Some(a) => (self.clone(), normalize_axis("repeat", a, self.ndim())?),
+            Some(a) => (self.clone(), a),
         };
         let s = x.shape();
         let mut out = s.to_vec();
         out[axis] = out[axis].saturating_mul(repeats);
-        check_shape("repeat", &out)?;
+        self.device().check_array("repeat", &out, self.dtype())?;
         if repeats == 1 {
             return Ok(x);
         }
@@ -352,7 +368,7 @@ impl Array {
                     .saturating_add(widths[a].1)
             })
             .collect();
-        check_shape("pad", &out)?;
+        self.device().check_array("pad", &out, self.dtype())?;
         let fill = match mode {
             PadMode::Constant(v) => Some(Array::full(&[], v, self.dtype(), self.device())?),
             PadMode::Edge => None,
@@ -402,12 +418,13 @@ impl Array {
     /// which gives the array itself).
     ///
     /// # Errors
-    /// [`Error::InvalidAxis`].
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for a list of
+    /// several axes.
     #[track_caller]
-    pub fn roll(&self, shift: isize, axis: impl Into<Option<isize>>) -> Result<Array> {
-        let (x, axis) = match axis.into() {
+    pub fn roll(&self, shift: isize, axis: impl Into<Axes>) -> Result<Array> {
+        let (x, axis) = match axis.into().one("roll", self.ndim())? {
             None => (self.ravel(), 0),
-            Some(a) => (self.clone(), normalize_axis("roll", a, self.ndim())?),
+            Some(a) => (self.clone(), a),
         };
         let n = x.shape()[axis];
         if n == 0 {

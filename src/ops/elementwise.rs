@@ -112,6 +112,7 @@ impl Array {
         out: DType,
     ) -> Result<Array> {
         let shape = broadcast_all(name, inputs)?;
+        super::refuse_blocks(name, inputs)?;
         Ok(Array::from_node1(
             inputs[0].device(),
             Primitive::Elementwise(op),
@@ -132,8 +133,9 @@ impl Array {
     /// uint8 is 44); f64 to f32 rounds to nearest even, on the bits (f64 to
     /// f16 or bf16 rounds through f32, so a value a hair off a halfway
     /// point of the 16-bit type can round twice); anything to bool is
-    /// `x != 0`. The same dtype gives the same array. In short: Rust's `as`
-    /// between the host types.
+    /// `x != 0`. The same dtype gives the same array (a view stays a view of
+    /// its parent: [`Array::copy`] makes a buffer of its own). In short:
+    /// Rust's `as` between the host types.
     ///
     /// # Errors
     /// [`crate::Error::MissingFeature`] for f64 on an adapter without
@@ -147,10 +149,30 @@ impl Array {
         Array::elementwise(ElementwiseOp::Cast, "astype", &[self], dtype)
     }
 
+    /// A new array with a buffer of its own holding the same values and
+    /// dtype, densely in row-major order (NumPy `.copy()`, PyTorch
+    /// `.clone()`, candle `.copy()`): always one copy dispatch on eval,
+    /// never a view, so a copy of a view (a row, a slice, a transpose) does
+    /// not keep the view's parent alive. `let row = big.slice(..)?.copy()?`
+    /// and then dropping `big` returns `big`'s memory at once, where a
+    /// view, [`Array::contiguous`] of a dense view and `astype` to the same
+    /// dtype all share `big`'s buffer and keep all of it. (Rust's
+    /// `Array::clone` is another handle to the same array, as candle's
+    /// `Tensor::clone`.) Any dtype; fuses with the elementwise ops around
+    /// it like any of them.
+    ///
+    /// # Errors
+    /// None today; `Result` so that every op composes with `?`.
+    #[track_caller]
+    pub fn copy(&self) -> Result<Array> {
+        Array::elementwise(ElementwiseOp::Copy, "copy", &[self], self.dtype())
+    }
+
     /// The same values laid out densely in row-major order (MLX
     /// `contiguous`). Lazy: at eval, an input that is already dense is shared
-    /// as it is (no kernel); a strided view (transpose, step slice,
-    /// broadcast) is copied by one dispatch.
+    /// as it is (no kernel), so a dense view still holds its parent's
+    /// buffer (use [`Array::copy`] for a buffer of its own); a strided view
+    /// (transpose, step slice, broadcast) is copied by one dispatch.
     ///
     /// # Errors
     /// None today; `Result` so that every op composes with `?`.
@@ -302,14 +324,16 @@ unary_fns! {
     abs => UnaryOp::Abs;
     /// -1, 0 or 1 (NumPy `sign`).
     sign => UnaryOp::Sign;
-    /// `e^x`.
+    /// `e^x`: fdlibm's `expf` (`wgsl/math.wgsl`), within 2 ulp
+    /// (docs/ACCURACY.md has every float function's bound and measured
+    /// error).
     exp => UnaryOp::Exp;
     /// `2^x` (NumPy `exp2`), within 2 ulp of the true value over the whole
     /// f32 range: `x = k + r` with `k` an integer and `|r| <= 1/2`, then
     /// `e^(r ln 2)` (musl's `expf`) scaled by `2^k` exactly; exact at
     /// integers. f16 and bf16 compute in f32 and round once.
     exp2 => UnaryOp::Exp2;
-    /// Natural logarithm.
+    /// Natural logarithm: fdlibm's `logf`, within 2 ulp.
     log => UnaryOp::Log;
     /// `log(1 + x)`, within 2 ulp of the true value over the whole f32
     /// range (musl's `log1pf`, after Sun's fdlibm): -inf at -1, NaN below,
@@ -319,36 +343,42 @@ unary_fns! {
     /// (musl's `expm1f`, after Sun's fdlibm): -1 below -27 ln 2, inf past
     /// ln(f32::MAX), x itself for |x| < 2^-25.
     expm1 => UnaryOp::Expm1;
-    /// Square root.
+    /// Square root, within 1 ulp.
     sqrt => UnaryOp::Sqrt;
-    /// `1 / sqrt(x)` (MLX `rsqrt`).
+    /// `1 / sqrt(x)` (MLX `rsqrt`): WGSL's `inverseSqrt`, within 2 ulp.
     rsqrt => UnaryOp::Rsqrt;
     /// `x * x`.
     square => UnaryOp::Square;
-    /// `1 / x`.
+    /// `1 / x`, within 1 ulp.
     reciprocal => UnaryOp::Reciprocal;
-    /// Sine (radians).
+    /// Sine (radians), within 2 ulp for every finite f32: an exact
+    /// reduction by pi/2 (Payne-Hanek) and fdlibm's `__kernel_sinf`.
     sin => UnaryOp::Sin;
-    /// Cosine (radians).
+    /// Cosine (radians), within 2 ulp for every finite f32, as `sin`.
     cos => UnaryOp::Cos;
-    /// Hyperbolic tangent.
+    /// Hyperbolic tangent, within 1.5 ulp: an odd polynomial below
+    /// log(3)/2, musl's `1 - 2 / (e^(2|x|) + 1)` beyond.
     tanh => UnaryOp::Tanh;
-    /// `1 / (1 + e^-x)`.
+    /// `1 / (1 + e^-x)`, within 2 ulp.
     sigmoid => UnaryOp::Sigmoid;
     /// `max(x, 0)`.
     relu => UnaryOp::Relu;
-    /// GELU, exact erf form: `x/2 * (1 + erf(x/sqrt 2))` (Hendrycks & Gimpel 2016).
+    /// GELU, exact erf form: `x/2 * (1 + erf(x/sqrt 2))` (Hendrycks & Gimpel
+    /// 2016), within 5 ulp for x >= -12 (computed as `x erfc(-x / sqrt 2) /
+    /// 2` below 0).
     gelu => UnaryOp::Gelu;
-    /// GELU, tanh approximation: `x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (MLX `gelu_approx`).
+    /// GELU, tanh approximation: `x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715
+    /// x^3)))` (MLX `gelu_approx`), within 16 ulp for x >= -3 (computed as
+    /// `x sigmoid(2 z)`).
     gelu_approx => UnaryOp::GeluTanh;
-    /// SiLU (swish): `x * sigmoid(x)`.
+    /// SiLU (swish): `x * sigmoid(x)`, within 3.5 ulp for x >= -87.
     silu => UnaryOp::Silu;
     /// `log(1 + e^x)` (PyTorch `softplus` with beta 1 and no threshold,
     /// MLX `nn.softplus`, JAX `nn.softplus`), computed as
-    /// `max(x, 0) + log1p(e^-|x|)`: no overflow for large `x`, and `e^x`
-    /// to within a few ulp for very negative `x`. Float out.
+    /// `max(x, 0) + log1p(e^-|x|)`: no overflow for large `x`, within 2
+    /// ulp. Float out.
     softplus => UnaryOp::Softplus;
-    /// The error function (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7).
+    /// The error function: musl's `erff` (after fdlibm), within 2 ulp.
     erf => UnaryOp::Erf;
     /// Largest integer not above x.
     floor => UnaryOp::Floor;
@@ -362,42 +392,44 @@ unary_fns! {
     /// `bitwise_invert`); integers and bool (where it is `logical_not`).
     bitwise_invert => UnaryOp::BitwiseInvert;
     /// Base-2 logarithm (NumPy `log2`): musl's `log2f` (after fdlibm),
-    /// within 1 ulp; -inf at 0, NaN below.
+    /// within 2 ulp; -inf at 0, NaN below.
     log2 => UnaryOp::Log2;
-    /// Base-10 logarithm (NumPy `log10`): musl's `log10f`, within 1 ulp.
+    /// Base-10 logarithm (NumPy `log10`): musl's `log10f`, within 2 ulp.
     log10 => UnaryOp::Log10;
     /// Tangent (radians; NumPy `tan`), within 2 ulp for every finite f32:
     /// an exact reduction by pi/2 (Payne-Hanek) and fdlibm's `__kernel_tan`.
     tan => UnaryOp::Tan;
-    /// Hyperbolic sine (NumPy `sinh`; musl's `sinhf`), within 2 ulp.
+    /// Hyperbolic sine (NumPy `sinh`; musl's `sinhf`), within 3 ulp.
     sinh => UnaryOp::Sinh;
-    /// Hyperbolic cosine (NumPy `cosh`; musl's `coshf`), within 2 ulp.
+    /// Hyperbolic cosine (NumPy `cosh`; musl's `coshf`), within 3 ulp.
     cosh => UnaryOp::Cosh;
     /// Inverse sine in [-pi/2, pi/2], NaN outside [-1, 1] (NumPy `arcsin`;
-    /// musl's `asinf`, float only), within 1 ulp.
+    /// musl's `asinf`, float only), within 2 ulp.
     arcsin => UnaryOp::Arcsin;
     /// Inverse cosine in [0, pi], NaN outside [-1, 1] (NumPy `arccos`;
-    /// musl's `acosf`), within 1 ulp.
+    /// musl's `acosf`), within 2 ulp.
     arccos => UnaryOp::Arccos;
     /// Inverse tangent in [-pi/2, pi/2] (NumPy `arctan`; musl's `atanf`),
-    /// within 1 ulp.
+    /// within 2 ulp.
     arctan => UnaryOp::Arctan;
-    /// Inverse hyperbolic sine (NumPy `arcsinh`; musl's `asinhf`), within 2 ulp.
+    /// Inverse hyperbolic sine (NumPy `arcsinh`; musl's `asinhf`), within 3 ulp.
     arcsinh => UnaryOp::Arcsinh;
     /// Inverse hyperbolic cosine, NaN below 1 (NumPy `arccosh`; musl's
-    /// `acoshf`), within 2 ulp.
+    /// `acoshf`), within 3 ulp.
     arccosh => UnaryOp::Arccosh;
     /// Inverse hyperbolic tangent, +-inf at +-1, NaN beyond (NumPy
-    /// `arctanh`; musl's `atanhf`), within 2 ulp.
+    /// `arctanh`; musl's `atanhf`), within 3 ulp.
     arctanh => UnaryOp::Arctanh;
     /// Inverse error function on [-1, 1], +-inf at +-1, NaN beyond (SciPy
     /// `erfinv`, MLX `erfinv`): Giles, "Approximating the erfinv function"
     /// (GPU Computing Gems, 2011), single precision, within 4 ulp.
     erfinv => UnaryOp::Erfinv;
     /// Radians to degrees, `x * (180 / pi)` with the constant correctly
-    /// rounded to f32 (NumPy `degrees`).
+    /// rounded to f32 (NumPy `degrees`): one rounding, within 0.5 ulp of
+    /// that product.
     degrees => UnaryOp::Degrees;
-    /// Degrees to radians, `x * (pi / 180)` (NumPy `radians`).
+    /// Degrees to radians, `x * (pi / 180)` (NumPy `radians`), as
+    /// [`Array::degrees`]: within 0.5 ulp of that product.
     radians => UnaryOp::Radians;
 }
 
@@ -441,7 +473,9 @@ binary_fns! {
     floor_divide => BinaryOp::FloorDiv;
     /// Floored remainder, with the divisor's sign (NumPy `remainder`).
     remainder => BinaryOp::Remainder;
-    /// `self ** other` (NumPy `power`; negative bases take integral exponents).
+    /// `self ** other` (NumPy `power`; negative bases take integral
+    /// exponents): within 2 ulp for exponents in [-64, 64], exact for
+    /// small integer exponents and 0.5 when the result is representable.
     power => BinaryOp::Pow;
     /// Elementwise maximum; NaN propagates (NumPy `maximum`).
     maximum => BinaryOp::Maximum;
@@ -564,12 +598,15 @@ macro_rules! operator {
                 self.binary(rhs, $op)
             }
         }
-        // On the left only f64, i32 and bool, as candle's f64: with one
-        // float and one integer type there, an unsuffixed literal (`2.0 *
-        // &a`, `1 - &a`) is unambiguous and `(2.0 * &a)?` compiles; a
-        // second float type would leave `2.0` unresolved where `?` needs
-        // the result's type. Every scalar type works on the right.
-        scalar_lhs_operator!($trait, $method, $op; f64, i32, bool);
+        // On the left f64, i32 and bool (as candle's f64), and f16 and
+        // bf16, which no literal can be: with one float and one integer
+        // type that literals can be, an unsuffixed literal (`2.0 * &a`,
+        // `1 - &a`) is unambiguous and `(2.0 * &a)?.exp()` compiles; a
+        // second one (f32, i64, u32, ...) would leave `2.0` unresolved
+        // where a method after `?` needs the result's type ("type
+        // annotations needed"; tests/scalars.rs checks these forms). Every
+        // scalar type works on the right. See `crate::Scalar`.
+        scalar_lhs_operator!($trait, $method, $op; f64, i32, bool, half::f16, half::bf16);
     };
 }
 
@@ -646,11 +683,16 @@ impl Array {
     /// give `on_integers` everywhere, as a lazy constant (no kernel).
     #[track_caller]
     fn float_predicate(&self, op: UnaryOp, on_integers: bool) -> Result<Array> {
+        super::refuse_blocks(op.name(), &[self])?;
         if !self.dtype().is_float() {
             return Array::full(self.shape(), on_integers, DType::Bool, self.device());
         }
         Array::elementwise(ElementwiseOp::Unary(op), op.name(), &[self], DType::Bool)
     }
+
+    // The five float predicates below look alike because each is one call
+    // of `float_predicate`: public methods with docs of their own, not
+    // repeated logic.
 
     /// Whether each element is NaN, as bool (NumPy `isnan`), tested on the
     /// bits (drivers may assume no NaN in float comparisons). Any dtype:
@@ -725,8 +767,11 @@ impl Array {
     /// `logaddexp`): equal arguments give `self + ln 2` (so two infinities
     /// of one sign stay infinite), otherwise `max + log1p(e^-|self -
     /// other|)` with musl's `expf` and `log1pf` (NumPy's
-    /// `npy_logaddexpf`); NaN propagates. Shapes broadcast; integers and
-    /// bool compute in f32, f16 and bf16 in f32 and round once.
+    /// `npy_logaddexpf`); NaN propagates. Within 8 ulp when the larger
+    /// operand is at least 0; with both negative, the error is a few ulp
+    /// of the larger magnitude and has no bound in ulp of a result near 0
+    /// (docs/ACCURACY.md). Shapes broadcast; integers and bool compute in
+    /// f32, f16 and bf16 in f32 and round once.
     ///
     /// `other` is an array or a weak scalar ([`crate::Operand`]).
     ///
@@ -775,6 +820,7 @@ impl Array {
             self.device(),
         )?;
         let shape = broadcast_all("divmod", &[&a, &b])?.into_owned();
+        super::refuse_blocks("divmod", &[&a, &b])?;
         let t = promote_types(a.dtype(), b.dtype());
         let (a, b) = (a.astype(t)?, b.astype(t)?);
         let mut v = Array::from_node(

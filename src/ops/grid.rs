@@ -9,10 +9,11 @@
 //! plus a `take` for `take_along_axis`). No new WGSL.
 
 use super::same_device;
+use crate::axis::Axes;
 use crate::ops::elementwise::where_;
 use crate::scalar::Operand;
 use crate::scalar::sealed::Arg;
-use crate::shape::{broadcast_shapes, check_shape, contiguous_strides, normalize_axis};
+use crate::shape::{broadcast_shapes, check_shape, contiguous_strides};
 use crate::transfer::device_bytes;
 use crate::{Array, DType, Device, Error, Result};
 
@@ -95,7 +96,7 @@ impl Array {
         device: &Device,
     ) -> Result<Array> {
         let m = m.unwrap_or(n);
-        check_shape("eye", &[n, m])?;
+        device.check_array("eye", &[n, m], dtype)?;
         let (rows, cols) = diagonal_grids("eye", n, m, k, device)?;
         cols.equal(&rows)?.astype(dtype)
     }
@@ -222,7 +223,7 @@ impl Array {
     pub fn one_hot(indices: &Array, num_classes: usize, dtype: DType) -> Result<Array> {
         let mut shape = indices.shape().to_vec();
         shape.push(num_classes);
-        check_shape("one_hot", &shape)?;
+        indices.device().check_array("one_hot", &shape, dtype)?;
         if !matches!(indices.dtype(), DType::I32 | DType::U32) {
             return Err(Error::DType {
                 op: "one_hot",
@@ -250,6 +251,7 @@ impl Array {
     /// u32) has this array's number of dimensions, and the two shapes
     /// broadcast except along `axis`; the result has the broadcast shape
     /// with `indices`' length along `axis`, and this array's dtype.
+    /// [`Array::put_along_axis`] writes through the same broadcast.
     /// `axis = None` reads the flattened array with 1-D indices. A negative
     /// index counts from the end; out-of-range ones are clamped (NumPy
     /// `mode="clip"`, as [`Array::take`]: a kernel cannot raise).
@@ -263,24 +265,24 @@ impl Array {
     /// # let device = Device::new_default()?;
     /// let x = Array::from_slice(&[10i32, 30, 20, 5, 4, 6], &[2, 3], &device)?;
     /// let i = Array::from_slice(&[2i32, 0, -1, 1], &[2, 2], &device)?;
-    /// assert_eq!(x.take_along_axis(&i, Some(1))?.to_vec::<i32>()?, vec![20, 10, 6, 4]);
+    /// assert_eq!(x.take_along_axis(&i, 1)?.to_vec::<i32>()?, vec![20, 10, 6, 4]);
     /// # Ok::<(), wgarray::Error>(())
     /// ```
     ///
     /// # Errors
     /// Each naming `take_along_axis`, in the house order:
     /// [`Error::DeviceMismatch`]; [`Error::InvalidAxis`];
-    /// [`Error::InvalidArgument`] when `indices` has another number of
-    /// dimensions (not 1 for `axis = None`) or the axis is empty while
-    /// `indices` is not; [`Error::ShapeMismatch`] when the other axes do not
+    /// [`Error::InvalidArgument`] for a list of several axes, when
+    /// `indices` has another number of dimensions (not 1 for `axis = None`)
+    /// or the axis is empty while `indices` is not; [`Error::ShapeMismatch`] when the other axes do not
     /// broadcast; then [`Error::DType`] for non-integer indices.
     #[track_caller]
-    pub fn take_along_axis(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
+    pub fn take_along_axis(&self, indices: &Array, axis: impl Into<Axes>) -> Result<Array> {
         const OP: &str = "take_along_axis";
         same_device(OP, self, indices)?;
-        let (x, axis) = match axis {
+        let (x, axis) = match axis.into().one(OP, self.ndim())? {
             None => (self.ravel(), 0),
-            Some(a) => (self.clone(), normalize_axis(OP, a, self.ndim())?),
+            Some(a) => (self.clone(), a),
         };
         if indices.ndim() != x.ndim() {
             return Err(Error::InvalidArgument(format!(
@@ -293,6 +295,7 @@ impl Array {
         let mut along = x.shape().to_vec();
         along[axis] = indices.shape()[axis];
         let shape = broadcast_shapes(OP, &along, indices.shape())?;
+        self.device().check_array(OP, &shape, self.dtype())?;
         if len == 0 && shape.iter().product::<usize>() > 0 {
             return Err(Error::InvalidArgument(format!(
                 "{OP}: indices into an empty axis {axis}"
@@ -330,7 +333,7 @@ impl Array {
             let p = positions(OP, shape[d], 0.0, step, DType::U32, d, nd, x.device())?;
             flat = flat.add(&p)?;
         }
-        x.ravel().take(&flat, Some(0))
+        x.ravel().take(&flat, 0)
     }
 
     /// Values limited to `[min, max]`: `minimum(maximum(x, min), max)`

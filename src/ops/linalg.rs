@@ -177,6 +177,7 @@ impl Array {
         check_shape(op, &out)?;
 
         let t = promote_types(self.dtype(), other.dtype());
+        self.device().check_array(op, &out, t)?;
         let order_a: Vec<isize> = free_a.iter().chain(&ca).map(|&x| x as isize).collect();
         // b as [n, k]: its free axes first, then the contracted ones.
         let order_b: Vec<isize> = free_b.iter().chain(&cb).map(|&x| x as isize).collect();

@@ -1,6 +1,6 @@
 //! Matrix multiplication with NumPy semantics, and `addmm`.
 //!
-//! Both run the tiled GEMM of `wgsl/gemm.wgsl` (see `src/kernels/matmul.rs`
+//! Both run the tiled GEMM of `wgsl/gemm.wgsl` (see `src/kernels/gemm/`
 //! for how a tile and the operand load modes are chosen): each thread keeps
 //! a register block of the output, reads A and B through their strides (vec4
 //! loads where the layout is aligned), accumulates in f32, and applies
@@ -85,6 +85,8 @@ fn plan(op: &'static str, x: &Array, y: &Array) -> Result<Plan> {
 /// features (f16 needs `SHADER_F16`; an f64 array exists only where the
 /// device has f64).
 fn check_dtypes(op: &'static str, operands: &[&Array]) -> Result<()> {
+    // Block formats: quantized_matmul.
+    super::refuse_blocks(op, operands)?;
     let first = operands[0].dtype();
     for a in operands {
         if a.dtype() == DType::Bool {
@@ -276,12 +278,16 @@ impl Array {
     /// or batch dimensions do not broadcast; dtypes: [`Error::DType`] for
     /// bool, mixed float dtypes or a float with an integer; features:
     /// [`Error::MissingFeature`] for f16 without `SHADER_F16`. So an empty
-    /// f32 @ f16 is a dtype error on every backend.
+    /// f32 @ f16 is a dtype error on every backend. Last, [`Error::TooLarge`]
+    /// when the result passes the adapter's largest storage binding.
     #[track_caller]
     pub fn matmul(&self, other: &Array) -> Result<Array> {
         let p = plan("matmul", self, other)?;
         check_dtypes("matmul", &[self, other])?;
-        if let Some(acc) = exact_dtype(self.dtype(), other.dtype()) {
+        let exact = exact_dtype(self.dtype(), other.dtype());
+        let out_dtype = exact.unwrap_or(self.dtype());
+        self.device().check_array("matmul", &p.out, out_dtype)?;
+        if let Some(acc) = exact {
             return exact_matmul(p, acc);
         }
         Ok(record(
@@ -354,6 +360,7 @@ impl Array {
             });
         }
         check_dtypes("addmm", &[a, b, self])?;
+        self.device().check_array("addmm", &p.out, a.dtype())?;
         let (alpha, beta) = (alpha.value().to_f64() as f32, beta.value().to_f64() as f32);
         let c = self.reshape_to(&c_shape);
         Ok(record(p, Primitive::Matmul { alpha, beta }, Some(c)))
@@ -410,18 +417,11 @@ mod tests {
             let b_dense = Array::from_slice(&y, &[k, n], &device).unwrap();
             // Column-major views of A and B, at offset 4 (vec4-aligned) and
             // at offset 4 of a buffer read with odd strides (scalar).
-            let a_cm = at
-                .slice(&[(4..).into()])
-                .unwrap()
-                .reshape(&[k, m])
-                .unwrap()
-                .transpose();
-            let b_cm = bt
-                .slice(&[(4..).into()])
-                .unwrap()
-                .reshape(&[n, k])
-                .unwrap()
-                .transpose();
+            let col_major = |t: &Array, shape: [usize; 2]| {
+                let view = t.slice(&[(4..).into()]).unwrap();
+                view.reshape(&shape).unwrap().transpose()
+            };
+            let (a_cm, b_cm) = (col_major(&at, [k, m]), col_major(&bt, [n, k]));
             for (a, b) in [(&a_cm, &b_cm), (&a_cm, &b_dense), (&a_dense, &b_cm)] {
                 let got = a.matmul(b).unwrap().to_vec::<f32>().unwrap();
                 assert_eq!(got.len(), m * n);

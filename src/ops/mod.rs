@@ -10,6 +10,7 @@ pub mod grid;
 pub mod linalg;
 pub mod matmul;
 pub mod nn;
+pub mod quant;
 pub mod reduce;
 pub mod scan;
 pub mod scatter;
@@ -20,10 +21,11 @@ pub mod writes;
 
 use crate::{Array, DType, Error, Result};
 
-/// [`Error::DeviceMismatch`] naming `op` unless `a` and `b` live on one device.
+/// [`Error::DeviceMismatch`] naming `op` and both devices unless `a` and
+/// `b` live on one device.
 pub(crate) fn same_device(op: &'static str, a: &Array, b: &Array) -> Result<()> {
     if a.device() != b.device() {
-        return Err(Error::DeviceMismatch { op });
+        return Err(Error::device_mismatch(op, a.device(), b.device()));
     }
     Ok(())
 }
@@ -40,11 +42,30 @@ pub(crate) const WORD_DTYPES: [DType; 6] = [
     DType::Bool,
 ];
 
+/// [`Error::OpDType`] naming `op` for the first of `arrays` of a block
+/// format (`DType::is_quantized`): for the ops that take element dtypes
+/// only (most of them; see [`crate::ops::quant`]).
+pub(crate) fn refuse_blocks(op: &'static str, arrays: &[&Array]) -> Result<()> {
+    match arrays.iter().find(|a| a.dtype().is_quantized()) {
+        Some(a) => Err(Error::OpDType {
+            op,
+            dtype: a.dtype(),
+            takes: crate::graph::eval::TAKES_ELEMENTS,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// [`Error::OpDType`] naming `op` for f64: the kernels that move single
 /// elements with 32-bit order keys and stores (kernels/bits.rs: sort)
 /// take every dtype of at most 32 bits, the packed ones included.
 pub(crate) fn check_32bit_dtype(op: &'static str, dtype: DType) -> Result<()> {
     match dtype {
+        d if d.is_quantized() => Err(Error::OpDType {
+            op,
+            dtype,
+            takes: crate::graph::eval::TAKES_ELEMENTS,
+        }),
         DType::F64 => Err(Error::OpDType {
             op,
             dtype,

@@ -29,7 +29,7 @@ impl Array {
         }
     }
 
-    /// Softmax over `axes` (one axis, several, or [`Axes::All`]:
+    /// Softmax over `axes` (one axis, several, or `None`:
     /// `x.softmax(-1)`, `x.softmax([0, 2])`): `exp(x - m) / s` with
     /// `m = max(x)` and `s = sum(exp(x - m))` over them (PyTorch/MLX
     /// `softmax`), in two dispatches:
@@ -55,7 +55,7 @@ impl Array {
     }
 
     /// `(x - m) - log(s)` over `axes` (one axis, several, or
-    /// [`Axes::All`]), `m` and `s` as in [`Array::softmax`] (PyTorch/MLX
+    /// `None`), `m` and `s` as in [`Array::softmax`] (PyTorch/MLX
     /// `log_softmax`), in two dispatches.
     /// The log is `log1p(s - 1)` (`s` is at least 1, and `s - 1` is exact
     /// in f32), which is within 2 ulp where WGSL's `log` may be 3 ulp off:

@@ -12,98 +12,9 @@
 
 use crate::graph::Primitive;
 use crate::graph::primitive::ReduceOp;
-use crate::shape::normalize_axis;
 use crate::{Array, DType, Result};
 
-/// Which axes a reduction folds: every axis, or these (negative counts from
-/// the end). An axis converts from `isize`, `i32` or `usize`, and so do
-/// arrays, slices and `Vec`s of them: `0`, `-1`, `[0, 2]`, `&[1][..]`,
-/// `vec![0usize, 1]` and `Axes::All` all work.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Axes {
-    /// Every axis (NumPy `axis=None`).
-    All,
-    /// These axes; an empty list reduces nothing.
-    These(Vec<isize>),
-}
-
-/// An axis given as any of the integer types [`Axes`] takes, as `isize`
-/// (a `usize` past `isize::MAX` becomes `isize::MAX`, which no array has,
-/// so it is refused as [`crate::Error::InvalidAxis`]).
-trait AxisInt: Copy {
-    fn axis(self) -> isize;
-}
-
-impl AxisInt for isize {
-    fn axis(self) -> isize {
-        self
-    }
-}
-
-impl AxisInt for i32 {
-    fn axis(self) -> isize {
-        self as isize
-    }
-}
-
-impl AxisInt for usize {
-    fn axis(self) -> isize {
-        isize::try_from(self).unwrap_or(isize::MAX)
-    }
-}
-
-macro_rules! axes_from {
-    ($($t:ty),*) => {$(
-        impl From<$t> for Axes {
-            fn from(a: $t) -> Axes {
-                Axes::These(vec![a.axis()])
-            }
-        }
-        impl<const N: usize> From<[$t; N]> for Axes {
-            fn from(a: [$t; N]) -> Axes {
-                Axes::These(a.iter().map(|x| x.axis()).collect())
-            }
-        }
-        impl From<&[$t]> for Axes {
-            fn from(a: &[$t]) -> Axes {
-                Axes::These(a.iter().map(|x| x.axis()).collect())
-            }
-        }
-        impl<const N: usize> From<&[$t; N]> for Axes {
-            fn from(a: &[$t; N]) -> Axes {
-                Axes::These(a.iter().map(|x| x.axis()).collect())
-            }
-        }
-        impl From<Vec<$t>> for Axes {
-            fn from(a: Vec<$t>) -> Axes {
-                Axes::These(a.iter().map(|x| x.axis()).collect())
-            }
-        }
-        impl From<&Vec<$t>> for Axes {
-            fn from(a: &Vec<$t>) -> Axes {
-                Axes::These(a.iter().map(|x| x.axis()).collect())
-            }
-        }
-    )*};
-}
-
-axes_from!(isize, i32, usize);
-
-impl Axes {
-    /// Sorted, distinct, non-negative axes of an `ndim`-dimensional array.
-    pub(crate) fn resolve(&self, op: &'static str, ndim: usize) -> Result<Vec<usize>> {
-        let mut v: Vec<usize> = match self {
-            Axes::All => (0..ndim).collect(),
-            Axes::These(a) => a
-                .iter()
-                .map(|&x| normalize_axis(op, x, ndim))
-                .collect::<Result<_>>()?,
-        };
-        v.sort_unstable();
-        v.dedup();
-        Ok(v)
-    }
-}
+pub use crate::axis::Axes;
 
 /// `ddof` as the kernel's parameter word. No axis holds `u32::MAX`
 /// elements (arrays are at most the largest storage binding), so a larger
@@ -143,12 +54,12 @@ impl Array {
         // The kernel's limit on the elements folded into one output,
         // checked at the call so that the error names the caller's op.
         let reduced: usize = axes.iter().map(|&a| self.shape()[a]).product();
-        if self.size() > 0 && reduced > crate::kernels::reduce::MAX_REDUCED {
+        if self.size() > 0 && reduced > crate::graph::primitive::MAX_REDUCED {
             return Err(crate::Error::TooLarge {
                 op: name,
                 limit: crate::Limit::ReducedElements,
                 value: reduced as u64,
-                max: crate::kernels::reduce::MAX_REDUCED as u64,
+                max: crate::graph::primitive::MAX_REDUCED as u64,
             });
         }
         let input = match (op, self.dtype()) {
@@ -159,6 +70,9 @@ impl Array {
             .filter(|a| !axes.contains(a))
             .map(|a| self.shape()[a])
             .collect();
+        for d in op.out_dtypes(input.dtype()) {
+            self.device().check_array(name, &kept, d)?;
+        }
         let outs = Array::from_node(
             self.device(),
             Primitive::Reduce {
@@ -218,8 +132,9 @@ macro_rules! reductions {
             $(
                 $(#[$doc])*
                 ///
-                /// `axes`: [`Axes::All`], an axis, or a list (negative counts
-                /// from the end). `keepdims` keeps reduced axes with length 1.
+                /// `axes`: `None` (every axis), an axis, or a list (negative
+                /// counts from the end; see [`crate::axis`]). `keepdims`
+                /// keeps reduced axes with length 1.
                 ///
                 /// # Errors
                 /// [`crate::Error::InvalidAxis`]; for max and min,
@@ -301,13 +216,14 @@ impl Array {
     /// `None` (NumPy `argmax`), as u32. NaN counts as the maximum.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`]; [`crate::Error::EmptyReduction`] when
+    /// [`crate::Error::InvalidAxis`]; [`crate::Error::InvalidArgument`] for
+    /// a list of several axes; [`crate::Error::EmptyReduction`] when
     /// the axis (or, for `None`, the array) is empty;
     /// [`crate::Error::TooLarge`] ([`crate::Limit::ReducedElements`]) past
     /// 2^26 elements per output.
     #[track_caller]
-    pub fn argmax(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
-        self.arg(ReduceOp::ArgMax, axis, keepdims)
+    pub fn argmax(&self, axis: impl Into<Axes>, keepdims: bool) -> Result<Array> {
+        self.arg(ReduceOp::ArgMax, axis.into(), keepdims)
     }
 
     /// Index of the first minimum (NumPy `argmin`), as u32; see [`Array::argmax`].
@@ -315,15 +231,16 @@ impl Array {
     /// # Errors
     /// As [`Array::argmax`].
     #[track_caller]
-    pub fn argmin(&self, axis: Option<isize>, keepdims: bool) -> Result<Array> {
-        self.arg(ReduceOp::ArgMin, axis, keepdims)
+    pub fn argmin(&self, axis: impl Into<Axes>, keepdims: bool) -> Result<Array> {
+        self.arg(ReduceOp::ArgMin, axis.into(), keepdims)
     }
 
     #[track_caller]
-    fn arg(&self, op: ReduceOp, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+    fn arg(&self, op: ReduceOp, axis: Axes, keepdims: bool) -> Result<Array> {
         let name = op.name();
+        let axis = axis.one(name, self.ndim())?;
         let axes = match axis {
-            Some(a) => vec![normalize_axis(name, a, self.ndim())?],
+            Some(a) => vec![a],
             None => (0..self.ndim()).collect(),
         };
         if self.size() == 0 && (axis.is_none() || self.shape()[axes[0]] == 0) {

@@ -30,11 +30,10 @@
 //! add in a tree order, not NumPy's left-to-right one: results agree to
 //! f32 rounding, not bit for bit.
 
+use crate::axis::Axes;
 use crate::graph::Primitive;
 use crate::graph::primitive::ReduceOp;
-use crate::kernels::scan::out_dtype;
 use crate::ops::check_word_dtype;
-use crate::shape::normalize_axis;
 use crate::{Array, Result};
 
 impl Array {
@@ -45,17 +44,18 @@ impl Array {
         &self,
         name: &'static str,
         op: ReduceOp,
-        axis: Option<isize>,
+        axis: Axes,
         reverse: bool,
         inclusive: bool,
     ) -> Result<Array> {
-        let (x, axis) = match axis {
+        let (x, axis) = match axis.one(name, self.ndim())? {
             None => (self.ravel(), 0),
-            Some(a) => (self.clone(), normalize_axis(name, a, self.ndim())?),
+            Some(a) => (self.clone(), a),
         };
         check_word_dtype(name, x.dtype())?;
-        let dtype = out_dtype(op, x.dtype());
+        let dtype = op.scan_dtype(x.dtype());
         let shape = x.shape().to_vec();
+        self.device().check_array(name, &shape, dtype)?;
         Ok(Array::from_node(
             self.device(),
             Primitive::Scan {
@@ -80,28 +80,30 @@ impl Array {
     /// # use wgarray::{Array, Device};
     /// # let device = Device::new_default()?;
     /// let x = Array::from_slice(&[1i32, 2, 3, 4], &[4], &device)?;
-    /// assert_eq!(x.cumsum(Some(0), false, true)?.to_vec::<i32>()?, vec![1, 3, 6, 10]);
-    /// assert_eq!(x.cumsum(Some(0), true, false)?.to_vec::<i32>()?, vec![9, 7, 4, 0]);
+    /// assert_eq!(x.cumsum(0, false, true)?.to_vec::<i32>()?, vec![1, 3, 6, 10]);
+    /// assert_eq!(x.cumsum(0, true, false)?.to_vec::<i32>()?, vec![9, 7, 4, 0]);
     /// # Ok::<(), wgarray::Error>(())
     /// ```
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`], then [`crate::Error::OpDType`] for
-    /// i8, u8, i16, u16 and f64, naming the op.
+    /// [`crate::Error::InvalidAxis`] and [`crate::Error::InvalidArgument`]
+    /// for a list of several axes, then [`crate::Error::OpDType`] for i8,
+    /// u8, i16, u16 and f64, naming the op.
     #[track_caller]
-    pub fn cumsum(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
-        self.scan("cumsum", ReduceOp::Sum, axis, reverse, inclusive)
+    pub fn cumsum(&self, axis: impl Into<Axes>, reverse: bool, inclusive: bool) -> Result<Array> {
+        self.scan("cumsum", ReduceOp::Sum, axis.into(), reverse, inclusive)
     }
 
     /// Cumulative product along `axis` (NumPy `cumprod`, MLX `cumprod`),
     /// as [`Array::cumsum`].
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`], then [`crate::Error::OpDType`] for
-    /// i8, u8, i16, u16 and f64, naming the op.
+    /// [`crate::Error::InvalidAxis`] and [`crate::Error::InvalidArgument`]
+    /// for a list of several axes, then [`crate::Error::OpDType`] for i8,
+    /// u8, i16, u16 and f64, naming the op.
     #[track_caller]
-    pub fn cumprod(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
-        self.scan("cumprod", ReduceOp::Prod, axis, reverse, inclusive)
+    pub fn cumprod(&self, axis: impl Into<Axes>, reverse: bool, inclusive: bool) -> Result<Array> {
+        self.scan("cumprod", ReduceOp::Prod, axis.into(), reverse, inclusive)
     }
 
     /// Running maximum along `axis` (NumPy `maximum.accumulate`, MLX
@@ -109,21 +111,23 @@ impl Array {
     /// (bool too).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`], then [`crate::Error::OpDType`] for
-    /// i8, u8, i16, u16 and f64, naming the op.
+    /// [`crate::Error::InvalidAxis`] and [`crate::Error::InvalidArgument`]
+    /// for a list of several axes, then [`crate::Error::OpDType`] for i8,
+    /// u8, i16, u16 and f64, naming the op.
     #[track_caller]
-    pub fn cummax(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
-        self.scan("cummax", ReduceOp::Max, axis, reverse, inclusive)
+    pub fn cummax(&self, axis: impl Into<Axes>, reverse: bool, inclusive: bool) -> Result<Array> {
+        self.scan("cummax", ReduceOp::Max, axis.into(), reverse, inclusive)
     }
 
     /// Running minimum along `axis` (NumPy `minimum.accumulate`, MLX
     /// `cummin`), as [`Array::cummax`].
     ///
     /// # Errors
-    /// [`crate::Error::InvalidAxis`], then [`crate::Error::OpDType`] for
-    /// i8, u8, i16, u16 and f64, naming the op.
+    /// [`crate::Error::InvalidAxis`] and [`crate::Error::InvalidArgument`]
+    /// for a list of several axes, then [`crate::Error::OpDType`] for i8,
+    /// u8, i16, u16 and f64, naming the op.
     #[track_caller]
-    pub fn cummin(&self, axis: Option<isize>, reverse: bool, inclusive: bool) -> Result<Array> {
-        self.scan("cummin", ReduceOp::Min, axis, reverse, inclusive)
+    pub fn cummin(&self, axis: impl Into<Axes>, reverse: bool, inclusive: bool) -> Result<Array> {
+        self.scan("cummin", ReduceOp::Min, axis.into(), reverse, inclusive)
     }
 }

@@ -2,8 +2,8 @@
 //! until a kernel needs contiguity; kernels read strided input): reshape,
 //! transpose/permute, broadcast_to, expand_dims, squeeze, flatten, slice.
 
+use crate::axis::{Axes, Axis};
 use crate::graph::{Primitive, View};
-use crate::ops::reduce::Axes;
 use crate::shape::{INFER, broadcast_shapes, check_shape, normalize_axis, numel};
 use crate::{Array, Error, Result};
 
@@ -193,6 +193,9 @@ impl Array {
         if numel(&new) != size {
             return Err(bad(&format!("{size} elements do not fit")));
         }
+        if self.dtype().is_quantized() {
+            crate::ops::quant::check_block_shape("reshape", &new, self.dtype())?;
+        }
         Ok(self.reshape_to(&new))
     }
 
@@ -222,7 +225,8 @@ impl Array {
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] when `start_axis`
     /// comes after `end_axis`.
     #[track_caller]
-    pub fn flatten(&self, start_axis: isize, end_axis: isize) -> Result<Array> {
+    pub fn flatten(&self, start_axis: impl Into<Axis>, end_axis: impl Into<Axis>) -> Result<Array> {
+        let (start_axis, end_axis) = (start_axis.into().get(), end_axis.into().get());
         if self.ndim() == 0 {
             // MLX: a scalar flattens to one element; its only axes are 0
             // and -1 of the (virtual) 1-D result.
@@ -248,18 +252,24 @@ impl Array {
         Ok(self.reshape_to(&shape))
     }
 
-    /// Axes in the order `axes` gives (NumPy `transpose(x, axes)`), a view.
+    /// Axes in the order `axes` gives (NumPy `transpose(x, axes)`), a view:
+    /// `x.permute([1, 0, 2])`; `None` reverses them, as NumPy's
+    /// `axes=None` ([`Array::transpose`]).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless `axes` is a permutation of the
-    /// array's axes (negative entries count from the end).
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] unless `axes` is
+    /// a permutation of the array's axes (negative entries count from the
+    /// end).
     #[track_caller]
-    pub fn permute(&self, axes: &[isize]) -> Result<Array> {
+    pub fn permute(&self, axes: impl Into<Axes>) -> Result<Array> {
         let nd = self.ndim();
-        let axes: Vec<usize> = axes
-            .iter()
-            .map(|&a| normalize_axis("permute", a, nd))
-            .collect::<Result<_>>()?;
+        let axes: Vec<usize> = match axes.into() {
+            Axes::All => (0..nd).rev().collect(),
+            Axes::These(a) => a
+                .iter()
+                .map(|&a| normalize_axis("permute", a, nd))
+                .collect::<Result<_>>()?,
+        };
         let mut seen = vec![false; nd];
         for &a in &axes {
             seen[a] = true;
@@ -269,15 +279,25 @@ impl Array {
                 "permute: `axes` {axes:?} are not a permutation of {nd} axes"
             )));
         }
+        if self.dtype().is_quantized() && axes.last().is_some_and(|&a| a + 1 != nd) {
+            return Err(Error::InvalidArgument(format!(
+                "permute: the last axis of a {} array holds its blocks and stays last; \
+                 `axes` {axes:?} move it",
+                self.dtype()
+            )));
+        }
         let shape = axes.iter().map(|&a| self.shape()[a]).collect();
         Ok(self.view_node(View::Permute(axes), shape))
     }
 
-    /// Axes reversed (NumPy `transpose` / `.T`), a view.
+    /// Axes reversed (NumPy `transpose` / `.T`), a view. (Of an array of a
+    /// block format with more than one axis, it moves the blocks' axis:
+    /// evaluating it returns [`Error::OpDType`].)
     #[track_caller]
     pub fn transpose(&self) -> Array {
-        let axes: Vec<isize> = (0..self.ndim() as isize).rev().collect();
-        self.permute(&axes).expect("a reversal is a permutation")
+        let axes: Vec<usize> = (0..self.ndim()).rev().collect();
+        let shape = axes.iter().map(|&a| self.shape()[a]).collect();
+        self.view_node(View::Permute(axes), shape)
     }
 
     /// Swap two axes (NumPy `swapaxes`), a view.
@@ -285,10 +305,10 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidAxis`].
     #[track_caller]
-    pub fn swapaxes(&self, a: isize, b: isize) -> Result<Array> {
+    pub fn swapaxes(&self, a: impl Into<Axis>, b: impl Into<Axis>) -> Result<Array> {
         let (a, b) = (
-            normalize_axis("swapaxes", a, self.ndim())?,
-            normalize_axis("swapaxes", b, self.ndim())?,
+            a.into().resolve("swapaxes", self.ndim())?,
+            b.into().resolve("swapaxes", self.ndim())?,
         );
         let mut axes: Vec<isize> = (0..self.ndim() as isize).collect();
         axes.swap(a, b);
@@ -301,11 +321,11 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidAxis`] for either axis.
     #[track_caller]
-    pub fn moveaxis(&self, source: isize, destination: isize) -> Result<Array> {
+    pub fn moveaxis(&self, source: impl Into<Axis>, destination: impl Into<Axis>) -> Result<Array> {
         let nd = self.ndim();
         let (src, dst) = (
-            normalize_axis("moveaxis", source, nd)?,
-            normalize_axis("moveaxis", destination, nd)?,
+            source.into().resolve("moveaxis", nd)?,
+            destination.into().resolve("moveaxis", nd)?,
         );
         let mut axes: Vec<isize> = (0..nd as isize).filter(|&a| a != src as isize).collect();
         axes.insert(dst, src as isize);
@@ -343,7 +363,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for a repeated
-    /// position or [`Axes::All`]; [`Error::TooLarge`] for a result of more
+    /// position or `None`; [`Error::TooLarge`] for a result of more
     /// than [`crate::shape::MAX_DIMS`] dimensions.
     #[track_caller]
     pub fn expand_dims(&self, axes: impl Into<Axes>) -> Result<Array> {
@@ -351,8 +371,7 @@ impl Array {
             Axes::These(a) => a,
             Axes::All => {
                 return Err(Error::InvalidArgument(
-                    "expand_dims: `axes` is Axes::All; it needs the positions of the new axes"
-                        .into(),
+                    "expand_dims: `axes` is None; it needs the positions of the new axes".into(),
                 ));
             }
         };
@@ -378,12 +397,15 @@ impl Array {
             })
             .collect();
         check_shape("expand_dims", &shape)?;
+        if self.dtype().is_quantized() {
+            crate::ops::quant::check_block_shape("expand_dims", &shape, self.dtype())?;
+        }
         Ok(self.reshape_to(&shape))
     }
 
     /// Without the given axes of length 1, or every axis of length 1 for
-    /// [`Axes::All`] (NumPy `squeeze`), a view. `x.squeeze(0)`,
-    /// `x.squeeze([0, 2])`, `x.squeeze(Axes::All)`.
+    /// `None` (NumPy `squeeze`), a view. `x.squeeze(0)`,
+    /// `x.squeeze([0, 2])`, `x.squeeze(None)`.
     ///
     /// # Errors
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for a repeated
@@ -444,35 +466,110 @@ impl Array {
             steps.push(step);
             shape.push(count);
         }
+        let d = self.dtype();
+        if d.is_quantized()
+            && let (Some(&start), Some(&count), Some(&step)) =
+                (starts.last(), shape.last(), steps.last())
+            && !(start.is_multiple_of(d.block_size())
+                && count.is_multiple_of(d.block_size())
+                && (step == 1 || count == 0))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "slice: the last axis of a {d} array is sliced in whole blocks of {} \
+                 (step 1), not from {start}, {count} elements, step {step}",
+                d.block_size()
+            )));
+        }
         Ok(self.view_node(View::Slice { starts, steps }, shape))
     }
 }
 
 impl Array {
-    /// Elements at `indices` along `axis` (NumPy `take`; an embedding
-    /// lookup is `weights.take(&token_ids, Some(0))`). The result's shape is
+    /// Elements at `indices` along `axis`, out-of-range indices clamped to
+    /// the axis (NumPy `take(mode="clip")`; [`Array::take_checked`] raises
+    /// instead, as PyTorch's and MLX's default). An embedding lookup is
+    /// `weights.take(&token_ids, 0)`. The result's shape is
     /// `x.shape[..axis] + indices.shape + x.shape[axis + 1..]`; `None`
     /// flattens `x` first. `indices` are any integer dtype (PyTorch's int64
-    /// indices arrive as i32: see [`crate::Element`]); a negative index counts
-    /// from the end, and out-of-range ones are clamped (NumPy `mode="clip"`:
-    /// a kernel cannot raise).
+    /// indices arrive as i32: see [`crate::Element`]); a negative index
+    /// counts from the end, and one past either end is clamped to the first
+    /// or last element: a kernel cannot raise, so a bad token id gives
+    /// another token's row, silently.
     ///
     /// # Errors
     /// [`Error::DeviceMismatch`]; [`Error::InvalidAxis`];
-    /// [`Error::InvalidArgument`] for indices into an empty axis;
-    /// [`Error::TooLarge`] for a result of more than
-    /// [`crate::shape::MAX_DIMS`] dimensions; [`Error::OpDType`] for
-    /// indices that are not integers.
+    /// [`Error::InvalidArgument`] for indices into an empty axis or a list
+    /// of several axes; [`Error::TooLarge`] for a result of more than
+    /// [`crate::shape::MAX_DIMS`] dimensions or past the largest storage
+    /// binding; [`Error::OpDType`] for indices that are not integers.
     #[track_caller]
-    pub fn take(&self, indices: &Array, axis: Option<isize>) -> Result<Array> {
-        super::same_device("take", self, indices)?;
-        let axis = axis
-            .map(|a| normalize_axis("take", a, self.ndim()))
-            .transpose()?;
+    pub fn take(&self, indices: &Array, axis: impl Into<Axes>) -> Result<Array> {
+        self.take_op("take", indices, axis)
+    }
+
+    /// [`Array::take`] that refuses an out-of-range index instead of
+    /// clamping it (NumPy `take(mode="raise")`, PyTorch `index_select` and
+    /// `embedding`, MLX `take`). `indices` are evaluated and their minimum
+    /// and maximum read back at the call (one reduction dispatch each, one
+    /// submission, 8 bytes read): the call waits for the GPU, and inside a
+    /// function traced by [`crate::compile()`] it is [`Error::Traced`]
+    /// (check the indices outside, or use `take`). The result is lazy, as
+    /// `take`'s.
+    ///
+    /// ```
+    /// # use wgarray::{Array, Device, DType, Error};
+    /// # let device = Device::new_default()?;
+    /// let table = Array::ones(&[4, 2], DType::F32, &device)?;
+    /// let ids = Array::from_slice(&[0i32, 3, 4], &[3], &device)?;
+    /// assert!(matches!(
+    ///     table.take_checked(&ids, 0),
+    ///     Err(Error::IndexOutOfRange { op: "take_checked", index: 4, len: 4 })
+    /// ));
+    /// assert_eq!(table.take(&ids, 0)?.shape(), &[3, 2]); // clamped: row 3 twice
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Array::take`], naming `take_checked`; then
+    /// [`Error::IndexOutOfRange`] with the smallest or largest index when
+    /// one is outside `-len..len`; the errors of evaluating `indices`.
+    #[track_caller]
+    pub fn take_checked(&self, indices: &Array, axis: impl Into<Axes>) -> Result<Array> {
+        const OP: &str = "take_checked";
+        let axis = axis.into();
+        let out = self.take_op(OP, indices, axis.clone())?;
+        let len = match axis.one(OP, self.ndim())? {
+            None => self.size(),
+            Some(a) => self.shape()[a],
+        };
+        if indices.size() > 0 {
+            let lo = indices.min(None, false)?;
+            let hi = indices.max(None, false)?;
+            crate::eval(&[&lo, &hi])?;
+            // Every integer dtype is exact in f64.
+            let (lo, hi) = (lo.to_f64_vec()?[0], hi.to_f64_vec()?[0]);
+            let n = len as f64;
+            for index in [lo, hi] {
+                if index < -n || index >= n {
+                    return Err(Error::IndexOutOfRange {
+                        op: OP,
+                        index: index as i64,
+                        len,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    #[track_caller]
+    fn take_op(&self, op: &'static str, indices: &Array, axis: impl Into<Axes>) -> Result<Array> {
+        super::same_device(op, self, indices)?;
+        let axis = axis.into().one(op, self.ndim())?;
         let len = axis.map_or(self.size(), |a| self.shape()[a]);
         if len == 0 && indices.size() > 0 {
             return Err(Error::InvalidArgument(format!(
-                "take: `indices` index an empty axis (shape {:?}, axis {axis:?})",
+                "{op}: `indices` index an empty axis (shape {:?}, axis {axis:?})",
                 self.shape()
             )));
         }
@@ -481,13 +578,20 @@ impl Array {
             Some(a) => (&self.shape()[..a], &self.shape()[a + 1..]),
         };
         let shape: Vec<usize> = [outer, indices.shape(), inner].concat();
-        check_shape("take", &shape)?;
+        self.device().check_array(op, &shape, self.dtype())?;
         if !indices.dtype().is_integer() {
             return Err(Error::OpDType {
-                op: "take",
+                op,
                 dtype: indices.dtype(),
                 takes: "integer indices (int8 to int32, uint8 to uint32)",
             });
+        }
+        if self.dtype().is_quantized() && axis.is_none_or(|a| a + 1 == self.ndim()) {
+            return Err(Error::InvalidArgument(format!(
+                "take: the elements of a {} array lie in blocks along its last axis; it takes \
+                 whole rows, along another axis (got axis {axis:?})",
+                self.dtype()
+            )));
         }
         let (x, axis) = match axis {
             None => (self.ravel(), 0),
@@ -560,8 +664,8 @@ impl Array {
     /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for zero sections
     /// or sections that do not divide the axis.
     #[track_caller]
-    pub fn split(&self, spec: impl Into<SplitSpec>, axis: isize) -> Result<Vec<Array>> {
-        let axis = normalize_axis("split", axis, self.ndim())?;
+    pub fn split(&self, spec: impl Into<SplitSpec>, axis: impl Into<Axis>) -> Result<Vec<Array>> {
+        let axis = axis.into().resolve("split", self.ndim())?;
         let len = self.shape()[axis];
         let bounds: Vec<(usize, usize)> = match spec.into() {
             SplitSpec::Sections(0) => {
@@ -582,6 +686,19 @@ impl Array {
                 cuts.windows(2).map(|w| (w[0], w[1].max(w[0]))).collect()
             }
         };
+        let d = self.dtype();
+        if d.is_quantized()
+            && axis + 1 == self.ndim()
+            && bounds.iter().any(|&(s, e)| {
+                !(s.is_multiple_of(d.block_size()) && e.is_multiple_of(d.block_size()))
+            })
+        {
+            return Err(Error::InvalidArgument(format!(
+                "split: the last axis of a {d} array splits only between blocks of {} \
+                 elements, not at {bounds:?}",
+                d.block_size()
+            )));
+        }
         let outputs = bounds
             .iter()
             .map(|&(s, e)| {
@@ -589,7 +706,10 @@ impl Array {
                 shape[axis] = e - s;
                 (shape, self.dtype())
             })
-            .collect();
+            .collect::<Vec<_>>();
+        for (shape, dtype) in &outputs {
+            self.device().check_array("split", shape, *dtype)?;
+        }
         let starts = bounds.iter().map(|b| b.0).collect();
         Ok(Array::from_node(
             self.device(),

@@ -34,12 +34,12 @@
 //! before it, none smaller after it) and is in fact sorted, which NumPy
 //! does not promise, so code written for NumPy runs unchanged.
 
+use crate::axis::Axes;
 use crate::error::Limit;
 use crate::graph::Primitive;
-use crate::kernels::rows_along;
-use crate::kernels::sort::{padded, work_pairs};
+use crate::graph::primitive::{sort_padded, sort_work_pairs};
 use crate::ops::check_32bit_dtype;
-use crate::shape::normalize_axis;
+use crate::shape::rows_along;
 use crate::{Array, DType, Error, Result};
 
 impl Array {
@@ -48,15 +48,15 @@ impl Array {
     /// rows of at most 2^31 elements in all (the kernels index pairs with
     /// 32-bit words) and a work buffer within the largest storage binding.
     #[track_caller]
-    fn sort_node(&self, op: &'static str, axis: Option<isize>) -> Result<(Array, Array)> {
-        let (x, axis) = match axis {
+    fn sort_node(&self, op: &'static str, axis: Axes) -> Result<(Array, Array)> {
+        let (x, axis) = match axis.one(op, self.ndim())? {
             None => (self.ravel(), 0),
-            Some(a) => (self.clone(), normalize_axis(op, a, self.ndim())?),
+            Some(a) => (self.clone(), a),
         };
         check_32bit_dtype(op, x.dtype())?;
         let shape = x.shape().to_vec();
         let (_, rows) = rows_along(&shape, axis);
-        let total = rows.saturating_mul(padded(shape[axis])) as u64;
+        let total = rows.saturating_mul(sort_padded(shape[axis])) as u64;
         if total > 1 << 31 {
             return Err(Error::TooLarge {
                 op,
@@ -65,7 +65,7 @@ impl Array {
                 max: 1 << 31,
             });
         }
-        let work = work_pairs(rows, shape[axis]) as u64;
+        let work = sort_work_pairs(rows, shape[axis]) as u64;
         self.device().check_binding(op, work.saturating_mul(8))?;
         let mut v = Array::from_node(
             self.device(),
@@ -88,7 +88,7 @@ impl Array {
     /// # use wgarray::{Array, Device};
     /// # let device = Device::new_default()?;
     /// let x = Array::from_slice(&[3.0f32, f32::NAN, -1.0, 2.0], &[4], &device)?;
-    /// let s = x.sort(Some(-1))?.to_vec::<f32>()?;
+    /// let s = x.sort(-1)?.to_vec::<f32>()?;
     /// assert_eq!(&s[..3], &[-1.0, 2.0, 3.0]);
     /// assert!(s[3].is_nan());
     /// # Ok::<(), wgarray::Error>(())
@@ -96,13 +96,15 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidAxis`] (a 0-dimensional array has no axis to sort);
-    /// [`Error::OpDType`] for f64 (see the module docs); [`Error::TooLarge`] naming the op: [`Limit::StorageBinding`] when
+    /// [`Error::InvalidArgument`] for a list of several axes;
+    /// [`Error::OpDType`] for f64 (see the module docs); [`Error::TooLarge`]
+    /// naming the op: [`Limit::StorageBinding`] when
     /// the work buffer (8 bytes per element, rows padded to a power of two,
     /// for rows longer than 1024) exceeds the adapter's largest storage
     /// binding, [`Limit::KernelIndex`] past 2^31 padded elements.
     #[track_caller]
-    pub fn sort(&self, axis: Option<isize>) -> Result<Array> {
-        Ok(self.sort_node("sort", axis)?.0)
+    pub fn sort(&self, axis: impl Into<Axes>) -> Result<Array> {
+        Ok(self.sort_node("sort", axis.into())?.0)
     }
 
     /// The indices (u32) that sort this array along `axis`, as
@@ -114,15 +116,15 @@ impl Array {
     /// # use wgarray::{Array, Device};
     /// # let device = Device::new_default()?;
     /// let x = Array::from_slice(&[2i32, 1, 2, 0], &[4], &device)?;
-    /// assert_eq!(x.argsort(Some(0))?.to_vec::<u32>()?, vec![3, 1, 0, 2]);
+    /// assert_eq!(x.argsort(0)?.to_vec::<u32>()?, vec![3, 1, 0, 2]);
     /// # Ok::<(), wgarray::Error>(())
     /// ```
     ///
     /// # Errors
     /// As [`Array::sort`].
     #[track_caller]
-    pub fn argsort(&self, axis: Option<isize>) -> Result<Array> {
-        Ok(self.sort_node("argsort", axis)?.1)
+    pub fn argsort(&self, axis: impl Into<Axes>) -> Result<Array> {
+        Ok(self.sort_node("argsort", axis.into())?.1)
     }
 
     /// The elements rearranged along `axis` so that the one at position
@@ -136,8 +138,9 @@ impl Array {
     /// outside `-len..len` for the axis length `len`; [`Error::OpDType`] and
     /// [`Error::TooLarge`] as [`Array::sort`]; each naming `partition`.
     #[track_caller]
-    pub fn partition(&self, kth: isize, axis: Option<isize>) -> Result<Array> {
-        self.check_kth("partition", kth, axis)?;
+    pub fn partition(&self, kth: isize, axis: impl Into<Axes>) -> Result<Array> {
+        let axis = axis.into();
+        self.check_kth("partition", kth, &axis)?;
         Ok(self.sort_node("partition", axis)?.0)
     }
 
@@ -148,15 +151,16 @@ impl Array {
     /// # Errors
     /// As [`Array::partition`].
     #[track_caller]
-    pub fn argpartition(&self, kth: isize, axis: Option<isize>) -> Result<Array> {
-        self.check_kth("argpartition", kth, axis)?;
+    pub fn argpartition(&self, kth: isize, axis: impl Into<Axes>) -> Result<Array> {
+        let axis = axis.into();
+        self.check_kth("argpartition", kth, &axis)?;
         Ok(self.sort_node("argpartition", axis)?.1)
     }
 
-    fn check_kth(&self, op: &'static str, kth: isize, axis: Option<isize>) -> Result<()> {
-        let len = match axis {
+    fn check_kth(&self, op: &'static str, kth: isize, axis: &Axes) -> Result<()> {
+        let len = match axis.one(op, self.ndim())? {
             None => self.size(),
-            Some(a) => self.shape()[normalize_axis(op, a, self.ndim())?],
+            Some(a) => self.shape()[a],
         } as isize;
         if kth < -len || kth >= len {
             return Err(Error::InvalidArgument(format!(

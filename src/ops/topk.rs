@@ -17,9 +17,9 @@
 //! and it returns to the pool when the node is done; after eval each
 //! output's buffer goes back the moment that output is dropped.
 
+use crate::axis::Axis;
 use crate::graph::Primitive;
 use crate::graph::primitive::MAX_TOPK;
-use crate::shape::normalize_axis;
 use crate::{Array, DType, Error, Result};
 
 impl Array {
@@ -49,8 +49,8 @@ impl Array {
     /// kernel keeps `k` candidates per thread in registers);
     /// [`Error::OpDType`] for f64 (the kernel ranks 32-bit keys).
     #[track_caller]
-    pub fn topk(&self, k: usize, axis: isize) -> Result<(Array, Array)> {
-        let axis = normalize_axis("topk", axis, self.ndim())?;
+    pub fn topk(&self, k: usize, axis: impl Into<Axis>) -> Result<(Array, Array)> {
+        let axis = axis.into().resolve("topk", self.ndim())?;
         let len = self.shape()[axis];
         if k > len || k > MAX_TOPK {
             return Err(Error::InvalidArgument(format!(
@@ -66,6 +66,7 @@ impl Array {
         }
         let mut shape = self.shape().to_vec();
         shape[axis] = k;
+        self.device().check_array("topk", &shape, self.dtype())?;
         let mut v = Array::from_node(
             self.device(),
             Primitive::TopK { axis, k },
@@ -86,8 +87,8 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidAxis`]; [`Error::EmptyReduction`] for an empty axis.
     #[track_caller]
-    pub fn max_with_index(&self, axis: isize, keepdims: bool) -> Result<(Array, Array)> {
-        let a = normalize_axis("max_with_index", axis, self.ndim())?;
+    pub fn max_with_index(&self, axis: impl Into<Axis>, keepdims: bool) -> Result<(Array, Array)> {
+        let a = axis.into().resolve("max_with_index", self.ndim())?;
         if self.shape()[a] == 0 {
             return Err(Error::EmptyReduction {
                 op: "max_with_index",
@@ -95,7 +96,7 @@ impl Array {
                 axes: vec![a],
             });
         }
-        let (v, i) = self.topk(1, axis)?;
+        let (v, i) = self.topk(1, a)?;
         if keepdims {
             return Ok((v, i));
         }
@@ -109,6 +110,6 @@ impl Array {
 /// # Errors
 /// As [`Array::topk`].
 #[track_caller]
-pub fn topk(x: &Array, k: usize, axis: isize) -> Result<(Array, Array)> {
+pub fn topk(x: &Array, k: usize, axis: impl Into<Axis>) -> Result<(Array, Array)> {
     x.topk(k, axis)
 }

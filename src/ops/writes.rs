@@ -5,7 +5,7 @@
 //! Each returns a new array; the source keeps its values. A slice update
 //! writes into the source's own buffer when nothing else holds it
 //! (donation, see [`Array::slice_update`]), so a KV cache updated as
-//! `cache = cache.slice_update(&row, &[t, 0], Axes::All)?` costs one
+//! `cache = cache.slice_update(&row, &[t, 0], None)?` costs one
 //! dispatch of the row's size per step and no new cache-sized buffer.
 
 use super::same_device;
@@ -23,7 +23,7 @@ impl Array {
     /// The slice has `update`'s shape: on axis `axes[k]` it covers
     /// `start_indices[k] .. start_indices[k] + update.shape[axes[k]]`, and
     /// on every other axis it starts at 0. `axes` is any axis list
-    /// (negative counts from the end) or [`Axes::All`] (`start_indices`
+    /// (negative counts from the end) or `None` (`start_indices`
     /// then gives every axis). For a slice of another shape, a step, or a
     /// broadcast update, see [`Array::slice_assign`].
     ///
@@ -49,10 +49,10 @@ impl Array {
     /// let mut cache = Array::zeros(&[4, 3], DType::F32, &device)?;
     /// for t in 0..2 {
     ///     let row = Array::full(&[1, 3], t as f32 + 1.0, DType::F32, &device)?;
-    ///     cache = cache.slice_update(&row, &[t, 0], Axes::All)?;
+    ///     cache = cache.slice_update(&row, &[t, 0], None)?;
     ///     cache.eval()?; // written into the cache's own buffer
     /// }
-    /// let y = cache.slice_update(&Array::full(&[1, 2], 9.0f32, DType::F32, &device)?, &[3, 1], Axes::All)?;
+    /// let y = cache.slice_update(&Array::full(&[1, 2], 9.0f32, DType::F32, &device)?, &[3, 1], None)?;
     /// assert_eq!(y.to_vec::<f32>()?[9..], [0.0, 9.0, 9.0]);
     /// // `cache` was still held: `y` is a copy and `cache` is unchanged.
     /// assert_eq!(cache.to_vec::<f32>()?[..6], [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
@@ -209,6 +209,7 @@ impl Array {
         shape: Vec<usize>,
         update: &Array,
     ) -> Result<Array> {
+        super::refuse_blocks("slice_update", &[self, update])?;
         let update = update.astype(self.dtype())?.broadcast_to(&shape)?;
         Ok(Array::from_node(
             self.device(),
@@ -270,7 +271,7 @@ impl Array {
         } else {
             let cycle = Array::arange(0.0, n as f64, 1.0, DType::U32, self.device())?
                 .remainder(m as u32)?;
-            vals.take(&cycle, Some(0))?
+            vals.take(&cycle, 0)?
         };
         flat.store_along(OP, &idx, &vals, 0)?.reshape(self.shape())
     }

@@ -22,6 +22,8 @@ pub const fn poison(dtype: DType) -> u32 {
         DType::I32 | DType::U32 | DType::Bool | DType::I8 | DType::U8 | DType::I16 | DType::U16 => {
             0xDEAD_BEEF
         }
+        // Block formats have no element of their own: their bytes.
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => 0xDEAD_BEEF,
     }
 }
 
@@ -136,6 +138,40 @@ pub struct Mismatch {
     pub unwritten: bool,
     /// Distance in units in the last place (`u64::MAX` when one side is NaN).
     pub ulps: u64,
+}
+
+/// The largest count above the poison pattern that
+/// [`Mismatch::over_poison`] reads as "poison plus a count": far more than
+/// a test kernel adds, far less than a wrong value lands on by chance.
+const OVER_POISON_MAX: u64 = 1 << 20;
+
+/// The loop cap of Mesa's software adapters (lavapipe and llvmpipe:
+/// gallivm's `LP_MAX_TGSI_LOOP_ITERATIONS`): an invocation stops after this
+/// many loop iterations in total and carries on without an error.
+pub const MESA_LOOP_CAP: u64 = 65535;
+
+impl Mismatch {
+    /// `Some(k)` when the value read back is the [`poison`] pattern plus a
+    /// small count `k` (at most 2^20): the kernel added `k` to an element it
+    /// never set, so an accumulating kernel (`atomicAdd`, `+=`) ran on an
+    /// output that started as poison instead of zeros. 32-bit integer and
+    /// bool dtypes only (a float poison plus anything stays NaN, and is
+    /// reported as never written; 8- and 16-bit poison is too short to
+    /// tell).
+    pub fn over_poison(&self, dtype: DType) -> Option<u64> {
+        if self.unwritten || dtype.is_float() || dtype.size_in_bytes() != 4 {
+            return None;
+        }
+        let k = (self.got_bits as u32).wrapping_sub(poison(dtype)) as u64;
+        (k > 0 && k <= OVER_POISON_MAX).then_some(k)
+    }
+
+    /// Whether the value read back is exactly [`MESA_LOOP_CAP`] (65535)
+    /// where more was expected: what a count or a loop bound gives when
+    /// Mesa's software adapters stopped the loop that made it.
+    pub fn at_loop_cap(&self) -> bool {
+        !self.unwritten && self.got == MESA_LOOP_CAP as f64 && self.want > MESA_LOOP_CAP as f64
+    }
 }
 
 /// The result of a failed comparison: how many elements differ and the
@@ -271,7 +307,55 @@ impl Mismatches {
                     "\n  {at}: {got} {}, {want} {} (abs err {abs:.3e}, rel err {rel:.3e}, {ulps} ulps)",
                     m.got, m.want
                 )?;
+                if let Some(k) = m.over_poison(self.dtype) {
+                    write!(f, " = poison 0x{:08x} + {k}", poison(self.dtype))?;
+                }
+                if m.at_loop_cap() {
+                    write!(f, " = Mesa's loop cap")?;
+                }
             }
+        }
+        self.write_hints(f)
+    }
+
+    /// What the pattern of the mismatches shown suggests, one `hint:` line
+    /// each: an accumulating kernel on a poisoned output, Mesa's loop cap.
+    fn write_hints(&self, f: &mut dyn fmt::Write) -> fmt::Result {
+        let over: Vec<(f64, u64)> = self
+            .first
+            .iter()
+            .filter_map(|m| m.over_poison(self.dtype).map(|k| (m.got, k)))
+            .collect();
+        if let Some(&(got, k)) = over.first() {
+            write!(
+                f,
+                "\nhint: {} of the {} values shown are the poison pattern plus a small count \
+                 ({got} = 0x{:08x} + {k}): the kernel added to output elements it never set, \
+                 and the test fills outputs with poison. An accumulating kernel (atomicAdd, +=) \
+                 needs its output zeroed: bind it with `inout(&zeros)` instead of `output`.",
+                over.len(),
+                self.first.len(),
+                poison(self.dtype)
+            )?;
+        }
+        if self.unwritten > 0 && self.dtype.is_float() {
+            write!(
+                f,
+                "\nhint: an element still poison was never stored to; if the kernel only adds \
+                 to its output (+=), a float poison stays NaN: bind the output with \
+                 `inout(&zeros)`."
+            )?;
+        }
+        let capped = self.first.iter().filter(|m| m.at_loop_cap()).count();
+        if capped > 0 {
+            write!(
+                f,
+                "\nhint: {capped} of the values shown are exactly {MESA_LOOP_CAP} where more was \
+                 expected: Mesa's software adapters (lavapipe, llvmpipe) stop a shader \
+                 invocation after {MESA_LOOP_CAP} loop iterations in total \
+                 (LP_MAX_TGSI_LOOP_ITERATIONS) and carry on without an error. Keep each \
+                 invocation's loops shorter (more invocations, several elements per iteration)."
+            )?;
         }
         Ok(())
     }
@@ -325,6 +409,8 @@ pub(super) fn elems_from_bytes(dtype: DType, bytes: &[u8]) -> Vec<Elem> {
         DType::I8 => values::<i8>(bytes),
         DType::U8 => values::<u8>(bytes),
         DType::Bool => values::<bool>(bytes),
+        // No host element: the bytes.
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => values::<u8>(bytes),
     };
     values
         .into_iter()
@@ -538,6 +624,50 @@ mod tests {
         assert!(
             labeled.contains("[3]: llvmpipe on Gl 3, lavapipe on Vulkan 3.5"),
             "{labeled}"
+        );
+    }
+
+    #[test]
+    fn poison_plus_a_count_and_the_loop_cap_are_named() {
+        // An atomicAdd of 155 into an output left as poison.
+        let p = poison(DType::U32);
+        let got = [p + 155, 7, p + 3];
+        let m = compare(&got, &[155u32, 8, 3], Tolerance::EXACT).unwrap_err();
+        assert_eq!(m.first[0].over_poison(DType::U32), Some(155));
+        assert_eq!(m.first[1].over_poison(DType::U32), None);
+        let report = m.to_string();
+        assert!(
+            report.contains("got 3735928714, want 155")
+                && report.contains("= poison 0xdeadbeef + 155"),
+            "{report}"
+        );
+        assert!(
+            report.contains(
+                "hint: 2 of the 3 values shown are the poison pattern plus a small count"
+            ),
+            "{report}"
+        );
+        assert!(report.contains("`inout(&zeros)`"), "{report}");
+        // i32 alike; far from poison is no hint; a float's is NaN.
+        let m = compare(&[p as i32 + 1], &[1i32], Tolerance::EXACT).unwrap_err();
+        assert!(m.to_string().contains("poison pattern plus"), "{m}");
+        let m = compare(&[5i32], &[1i32], Tolerance::EXACT).unwrap_err();
+        assert!(!m.to_string().contains("hint"), "{m}");
+        let nan = f32::from_bits(poison(DType::F32));
+        let m = compare(&[nan], &[1.0f32], Tolerance::EXACT).unwrap_err();
+        assert!(m.to_string().contains("if the kernel only adds"), "{m}");
+        // Exactly 65535 where more was wanted.
+        let m = compare(&[65535u32, 65535], &[100000u32, 65534], Tolerance::EXACT).unwrap_err();
+        assert!(m.first[0].at_loop_cap() && !m.first[1].at_loop_cap());
+        let report = m.to_string();
+        assert!(
+            report.contains("want 100000 (") && report.contains("= Mesa's loop cap"),
+            "{report}"
+        );
+        assert!(
+            report.contains("hint: 1 of the values shown are exactly 65535")
+                && report.contains("LP_MAX_TGSI_LOOP_ITERATIONS"),
+            "{report}"
         );
     }
 

@@ -3,6 +3,12 @@
 //! ([`KernelTest::run_repeated`]), and the report of where runs disagree
 //! ([`Disagreements`]).
 
+// `Disagreements`, the error of the checks here, is a test's failure report
+// (128 bytes: its headline, verdict, adapters and items), made once when a
+// check fails; boxing it would buy nothing but a dereference for every
+// caller.
+#![allow(clippy::result_large_err)]
+
 use std::fmt;
 
 use super::{KernelTest, Mismatches, Outputs, Tolerance};
@@ -74,6 +80,7 @@ impl Differential {
             compared: Vec::new(),
             skipped: Vec::new(),
             items: Vec::new(),
+            verdict: None,
         };
         for (a, e) in &self.unavailable {
             report
@@ -128,6 +135,13 @@ impl Differential {
                 }
             }
         }
+        if report
+            .items
+            .iter()
+            .any(|d| matches!(d, Disagreement::Values { .. }))
+        {
+            report.verdict = Some(Verdict::AdaptersDisagree);
+        }
         report.into_result()
     }
 
@@ -147,8 +161,11 @@ impl Differential {
         if report.compared.is_empty() {
             report.items.push(Disagreement::TooFew { ran: 0 });
         }
-        for (adapter, outputs) in self.outputs() {
+        let ran: Vec<(&AdapterDescription, &Outputs)> = self.outputs().collect();
+        let mut wrong = false;
+        for (adapter, outputs) in &ran {
             if let Err(mismatches) = outputs.check(i, want, tol) {
+                wrong = true;
                 report.items.push(Disagreement::Values {
                     output: i,
                     got: adapter_label(adapter),
@@ -156,6 +173,19 @@ impl Differential {
                     mismatches,
                 });
             }
+        }
+        // Whether the adapters agree with each other on output i decides
+        // what the differences from the reference mean.
+        let agree = ran.len() > 1
+            && ran[1..].iter().all(|(_, o)| {
+                i < o.len() && i < ran[0].1.len() && o.check_against(ran[0].1, i, tol).is_ok()
+            });
+        if wrong && ran.len() > 1 {
+            report.verdict = Some(if agree {
+                Verdict::AdaptersAgreeAllDiffer
+            } else {
+                Verdict::AdaptersDisagree
+            });
         }
         report.into_result()
     }
@@ -205,6 +235,7 @@ impl Repeated {
             compared: Vec::new(),
             skipped: Vec::new(),
             items: Vec::new(),
+            verdict: None,
         }
     }
 
@@ -241,10 +272,13 @@ impl Repeated {
     /// as runs that differ or as runs that are all wrong alike (Mesa's
     /// software adapters run a workgroup's invocations in a fixed order, so
     /// a missing barrier there gives the same wrong answer every time).
+    /// Runs whose output `i` is the same bit for bit are compared with the
+    /// reference once, as one group (`every run`, `runs 1+3 (alike)`), and when
+    /// every run agrees and every run is wrong the headline says so.
     ///
     /// # Errors
-    /// The [`Disagreements`]: unstable runs first, then runs that differ
-    /// from the reference.
+    /// The [`Disagreements`]: unstable runs first, then each group of
+    /// identical runs that differs from the reference.
     pub fn check<T: Element>(
         &self,
         i: usize,
@@ -253,17 +287,42 @@ impl Repeated {
     ) -> std::result::Result<(), Disagreements> {
         let mut report = self.report(tol);
         self.push_unstable(&mut report);
-        for (r, outputs) in self.runs.iter().enumerate() {
-            if let Err(mismatches) = outputs.check(i, want, tol) {
+        let stable = report.items.is_empty();
+        let groups = self.identical_groups(i);
+        let mut wrong = 0;
+        for group in &groups {
+            if let Err(mismatches) = self.runs[group[0]].check(i, want, tol) {
+                wrong += group.len();
                 report.items.push(Disagreement::Values {
                     output: i,
-                    got: format!("run {}", r + 1),
+                    got: runs_label(group, self.runs.len()),
                     want: "reference".into(),
                     mismatches,
                 });
             }
         }
+        if stable && wrong == self.runs.len() && self.runs.len() > 1 {
+            report.verdict = Some(Verdict::RunsAlikeAllDiffer);
+        }
         report.into_result()
+    }
+
+    /// The runs (0-based) grouped by output `i`'s bits, in order of their
+    /// first run; a run without output `i` is a group of its own.
+    fn identical_groups(&self, i: usize) -> Vec<Vec<usize>> {
+        let bytes = |r: usize| {
+            let o = &self.runs[r];
+            (i < o.len()).then(|| o.bytes(i))
+        };
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for r in 0..self.runs.len() {
+            let same = bytes(r).and_then(|b| groups.iter_mut().find(|g| bytes(g[0]) == Some(b)));
+            match same {
+                Some(g) => g.push(r),
+                None => groups.push(vec![r]),
+            }
+        }
+        groups
     }
 
     /// [`Repeated::check`], panicking with the report: for tests.
@@ -274,6 +333,19 @@ impl Repeated {
     pub fn assert_close<T: Element>(&self, i: usize, want: &[T], tol: Tolerance) {
         if let Err(d) = self.check(i, want, tol) {
             panic!("{d}");
+        }
+    }
+}
+
+/// Runs (0-based indices) of bit-identical outputs as reports name them:
+/// `run 3`, `every run` (all of them), `runs 2+5 (alike)`.
+fn runs_label(group: &[usize], total: usize) -> String {
+    match group {
+        [r] => format!("run {}", r + 1),
+        _ if group.len() == total => "every run".to_string(),
+        _ => {
+            let names: Vec<String> = group.iter().map(|r| (r + 1).to_string()).collect();
+            format!("runs {} (alike)", names.join("+"))
         }
     }
 }
@@ -324,6 +396,28 @@ pub struct Disagreements {
     pub skipped: Vec<String>,
     /// The disagreements, in the order found.
     pub items: Vec<Disagreement>,
+    /// What the disagreements mean together, printed under the headline
+    /// (`None` when they say nothing more than each does).
+    pub verdict: Option<Verdict>,
+}
+
+/// What a set of [`Disagreements`] means together: the second line of its
+/// report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Adapters gave different results: a backend difference (the report
+    /// names those that match the reference, if one was given).
+    AdaptersDisagree,
+    /// Every adapter gave the same result (within the tolerance) and every
+    /// one differs from the reference: not a backend difference, the
+    /// kernel (or the reference) is wrong.
+    AdaptersAgreeAllDiffer,
+    /// Every repeated run gave the same bits and every one differs from the
+    /// reference: the error does not depend on timing (a wrong kernel, or a
+    /// missing barrier on an adapter that runs a workgroup's invocations in
+    /// a fixed order, as Mesa's do).
+    RunsAlikeAllDiffer,
 }
 
 impl Disagreements {
@@ -332,6 +426,62 @@ impl Disagreements {
             Ok(())
         } else {
             Err(self)
+        }
+    }
+}
+
+impl Disagreements {
+    fn write_verdict(&self, f: &mut fmt::Formatter<'_>, v: Verdict) -> fmt::Result {
+        // The runs compared with a reference that differ from it.
+        let wrong: Vec<&str> = self
+            .items
+            .iter()
+            .filter_map(|d| match d {
+                Disagreement::Values { got, want, .. } if want == "reference" => Some(got.as_str()),
+                _ => None,
+            })
+            .collect();
+        match v {
+            Verdict::AdaptersDisagree if wrong.is_empty() => write!(
+                f,
+                "\nthe adapters disagree with each other: a backend difference \
+                 (check_output says which match a reference)"
+            ),
+            Verdict::AdaptersDisagree => {
+                let right: Vec<&str> = self
+                    .compared
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|c| !wrong.contains(c))
+                    .collect();
+                if right.is_empty() {
+                    write!(
+                        f,
+                        "\nthe adapters disagree with each other, and none matches the reference"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "\nthe adapters disagree with each other: {} match the reference, {} do \
+                         not (a backend difference)",
+                        right.join(" and "),
+                        wrong.join(" and ")
+                    )
+                }
+            }
+            Verdict::AdaptersAgreeAllDiffer => write!(
+                f,
+                "\nthe adapters agree with each other and all differ from the reference, so it \
+                 is not a backend difference: the kernel (or the reference) is wrong"
+            ),
+            Verdict::RunsAlikeAllDiffer => write!(
+                f,
+                "\nevery run agrees bit for bit and every run differs from the reference, so \
+                 the error does not depend on timing: a wrong kernel or reference, or a race \
+                 (a missing barrier) on an adapter that runs a workgroup's invocations in a \
+                 fixed order, as Mesa's lavapipe and llvmpipe do (on a GPU it shows as runs \
+                 that differ)"
+            ),
         }
     }
 }
@@ -345,6 +495,9 @@ impl fmt::Display for Disagreements {
             self.items.len(),
             self.tolerance
         )?;
+        if let Some(v) = self.verdict {
+            self.write_verdict(f, v)?;
+        }
         if !self.compared.is_empty() {
             write!(f, "\ncompared: {}", self.compared.join("; "))?;
         }
@@ -483,15 +636,110 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("[1]: run 3 5, run 1 2"), "{text}");
-        // Stable but wrong: every run is named.
+        // Stable but wrong: the runs are reported once, together.
         let r = Repeated {
             adapter: adapter("soft", wgpu::Backend::Vulkan),
             runs: vec![outputs(&[1, 2, 3]); 2],
         };
         assert!(r.check_stable().is_ok());
         let d = r.check(0, &[1, 2, 4], Tolerance::EXACT).unwrap_err();
-        assert_eq!(d.items.len(), 2);
-        assert!(d.to_string().contains("[2]: run 2 3, reference 4"), "{d}");
+        assert_eq!(d.items.len(), 1);
+        assert!(
+            d.to_string().contains("[2]: every run 3, reference 4"),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn identical_wrong_runs_are_reported_once_as_one_group() {
+        let r = Repeated {
+            adapter: adapter("soft", wgpu::Backend::Gl),
+            runs: vec![outputs(&[1, 2, 9]); 5],
+        };
+        let d = r.check(0, &[1, 2, 3], Tolerance::EXACT).unwrap_err();
+        assert_eq!(d.items.len(), 1, "{d}");
+        let text = d.to_string();
+        assert!(
+            text.starts_with("5 runs on soft on gl: 1 disagreement(s)")
+                && text.contains(
+                    "\nevery run agrees bit for bit and every run differs from the reference"
+                ),
+            "{text}"
+        );
+        assert!(text.contains("missing barrier"), "{text}");
+        assert!(
+            text.contains("output 0: every run vs reference")
+                && text.contains("[2]: every run 9, reference 3"),
+            "{text}"
+        );
+        assert_eq!(text.matches("[2]:").count(), 1, "{text}");
+        // Unstable runs: the instability, then each group once.
+        let r = Repeated {
+            adapter: adapter("soft", wgpu::Backend::Gl),
+            runs: vec![
+                outputs(&[1, 2, 9]),
+                outputs(&[1, 2, 3]),
+                outputs(&[1, 2, 9]),
+            ],
+        };
+        let d = r.check(0, &[1, 2, 3], Tolerance::EXACT).unwrap_err();
+        let text = d.to_string();
+        assert!(!text.contains("every run agrees"), "{text}");
+        assert!(text.contains("output 0: run 2 vs run 1"), "{text}");
+        assert!(
+            text.contains("output 0: runs 1+3 (alike) vs reference"),
+            "{text}"
+        );
+        assert_eq!(d.items.len(), 2, "{text}");
+    }
+
+    #[test]
+    fn the_differential_headline_says_whether_adapters_agree() {
+        let diff = |a: &[i32], b: &[i32]| Differential {
+            runs: vec![
+                AdapterRun {
+                    adapter: adapter("soft", wgpu::Backend::Vulkan),
+                    result: Ok(outputs(a)),
+                },
+                AdapterRun {
+                    adapter: adapter("soft", wgpu::Backend::Gl),
+                    result: Ok(outputs(b)),
+                },
+            ],
+            unavailable: Vec::new(),
+        };
+        let both_wrong = diff(&[1, 5], &[1, 5]);
+        assert!(both_wrong.check(Tolerance::EXACT).is_ok());
+        let text = both_wrong
+            .check_output(0, &[1, 2], Tolerance::EXACT)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("the adapters agree with each other and all differ from the reference"),
+            "{text}"
+        );
+        let gl_wrong = diff(&[1, 2], &[1, 5]);
+        let text = gl_wrong
+            .check_output(0, &[1, 2], Tolerance::EXACT)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains(
+                "the adapters disagree with each other: soft on vulkan match the reference, soft on gl do not"
+            ),
+            "{text}"
+        );
+        let text = gl_wrong.check(Tolerance::EXACT).unwrap_err().to_string();
+        assert!(
+            text.contains("the adapters disagree with each other"),
+            "{text}"
+        );
+        let all_differ = diff(&[1, 3], &[1, 5]);
+        let text = all_differ
+            .check_output(0, &[1, 2], Tolerance::EXACT)
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("none matches the reference"), "{text}");
     }
 
     #[test]

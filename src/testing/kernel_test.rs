@@ -425,6 +425,31 @@ impl KernelTest {
     /// alignment of `vec3` and `vec4`, struct size rounded to its
     /// alignment), or at most that rounded up to 16 bytes, else the run fails
     /// with [`Error::BindingMismatch`] giving both sizes.
+    ///
+    /// The derives come from the `bytemuck` crate, which wgarray
+    /// re-exports as [`crate::bytemuck`]: use it with
+    /// `#[bytemuck(crate = "wgarray::bytemuck")]`, as below, or add
+    /// `bytemuck = { version = "1", features = ["derive"] }` to your
+    /// `Cargo.toml` and leave that attribute out.
+    ///
+    /// ```
+    /// use wgarray::bytemuck::{Pod, Zeroable};
+    /// use wgarray::testing::KernelTest;
+    ///
+    /// #[repr(C)]
+    /// #[derive(Clone, Copy, Pod, Zeroable)]
+    /// #[bytemuck(crate = "wgarray::bytemuck")]
+    /// struct Params {
+    ///     n: u32,
+    ///     scale: f32,
+    /// }
+    ///
+    /// let src = "struct Params { n: u32, scale: f32 }
+    ///     @group(0) @binding(0) var<uniform> p: Params;
+    ///     @compute @workgroup_size(1) fn main() { _ = p.n; }";
+    /// let test = KernelTest::new(src, "main").uniform(&Params { n: 4, scale: 0.5 });
+    /// # let _ = test;
+    /// ```
     pub fn uniform<T: bytemuck::Pod>(self, value: &T) -> Self {
         let name = std::any::type_name::<T>();
         let host = name.rsplit("::").next().unwrap_or(name).to_string();

@@ -26,7 +26,8 @@
 //!   as runs that differ (GPUs) or runs that are all wrong alike (Mesa runs
 //!   a workgroup's invocations in a fixed order).
 //! - `PropertyTest` (cargo feature `proptest`) draws inputs from proptest
-//!   strategies (`Values`: any dtype, edge values on request), compares
+//!   strategies (`Values`: f32, f16, bf16, i32, u32 or bool, edge values
+//!   on request), compares
 //!   with Rust closures, and shrinks a failure to a small input.
 //! - `Fixture` (cargo feature `fixtures`, on by default) saves a failing
 //!   case (kernel, inputs, expected outputs, adapter) to a versioned JSON
@@ -187,9 +188,9 @@ use std::sync::OnceLock;
 
 use crate::{Device, DeviceOptions, Result};
 
-pub use compare::{Incomparable, Mismatch, Mismatches, Tolerance, compare, poison};
+pub use compare::{Incomparable, MESA_LOOP_CAP, Mismatch, Mismatches, Tolerance, compare, poison};
 pub use differential::{
-    AdapterRun, Differential, Disagreement, Disagreements, Repeated, all_devices,
+    AdapterRun, Differential, Disagreement, Disagreements, Repeated, Verdict, all_devices,
 };
 #[cfg(feature = "fixtures")]
 pub use fixture::Fixture;

@@ -6,7 +6,8 @@
 //! sizes (two vectors of one length, a matrix and a vector that fit), which
 //! proptest expresses with `prop_flat_map` and tuples better than any
 //! shape language this crate could add. [`Values`] supplies the element
-//! generators, with edge values on request, for every host element type.
+//! generators, with edge values on request, for f32, f16, bf16, i32, u32
+//! and bool (the types that implement [`Generate`]).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -148,7 +149,10 @@ impl Generate for bool {
     }
 }
 
-/// A generator of host elements of type `T` for a [`PropertyTest`]: values
+/// A generator of host elements of type `T` (f32, `half::f16`,
+/// `half::bf16`, i32, u32 or bool: the types that implement [`Generate`];
+/// not the packed 8- and 16-bit integers, f64, i64 or u64) for a
+/// [`PropertyTest`]: values
 /// in a range, and the type's edge values ([`Generate::edges`]) mixed in on
 /// request (one element in four). Its strategies shrink towards small
 /// values and, for vectors, short lengths.

@@ -102,6 +102,7 @@ pub(super) fn host_type(dtype: DType) -> &'static str {
         DType::I16 => "i16",
         DType::U16 => "u16",
         DType::F64 => "f64",
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => "u8",
     }
 }
 
@@ -121,6 +122,8 @@ pub(super) fn accepts(dtype: DType, leaves: &[Scalar]) -> bool {
         DType::Bool => all(Scalar::U32) || all(Scalar::I32),
         DType::I8 | DType::U8 | DType::I16 | DType::U16 => all(Scalar::U32) || all(Scalar::I32),
         DType::F64 => all(Scalar::F64) || all(Scalar::U32),
+        // Block formats have no host elements.
+        DType::Q4_0 | DType::Q4_1 | DType::Q8_0 | DType::Q4K | DType::Q6K => false,
     }
 }
 

@@ -45,6 +45,7 @@ pub fn of_dtype(d: &Device, v: &[f64], shape: &[usize], dtype: wgarray::DType) -
         DType::Bool => {
             Array::from_slice(&v.iter().map(|&x| x != 0.0).collect::<Vec<_>>(), shape, d)
         }
+        d => panic!("{d} has no element values"),
     }
     .unwrap()
 }
@@ -65,6 +66,7 @@ pub fn round_to(v: f64, dtype: wgarray::DType) -> f64 {
         DType::I16 => v as i16 as f64,
         DType::U16 => v as u16 as f64,
         DType::Bool => (v != 0.0) as u8 as f64,
+        d => panic!("{d} has no element values"),
     }
 }
 
@@ -83,6 +85,7 @@ pub fn random_values(rng: &mut super::Rng, n: usize, dtype: wgarray::DType) -> V
             DType::I8 => (rng.next_u64() % 200) as f64 - 100.0,
             DType::U8 => (rng.next_u64() % 200) as f64,
             DType::Bool => (rng.next_u64() % 2) as f64,
+            d => panic!("{d} has no element values"),
         })
         .collect()
 }

@@ -4,18 +4,7 @@
 
 use super::reference::{ravel, unravel};
 use super::rng::Rng;
-use half::{bf16, f16};
 use wgarray::{Array, DType, Device, Slice};
-
-/// Every dtype.
-pub const ALL_DTYPES: [DType; 6] = [
-    DType::F32,
-    DType::F16,
-    DType::BF16,
-    DType::I32,
-    DType::U32,
-    DType::Bool,
-];
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Host {
@@ -72,37 +61,10 @@ impl Host {
     }
 }
 
-/// `values` as a device array of `dtype` and `shape`.
+/// `values` as a device array of `dtype` and `shape` (converted as
+/// `astype` would).
 pub fn upload(d: &Device, values: &[f64], shape: &[usize], dtype: DType) -> Array {
-    match dtype {
-        DType::F32 => {
-            let v: Vec<f32> = values.iter().map(|&x| x as f32).collect();
-            Array::from_slice(&v, shape, d)
-        }
-        DType::F16 => {
-            let v: Vec<f16> = values.iter().map(|&x| f16::from_f64(x)).collect();
-            Array::from_slice(&v, shape, d)
-        }
-        DType::BF16 => {
-            let v: Vec<bf16> = values.iter().map(|&x| bf16::from_f64(x)).collect();
-            Array::from_slice(&v, shape, d)
-        }
-        DType::I32 => {
-            let v: Vec<i32> = values.iter().map(|&x| x as i32).collect();
-            Array::from_slice(&v, shape, d)
-        }
-        DType::U32 => {
-            let v: Vec<u32> = values.iter().map(|&x| x as u32).collect();
-            Array::from_slice(&v, shape, d)
-        }
-        DType::Bool => {
-            let v: Vec<bool> = values.iter().map(|&x| x != 0.0).collect();
-            Array::from_slice(&v, shape, d)
-        }
-        // The narrow integers and f64: through f64, then cast on the device.
-        other => Array::from_slice(values, shape, d).and_then(|a| a.astype(other)),
-    }
-    .expect("upload")
+    super::arrays::of_dtype(d, values, shape, dtype)
 }
 
 /// The host array as a dense device array.

@@ -156,13 +156,22 @@ pub fn listing(adapters: &[wgpu::Adapter]) -> String {
         let l = limits(&a.limits());
         let have = a.features();
         let feature = |f: wgpu::Features| if have.contains(f) { "yes" } else { "no" };
-        let _ = writeln!(out, "[{i}] {}", id.name);
+        // The backend in the heading: Mesa's llvmpipe is one name on
+        // Vulkan (lavapipe) and on GL.
+        let _ = writeln!(out, "[{i}] {}", id.label());
         let _ = writeln!(out, "    backend      {}", id.backend);
         let _ = writeln!(out, "    device type  {}", id.device_type);
+        // wgpu's GL backend reports no driver name, only the GL version.
+        let driver = match (id.driver.trim(), id.driver_info.trim()) {
+            ("", "") => "not reported".to_string(),
+            ("", info) => format!("not reported; {info}"),
+            (name, "") => name.to_string(),
+            (name, info) => format!("{name} {info}"),
+        };
         let _ = writeln!(
             out,
-            "    driver       {} {} (vendor {:#06x}, device {:#06x})",
-            id.driver, id.driver_info, id.vendor, id.device
+            "    driver       {driver} (vendor {:#06x}, device {:#06x})",
+            id.vendor, id.device
         );
         let _ = writeln!(
             out,
@@ -191,6 +200,12 @@ pub fn listing(adapters: &[wgpu::Adapter]) -> String {
             feature(wgpu::Features::SUBGROUP),
             feature(wgpu::Features::TIMESTAMP_QUERY)
         );
+    }
+    let gl = adapters
+        .iter()
+        .any(|a| a.get_info().backend == wgpu::Backend::Gl);
+    if let Some(note) = wgarray::Device::egl_runtime_dir_note().filter(|_| gl) {
+        let _ = writeln!(out, "note: {note}");
     }
     out
 }

@@ -30,6 +30,7 @@ mod minilm_model;
 mod plot;
 mod raw;
 mod report;
+mod rng;
 mod suite;
 mod table;
 

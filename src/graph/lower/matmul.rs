@@ -1,6 +1,6 @@
 //! Lowering of matmul and addmm: each operand's strides broadcast to the
 //! output's batch dimensions, then the GEMM, alone or with a fused
-//! elementwise epilogue (`kernels::epilogue`).
+//! elementwise epilogue (`kernels::gemm::common::epilogue`).
 
 use rustc_hash::FxHashSet as HashSet;
 use std::sync::Arc;
@@ -9,8 +9,9 @@ use super::{Lowering, NodeIo};
 use crate::array::{ArrayInner, State, Storage};
 use crate::graph::Node;
 use crate::graph::primitive::{MAX_MATMUL_BATCH_DIMS, Primitive};
-use crate::kernels::epilogue::{self, Epilogue};
-use crate::kernels::matmul::{self as kernel, Gemm};
+use crate::kernels::gemm::common::epilogue::{self, Epilogue};
+use crate::kernels::gemm::common::operand::Gemm;
+use crate::kernels::gemm::plan as kernel;
 use crate::kernels::program::Bound;
 use crate::shape::broadcast_strides;
 use crate::{Error, Result};

@@ -9,6 +9,7 @@
 mod concat;
 mod matmul;
 pub(crate) mod program;
+mod quant;
 mod random;
 mod reduce;
 mod scan;
@@ -29,12 +30,16 @@ use crate::{DType, Device, Error, Result};
 /// Where lowering puts its work: the device, the queue lock every
 /// allocation needs (see `memory::pool`), the eval's dispatches, and the
 /// origin of the node being lowered (`None` unless memory history is on),
-/// which labels the buffers it allocates.
+/// which labels the buffers it allocates, and the op that recorded it, which
+/// a buffer past the adapter's limits is reported under (an elementwise
+/// result is checked here, not at its call: fused into a reduction or a
+/// GEMM, a result of any size needs no buffer).
 pub(crate) struct Lowering<'a> {
     pub device: &'a Device,
     pub guard: &'a QueueGuard<'a>,
     pub dispatches: Vec<Dispatch>,
     pub origin: Option<Origin>,
+    pub op: &'static str,
 }
 
 impl Lowering<'_> {
@@ -59,9 +64,11 @@ impl Lowering<'_> {
     /// # Errors
     /// As [`Lowering::alloc`].
     fn alloc_for(&self, shape: &[usize], dtype: DType, origin: Option<Origin>) -> Result<Storage> {
-        self.device.check_dtype("float64", dtype)?;
-        let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
-        self.device.check_binding("eval", bytes)?;
+        if !dtype.is_quantized() {
+            self.device.check_dtype("float64", dtype)?;
+        }
+        let bytes = dtype.nbytes(numel(shape)) as u64;
+        self.device.check_binding(self.op, bytes)?;
         let buffer =
             self.device
                 .inner
@@ -167,5 +174,10 @@ pub(crate) fn lower(
         Primitive::Placeholder { .. } => Err(Error::Traced {
             op: node.primitive.name(),
         }),
+        Primitive::Quantize { group_size, bits } => quant::quantize(lw, &io, *group_size, *bits),
+        Primitive::Dequantize(mode) => quant::dequantize(lw, &io, *mode),
+        Primitive::QuantizedMatmul { mode, transpose } => {
+            quant::quantized_matmul(lw, &io, *mode, *transpose)
+        }
     }
 }

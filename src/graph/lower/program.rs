@@ -17,7 +17,7 @@ use crate::array::{ArrayInner, State, Storage};
 use crate::graph::Node;
 use crate::graph::primitive::{BinaryOp, ElementwiseOp, Primitive, View};
 use crate::kernels::program::{self as kernel, Bound, Def, LoadData, Program, Source, Value};
-use crate::memory::PooledBuffer;
+use crate::memory::{PAGE, PooledBuffer, round_size};
 use crate::{DType, Error, Result};
 
 /// How an array's axes map onto the iteration space: for each iteration
@@ -48,6 +48,7 @@ impl AxisMap {
         }
     }
 
+    #[cfg(test)]
     fn is_identity(&self) -> bool {
         self.starts.iter().all(|&s| s == 0)
             && self.axes.len() == self.starts.len()
@@ -165,9 +166,49 @@ struct Load {
     offset: usize,
     strides: Vec<isize>,
     gather: Option<(isize, usize)>,
-    /// Nothing but this program reads the array or its buffer, which is
-    /// dense with the iteration shape: an output may be written over it.
-    donatable: bool,
+    /// Nothing but this program reads the array or its buffer, and the
+    /// load covers the buffer densely (through whatever views) in the
+    /// iteration order given here (a permutation of the iteration axes,
+    /// outermost first): an output may be written over it. `None`: not
+    /// donatable.
+    donor: Option<Order>,
+}
+
+/// An order of the iteration axes, outermost first (see [`Load::donor`]).
+type Order = SmallVec<[usize; 4]>;
+
+impl Load {
+    /// What the kernel binds for the load: its offset and strides.
+    fn data(&self) -> LoadData {
+        LoadData {
+            offset: self.offset,
+            strides: self.strides.clone(),
+            gather: self.gather,
+        }
+    }
+}
+
+/// A strided load of `dtype` (its input binding is assigned when the
+/// program is bound), gathered through value `gather` if any.
+fn strided_load(dtype: DType, gather: Option<Value>) -> Def {
+    Def::Load {
+        dtype,
+        source: Source::Input(0),
+        dense: false,
+        gather,
+    }
+}
+
+/// The program of `defs` writing `outputs`, reading `inputs` bindings (the
+/// merged rank and the wide flag are filled in at dispatch).
+fn program(defs: Vec<Def>, outputs: Vec<Value>, inputs: usize) -> Program {
+    Program {
+        defs,
+        outputs,
+        inputs: inputs as u8,
+        rank: 0,
+        vec4: false,
+    }
 }
 
 struct Builder<'g> {
@@ -218,6 +259,28 @@ impl<'g> Builder<'g> {
             scalars: HashMap::default(),
             acc,
         }
+    }
+
+    /// Load `def` reads `storage` (of `array`) from its offset through
+    /// `strides`, gathered where `gather` says: an operand the lowering
+    /// places itself (a copy, a take), never donated.
+    fn load_of(
+        &mut self,
+        def: Value,
+        array: *const ArrayInner,
+        storage: &Storage,
+        strides: Vec<isize>,
+        gather: Option<(isize, usize)>,
+    ) {
+        self.loads.push(Load {
+            def,
+            array,
+            storage: storage.clone(),
+            offset: storage.offset,
+            strides,
+            gather,
+            donor: None,
+        });
     }
 
     fn push(&mut self, def: Def) -> Value {
@@ -294,9 +357,10 @@ impl<'g> Builder<'g> {
                 let t = AxisMap::of_view(view, &x.shape, &a.shape).ok_or_else(|| {
                     Error::Internal("a fused view that strides cannot express".into())
                 })?;
-                // A view may be read by other kernels too: no donation
-                // under it.
-                self.value(x, &map.then(&t), false)?
+                // A view read only here (one handle: its reader's input
+                // slot) passes donation on to what it views; one that
+                // other kernels read too does not.
+                self.value(x, &map.then(&t), direct && once)?
             }
             Primitive::Elementwise(op) if self.members.contains(&Arc::as_ptr(&node)) => {
                 let mut args = kernel::Args::new();
@@ -363,21 +427,15 @@ impl<'g> Builder<'g> {
     /// `direct`).
     fn load(&mut self, a: &Arc<ArrayInner>, map: &AxisMap, direct: bool) -> Result<Value> {
         // Asked before `storage()` takes a reference of its own: the only
-        // holder is the one node that reads it.
-        let donatable = direct
-            && self.acc.is_none()
-            && map.is_identity()
-            && a.shape == self.shape
-            && Arc::strong_count(a) == 1
-            && a.is_sole_dense(&self.shape, a.dtype);
+        // holder is the one node (or the one view) that reads it.
+        let sole = direct && self.acc.is_none() && Arc::strong_count(a) == 1;
         let storage = a.storage()?;
         let (offset, strides) = map.apply(storage.offset, &storage.strides);
-        let def = self.push(Def::Load {
-            dtype: a.dtype,
-            source: Source::Input(0),
-            dense: false,
-            gather: None,
-        });
+        // The buffer's holders: `a` and the clone just taken.
+        let donor = (sole && Arc::strong_count(&storage.buffer) == 2)
+            .then(|| donor_order(&self.shape, a.dtype, offset, &strides, &storage))
+            .flatten();
+        let def = self.push(strided_load(a.dtype, None));
         self.loads.push(Load {
             def,
             array: Arc::as_ptr(a),
@@ -385,20 +443,71 @@ impl<'g> Builder<'g> {
             offset,
             strides,
             gather: None,
-            donatable,
+            donor,
         });
         self.memo.insert((Arc::as_ptr(a), map.clone()), def);
         Ok(def)
     }
 }
 
+/// The order of the iteration axes (outermost first) in which a load at
+/// element `offset` with `strides` over `shape` walks its buffer densely
+/// from its first element, if there is one and the buffer is no more than
+/// a page larger than an output of `shape` and `dtype` would be: then an
+/// output may take the buffer (MLX's donation rule, `is_donatable` in
+/// mlx/backend/common/utils.h, which allows 16 KiB of slack, so that a
+/// small result does not keep a large buffer alive). Length-1 axes come
+/// first; the identity when the load is dense in the iteration order.
+/// Reached through a reshape, a slice that keeps a prefix of the buffer,
+/// a transpose (a permuted order) or a broadcast that only adds length-1
+/// axes; never through one that repeats elements (a stride 0 on a longer
+/// axis) or reverses them.
+fn donor_order(
+    shape: &[usize],
+    dtype: DType,
+    offset: usize,
+    strides: &[isize],
+    storage: &Storage,
+) -> Option<Order> {
+    let n = crate::shape::numel(shape);
+    let bytes = (n * dtype.size_in_bytes()) as u64;
+    if n == 0 || storage.buffer.buffer().size() > round_size(bytes) + PAGE {
+        return None;
+    }
+    dense_order(shape, offset, strides)
+}
+
+/// The order of `shape`'s axes (outermost first, length-1 axes first) in
+/// which element `offset` and `strides` walk a buffer densely from its
+/// first element; the identity where they do in the iteration order.
+fn dense_order(shape: &[usize], offset: usize, strides: &[isize]) -> Option<Order> {
+    if offset != 0 {
+        return None;
+    }
+    let mut order: Order = (0..shape.len()).filter(|&d| shape[d] == 1).collect();
+    let mut walked: Order = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
+    // Outermost first: decreasing strides (a stable sort keeps the
+    // identity where the load is dense already).
+    walked.sort_by_key(|&d| std::cmp::Reverse(strides[d]));
+    let mut step = 1isize;
+    for &d in walked.iter().rev() {
+        if strides[d] != step {
+            return None;
+        }
+        step *= shape[d] as isize;
+    }
+    order.extend_from_slice(&walked);
+    if order.windows(2).all(|w| w[0] < w[1]) || walked.windows(2).all(|w| w[0] < w[1]) {
+        // Dense in the iteration order (length-1 axes go anywhere).
+        return Some((0..shape.len()).collect());
+    }
+    Some(order)
+}
+
 /// Which buffers a finished program binds: distinct input buffers, and the
-/// donated loads, which read through an output's binding.
-fn bind(
-    defs: &mut [Def],
-    loads: &[Load],
-    outputs: &[Value],
-) -> (Vec<Arc<PooledBuffer>>, Vec<Option<Storage>>) {
+/// donated loads, which read through an output's binding (see
+/// [`Binding`]; every donor of one program walks the same order).
+fn bind(defs: &mut [Def], loads: &[Load], outputs: &[Value]) -> Binding {
     // An output may take a load's buffer when that load is the array's only
     // one, it is donatable and of the output's dtype.
     let mut per_array: HashMap<*const ArrayInner, usize> = HashMap::default();
@@ -407,17 +516,21 @@ fn bind(
     }
     let mut donor: Vec<Option<usize>> = vec![None; outputs.len()];
     let mut taken = vec![false; loads.len()];
+    let mut order: Option<Order> = None;
     for (j, &o) in outputs.iter().enumerate() {
         let dtype = defs[o as usize].dtype();
         if let Some(li) = loads.iter().enumerate().position(|(li, l)| {
             !taken[li]
-                && l.donatable
+                && l.donor
+                    .as_ref()
+                    .is_some_and(|d| order.as_ref().is_none_or(|o| o == d))
                 && l.gather.is_none()
                 && per_array[&l.array] == 1
                 && defs[l.def as usize].dtype() == dtype
         }) {
             donor[j] = Some(li);
             taken[li] = true;
+            order = loads[li].donor.clone();
         }
     }
     let mut buffers: Vec<Arc<PooledBuffer>> = Vec::new();
@@ -444,9 +557,22 @@ fn bind(
     }
     let donated = donor
         .iter()
-        .map(|d| d.map(|li| loads[li].storage.dense_alias()))
+        .map(|d| d.map(|li| Arc::clone(&loads[li].storage.buffer)))
         .collect();
-    (buffers, donated)
+    Binding {
+        buffers,
+        donated,
+        order,
+    }
+}
+
+/// What [`bind`] decided: the input bindings' buffers, per output the
+/// buffer it takes over (if any), and the order of the iteration axes the
+/// donors walk densely (outermost first).
+struct Binding {
+    buffers: Vec<Arc<PooledBuffer>>,
+    donated: Vec<Option<Arc<PooledBuffer>>>,
+    order: Option<Order>,
 }
 
 /// Build, bind and encode a program writing `outputs` (arrays of one shape),
@@ -468,30 +594,50 @@ pub(super) fn run(
 }
 
 /// Bind the builder's program, allocate its outputs and encode it.
+///
+/// The kernel walks the iteration space in the order its donors walk their
+/// buffers (the order of the axes of `b.shape` the donors' strides give,
+/// see [`donor_order`]), so that each thread reads a donated element where
+/// it writes its result; every output is then laid out in that order, and
+/// its storage's strides say so (a donor read through a transpose gives a
+/// transposed result, as MLX's donation does).
 fn finish(lw: &mut Lowering<'_>, mut b: Builder<'_>, values: Vec<Value>) -> Result<Vec<Storage>> {
-    let (buffers, donated) = bind(&mut b.defs, &b.loads, &values);
+    let Binding {
+        buffers,
+        donated,
+        order,
+    } = bind(&mut b.defs, &b.loads, &values);
+    let order: Order = order.unwrap_or_else(|| (0..b.shape.len()).collect());
+    let walk: Vec<usize> = order.iter().map(|&d| b.shape[d]).collect();
+    let dense = crate::shape::contiguous_strides(&walk);
+    // Each output's strides over `b.shape`: dense in the walk's order.
+    let mut strides = vec![0isize; b.shape.len()];
+    for (k, &d) in order.iter().enumerate() {
+        strides[d] = dense[k];
+    }
     let mut storages = Vec::with_capacity(values.len());
     for (&v, d) in values.iter().zip(donated) {
         storages.push(match d {
-            Some(s) => s,
-            None => lw.alloc(&b.shape, b.defs[v as usize].dtype())?,
+            Some(buffer) => Storage {
+                buffer,
+                strides: strides.clone(),
+                offset: 0,
+            },
+            None => Storage {
+                strides: strides.clone(),
+                ..lw.alloc(&walk, b.defs[v as usize].dtype())?
+            },
         });
     }
-    let program = Program {
-        defs: b.defs,
-        outputs: values,
-        inputs: buffers.len() as u8,
-        rank: 0,
-        vec4: false,
-    };
+    let program = program(b.defs, values, buffers.len());
     let bound = Bound {
-        shape: b.shape,
+        shape: walk,
         loads: b
             .loads
             .iter()
             .map(|l| LoadData {
                 offset: l.offset,
-                strides: l.strides.clone(),
+                strides: order.iter().map(|&d| l.strides[d]).collect(),
                 gather: l.gather,
             })
             .collect(),
@@ -534,7 +680,7 @@ pub(super) fn epilogue(
     for o in outputs {
         values.push(b.value(o, &identity, false)?);
     }
-    let (buffers, _) = bind(&mut b.defs, &b.loads, &values);
+    let buffers = bind(&mut b.defs, &b.loads, &values).buffers;
     let mut storages = Vec::with_capacity(values.len());
     for &v in &values {
         storages.push(lw.alloc(&shape, b.defs[v as usize].dtype())?);
@@ -553,22 +699,12 @@ pub(super) fn epilogue(
                 strides: dense.clone(),
                 gather: None,
             }),
-            Def::Load { .. } => loads.next().map(|l| LoadData {
-                offset: l.offset,
-                strides: l.strides.clone(),
-                gather: l.gather,
-            }),
+            Def::Load { .. } => loads.next().map(Load::data),
             _ => None,
         })
         .collect();
     Ok(EpilogueProgram {
-        program: Program {
-            defs: b.defs,
-            outputs: values,
-            inputs: buffers.len() as u8,
-            rank: 0,
-            vec4: false,
-        },
+        program: program(b.defs, values, buffers.len()),
         loads,
         consts: b.consts,
         buffers,
@@ -576,7 +712,7 @@ pub(super) fn epilogue(
     })
 }
 
-/// A reduction's prologue program (`kernels::prologue`): the pending value
+/// A reduction's prologue program (`kernels::reduce`): the pending value
 /// `input` (the reduction's input) computed from the elementwise nodes in
 /// `members`, over `input`'s shape, then the values written beside it
 /// (`extras`, of that shape); no load is donated.
@@ -603,26 +739,12 @@ pub(super) fn prologue(
         values.push(b.value(x, &identity, false)?);
     }
     for l in &mut b.loads {
-        l.donatable = false;
+        l.donor = None;
     }
-    let (buffers, _) = bind(&mut b.defs, &b.loads, &values);
-    let loads = b
-        .loads
-        .iter()
-        .map(|l| LoadData {
-            offset: l.offset,
-            strides: l.strides.clone(),
-            gather: l.gather,
-        })
-        .collect();
+    let buffers = bind(&mut b.defs, &b.loads, &values).buffers;
+    let loads = b.loads.iter().map(Load::data).collect();
     Ok(PrologueProgram {
-        program: Program {
-            defs: b.defs,
-            outputs: values,
-            inputs: buffers.len() as u8,
-            rank: 0,
-            vec4: false,
-        },
+        program: program(b.defs, values, buffers.len()),
         loads,
         consts: b.consts,
         buffers,
@@ -686,32 +808,16 @@ pub(super) fn copy(
     shape: &[usize],
     dtype: DType,
 ) -> Result<Storage> {
+    if dtype.is_quantized() {
+        // Whole blocks, as bytes; the copy is then seen in elements.
+        let (bytes, view) = super::quant::byte_view("copy", shape, src, dtype)?;
+        let dense = copy(lw, &view, &bytes, DType::U8)?;
+        return Ok(dense.view(crate::shape::contiguous_strides(shape), 0));
+    }
     let members = HashSet::default();
-    let mut b = Builder {
-        shape: shape.to_vec(),
-        members: &members,
-        defs: vec![Def::Load {
-            dtype,
-            source: Source::Input(0),
-            dense: false,
-            gather: None,
-        }],
-        loads: Vec::new(),
-        consts: Vec::new(),
-        memo: HashMap::default(),
-        const_memo: HashMap::default(),
-        scalars: HashMap::default(),
-        acc: None,
-    };
-    b.loads.push(Load {
-        def: 0,
-        array: std::ptr::null(),
-        storage: src.clone(),
-        offset: src.offset,
-        strides: src.strides.clone(),
-        gather: None,
-        donatable: false,
-    });
+    let mut b = Builder::new(shape, &members, None);
+    b.defs = vec![strided_load(dtype, None)];
+    b.load_of(0, std::ptr::null(), src, src.strides.clone(), None);
     Ok(finish(lw, b, vec![0])?.pop().expect("one output"))
 }
 
@@ -748,60 +854,52 @@ pub(super) fn take(
     axis: usize,
 ) -> Result<Vec<Option<Storage>>> {
     let o = io.output()?;
-    let (x, idx) = (io.input(0), io.input(1));
-    let (xs, is) = (&io.storages[0], &io.storages[1]);
+    let (x, xs) = (io.input(0), &io.storages[0]);
+    if x.dtype.is_quantized() {
+        // Whole rows of blocks (the op takes along a leading axis), as
+        // bytes; the result is then seen in elements.
+        let (x_bytes, x_view) = super::quant::byte_view("take", &x.shape, xs, x.dtype)?;
+        let mut out_bytes = o.shape.clone();
+        if let (Some(l), Some(&b)) = (out_bytes.last_mut(), x_bytes.last()) {
+            *l = b;
+        }
+        let s = gather(lw, io, &x_bytes, &x_view, DType::U8, &out_bytes, axis)?;
+        return Ok(vec![Some(
+            s.view(crate::shape::contiguous_strides(&o.shape), 0),
+        )]);
+    }
+    let s = gather(lw, io, &x.shape, xs, x.dtype, &o.shape, axis)?;
+    Ok(vec![Some(s)])
+}
+
+/// The gather of [`take`]: `x` (of `x_shape` and `dtype`, read through
+/// `xs`) at input 1's indices along `axis`, into a dense `out_shape`.
+fn gather(
+    lw: &mut Lowering<'_>,
+    io: &NodeIo<'_>,
+    x_shape: &[usize],
+    xs: &Storage,
+    dtype: DType,
+    out_shape: &[usize],
+    axis: usize,
+) -> Result<Storage> {
+    let idx = io.input(1);
+    let is = &io.storages[1];
     let k = idx.shape.len();
     let mut x_strides = xs.strides[..axis].to_vec();
     x_strides.extend(std::iter::repeat_n(0, k));
     x_strides.extend_from_slice(&xs.strides[axis + 1..]);
     let mut i_strides = vec![0; axis];
     i_strides.extend_from_slice(&is.strides);
-    i_strides.extend(std::iter::repeat_n(0, x.shape.len() - axis - 1));
+    i_strides.extend(std::iter::repeat_n(0, x_shape.len() - axis - 1));
     let members = HashSet::default();
-    let mut b = Builder {
-        shape: o.shape.clone(),
-        members: &members,
-        defs: vec![
-            Def::Load {
-                dtype: idx.dtype,
-                source: Source::Input(0),
-                dense: false,
-                gather: None,
-            },
-            Def::Load {
-                dtype: x.dtype,
-                source: Source::Input(0),
-                dense: false,
-                gather: Some(0),
-            },
-        ],
-        loads: Vec::new(),
-        consts: Vec::new(),
-        memo: HashMap::default(),
-        const_memo: HashMap::default(),
-        scalars: HashMap::default(),
-        acc: None,
-    };
-    b.loads.push(Load {
-        def: 0,
-        array: Arc::as_ptr(&io.node.inputs[1].inner),
-        storage: is.clone(),
-        offset: is.offset,
-        strides: i_strides,
-        gather: None,
-        donatable: false,
-    });
-    b.loads.push(Load {
-        def: 1,
-        array: Arc::as_ptr(&io.node.inputs[0].inner),
-        storage: xs.clone(),
-        offset: xs.offset,
-        strides: x_strides,
-        gather: Some((xs.strides[axis], x.shape[axis])),
-        donatable: false,
-    });
-    let s = finish(lw, b, vec![1])?.pop().expect("one output");
-    Ok(vec![Some(s)])
+    let mut b = Builder::new(out_shape, &members, None);
+    b.defs = vec![strided_load(idx.dtype, None), strided_load(dtype, Some(0))];
+    let inputs = &io.node.inputs;
+    b.load_of(0, Arc::as_ptr(&inputs[1].inner), is, i_strides, None);
+    let gather = Some((xs.strides[axis], x_shape[axis]));
+    b.load_of(1, Arc::as_ptr(&inputs[0].inner), xs, x_strides, gather);
+    Ok(finish(lw, b, vec![1])?.pop().expect("one output"))
 }
 
 #[cfg(test)]
@@ -835,5 +933,22 @@ mod tests {
             (5, vec![0, 0, 1])
         );
         assert!(AxisMap::of_view(&View::Reshape, &[2, 3], &[3, 2]).is_none());
+    }
+
+    #[test]
+    fn dense_orders_follow_the_buffer() {
+        let o = |shape: &[usize], offset, strides: &[isize]| {
+            dense_order(shape, offset, strides).map(|o| o.to_vec())
+        };
+        // Dense, a length-1 axis with any stride, a transpose of [2, 3, 4].
+        assert_eq!(o(&[2, 3], 0, &[3, 1]), Some(vec![0, 1]));
+        assert_eq!(o(&[2, 1, 3], 0, &[3, 0, 1]), Some(vec![0, 1, 2]));
+        assert_eq!(o(&[4, 3, 2], 0, &[1, 4, 12]), Some(vec![2, 1, 0]));
+        assert_eq!(o(&[3, 1, 2], 0, &[1, 7, 3]), Some(vec![1, 2, 0]));
+        // Not from the first element, a gap, a repeat, a reversal.
+        assert_eq!(o(&[2, 3], 1, &[3, 1]), None);
+        assert_eq!(o(&[2, 3], 0, &[4, 1]), None);
+        assert_eq!(o(&[2, 3], 0, &[0, 1]), None);
+        assert_eq!(o(&[2, 3], 0, &[3, -1]), None);
     }
 }

@@ -20,7 +20,7 @@ pub(super) fn sort(
     let x = io.input(0);
     let out = RowOutputs::new(lw, &x.shape, x.dtype, axis, x.shape[axis])?;
     let rows: usize = out.dense[..out.dense.len() - 1].iter().product();
-    let pairs = kernel::work_pairs(rows, x.shape[axis]);
+    let pairs = crate::graph::primitive::sort_work_pairs(rows, x.shape[axis]);
     let work = lw.alloc(&[pairs.saturating_mul(2)], DType::U32)?;
     let src = io.operand(0, io.storages[0].strides.clone());
     let d = kernel::sort(

@@ -43,6 +43,11 @@ pub(super) fn view(
             src.view(strides, offset as usize)
         }
     };
+    if o.dtype.is_quantized() {
+        // A view that splits blocks (a transpose the op could not refuse:
+        // `Array::transpose` returns no error) is refused here, naming it.
+        super::quant::byte_view(io.node.primitive.name(), &o.shape, &s, o.dtype)?;
+    }
     Ok(vec![Some(s)])
 }
 

@@ -500,17 +500,7 @@ fn output_word(w: usize, sl: usize, i: usize) -> String {
 #[cfg(test)]
 pub(super) fn specs() -> Vec<(crate::kernels::Spec, &'static crate::kernels::Kernel)> {
     use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
-    let load = |dtype, source, dense| Def::Load {
-        dtype,
-        source,
-        dense,
-        gather: None,
-    };
-    let op = |op, args: Vec<u16>, dtype| Def::Op {
-        op,
-        args: args.into(),
-        dtype,
-    };
+    let (load, op) = (Def::load, Def::op);
     let mut out = Vec::new();
     for d in [DType::F32, DType::F16, DType::U8, DType::F64] {
         let defs = vec![

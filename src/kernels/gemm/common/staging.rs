@@ -1,15 +1,12 @@
-//! The workgroup-memory GEMM family (`wgsl/gemm_shared.wgsl`), the one
-//! GPUs take: each step a workgroup stages a block of A and a block of B
-//! through workgroup memory (vec4 loads where the layout allows them,
-//! double buffered, one barrier per step), then every thread multiplies
-//! its register block out of it. The staging code is shared with the
-//! cooperative-matrix family (`gemm_coop.rs`).
-//!
-//! Like the register family, the per-thread code is generated straight-line
-//! (named variables, literal indices) for the tile and the operand load
-//! modes; see `matmul::gemm_body` for why.
+//! The workgroup-memory staging both tiled families share (the
+//! workgroup-memory family, `wgsl/gemm_shared.wgsl`, and the
+//! cooperative-matrix family, `wgsl/gemm_coop.wgsl`): each step a workgroup
+//! copies a block of A and a block of B into one of two k-major buffers
+//! (vec4 loads where the layout allows them) while it multiplies out of
+//! the other, one barrier per step.
 
-use super::matmul::{GemmKernel, Mode, indent, store_quads};
+use super::indent;
+use super::operand::Mode;
 
 /// The blocks one workgroup stages per step: `bm x bk` of A and `bk x bn`
 /// of B, by `threads` threads.
@@ -22,14 +19,14 @@ pub(crate) struct Staging {
 }
 
 /// Generated staging code (see [`staging`]).
-pub(crate) struct StagingCode {
+struct StagingCode {
     /// Per-thread constants (which quads of the blocks it loads) and the
     /// staging registers `la_{i}`, `lb_{i}`.
-    pub decls: String,
+    decls: String,
     /// Global loads of the step starting at `k0` into the registers.
-    pub load: String,
+    load: String,
     /// The registers into the buffer whose first k row is `nb`.
-    pub store: String,
+    store: String,
 }
 
 /// The code that stages one step. It expects, in WGSL: `tid` (the flat
@@ -41,7 +38,7 @@ pub(crate) struct StagingCode {
 /// `k * bm + r`, B's element `(k, c)` is `k * bn + c`. Rows and columns past
 /// M and N are clamped on load; k >= K is zeroed (`kmask4`, `kclamp` in
 /// gemm_common.wgsl).
-pub(crate) fn staging(s: Staging, a_mode: Mode, b_mode: Mode) -> StagingCode {
+fn staging(s: Staging, a_mode: Mode, b_mode: Mode) -> StagingCode {
     let Staging {
         bm,
         bn,
@@ -174,19 +171,120 @@ pub(crate) fn staging(s: Staging, a_mode: Mode, b_mode: Mode) -> StagingCode {
     }
 }
 
-/// The workgroup arrays of both staging buffers (`len` elements each of A
-/// and B) and their accessors: vec4 arrays, or with `scalar` f32 arrays read
-/// as quads (see wgsl/gemm_shared.wgsl for which back ends need which).
-fn staging_decls(len_a: u32, len_b: u32, scalar: bool) -> String {
+/// A tiled family's own code around the shared staging (see
+/// [`tiled_subs`]).
+pub(crate) struct Tiled {
+    /// Its accumulators' declarations.
+    pub decls: Vec<String>,
+    /// The multiply-adds of one step, in sub-steps (each a block of its
+    /// own) reading the staged buffer whose first k row is `cur`.
+    pub substeps: Vec<Vec<String>>,
+    /// Its stores (`store_quad` calls, through `common::store`).
+    pub stores: Vec<String>,
+}
+
+/// The `DECLS`, `STEPS` and `EPILOGUE` substitutions of a tiled family
+/// (`wgsl/gemm_shared.wgsl`, `wgsl/gemm_coop.wgsl`): its accumulators, the
+/// staged K loop around its multiply-adds ([`steps`]), its stores.
+pub(crate) fn tiled_subs(
+    s: Staging,
+    a_mode: Mode,
+    b_mode: Mode,
+    t: Tiled,
+) -> [(&'static str, String); 3] {
+    [
+        ("DECLS", indent(t.decls, 1)),
+        ("STEPS", steps(s, a_mode, b_mode, t.substeps)),
+        ("EPILOGUE", indent(t.stores, 1)),
+    ]
+}
+
+/// The staged K loop both tiled families run (their `STEPS`): this
+/// thread's staging constants and registers ([`staging`]), the first
+/// step's blocks stored into the buffer at k row 0, then per step of `BK`
+/// k: the next step's loads into registers (in flight during the
+/// multiply-adds), `substeps` (the step's multiply-adds out of the buffer
+/// whose first k row is `cur`, each sub-step a block), those registers
+/// stored into the other buffer (first k row `nb`), and one barrier.
+/// Besides what [`staging`] expects it reads `BK` (the step's k) in WGSL.
+fn steps(s: Staging, a_mode: Mode, b_mode: Mode, substeps: Vec<Vec<String>>) -> String {
+    let StagingCode { decls, load, store } = staging(s, a_mode, b_mode);
+    let mut compute = Vec::new();
+    for sub in substeps {
+        compute.push("{".to_string());
+        compute.extend(sub.into_iter().map(|l| format!("    {l}")));
+        compute.push("}".to_string());
+    }
+    let compute = indent(compute, 2);
+    format!(
+        "{decls}    let steps = (p.k + BK - 1u) / BK;
+    if steps > 0u {{
+        let k0 = 0u;
+        let nb = 0u;
+        {{
+{load}{store}        }}
+    }}
+    workgroupBarrier();
+    for (var t = 0u; t < steps; t++) {{
+        // First k row of the buffer read now, and of the one filled now.
+        let cur = (t & 1u) * BK;
+        let nb = BK - cur;
+        let k0 = (t + 1u) * BK;
+        let more = t + 1u < steps;
+        if more {{
+{load}        }}
+{compute}        if more {{
+{store}        }}
+        workgroupBarrier();
+    }}
+"
+    )
+}
+
+/// The workgroup arrays of both staging buffers (`len_a` and `len_b`
+/// elements) and their accessors `put_a`, `put_a4`, `put_b`, `put_b4` (the
+/// stores [`staging`] makes) and `sa4`, `sb4` (a quad read as f32): vec4
+/// arrays of f32, or with `scalar` arrays of that element type (converted
+/// from and to f32) read as quads. The workgroup-memory family takes f32
+/// scalar arrays on the back ends whose store into one component of a
+/// shared vec4 is a read-modify-write of the whole vector (see
+/// wgsl/gemm_shared.wgsl), the cooperative-matrix family arrays of its
+/// fragments' type `CT`.
+pub(crate) fn staging_decls(len_a: u32, len_b: u32, scalar: Option<&str>) -> String {
     let mut s = String::new();
     for (x, len) in [("a", len_a), ("b", len_b)] {
-        s += &if scalar {
+        s += &if let Some(t) = scalar {
+            // (Conversions only where the type is not f32: the f32 text is
+            // what it was before the cooperative family shared it.)
+            let to = |e: &str| {
+                if t == "f32" {
+                    e.to_string()
+                } else {
+                    format!("{t}({e})")
+                }
+            };
+            let from = |e: &str| {
+                if t == "f32" {
+                    e.to_string()
+                } else {
+                    format!("f32({e})")
+                }
+            };
             format!(
-                "var<workgroup> s{x}: array<f32, {len}>;
-                 fn put_{x}(i: u32, v: f32) {{ s{x}[i] = v; }}
-                 fn put_{x}4(i: u32, v: vec4<f32>) {{ s{x}[i] = v.x; s{x}[i + 1u] = v.y; s{x}[i + 2u] = v.z; s{x}[i + 3u] = v.w; }}
-                 fn s{x}4(q: u32) -> vec4<f32> {{ let i = 4u * q; return vec4<f32>(s{x}[i], s{x}[i + 1u], s{x}[i + 2u], s{x}[i + 3u]); }}
-"
+                "var<workgroup> s{x}: array<{t}, {len}>;
+                 fn put_{x}(i: u32, v: f32) {{ s{x}[i] = {}; }}
+                 fn put_{x}4(i: u32, v: vec4<f32>) {{ s{x}[i] = {}; s{x}[i + 1u] = {}; s{x}[i + 2u] = {}; s{x}[i + 3u] = {}; }}
+                 fn s{x}4(q: u32) -> vec4<f32> {{ let i = 4u * q; return vec4<f32>({}, {}, {}, {}); }}
+",
+                to("v"),
+                to("v.x"),
+                to("v.y"),
+                to("v.z"),
+                to("v.w"),
+                from(&format!("s{x}[i]")),
+                from(&format!("s{x}[i + 1u]")),
+                from(&format!("s{x}[i + 2u]")),
+                from(&format!("s{x}[i + 3u]")),
             )
         } else {
             format!(
@@ -200,96 +298,4 @@ fn staging_decls(len_a: u32, len_b: u32, scalar: bool) -> String {
         };
     }
     s
-}
-
-/// The substitutions of `wgsl/gemm_shared.wgsl` for a `Shared` kernel.
-/// `looped`: the stores as one loop (`matmul::store_quads`);
-/// `scalar_staging`: f32 staging arrays ([`staging_decls`]).
-pub(crate) fn subs(
-    kernel: GemmKernel,
-    a_mode: Mode,
-    b_mode: Mode,
-    looped: bool,
-    scalar_staging: bool,
-) -> Vec<(&'static str, String)> {
-    let GemmKernel::Shared {
-        wg_x,
-        wg_y,
-        tm,
-        nv,
-        bk,
-    } = kernel
-    else {
-        unreachable!("gemm_shared::subs takes Shared kernels")
-    };
-    let (bm, bn) = (wg_y * tm, wg_x * 4 * nv);
-    let code = staging(
-        Staging {
-            bm,
-            bn,
-            bk,
-            threads: wg_x * wg_y,
-        },
-        a_mode,
-        b_mode,
-    );
-    // Thread (tx, ty) owns rows (g WG_Y + ty) 4 + i and column quads
-    // v WG_X + tx of the block: vec4 reads of both staged blocks, and
-    // neighbouring threads store neighbouring quads.
-    let mut decls = Vec::new();
-    for r in 0..tm {
-        for v in 0..nv {
-            decls.push(format!("var acc_{r}_{v} = vec4<f32>(0.0);"));
-        }
-    }
-    let mut compute = Vec::new();
-    for kk in 0..bk {
-        compute.push("{".to_string());
-        compute.push(format!("    let ka = (cur + {kk}u) * {}u + ty;", bm / 4));
-        for g in 0..tm / 4 {
-            compute.push(format!("    let a{g} = sa4(ka + {}u);", g * wg_y));
-        }
-        compute.push(format!("    let kb = (cur + {kk}u) * {}u + tx;", bn / 4));
-        for v in 0..nv {
-            compute.push(format!("    let b{v} = sb4(kb + {}u);", v * wg_x));
-        }
-        for r in 0..tm {
-            let (g, i) = (r / 4, r % 4);
-            for v in 0..nv {
-                compute.push(format!(
-                    "    acc_{r}_{v} = fma(vec4<f32>(a{g}[{i}]), b{v}, acc_{r}_{v});"
-                ));
-            }
-        }
-        compute.push("}".to_string());
-    }
-    let mut calls = Vec::new();
-    for r in 0..tm {
-        let (g, i) = (r / 4, r % 4);
-        for v in 0..nv {
-            calls.push([
-                format!("tile_row0 + ({}u + ty) * 4u + {i}u", g * wg_y),
-                format!("tile_q0 + {}u + tx", v * wg_x),
-                format!("acc_{r}_{v}"),
-            ]);
-        }
-    }
-    let epilogue = store_quads(&calls, "bases.c", "bases.out", looped);
-    vec![
-        ("WG_X", wg_x.to_string()),
-        ("WG_Y", wg_y.to_string()),
-        ("BM", bm.to_string()),
-        ("BN", bn.to_string()),
-        ("BK", bk.to_string()),
-        (
-            "STAGING",
-            staging_decls(2 * bm * bk, 2 * bn * bk, scalar_staging),
-        ),
-        ("STAGE_DECLS", code.decls),
-        ("LOAD", code.load),
-        ("STORE", code.store),
-        ("DECLS", indent(decls, 1)),
-        ("COMPUTE", indent(compute, 2)),
-        ("EPILOGUE", indent(epilogue, 1)),
-    ]
 }

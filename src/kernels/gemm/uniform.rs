@@ -21,12 +21,32 @@
 //! loaded float, so the load decides; see docs/PERFORMANCE.md for the
 //! measurements.
 //!
-//! This module writes the kernels' generated parts ([`subs`],
-//! [`row_subs`]) and places the windows ([`plan`], [`a_window`]);
-//! `matmul::dispatches` builds the dispatches.
+//! This module writes the kernels' generated parts ([`family`]), places
+//! the windows ([`plan`], [`a_window`]) and builds the dispatches
+//! ([`dispatches`]) from the pipeline the planner gives it.
 
-use super::matmul::{GemmKernel, indent};
-use super::{Context, Operand, WINDOW_BYTES};
+use super::common::indent;
+use super::common::operand::{Gemm, col_stride, row_stride};
+use super::common::params::gemm_params;
+use super::common::prelude::{Family, PRELUDE, family_kernel};
+use crate::Result;
+use crate::kernels::{Context, Dispatch, Kernel, Operand, Pipeline, WINDOW_BYTES, Window};
+
+/// The uniform-window matrix-vector GEMM's column kernel
+/// (`wgsl/gemm_uniform.wgsl`).
+pub(crate) static GEMM_UNIFORM: Kernel = family_kernel(
+    "gemm_uniform",
+    PRELUDE,
+    include_str!("../../../wgsl/gemm_uniform.wgsl"),
+);
+
+/// The uniform-window matrix-vector GEMM's kernel for B read along K
+/// (`wgsl/gemm_uniform_rows.wgsl`).
+pub(crate) static GEMM_UNIFORM_ROWS: Kernel = family_kernel(
+    "gemm_uniform_rows",
+    PRELUDE,
+    include_str!("../../../wgsl/gemm_uniform_rows.wgsl"),
+);
 
 /// The row kernel's lanes per column: llvmpipe's SIMD width on x86 (eight
 /// f32 lanes of AVX2), so one SIMD group reads one column.
@@ -59,27 +79,47 @@ pub(crate) fn windows(cx: &Context) -> u32 {
 
 /// Parameter words after the GEMM's own: `first` (a vec4; the column
 /// kernel's first-dispatch flag) and one vec4 per window of B.
-pub(crate) fn extra_words(windows: u32) -> usize {
+fn extra_words(windows: u32) -> usize {
     4 + 4 * windows as usize
 }
 
 /// `EPILOGUE_PARAMS` of the family: the parameter fields after the
 /// GEMM's own, [`extra_words`] of them.
-pub(crate) fn params_field(windows: u32) -> String {
+fn params_field(windows: u32) -> String {
     format!("    first: vec4<u32>,\n    win: array<vec4<u32>, {windows}>,")
+}
+
+/// The family's kernel for `windows` windows per dispatch on the device
+/// ([`windows`]) and the storage bindings before them (up to
+/// `first_binding`): with `a_quads` 0 the column kernel of `wg_x` threads
+/// of `nv` column quads each; otherwise the row kernel (one geometry),
+/// with A's row of `a_quads` quads in one of the windows.
+pub(crate) fn family(wg_x: u32, nv: u32, windows: u32, a_quads: u32, first_binding: u32) -> Family {
+    if a_quads > 0 {
+        // The row kernel: one of the device's windows is A's.
+        let b_windows = windows - 1;
+        let mut bound = vec![WINDOW_BYTES; b_windows as usize];
+        bound.push(16 * a_quads as u64);
+        Family {
+            kernel: &GEMM_UNIFORM_ROWS,
+            subs: row_subs(b_windows, a_quads, first_binding),
+            params: Some((params_field(b_windows), extra_words(b_windows))),
+            windows: bound,
+        }
+    } else {
+        Family {
+            kernel: &GEMM_UNIFORM,
+            subs: subs(wg_x, nv, windows, first_binding),
+            params: Some((params_field(windows), extra_words(windows))),
+            windows: vec![WINDOW_BYTES; windows as usize],
+        }
+    }
 }
 
 /// The column kernel's substitutions for `windows` windows (bindings from
 /// `first_binding` on): the window declarations, the generated
 /// declarations, the per-window loops and the stores.
-pub(crate) fn subs(
-    kernel: GemmKernel,
-    windows: u32,
-    first_binding: u32,
-) -> Vec<(&'static str, String)> {
-    let GemmKernel::Uniform { wg_x, nv } = kernel else {
-        unreachable!("gemm_uniform::subs of {kernel}")
-    };
+fn subs(wg_x: u32, nv: u32, windows: u32, first_binding: u32) -> Vec<(&'static str, String)> {
     let quads = WINDOW_BYTES / 16;
     let bindings = (0..windows)
         .map(|j| {
@@ -247,11 +287,7 @@ pub(crate) fn a_window(cx: &Context, a: &Operand<'_>, k: usize) -> Option<u64> {
 
 /// The row kernel's substitutions for `windows` windows of B and A's row of
 /// `a_quads` quads (bindings from `first_binding` on, A's last).
-pub(crate) fn row_subs(
-    windows: u32,
-    a_quads: u32,
-    first_binding: u32,
-) -> Vec<(&'static str, String)> {
+fn row_subs(windows: u32, a_quads: u32, first_binding: u32) -> Vec<(&'static str, String)> {
     let quads = WINDOW_BYTES / 16;
     let mut bindings: Vec<String> = (0..windows)
         .map(|j| {
@@ -288,4 +324,88 @@ pub(crate) fn row_subs(
         ("WINDOW_BINDINGS", bindings.join("\n")),
         ("WINDOWS", indent(loops, 1)),
     ]
+}
+
+/// The dispatches of the family for `g` (one f32 row of A, no batch, K >
+/// 0, no fused epilogue: the planner's checks), `cols` output columns per
+/// workgroup of the column kernel, or `None` for operands that [`plan`]
+/// and [`a_window`] cannot place in windows. B unit-stride along K and not
+/// along n takes the row kernel (every dispatch stores columns of its
+/// own); any other B the column kernel (one dispatch per group of windows,
+/// the first storing and the later ones adding). `pipeline(a_quads)` gives
+/// the kernel's pipeline (`a_quads` as for [`family`]).
+///
+/// # Errors
+/// [`crate::Error::TooLarge`] for sizes, strides or offsets past `u32`;
+/// what `pipeline` returns.
+pub(crate) fn dispatches(
+    cx: &Context,
+    g: &Gemm<'_>,
+    cols: usize,
+    pipeline: &mut dyn FnMut(u32) -> Result<Pipeline>,
+) -> Result<Option<Vec<Dispatch>>> {
+    let windows = windows(cx);
+    // The tuning's test of a transposed B (`ShapeClass` proxies).
+    let along_k = row_stride(&g.b) == 1 && col_stride(&g.b) != 1;
+    let b_windows = if along_k {
+        windows.saturating_sub(1)
+    } else {
+        windows
+    };
+    let Some(plan) = plan(cx, &g.b, g.k, g.n, along_k, b_windows) else {
+        return Ok(None);
+    };
+    let a_window = if along_k {
+        match a_window(cx, &g.a, g.k) {
+            Some(offset) => Some(Window {
+                buffer: g.a.buffer.clone(),
+                offset,
+                size: 4 * g.k as u64,
+            }),
+            None => return Ok(None),
+        }
+    } else {
+        None
+    };
+    let a_quads = if along_k { (g.k / 4) as u32 } else { 0 };
+    let pipeline = pipeline(a_quads)?;
+    let mut buffers = vec![g.a.buffer.clone(), g.b.buffer.clone()];
+    if let Some(c) = &g.bias {
+        buffers.push(c.buffer.clone());
+    }
+    buffers.push(g.out.clone());
+    let mut out = Vec::with_capacity(plan.len());
+    for (i, group) in plan.iter().enumerate() {
+        // The column kernel's dispatches cover every column; the row
+        // kernel's the most columns a window of this one holds.
+        let groups = if along_k {
+            let most = group.iter().map(|w| w.words[1] - w.words[0]).max();
+            most.unwrap_or(0).div_ceil(ROW_GROUP)
+        } else {
+            g.n.div_ceil(cols) as u32
+        };
+        let mut extra = vec![(i == 0) as u32, 0, 0, 0];
+        extra.extend(group.iter().flat_map(|w| w.words));
+        let mut bound: Vec<Window> = group
+            .iter()
+            .map(|w| Window {
+                buffer: g.b.buffer.clone(),
+                offset: w.offset,
+                size: WINDOW_BYTES,
+            })
+            .collect();
+        bound.extend(a_window.iter().map(|w| Window {
+            buffer: w.buffer.clone(),
+            offset: w.offset,
+            size: w.size,
+        }));
+        out.push(Dispatch {
+            pipeline: pipeline.clone(),
+            params: gemm_params(g, extra)?.words(),
+            buffers: buffers.clone(),
+            windows: bound,
+            workgroups: [groups, 1, 1],
+        });
+    }
+    Ok(Some(out))
 }

@@ -2,7 +2,7 @@
 //! and remembered.
 //!
 //! On the first GEMM of a shape class and dtype, a device times a few
-//! candidate kernels ([`candidates`]: the families and tiles that suit the
+//! candidate kernels ([`candidates()`]: the families and tiles that suit the
 //! adapter: register-blocked tiles on software adapters, workgroup-memory
 //! and cooperative-matrix tiles on GPUs, split-K kernels for
 //! matrix-vector products) on a proxy of the shape (each dimension capped,
@@ -30,9 +30,24 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::gemm_check::{Probe, read};
-use super::matmul::{self, Gemm, GemmKernel, ShapeClass, register_tile, shared_tile, usable};
-use super::{Context, Dispatch, Operand, disk};
+pub(crate) mod candidates;
+pub(crate) mod check;
+pub(crate) mod class;
+pub(crate) mod kernel;
+pub(crate) mod variant;
+
+use self::candidates::{candidates, fit_gemv_columns};
+use self::check::{Probe, read};
+use self::class::{GEMV_WIDE_N, ShapeClass};
+use self::kernel::{GemmKernel, usable};
+use self::variant::GemmVariant;
+use crate::kernels::gemm::common::operand::Gemm;
+use crate::kernels::{Context, Dispatch, Operand, disk};
+
+/// How the planner builds the dispatches of one kernel for a product
+/// (`plan::dispatches`): the tuning times what it builds, and knows no
+/// family's dispatch code itself.
+pub(crate) type Build = fn(&Context, &mut Gemm<'_>, GemmKernel) -> Result<Vec<Dispatch>>;
 use crate::memory::BufferKind;
 use crate::{DType, Error, Result};
 
@@ -122,11 +137,11 @@ pub(crate) struct Tuning {
     forced: Mutex<Option<GemmKernel>>,
     /// Whether candidates are timed (else each class takes its first).
     timing: bool,
-    /// The warm-up list ([`WARM_UP_MAX`]): [`matmul::GemmVariant::key`]s,
+    /// The warm-up list ([`WARM_UP_MAX`]): [`GemmVariant::key`]s,
     /// oldest first.
     warm: Mutex<Vec<String>>,
     /// The variants [`Tuning::note_used`] has seen.
-    noted: Mutex<rustc_hash::FxHashSet<matmul::GemmVariant>>,
+    noted: Mutex<rustc_hash::FxHashSet<GemmVariant>>,
 }
 
 thread_local! {
@@ -181,7 +196,7 @@ impl Tuning {
     /// tuning file and a list in it warms up (the file's list), or none:
     /// for later devices (a test suite opens hundreds), without a file,
     /// and with [`WARM_UP_ENV`] off.
-    pub(crate) fn warm_up_list(&self) -> Vec<matmul::GemmVariant> {
+    pub(crate) fn warm_up_list(&self) -> Vec<GemmVariant> {
         static WARMED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
         let off = std::env::var(WARM_UP_ENV)
             .is_ok_and(|v| ["0", "off", "false"].contains(&v.trim().to_ascii_lowercase().as_str()));
@@ -194,7 +209,7 @@ impl Tuning {
         }
         let list: Vec<_> = lock(&self.warm)
             .iter()
-            .filter_map(|k| matmul::GemmVariant::from_key(k))
+            .filter_map(|k| GemmVariant::from_key(k))
             .collect();
         if !list.is_empty() {
             warmed.push(file.clone());
@@ -205,7 +220,7 @@ impl Tuning {
     /// Note that an eval ran the GEMM specialisation `variant` (not a
     /// tuning run): it joins the tuning file's warm-up list, unless a
     /// kernel is forced. Once per variant and device; cheap after that.
-    pub(crate) fn note_used(&self, variant: matmul::GemmVariant) {
+    pub(crate) fn note_used(&self, variant: GemmVariant) {
         if self.file.is_none()
             || TIMING.with(|t| t.get())
             || lock(&self.forced).is_some()
@@ -275,6 +290,7 @@ impl Tuning {
     /// timed with B transposed (`x @ W^T`) where `b_transposed` (as the
     /// first product of the class is laid out: software adapters read the
     /// two layouts with different loads, and the tiles rank differently).
+    /// `build` makes a candidate's dispatches on the proxy (the planner's).
     ///
     /// # Errors
     /// What a timing run returns: [`Error::DeviceLost`], [`Error::Timeout`],
@@ -286,6 +302,7 @@ impl Tuning {
         class: ShapeClass,
         dims: [usize; 4],
         b_transposed: bool,
+        build: Build,
     ) -> Result<GemmKernel> {
         if let Some(k) = *lock(&self.forced)
             && usable(cx, k, dtype)
@@ -295,7 +312,7 @@ impl Tuning {
         // A matrix-vector tile's columns fit to this product's n.
         let fit = |k| {
             if class.is_gemv() {
-                matmul::fit_gemv_columns(k, dims[2])
+                fit_gemv_columns(k, dims[2])
             } else {
                 k
             }
@@ -308,7 +325,17 @@ impl Tuning {
         let cands = candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype));
         let timed = self.timing && cands.len() > 1;
         let chosen = if timed {
-            self.tune(cx, dtype, class, dims, b_transposed, &cands)?
+            self.tune(
+                cx,
+                Wanted {
+                    dtype,
+                    class,
+                    dims,
+                    b_transposed,
+                },
+                &cands,
+                build,
+            )?
         } else {
             cands[0]
         };
@@ -329,17 +356,21 @@ impl Tuning {
         Ok(fit(chosen))
     }
 
-    /// Time `cands` on a proxy of `dims` (B transposed where
-    /// `b_transposed`) and return the fastest.
+    /// Time `cands` on a proxy of the product `want` describes and return
+    /// the fastest.
     fn tune(
         &self,
         cx: &Context,
-        dtype: DType,
-        class: ShapeClass,
-        dims: [usize; 4],
-        b_transposed: bool,
+        want: Wanted,
         cands: &[GemmKernel],
+        build: Build,
     ) -> Result<GemmKernel> {
+        let Wanted {
+            dtype,
+            class,
+            dims,
+            b_transposed,
+        } = want;
         // Timings taken beside a warm-up's compiles would be the CPU's.
         cx.cache.wait_warm_up();
         let _timing = Timing::start();
@@ -368,7 +399,7 @@ impl Tuning {
             buffer(batch * m * n),
         );
         // Known operands: each candidate's product is checked before it
-        // may be chosen (`gemm_check`).
+        // may be chosen (`check.rs`).
         let probe = Probe::new(dtype, batch * m * k, batch * k * n, m, n);
         // Writes are whole 4-byte words (an odd count of f16 or bf16
         // elements is not): zero-padded, within the buffers' rounding.
@@ -416,7 +447,7 @@ impl Tuning {
                 report.push(format!("{cand}: not timed (budget)"));
                 continue;
             }
-            let d = match matmul::dispatches(cx, &mut g, cand) {
+            let d = match build(cx, &mut g, cand) {
                 Ok(d) => d,
                 Err(Error::Kernel { message, .. }) => {
                     log::warn!("wgarray: GEMM candidate {cand} failed to compile: {message}");
@@ -525,7 +556,8 @@ impl Tuning {
         // One slot per dispatch, as large as the largest parameter block
         // (the uniform family's pass 256 bytes) and aligned for a dynamic
         // offset.
-        let align = super::PARAMS_BYTES.max(cx.limits.min_uniform_buffer_offset_alignment as u64);
+        let align =
+            crate::kernels::PARAMS_BYTES.max(cx.limits.min_uniform_buffer_offset_alignment as u64);
         let stride = d
             .iter()
             .map(|x| 4 * x.params.len() as u64)
@@ -545,7 +577,7 @@ impl Tuning {
         }
         let groups: Vec<wgpu::BindGroup> = d
             .iter()
-            .map(|x| super::bind_group(&self.device, &params, x))
+            .map(|x| crate::kernels::bind_group(&self.device, &params, x))
             .collect();
         let mut encoder = self
             .device
@@ -620,6 +652,15 @@ impl Tuning {
     }
 }
 
+/// The product a tuning times candidates for (see [`Tuning::kernel`]): its
+/// dtype, class, `[batch, m, n, k]`, and whether B is read along K.
+struct Wanted {
+    dtype: DType,
+    class: ShapeClass,
+    dims: [usize; 4],
+    b_transposed: bool,
+}
+
 /// Rounds of [`Tuning::time_rounds`].
 const TIMING_ROUNDS: usize = 3;
 
@@ -667,7 +708,7 @@ fn load(path: &std::path::Path, owner: &disk::Owner) -> (Table, Vec<String>) {
     for entry in json["warm"].as_array().into_iter().flatten() {
         match entry
             .as_str()
-            .filter(|k| matmul::GemmVariant::from_key(k).is_some())
+            .filter(|k| GemmVariant::from_key(k).is_some())
         {
             Some(k) if !warm.iter().any(|w| w == k) => warm.push(k.to_string()),
             Some(_) => {}
@@ -767,13 +808,13 @@ fn proxy(class: ShapeClass, [batch, m, n, k]: [usize; 4], software: bool) -> [us
         ShapeClass::Gemv | ShapeClass::GemvT => (
             1,
             n.next_multiple_of(GEMV_PROXY_STEP)
-                .clamp(GEMV_MIN_N, matmul::GEMV_WIDE_N - GEMV_PROXY_STEP),
+                .clamp(GEMV_MIN_N, GEMV_WIDE_N - GEMV_PROXY_STEP),
             k.clamp(GEMV_MIN_K, 4 * cap),
         ),
         ShapeClass::GemvWide | ShapeClass::GemvTWide => (
             1,
             n.next_multiple_of(GEMV_PROXY_STEP)
-                .clamp(matmul::GEMV_WIDE_N, (4 * cap).max(matmul::GEMV_WIDE_N)),
+                .clamp(GEMV_WIDE_N, (4 * cap).max(GEMV_WIDE_N)),
             k.clamp(GEMV_MIN_K, 4 * cap),
         ),
         _ => (m.min(cap), n.min(cap), k.min(cap)),
@@ -793,167 +834,16 @@ fn proxy(class: ShapeClass, [batch, m, n, k]: [usize; 4], software: bool) -> [us
 const GEMV_MIN_N: usize = 512;
 /// A matrix-vector proxy's n is a multiple of this (the columns of the
 /// narrow class's widest register tile), so that no candidate is timed on
-/// columns it computes past n, which `matmul::fit_gemv_columns` avoids in
+/// columns it computes past n, which `fit_gemv_columns` avoids in
 /// the real product. The wide class's proxy on software adapters is 2048
 /// columns, a multiple of its widest tile's 1024.
 const GEMV_PROXY_STEP: usize = 256;
 /// The shortest K a matrix-vector proxy has.
 const GEMV_MIN_K: usize = 384;
 
-/// The kernels worth timing for `class` and `dtype` on a software adapter
-/// or a GPU, those `usable` by the device, first the default (the choice
-/// when timing is off). Never empty: the register family runs everywhere.
-pub(crate) fn candidates(
-    class: ShapeClass,
-    software: bool,
-    dtype: DType,
-    usable: &dyn Fn(&GemmKernel) -> bool,
-) -> Vec<GemmKernel> {
-    let register = register_tile(class, software);
-    let shared = shared_tile(class);
-    let splitk = |ks, cq, subgroups| GemmKernel::SplitK { ks, cq, subgroups };
-    // The matrix-vector tile with twice the columns per thread.
-    let tile_wide = || GemmKernel::Register {
-        wg_x: 8,
-        wg_y: 1,
-        tm: 1,
-        nv: 8,
-    };
-    let shared_wide = GemmKernel::Shared {
-        wg_x: 16,
-        wg_y: 8,
-        tm: 8,
-        nv: 2,
-        bk: 8,
-    };
-    let uniform = |nv| GemmKernel::Uniform { wg_x: 8, nv };
-    let mut v = match (class, software) {
-        // lavapipe (2026-12-01, docs/PERFORMANCE.md): with B row-major the
-        // uniform-window kernels lead (2x to 3x the register tiles: their
-        // loads are gathers, not per-lane loops), 32 columns per thread
-        // below GEMV_WIDE_N columns, 64 from there on (chosen over 16 at
-        // 1 x 1024 x 3072 and 1 x 4096 x 4096); then the 8 x 1 x 1 x
-        // 4 and 8 x 1 x 1 x 8 register tiles, and the split-K kernel trails
-        // those by up to 2x; with B transposed the split-K kernel leads
-        // from K = 4096 on and the narrow tile below. (Where the uniform
-        // family cannot run a product, it takes `register`.) With B
-        // transposed the uniform family's row kernel leads too (1.2x to
-        // 3x those, 2026-12-02; one candidate, as its geometry is fixed).
-        (ShapeClass::Gemv, true) => vec![
-            uniform(8),
-            uniform(16),
-            uniform(4),
-            register,
-            tile_wide(),
-            splitk(8, 8, true),
-            splitk(8, 8, false),
-        ],
-        (ShapeClass::GemvT | ShapeClass::GemvTWide, true) => vec![
-            uniform(8),
-            register,
-            splitk(8, 8, true),
-            tile_wide(),
-            splitk(8, 8, false),
-        ],
-        // From GEMV_WIDE_N columns on with B row-major: the uniform kernel
-        // first, then a register tile of 128 columns per thread (1024 per
-        // workgroup, a 4 KiB span of each row of B). Which wins depends on
-        // the host: on 2026-12-02's (an AVX-512 EPYC, where the register
-        // tiles ran 2.4x to 11x faster than on 2026-12-01's, the uniform
-        // kernels 1.4x to 1.9x) the wide tile ran 1.4x to 1.7x `uniform 8
-        // 16` and 1.9x the 32-column tile at 1 x 2048 x 2048 (the proxy)
-        // and 1 x 4096 x 4096, and the tuning chose it
-        // (docs/PERFORMANCE.md). The span per row is what counts, not the
-        // threads: 32 x 1 x 1 x 8 (a workgroup of four SIMD groups of 32
-        // columns each, the same 1024 columns) ran 3.5x slower, as
-        // lavapipe runs a workgroup on one thread, its SIMD groups one
-        // after another. Narrower products get the tile narrowed by
-        // `matmul::fit_gemv_columns`.
-        (ShapeClass::GemvWide, true) => vec![
-            uniform(16),
-            GemmKernel::Register {
-                wg_x: 8,
-                wg_y: 1,
-                tm: 1,
-                nv: 32,
-            },
-            uniform(4),
-            uniform(8),
-            register,
-            register_tile(ShapeClass::Gemv, true),
-            splitk(8, 8, true),
-        ],
-        // lavapipe, M = 77 (MiniLM's packed demo batch) against 384 to
-        // 1536 (2026-12-01, docs/PERFORMANCE.md): the default's one row of
-        // threads (A loaded once per SIMD group, see `register_tile`), the
-        // same with 32 rows per thread, and 32 x 128 blocks of four thread
-        // rows (the previous choice; 1.15x to 1.35x the 64 x 128 tile).
-        (ShapeClass::Medium, true) => vec![
-            register,
-            GemmKernel::Register {
-                wg_x: 8,
-                wg_y: 1,
-                tm: 32,
-                nv: 4,
-            },
-            GemmKernel::Register {
-                wg_x: 8,
-                wg_y: 4,
-                tm: 8,
-                nv: 4,
-            },
-        ],
-        (
-            ShapeClass::Gemv | ShapeClass::GemvT | ShapeClass::GemvWide | ShapeClass::GemvTWide,
-            false,
-        ) => vec![
-            splitk(32, 8, true),
-            splitk(16, 16, false),
-            register,
-            register_tile(class, true),
-        ],
-        // Software adapters: the register family only. The workgroup-memory
-        // family's straight-line staging code compiles for about a minute
-        // per variant on llvmpipe through GL (cold Mesa shader cache,
-        // measured 2026-11-30), which a first call must not pay; it stays
-        // reachable with `WGARRAY_GEMM_KERNEL` (tests/gemm_families.rs).
-        (_, true) => vec![register],
-        // K steps of 16 halve the barriers per k; 32 KiB of staging, so
-        // only where the device allows that (NVIDIA 48 KiB, Mesa 32).
-        (ShapeClass::Large, false) => vec![
-            shared,
-            shared_wide,
-            GemmKernel::Shared {
-                wg_x: 16,
-                wg_y: 16,
-                tm: 8,
-                nv: 2,
-                bk: 16,
-            },
-            register,
-        ],
-        (_, false) => vec![shared, shared_wide, register],
-    };
-    if !software && !class.is_gemv() {
-        // 128 x 128 blocks (frags 4) too: 20 KiB of staging in f16.
-        for (size, frags) in [(16, 2), (16, 4), (16, 1), (8, 2)] {
-            v.push(GemmKernel::Coop {
-                size,
-                half: dtype == DType::F16,
-                frags,
-            });
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    v.retain(|k| k.is_valid() && usable(k) && seen.insert(*k));
-    if v.is_empty() {
-        v.push(register_tile(class, true));
-    }
-    v
-}
-
 #[cfg(test)]
 mod tests {
+    use super::candidates::register_tile;
     use super::*;
 
     #[test]
@@ -1004,75 +894,5 @@ mod tests {
         assert!(replaces(0.85, Some((1.0, default)), default));
         assert!(replaces(0.99, Some((1.0, other)), default));
         assert!(!replaces(1.01, Some((1.0, other)), default));
-    }
-
-    #[test]
-    fn gemv_tiles_narrow_to_the_columns() {
-        let tile = |nv| GemmKernel::Register {
-            wg_x: 8,
-            wg_y: 1,
-            tm: 1,
-            nv,
-        };
-        // (n, tuned nv, nv used): 32-column threads compute 512 columns
-        // for 384 and 1280 for 1152, 16-column ones exactly n.
-        for (n, nv, fitted) in [
-            (384, 8, 4),
-            (1152, 8, 4),
-            (1536, 8, 8),
-            (1000, 8, 8),
-            (4096, 8, 8),
-            (384, 4, 4),
-            (7, 8, 2),
-            (7, 2, 2),
-            // The wide class's 1024-column tile.
-            (4096, 32, 32),
-            (3072, 32, 32),
-            (2560, 32, 16),
-            (2304, 32, 8),
-            (2052, 32, 4),
-        ] {
-            let k = matmul::fit_gemv_columns(tile(nv), n);
-            assert_eq!(k, tile(fitted), "n = {n}, nv = {nv}");
-            assert!(k.is_valid());
-        }
-        // Other kernels as they are.
-        for k in [
-            GemmKernel::Register {
-                wg_x: 8,
-                wg_y: 8,
-                tm: 16,
-                nv: 4,
-            },
-            GemmKernel::SplitK {
-                ks: 8,
-                cq: 8,
-                subgroups: true,
-            },
-        ] {
-            assert_eq!(matmul::fit_gemv_columns(k, 384), k);
-        }
-    }
-
-    #[test]
-    fn every_class_has_valid_candidates_and_a_register_fallback() {
-        for class in ShapeClass::ALL {
-            for software in [false, true] {
-                for dtype in DTYPES {
-                    let all = candidates(class, software, dtype, &|_| true);
-                    assert!(all.iter().all(|k| k.is_valid()), "{all:?}");
-                    // Software adapters time matrix-vector and medium
-                    // kernels only.
-                    let timed = !software || class.is_gemv() || class == ShapeClass::Medium;
-                    assert_eq!(all.len() >= 2, timed, "{class:?} {software}: {all:?}");
-                    let none = candidates(class, software, dtype, &|_| false);
-                    assert_eq!(none.len(), 1);
-                    assert_eq!(none[0].family(), "register");
-                    for k in all {
-                        assert_eq!(k.to_string().parse::<GemmKernel>().unwrap(), k);
-                    }
-                }
-            }
-        }
     }
 }

@@ -1,10 +1,15 @@
-//! A small deterministic generator for random test data.
+//! The one deterministic generator (SplitMix64: Steele, Lea and Flood,
+//! "Fast splittable pseudorandom number generators", OOPSLA 2014) for
+//! wgbench's inputs and the tests' data: `tests/common` includes this file
+//! with `#[path]`, so a seed gives the same numbers in both. Each uses part
+//! of it.
+#![allow(dead_code)]
 
-/// A small deterministic generator (SplitMix64) for random test data.
+/// A deterministic generator (SplitMix64) for inputs and test data.
 pub struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
     pub fn next_u64(&mut self) -> u64 {
@@ -21,9 +26,14 @@ impl Rng {
     pub fn vec_f32(&mut self, n: usize) -> Vec<f32> {
         (0..n).map(|_| self.f32()).collect()
     }
+    /// Uniform in `-range..range`.
     pub fn vec_i32(&mut self, n: usize, range: i32) -> Vec<i32> {
         (0..n)
             .map(|_| (self.next_u64() % (2 * range as u64)) as i32 - range)
             .collect()
+    }
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
     }
 }

@@ -3,21 +3,26 @@
 //! summing every `ks`-th chunk of four k, and their sums are added with
 //! subgroup shuffles (where the adapter has `SUBGROUP`) or through
 //! workgroup memory. One chunk's loads and multiply-adds are the register
-//! family's (`matmul::gemm_body` for a 1 x 4 block), so every load mode
+//! family's (`common::block` for a 1 x 4 block), so every load mode
 //! and dtype works the same way.
 
-use super::matmul::{Mode, Tile, gemm_body, indent};
+use super::common::block::{Tile, gemm_body};
+use super::common::indent;
+use super::common::operand::Mode;
+use super::common::prelude::{Family, PRELUDE, family_kernel, numbers};
+use crate::kernels::Kernel;
 
-/// The substitutions of `wgsl/gemm_splitk.wgsl`: `ks` threads per column
+/// The split-K matrix-vector kernel (`wgsl/gemm_splitk.wgsl`).
+pub(crate) static GEMM_SPLITK: Kernel = family_kernel(
+    "gemm_splitk",
+    PRELUDE,
+    include_str!("../../../wgsl/gemm_splitk.wgsl"),
+);
+
+/// The family's kernel (`wgsl/gemm_splitk.wgsl`): `ks` threads per column
 /// quad, `cq` quads per workgroup, the reduction by subgroup shuffles or
 /// workgroup memory.
-pub(crate) fn subs(
-    ks: u32,
-    cq: u32,
-    subgroups: bool,
-    a_mode: Mode,
-    b_mode: Mode,
-) -> Vec<(&'static str, String)> {
+pub(crate) fn family(ks: u32, cq: u32, subgroups: bool, a_mode: Mode, b_mode: Mode) -> Family {
     let body = gemm_body(
         Tile {
             wg_x: 1,
@@ -43,12 +48,8 @@ pub(crate) fn subs(
         }
         mask /= 2;
     }
-    vec![
-        ("KS", ks.to_string()),
-        ("CQ", cq.to_string()),
-        ("DECLS", body.decls),
-        ("CHUNK", body.chunk),
-        ("REDUCE", indent(reduce, 1)),
-        ("EPILOGUE", body.epilogue),
-    ]
+    let mut subs = numbers([("KS", ks), ("CQ", cq)]);
+    subs.push(("REDUCE", indent(reduce, 1)));
+    subs.extend(body.subs());
+    Family::new(&GEMM_SPLITK, subs)
 }

@@ -7,12 +7,12 @@
 //!
 //! The program is the elementwise generator's (`kernels::program`): the
 //! same op functions, loads, constants and rounding, with one more kind of
-//! load, [`Source::Acc`], the GEMM's result at the element. Its iteration
+//! load, [`crate::kernels::program::Source::Acc`], the GEMM's result at the element. Its iteration
 //! space is the product's `[batch.., m, n]`, and element `e` is the dense
 //! output index `out_base + row * n + col`, unravelled over the program's
 //! merged shape for strided loads (a bias broadcast along rows, a
 //! transposed residual); its parameter words follow the GEMM's own
-//! ([`GEMM_WORDS`]) as `p.w`, laid out as the elementwise kernel lays them
+//! (`params::GEMM_WORDS`) as `p.w`, laid out as the elementwise kernel lays them
 //! out. Outputs of one or two bytes are packed four or two to a word:
 //! a quad that covers whole words stores them, others merge their elements
 //! into shared words with atomics (a row's quads need not be word aligned).
@@ -20,17 +20,13 @@
 //! Every family uses it (register, workgroup-memory, split-K,
 //! cooperative-matrix), since all of them store through `store_quad`.
 
-use super::elementwise::{compute_type, encode};
-use super::program::{Bound, Def, Program, prepare};
+use crate::kernels::elementwise::{compute_type, encode};
+use crate::kernels::program::{Bound, Def, Program, prepare};
 use crate::{DType, Result};
-
-/// Words of the GEMM's own parameter block (`Params` in
-/// `wgsl/gemm_common.wgsl` up to `group0`); an epilogue's words follow.
-pub(crate) const GEMM_WORDS: usize = 36;
 
 /// A fused epilogue at dispatch: its program (structure; `rank` and the
 /// loads' `dense` flags are filled in by [`params`]) and what it binds.
-/// Load `Acc` takes a [`super::program::LoadData`] like any other load (its
+/// Load `Acc` takes a [`crate::kernels::program::LoadData`] like any other load (its
 /// values are unused).
 pub(crate) struct Epilogue<'a> {
     pub program: Program,
@@ -52,7 +48,7 @@ pub(crate) fn supported(program: &Program) -> bool {
     })
 }
 
-/// The epilogue's parameter words (to be placed at [`GEMM_WORDS`]),
+/// The epilogue's parameter words (to be placed at `params::GEMM_WORDS`),
 /// filling in the program's merged rank and dense-load flags.
 ///
 /// # Errors
@@ -177,19 +173,9 @@ pub(crate) const NO_EPILOGUE: &str = "fn epilogue(o: u32, r: vec4<f32>, count: u
 /// to a word): four outputs, every store path.
 #[cfg(test)]
 pub(crate) fn sample(dtype: DType) -> Program {
-    use super::program::Source;
     use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
-    let load = |dtype, source, dense| Def::Load {
-        dtype,
-        source,
-        dense,
-        gather: None,
-    };
-    let op = |op, args: Vec<u16>, dtype| Def::Op {
-        op,
-        args: args.into(),
-        dtype,
-    };
+    use crate::kernels::program::Source;
+    let (load, op) = (Def::load, Def::op);
     let bin = ElementwiseOp::Binary;
     Program {
         defs: vec![
