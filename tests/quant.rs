@@ -164,7 +164,7 @@ fn views_that_split_blocks_are_typed_errors() {
     };
     invalid(w.reshape(&[4, 32, 1]));
     invalid(w.reshape(&[8, 16]));
-    invalid(w.permute(&[1, 0]));
+    invalid(w.permute([1, 0]));
     invalid(w.expand_dims(-1));
     invalid(w.slice(&[Slice::FULL, Slice::range(0, 16)]));
     invalid(w.slice(&[Slice::FULL, Slice::step(2)]));

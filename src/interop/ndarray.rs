@@ -122,8 +122,9 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `D` has a fixed number of axes that
-    /// is not [`Array::ndim`]; [`Error::DType`] when `T` is not this
-    /// array's dtype; otherwise as [`Array::to_vec`].
+    /// is not [`Array::ndim`]; [`Error::ReadDType`] (naming `to_ndarray`
+    /// and the fixes) when `T` is not this array's dtype; otherwise as
+    /// [`Array::to_vec`].
     pub fn to_ndarray<T: Element, D: Dimension>(&self) -> Result<ndarray::Array<T, D>> {
         if let Some(n) = D::NDIM
             && n != self.ndim()
@@ -134,6 +135,7 @@ impl Array {
                 self.shape()
             )));
         }
+        self.check_read::<T>("to_ndarray")?;
         let values = self.to_vec::<T>()?;
         ndarray::Array::from_shape_vec(IxDyn(self.shape()), values)
             .and_then(|a| a.into_dimensionality::<D>())
