@@ -779,23 +779,23 @@ fn last_axis_reductions_load_16_bytes_at_a_time() -> R {
                 .map(|r| r.iter().map(|&v| f16::from_f64(v).to_f64()).collect())
                 .collect();
             let want: Vec<f64> = r16.iter().map(|r| r.iter().sum::<f64>()).collect();
+            // The sum over the last axis, every dispatch wide but a cut
+            // row's combine pass.
+            let wide_sum = |a: &Array, name: &str| -> wgarray::Result<Array> {
+                let (before, wide) = (d.dispatches(), d.wide_dispatches());
+                let s = a.sum(-1isize, false)?;
+                s.eval()?;
+                let ran = d.dispatches() - before;
+                let combine = u64::from(cols > 100_000);
+                assert_eq!(d.wide_dispatches() - wide + combine, ran, "{}", what(name));
+                Ok(s)
+            };
             // (A cast of the result may follow: it is wide too.)
-            let (before, wide) = (d.dispatches(), d.wide_dispatches());
-            let s = x16.sum(-1isize, false)?;
-            s.eval()?;
-            // A cut row's combine pass is the one dispatch that is not.
-            let ran = d.dispatches() - before;
-            let combine = u64::from(cols > 100_000);
-            assert_eq!(
-                d.wide_dispatches() - wide + combine,
-                ran,
-                "{}",
-                what("f16 sum")
-            );
+            let s = wide_sum(&x16, "f16 sum")?;
             let got = s.astype(DType::F32)?.to_f64_vec()?;
             let tol = 2e-3;
             assert_close(&what("f16 sum"), &got, &want, tol);
-            let xu = (&(&x * 100.0)?.abs()?).astype(DType::U8)?;
+            let xu = (&x * 100.0)?.abs()?.astype(DType::U8)?;
             xu.eval()?;
             let want: Vec<f64> = want_rows
                 .iter()
@@ -805,20 +805,7 @@ fn last_axis_reductions_load_16_bytes_at_a_time() -> R {
                         .sum()
                 })
                 .collect();
-            // (A cast of the result may follow: it is wide too.)
-            let (before, wide) = (d.dispatches(), d.wide_dispatches());
-            let s = xu.sum(-1isize, false)?;
-            s.eval()?;
-            // A cut row's combine pass is the one dispatch that is not.
-            let ran = d.dispatches() - before;
-            let combine = u64::from(cols > 100_000);
-            assert_eq!(
-                d.wide_dispatches() - wide + combine,
-                ran,
-                "{}",
-                what("u8 sum")
-            );
-            let got = s.to_f64_vec()?;
+            let got = wide_sum(&xu, "u8 sum")?.to_f64_vec()?;
             assert_close(&what("u8 sum"), &got, &want, 0.0);
         }
     }

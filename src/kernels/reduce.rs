@@ -340,13 +340,14 @@ pub(crate) fn supported(program: &Program) -> bool {
         .defs
         .iter()
         .any(|d| matches!(d, Def::Op { .. }) && d.dtype() == DType::F64);
-    let f64_load = program.defs.iter().any(|d| d.dtype() == DType::F64);
+    // An f64 load is supported only as the program's one def.
+    let lone_f64 = program.defs.len() == 1 || program.defs.iter().all(|d| d.dtype() != DType::F64);
     !program.outputs.is_empty()
         && program.outputs[1..]
             .iter()
             .all(|&v| program.defs[v as usize].dtype().size_in_bytes() == 4)
         && !f64_ops
-        && !(f64_load && program.defs.len() > 1)
+        && lone_f64
         && program.defs.iter().all(|d| match d {
             Def::Load { gather, source, .. } => {
                 gather.is_none() && matches!(source, Source::Input(_))
@@ -488,7 +489,7 @@ fn wide_loads(plan: &Plan, bound: &Bound<'_>) -> Option<u64> {
         return None;
     }
     let whole = |b: &&wgpu::Buffer| b.size().is_multiple_of(16);
-    if !bound.inputs.iter().all(|b| whole(&b)) || !bound.outputs.iter().all(|b| whole(&b)) {
+    if !bound.inputs.iter().all(whole) || !bound.outputs.iter().all(whole) {
         return None;
     }
     let mut unit = 0u64;
@@ -1399,61 +1400,39 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         args: smallvec::smallvec![a, b],
         dtype: DType::F32,
     };
-    let dot = |wide| {
-        program(
-            vec![
-                load(DType::F32, 0),
-                load(DType::F32, 1),
-                bin(BinaryOp::Mul, 0, 1),
-            ],
-            2,
-            wide,
-        )
+    // An f32 result of `op` on def 0.
+    let of_first = |op| Def::Op {
+        op,
+        args: smallvec::smallvec![0],
+        dtype: DType::F32,
     };
-    let centred = |wide| {
-        program(
-            vec![
-                load(DType::F16, 0),
-                Def::Op {
-                    op: ElementwiseOp::Cast,
-                    args: smallvec::smallvec![0],
-                    dtype: DType::F32,
-                },
-                Def::Const { dtype: DType::F32 },
-                bin(BinaryOp::Sub, 1, 2),
-                bin(BinaryOp::Mul, 3, 3),
-            ],
-            1,
-            wide,
-        )
-    };
-    let abs = |wide| {
-        program(
-            vec![
-                load(DType::F32, 0),
-                Def::Op {
-                    op: ElementwiseOp::Unary(UnaryOp::Abs),
-                    args: smallvec::smallvec![0],
-                    dtype: DType::F32,
-                },
-            ],
-            1,
-            wide,
-        )
-    };
+    let dot_defs = vec![
+        load(DType::F32, 0),
+        load(DType::F32, 1),
+        bin(BinaryOp::Mul, 0, 1),
+    ];
+    let centred_defs = vec![
+        load(DType::F16, 0),
+        of_first(ElementwiseOp::Cast),
+        Def::Const { dtype: DType::F32 },
+        bin(BinaryOp::Sub, 1, 2),
+        bin(BinaryOp::Mul, 3, 3),
+    ];
+    let abs_defs = vec![
+        load(DType::F32, 0),
+        of_first(ElementwiseOp::Unary(UnaryOp::Abs)),
+    ];
     // x and a per-row mean m (constant along the row): sum((x - m)^2).
-    let splat = |wide| {
-        program(
-            vec![
-                load(DType::F32, 0),
-                load(DType::F32, 1),
-                bin(BinaryOp::Sub, 0, 1),
-                bin(BinaryOp::Mul, 2, 2),
-            ],
-            2,
-            wide,
-        )
-    };
+    let splat_defs = vec![
+        load(DType::F32, 0),
+        load(DType::F32, 1),
+        bin(BinaryOp::Sub, 0, 1),
+        bin(BinaryOp::Mul, 2, 2),
+    ];
+    let dot = |wide| program(dot_defs.clone(), 2, wide);
+    let centred = |wide| program(centred_defs.clone(), 1, wide);
+    let abs = |wide| program(abs_defs.clone(), 1, wide);
+    let splat = |wide| program(splat_defs.clone(), 2, wide);
     for mode in modes {
         let wide = matches!(mode, Mode::Wide { .. });
         let unit_all = |m: Mode, bits: u64| match m {

@@ -132,6 +132,23 @@ pub(super) fn fits(
     true
 }
 
+/// What both wide generators know of a load with parameter slot `lw`: its
+/// binding's name, its element width `w` in bytes, its offset expression,
+/// the vec4s it reads per thread (`k` elements), and the shift from
+/// elements to vec4s (elements times `w` over 16, exact).
+fn wide_load(d: &Def, lw: usize, k: usize) -> (String, usize, String, usize, u32) {
+    let Def::Load { dtype, source, .. } = d else {
+        unreachable!("a load")
+    };
+    let array = match source {
+        Source::Input(i) => format!("in{i}"),
+        Source::Output(j) => format!("o{j}"),
+        Source::Acc => unreachable!("a GEMM epilogue is never wide (`fits` refuses it)"),
+    };
+    let w = width(*dtype);
+    (array, w, pw(lw), k * w / 16, (16 / w).trailing_zeros())
+}
+
 /// Word `i` (a constant) of the `vec4`s `x{li}_{m}` a thread loaded.
 fn loaded_word(li: usize, i: usize) -> String {
     format!("x{li}_{}.{}", i / 4, ["x", "y", "z", "w"][i % 4])
@@ -165,35 +182,12 @@ pub(super) fn main(p: &Program, layout: &Layout, slot: &[usize]) -> String {
     let mut bits: Vec<Vec<String>> = Vec::new();
     let mut li = 0;
     for d in &p.defs {
-        let Def::Load {
-            dtype,
-            source,
-            dense,
-            ..
-        } = d
-        else {
+        let Def::Load { dense, .. } = d else {
             continue;
         };
-        let array = match source {
-            Source::Input(i) => format!("in{i}"),
-            Source::Output(j) => format!("o{j}"),
-            Source::Acc => unreachable!("a GEMM epilogue is never wide (`fits` refuses it)"),
-        };
-        let (w, lw) = (width(*dtype), layout.loads[li]);
-        let off = pw(lw);
-        let vecs = k * w / 16;
-        // The offset in vec4s: elements times w over 16, exact.
-        let shift = (16 / w).trailing_zeros();
-        let word_of = |i: usize| match w {
-            1 => format!("byte_of({}, {i}u)", loaded_word(li, i / 4)),
-            2 => format!("half_word({}, {i}u)", loaded_word(li, i / 2)),
-            4 => loaded_word(li, i),
-            _ => format!(
-                "word_pair({}, {})",
-                loaded_word(li, 2 * i),
-                loaded_word(li, 2 * i + 1)
-            ),
-        };
+        let lw = layout.loads[li];
+        let (array, w, off, vecs, shift) = wide_load(d, lw, k);
+        let word_of = |i: usize| chunk_word(w, li, i);
         if *dense {
             s.push_str(&format!(
                 "    let base{li} = ({off} >> {shift}u) + t * {vecs}u;\n"
@@ -221,14 +215,7 @@ pub(super) fn main(p: &Program, layout: &Layout, slot: &[usize]) -> String {
                 ));
             }
             // Constant along the row: the element at a, in the first vec4.
-            let per = 16 / w;
-            let lane = format!("(a{li} & {}u)", per - 1);
-            let one = match w {
-                1 => format!("byte_of(x{li}_0[{lane} >> 2u], {lane})"),
-                2 => format!("half_word(x{li}_0[{lane} >> 1u], {lane})"),
-                4 => format!("x{li}_0[{lane}]"),
-                _ => format!("word_pair(x{li}_0[2u * {lane}], x{li}_0[2u * {lane} + 1u])"),
-            };
+            let one = element_at(w, &format!("x{li}_0"), &format!("a{li}"));
             s.push_str(&format!("    let c{li} = {one};\n"));
             bits.push(
                 (0..k)
@@ -380,18 +367,11 @@ pub(super) fn rows_main(p: &Program, layout: &Layout, slot: &[usize], kinds: &[R
     let mut loads = Vec::new();
     let mut li = 0;
     for d in &p.defs {
-        let Def::Load { dtype, source, .. } = d else {
+        if !matches!(d, Def::Load { .. }) {
             continue;
-        };
-        let array = match source {
-            Source::Input(i) => format!("in{i}"),
-            Source::Output(j) => format!("o{j}"),
-            Source::Acc => unreachable!("a GEMM epilogue is never wide (`fits` refuses it)"),
-        };
-        let (w, lw) = (width(*dtype), layout.loads[li]);
-        let shift = (16 / w).trailing_zeros();
-        let off = pw(lw);
-        let vecs = k * w / 16;
+        }
+        let lw = layout.loads[li];
+        let (array, w, off, vecs, shift) = wide_load(d, lw, k);
         match kinds[li] {
             RowLoad::Dense => {
                 s.push_str(&format!(
@@ -415,17 +395,10 @@ pub(super) fn rows_main(p: &Program, layout: &Layout, slot: &[usize], kinds: &[R
             }
             RowLoad::Splat => {
                 let a = format!("{off} + row * {}", pw(lw + 1));
-                let per = 16 / w;
                 s.push_str(&format!(
                     "    let a{li} = {a};\n    let y{li} = {array}[a{li} >> {shift}u];\n"
                 ));
-                let lane = format!("(a{li} & {}u)", per - 1);
-                let one = match w {
-                    1 => format!("byte_of(y{li}[{lane} >> 2u], {lane})"),
-                    2 => format!("half_word(y{li}[{lane} >> 1u], {lane})"),
-                    4 => format!("y{li}[{lane}]"),
-                    _ => format!("word_pair(y{li}[2u * {lane}], y{li}[2u * {lane} + 1u])"),
-                };
+                let one = element_at(w, &format!("y{li}"), &format!("a{li}"));
                 s.push_str(&format!("    let sp{li} = {one};\n"));
                 bits.push(vec![format!("sp{li}"); k]);
             }
@@ -491,6 +464,18 @@ fn output_word(w: usize, sl: usize, i: usize) -> String {
                 .collect::<Vec<_>>()
                 .join(" | ")
         }
+    }
+}
+
+/// The bits of the `w`-byte element at element address `addr` inside
+/// `chunk`, the 16-byte `vec4<u32>` that holds it (a WGSL expression).
+fn element_at(w: usize, chunk: &str, addr: &str) -> String {
+    let lane = format!("({addr} & {}u)", 16 / w - 1);
+    match w {
+        1 => format!("byte_of({chunk}[{lane} >> 2u], {lane})"),
+        2 => format!("half_word({chunk}[{lane} >> 1u], {lane})"),
+        4 => format!("{chunk}[{lane}]"),
+        _ => format!("word_pair({chunk}[2u * {lane}], {chunk}[2u * {lane} + 1u])"),
     }
 }
 
