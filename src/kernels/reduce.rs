@@ -707,26 +707,48 @@ pub(crate) fn spec(
         ),
     };
     let params = format!("    w: array<vec4<u32>, {}>,", (w.total / 4).max(1));
-    let (mut spec, kernel) = kernel_for(program).spec_with_bindings(
+    let (mut spec, kernel) = fill(
+        kernel_for(program),
+        op,
+        ct,
+        [&acc, &init, &lift, &comb],
         &[
             ("PARAMS", &params),
             ("BINDINGS", &bindings),
-            ("ACC", &acc),
-            ("INIT", &init),
-            ("LIFT", &lift),
-            ("COMBINE", &comb),
-            ("FOLD", &op.fold(ct)),
-            ("CT", ct),
             ("FINISH", &finish),
             ("PARTIAL", &partial),
             ("VALUE", &value),
             ("MAIN", &main),
         ],
-        program.inputs as u32,
-        names.len() as u32,
+        (program.inputs as u32, names.len() as u32),
     );
     spec.params = (REDUCE_WORDS + w.total).next_multiple_of(PARAMS_WORDS) as u32;
     (spec, kernel)
+}
+
+/// `kernel`'s template filled with `op`'s accumulator in `ct` (its type,
+/// initial value, lift and combine from [`ReduceOp::parts`], and its fold)
+/// and the substitutions that differ per kernel; `(reads, writes)` as
+/// [`Kernel::spec_with_bindings`].
+fn fill(
+    kernel: &'static Kernel,
+    op: ReduceOp,
+    ct: &'static str,
+    [acc, init, lift, comb]: [&str; 4],
+    rest: &[(&'static str, &str)],
+    (reads, writes): (u32, u32),
+) -> (Spec, &'static Kernel) {
+    let fold = op.fold(ct);
+    let mut subs = vec![
+        ("ACC", acc),
+        ("INIT", init),
+        ("LIFT", lift),
+        ("COMBINE", comb),
+        ("FOLD", fold.as_str()),
+        ("CT", ct),
+    ];
+    subs.extend_from_slice(rest);
+    kernel.spec_with_bindings(&subs, reads, writes)
 }
 
 /// The workgroup memory of the lane trees.
@@ -1192,16 +1214,14 @@ fn combine_spec(op: ReduceOp, ct: &'static str, outs: usize) -> (Spec, &'static 
         main_head(WG)
     );
     let kernel = if ct == "f64" { &REDUCE_F64 } else { &REDUCE };
-    let (mut spec, kernel) = kernel.spec_with_bindings(
+    let (mut spec, kernel) = fill(
+        kernel,
+        op,
+        ct,
+        [&acc, &init, &lift, &comb],
         &[
             ("PARAMS", "    w: array<vec4<u32>, 1>,"),
             ("BINDINGS", &bindings),
-            ("ACC", &acc),
-            ("INIT", &init),
-            ("LIFT", &lift),
-            ("COMBINE", &comb),
-            ("FOLD", &op.fold(ct)),
-            ("CT", ct),
             (
                 "FINISH",
                 &format!("fn finish(o: u32, acc: Acc) {{\n{fin}\n}}\n"),
@@ -1210,8 +1230,7 @@ fn combine_spec(op: ReduceOp, ct: &'static str, outs: usize) -> (Spec, &'static 
             ("VALUE", ""),
             ("MAIN", &main),
         ],
-        1,
-        outs as u32,
+        (1, outs as u32),
     );
     spec.params = (REDUCE_WORDS + 4).next_multiple_of(PARAMS_WORDS) as u32;
     (spec, kernel)
