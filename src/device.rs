@@ -337,6 +337,10 @@ pub(crate) struct DeviceInner {
     pub(crate) fusion: AtomicBool,
     /// Kernel dispatches submitted so far.
     pub(crate) dispatches: AtomicU64,
+    /// Times a loss check asked wgpu (a poll or an empty submission:
+    /// [`Device::check_lost`], [`Device::probe_lost`]), for the tests that
+    /// keep such checks off the hot path.
+    pub(crate) loss_polls: AtomicU64,
     /// Whether memory history is on ([`Device::record_memory_history`]).
     pub(crate) history: AtomicBool,
     /// The arrays made while history is on, weakly (for memory snapshots).
@@ -581,6 +585,7 @@ impl Device {
                 live_nodes: AtomicU64::new(0),
                 fusion: AtomicBool::new(crate::graph::fuse::enabled()),
                 dispatches: AtomicU64::new(0),
+                loss_polls: AtomicU64::new(0),
                 history: AtomicBool::new(false),
                 registry: Registry::default(),
                 constants: Default::default(),
@@ -1015,11 +1020,13 @@ impl Device {
         self.inner.dispatches.load(Ordering::SeqCst)
     }
 
-    /// Elementwise kernels lowered so far in their wide variant: every load
-    /// dense (offset a multiple of 16 bytes) or a broadcast scalar, each
-    /// thread moving 16 bytes of the narrowest operand as `vec4<u32>`
-    /// (see `docs/ARCHITECTURE.md`, "Kernels"). For tests that
-    /// must know which variant ran. Every eval that lowers one counts, the
+    /// Kernels lowered so far in their wide variant, each thread moving 16
+    /// bytes of an operand per load as `vec4<u32>` (see
+    /// `docs/ARCHITECTURE.md`, "Kernels"): elementwise kernels whose loads
+    /// are dense (offset a multiple of 16 bytes), constant along the last
+    /// dimension (a broadcast scalar, a row's statistic) or a broadcast
+    /// row; reductions whose reduced dimension is unit-stride. For tests
+    /// that must know which variant ran. Every eval that lowers one counts, the
     /// replays of a [`crate::Compiled`] function included.
     pub fn wide_dispatches(&self) -> u64 {
         self.inner.kernels.wide_dispatches.load(Ordering::Relaxed)
@@ -1159,7 +1166,19 @@ impl Device {
         if let Some(msg) = self.lost_message() {
             return Err(Error::DeviceLost(msg));
         }
+        self.inner.loss_polls.fetch_add(1, Ordering::Relaxed);
         crate::memory::poll_now(&self.inner.device);
+        match self.lost_message() {
+            Some(msg) => Err(Error::DeviceLost(msg)),
+            None => Ok(()),
+        }
+    }
+
+    /// A loss already recorded (by wgpu's callback, or by an earlier call
+    /// that found it), without asking wgpu: a lock and a look, for calls
+    /// that do not reach the GPU themselves ([`crate::Array::empty`]). The
+    /// first call that does reach it reports a loss nobody has seen yet.
+    pub(crate) fn known_lost(&self) -> Result<()> {
         match self.lost_message() {
             Some(msg) => Err(Error::DeviceLost(msg)),
             None => Ok(()),
@@ -1340,6 +1359,31 @@ mod tests {
             (adapter("x"), Ok::<_, Error>(i))
         });
         assert_eq!((first, tried), (Ok(1), 1));
+    }
+
+    /// Allocating and releasing through the pool asks wgpu nothing about a
+    /// loss (no poll, no empty submission): `Array::empty` + drop is
+    /// bookkeeping on a cache hit. Before, every `empty` probed the device
+    /// (an empty submission and two polls: microseconds whatever the size).
+    #[test]
+    fn allocations_do_not_poll_for_a_loss() {
+        let options = crate::DeviceOptions::from_env()
+            .expect("WGARRAY_BACKEND names a backend")
+            .with_cache_dir(crate::tuning::CacheDir::Off);
+        let d = Device::new(&options).expect("a GPU adapter");
+        let polls = || d.inner.loss_polls.load(Ordering::Relaxed);
+        // Counted at all: an eval with nothing pending probes.
+        let x = crate::Array::empty(&[7], crate::DType::F32, &d).unwrap();
+        let before = polls();
+        x.eval().unwrap();
+        assert!(polls() > before, "the probe is not counted");
+        let before = polls();
+        for n in [1, 7, 1025, 1 << 20] {
+            for _ in 0..10 {
+                drop(crate::Array::empty(&[n], crate::DType::F32, &d).unwrap());
+            }
+        }
+        assert_eq!(polls() - before, 0, "loss polls by 40 allocations");
     }
 
     /// The GL refusal seen on NVIDIA's EGL comes with what it means.

@@ -18,7 +18,6 @@ pub(crate) mod gemm;
 #[cfg(test)]
 mod portability;
 pub(crate) mod program;
-pub(crate) mod prologue;
 pub(crate) mod quant;
 pub(crate) mod random;
 pub(crate) mod reduce;
@@ -69,7 +68,8 @@ pub(crate) struct Context {
     /// The GEMM's kernel choices: tuned, remembered, forced.
     pub tuning: gemm::tuning::Tuning,
     /// Elementwise programs dispatched in their wide variant
-    /// (`program::wide`), for [`crate::Device::wide_dispatches`].
+    /// (`program::wide`) and wide reductions (`reduce::Mode::Wide`), for
+    /// [`crate::Device::wide_dispatches`].
     pub wide_dispatches: std::sync::atomic::AtomicU64,
     /// The device's number in the process (`Device::id`), for progress
     /// events.
@@ -267,20 +267,21 @@ pub(crate) const UNRAVEL: &str = include_str!("../../wgsl/unravel.wgsl");
 /// Order keys of element bits (topk, sort).
 pub(crate) const ORDER: &str = include_str!("../../wgsl/order.wgsl");
 
-/// Every reduction; accumulator and bindings generated per specialisation.
+/// Every plain reduction; accumulator, bindings and entry point generated
+/// per specialisation (`reduce.rs`).
 pub(crate) static REDUCE: Kernel = Kernel {
     name: "reduce",
-    prelude: &[CONVERT, UNRAVEL],
+    prelude: &[CONVERT],
     source: include_str!("../../wgsl/reduce.wgsl"),
     reads: 1,
     writes: 1,
 };
 
-/// Reductions with a fused elementwise prologue (`reduce::prologue`): the
-/// op functions' helpers too.
+/// Reductions with a fused elementwise prologue (`reduce.rs`): the op
+/// functions' helpers too.
 pub(crate) static REDUCE_PROLOGUE: Kernel = Kernel {
     name: "reduce_prologue",
-    prelude: &[CONVERT, UNRAVEL, MATH],
+    prelude: &[CONVERT, MATH],
     source: include_str!("../../wgsl/reduce.wgsl"),
     reads: 1,
     writes: 1,
@@ -289,7 +290,7 @@ pub(crate) static REDUCE_PROLOGUE: Kernel = Kernel {
 /// Reductions over f64: the f64 helpers too.
 pub(crate) static REDUCE_F64: Kernel = Kernel {
     name: "reduce_f64",
-    prelude: &[CONVERT, UNRAVEL, MATH_F64],
+    prelude: &[CONVERT, MATH_F64],
     source: include_str!("../../wgsl/reduce.wgsl"),
     reads: 1,
     writes: 1,
@@ -303,7 +304,6 @@ pub(crate) static REDUCE_F64: Kernel = Kernel {
 pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     let mut specs = program::specs();
     specs.extend(reduce::specs());
-    specs.extend(prologue::specs());
     specs.extend(gemm::spec::specs());
     specs.extend(random::specs());
     specs.extend(concat::specs());
@@ -541,23 +541,26 @@ impl Drop for KernelCache {
 /// keys always generate the same [`Spec`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum QuickKey {
+    /// A reduction: its mode, the kept and reduced ranks after merging,
+    /// and the structure of the program whose value it reduces (the
+    /// one-load program of a plain reduction).
     Reduce {
         op: ReduceOp,
-        input: DType,
-        row: bool,
+        mode: reduce::Mode,
+        ranks: (u8, u8),
+        program: program::Program,
+    },
+    /// The combine pass of a reduction whose rows were cut into parts.
+    ReduceCombine {
+        op: ReduceOp,
+        ct: &'static str,
     },
     Gemm(gemm::tuning::variant::GemmVariant),
     /// A GEMM and its fused epilogue's structure.
     GemmEpilogue(gemm::tuning::variant::GemmVariant, program::Program),
     Program(program::Program),
-    /// A reduction with a fused elementwise prologue: the program's
-    /// structure and the kept and reduced ranks after merging.
-    ReducePrologue {
-        op: ReduceOp,
-        row: bool,
-        ranks: (u8, u8),
-        program: program::Program,
-    },
+    /// A wide program in the rows geometry, with its loads' kinds.
+    ProgramRows(program::Program, Vec<program::RowLoad>),
     /// A quantization kernel (`quant.rs`).
     Quant(quant::QuantKey),
 }
@@ -1151,8 +1154,8 @@ mod tests {
     use std::time::Duration;
 
     use super::{QuickKey, WarmBuild};
+    use crate::Device;
     use crate::graph::primitive::ReduceOp;
-    use crate::{DType, Device};
 
     /// A device without a cache directory: no tuning file, so no warm-up
     /// of its own beside the one a test starts.
@@ -1166,10 +1169,9 @@ mod tests {
     /// A warm-up job under a key of its own (`i`), building a real GEMM
     /// specialisation after `before` runs.
     fn job(i: usize, before: impl FnOnce() + Send + 'static) -> (QuickKey, WarmBuild) {
-        let key = QuickKey::Reduce {
+        let key = QuickKey::ReduceCombine {
             op: [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min][i],
-            input: DType::F32,
-            row: true,
+            ct: "f32",
         };
         let build: WarmBuild = Box::new(move || {
             before();

@@ -135,8 +135,14 @@ impl Group {
             Group::Matmul => "matmul (GFLOP/s = 2 M K N / median time)",
             Group::Bandwidth => "memory bandwidth (GB/s = bytes read + written / median time)",
             Group::Reduction => "reduction, softmax, layer_norm over the last axis",
-            Group::Dispatch => "dispatch overhead: a chain of small ops, read back",
-            Group::Pool => "allocate and release one buffer",
+            Group::Dispatch => {
+                "a chain of small ops, read back (wgarray: fused into one kernel; unfused: \
+                 one dispatch per op, the dispatch overhead)"
+            }
+            Group::Pool => {
+                "allocate and release one buffer (pool: Array::empty + drop, a cache hit; \
+                 cache limit 0: every release frees, every allocation creates)"
+            }
             Group::Minilm => "all-MiniLM-L6-v2 sentence embeddings",
             Group::Llm => "smollm2 decode (SmolLM2-135M-Instruct Q4_1: tokens/s = 1 / median step)",
         }
