@@ -2,11 +2,17 @@
 //! Reported per op (divide the time by 1000). Beside it, in the same run, a
 //! raw wgpu loop doing the same work the plain way: one pipeline, a fresh
 //! bind group and uniform-free dispatch per op, one submit, one read-back.
+//!
+//! And the same small graph evaluated again and again (`exp(x) * 2 + 1`,
+//! `sum`, read back, on f32[1024]), timed after 0, 10,000 and 30,000
+//! earlier evals on the same device: the line is flat when nothing a
+//! repeated eval does changes with the count (issue: a step of 2.5x after
+//! about 2,000 evals on Vulkan).
 
 mod common;
 
 use common::Raw;
-use criterion::Criterion;
+use criterion::{BenchmarkId, Criterion};
 use wgarray::{Array, DType, Device};
 
 const OPS: usize = 1000;
@@ -80,9 +86,43 @@ fn raw_wgpu_chain(c: &mut Criterion, device: &Device) {
     );
 }
 
+fn repeated_eval(c: &mut Criterion, device: &Device) {
+    let n = 1024;
+    let xv: Vec<f32> = (0..n).map(|i| i as f32 / n as f32).collect();
+    let x = Array::from_slice(&xv, &[n], device).unwrap();
+    let once = || {
+        let y = ((x.exp().unwrap() * 2.0).unwrap() + 1.0).unwrap();
+        y.sum(wgarray::Axes::All, false)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    };
+    let mut done = 0usize;
+    let mut g = c.benchmark_group(format!(
+        "repeated eval: exp(x) * 2 + 1, sum, read back, f32[{n}] ({:?})",
+        device.backend()
+    ));
+    g.warm_up_time(std::time::Duration::from_millis(100))
+        .measurement_time(std::time::Duration::from_secs(1));
+    for before in [0usize, 10_000, 30_000] {
+        while done < before {
+            once();
+            done += 1;
+        }
+        g.bench_function(BenchmarkId::new("after evals", before), |b| {
+            b.iter(|| {
+                once();
+                done += 1;
+            })
+        });
+    }
+    g.finish();
+}
+
 common::bench_main!(
     eval_overhead,
     Criterion::default().sample_size(20),
     wgarray_chain,
-    raw_wgpu_chain
+    raw_wgpu_chain,
+    repeated_eval
 );

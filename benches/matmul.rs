@@ -208,6 +208,7 @@ fn gemv(c: &mut Criterion) {
             // Tune (first call of the class) outside the measurement.
             a.matmul(&b).unwrap().eval().unwrap();
             device.synchronize().unwrap();
+            device.wait_warm_up();
             let tuned = device.gemm_kernel(wgarray::DType::F32, class);
             let label = tuned.map_or("?".into(), |k| k.to_string());
             let mut runs = vec![(format!("tuned [{label}]"), None)];

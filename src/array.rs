@@ -361,18 +361,25 @@ impl Array {
     /// whatever an earlier array left in it, or zeros if it is new. For
     /// outputs that a kernel will overwrite, and for measuring the pool.
     ///
+    /// Nothing reaches the GPU here (a cache hit is bookkeeping), so a lost
+    /// device is reported here only once it is known (wgpu reported it, or
+    /// an earlier call found it): as with PyTorch's caching allocator, the
+    /// first call that uses the GPU reports a loss nobody has seen yet.
+    ///
     /// # Errors
     /// [`Error::TooLarge`] for more than [`crate::shape::MAX_DIMS`]
     /// dimensions or past the adapter's largest storage binding;
     /// [`Error::MissingFeature`] for f64 without `SHADER_F64`;
-    /// [`Error::OutOfMemory`], [`Error::DeviceLost`].
+    /// [`Error::OutOfMemory`]; [`Error::DeviceLost`] once the loss is known.
     #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
         check_shape("empty", shape)?;
         device.check_dtype("empty", dtype)?;
         let bytes = numel(shape).saturating_mul(dtype.size_in_bytes()) as u64;
         device.check_binding("empty", bytes)?;
-        device.probe_lost()?;
+        // The known loss only: no poll, no submission (the probe that was
+        // here made every allocation an empty submission and a wait).
+        device.known_lost()?;
         let dev = &device.inner;
         let origin = device.origin(|| "empty");
         let buffer = {

@@ -151,6 +151,53 @@ impl Compiled {
         order.map(|()| outputs)
     }
 
+    /// [`Compiled::call`] that takes its inputs by value and lets go of
+    /// them before anything runs (JAX's `donate_argnums`, for every
+    /// input): an input the caller held only through this vector is then
+    /// held by the call's graph alone, so an op that may write in place
+    /// ([`Array::slice_update`], [`Array::slice_update_dynamic`], an
+    /// elementwise kernel's donation) writes into its buffer instead of a
+    /// copy. A KV cache passed back in every step this way is written where
+    /// it is: `caches = step.call_donating(caches)?` costs no cache-sized
+    /// buffer and no copy. An input that is still held elsewhere (a clone,
+    /// a view) is read, never written, exactly as with [`Compiled::call`].
+    ///
+    /// ```
+    /// # use wgarray::{Array, DType, Device, compile};
+    /// # let device = Device::new_default()?;
+    /// let step = compile(|x: &[Array]| Ok(vec![x[0].slice_update_dynamic(&x[1], &x[2], 0)?]));
+    /// let mut cache = Array::zeros(&[8, 4], DType::F32, &device)?;
+    /// cache.eval()?;
+    /// for t in 0..3u32 {
+    ///     let row = Array::full(&[1, 4], 1.0 + t as f64, DType::F32, &device)?;
+    ///     let pos = Array::from_slice(&[t], &[1], &device)?;
+    ///     cache = step.call_donating(vec![cache, row, pos])?.remove(0);
+    /// }
+    /// assert_eq!(cache.to_vec::<f32>()?[..12], [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 3.0, 3.0, 3.0, 3.0]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Compiled::call`]. The inputs are dropped on every path.
+    pub fn call_donating(&self, inputs: Vec<Array>) -> Result<Vec<Array>> {
+        let refs: Vec<&Array> = inputs.iter().collect();
+        let (device, tape) = self.tape_for(&refs)?;
+        let (order, outputs) = tape.replay(&device, &refs);
+        // The replay's nodes hold the inputs now; let the caller's go.
+        drop(refs);
+        drop(inputs);
+        let (result, created) = kernels::recording_created(|| {
+            if order.is_empty() {
+                return Ok(());
+            }
+            let plan = tape.plan(&device, &order);
+            let guard = device.inner.pool.lock_queue();
+            eval::run_planned(&device, &guard, order, &plan)
+        });
+        self.lock().own(&device, created);
+        result.map(|()| outputs)
+    }
+
     /// The scheduled kernels of a call on `inputs` (see [`crate::explain`]),
     /// tracing `f` if the signature is new; nothing runs but a trace's
     /// constant folding.

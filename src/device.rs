@@ -328,14 +328,19 @@ pub(crate) struct DeviceInner {
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: AdapterDescription,
     pub(crate) pool: Arc<Pool>,
-    /// The pipeline cache, limits and features kernels are built with.
-    pub(crate) kernels: kernels::Context,
+    /// The pipeline cache, limits and features kernels are built with
+    /// (shared, weakly, with the device's background kernel work).
+    pub(crate) kernels: Arc<kernels::Context>,
     pub(crate) live_arrays: AtomicU64,
     pub(crate) live_nodes: AtomicU64,
     /// Whether eval fuses elementwise nodes (see `graph::fuse`).
     pub(crate) fusion: AtomicBool,
     /// Kernel dispatches submitted so far.
     pub(crate) dispatches: AtomicU64,
+    /// Times a loss check asked wgpu (a poll or an empty submission:
+    /// [`Device::check_lost`], [`Device::probe_lost`]), for the tests that
+    /// keep such checks off the hot path.
+    pub(crate) loss_polls: AtomicU64,
     /// Whether memory history is on ([`Device::record_memory_history`]).
     pub(crate) history: AtomicBool,
     /// The arrays made while history is on, weakly (for memory snapshots).
@@ -354,6 +359,15 @@ pub(crate) struct DeviceInner {
     /// Polls the device for asynchronous waits (`Array::to_vec_async`,
     /// `eval_async`); its thread starts at the first one.
     pub(crate) poller: crate::memory::Poller,
+}
+
+impl Drop for DeviceInner {
+    fn drop(&mut self) {
+        // The background thread may hold the kernel context while it
+        // works: stop it (after the job in hand) and join it before
+        // anything of the device goes.
+        self.kernels.cache.stop_warm_up();
+    }
 }
 
 /// A GPU device: one wgpu adapter, device and queue, with its buffer pool and
@@ -553,14 +567,15 @@ impl Device {
             info.device_type == wgpu::DeviceType::Cpu,
         ));
         let poller = crate::memory::Poller::new(device.clone());
+        let id = {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        };
         Device {
             inner: Arc::new(DeviceInner {
-                id: {
-                    static NEXT: AtomicU64 = AtomicU64::new(0);
-                    NEXT.fetch_add(1, Ordering::Relaxed)
-                },
+                id,
                 kernels: kernels::Context::new(
-                    &device, &queue, adapter, &info, limits, features, cache_dir,
+                    &device, &queue, adapter, &info, limits, features, cache_dir, &pool, id,
                 ),
                 device,
                 queue,
@@ -570,6 +585,7 @@ impl Device {
                 live_nodes: AtomicU64::new(0),
                 fusion: AtomicBool::new(crate::graph::fuse::enabled()),
                 dispatches: AtomicU64::new(0),
+                loss_polls: AtomicU64::new(0),
                 history: AtomicBool::new(false),
                 registry: Registry::default(),
                 constants: Default::default(),
@@ -1004,11 +1020,13 @@ impl Device {
         self.inner.dispatches.load(Ordering::SeqCst)
     }
 
-    /// Elementwise kernels lowered so far in their wide variant: every load
-    /// dense (offset a multiple of 16 bytes) or a broadcast scalar, each
-    /// thread moving 16 bytes of the narrowest operand as `vec4<u32>`
-    /// (see `docs/ARCHITECTURE.md`, "Kernels"). For tests that
-    /// must know which variant ran. Every eval that lowers one counts, the
+    /// Kernels lowered so far in their wide variant, each thread moving 16
+    /// bytes of an operand per load as `vec4<u32>` (see
+    /// `docs/ARCHITECTURE.md`, "Kernels"): elementwise kernels whose loads
+    /// are dense (offset a multiple of 16 bytes), constant along the last
+    /// dimension (a broadcast scalar, a row's statistic) or a broadcast
+    /// row; reductions whose reduced dimension is unit-stride. For tests
+    /// that must know which variant ran. Every eval that lowers one counts, the
     /// replays of a [`crate::Compiled`] function included.
     pub fn wide_dispatches(&self) -> u64 {
         self.inner.kernels.wide_dispatches.load(Ordering::Relaxed)
@@ -1039,29 +1057,44 @@ impl Device {
         self.inner.kernels.cache.created()
     }
 
-    /// Compute pipelines this device's GEMM warm-up has created so far:
-    /// the first device a process opens with a tuning file whose warm-up
+    /// Compute pipelines this device's background kernel work has created
+    /// so far (one thread per device; see [`crate::tuning`]): the warm-up
+    /// (the first device a process opens with a tuning file whose warm-up
     /// list is not empty compiles the GEMM kernels that earlier evals
-    /// compiled (that list, at most [`crate::tuning::WARM_UP_MAX`]) on a
-    /// thread of its own, so that the first GEMM of a shape class finds its
-    /// pipeline made or being made. Not on GL, where wgpu serialises every
-    /// call on one context lock. [`crate::tuning::WARM_UP_ENV`]`=0` turns it
-    /// off.
+    /// compiled, at most [`crate::tuning::WARM_UP_MAX`], so that the first
+    /// GEMM of a shape class finds its pipeline made or being made), the
+    /// GEMM tuning's candidates, and the GEMM kernels compiled to replace
+    /// a stand-in. Not on GL, where wgpu serialises every call on one
+    /// context lock (there the tuning runs inside the eval that needs it).
+    /// [`crate::tuning::WARM_UP_ENV`]`=0` turns the background work off.
     pub fn pipelines_warmed(&self) -> u64 {
         self.inner.kernels.cache.warmed()
     }
 
-    /// Block until this device's GEMM warm-up (see
-    /// [`Device::pipelines_warmed`]) has ended; returns at once when none
-    /// runs, which is the case for every device but the first a process
-    /// opens with a tuning file that lists kernels (and on GL). For code that counts
-    /// pipelines or times kernels and wants no compiles beside it: a
-    /// warm-up on a software adapter takes 0.05 to 0.1 s per kernel with
-    /// Mesa's shader cache warm, seconds cold on GL. The GEMM tuning waits
-    /// for it too before it times candidates. Never fails; a warm-up whose
-    /// kernel fails to compile logs it and goes on.
+    /// Block until this device's background kernel work (see
+    /// [`Device::pipelines_warmed`]) has ended, running what is queued
+    /// without waiting for an idle device; returns at once when there is
+    /// none. For code that counts pipelines or times kernels and wants no
+    /// compiles beside it, for a test that reads the tuned choice, and for
+    /// a program that wants its kernels tuned and compiled before it exits
+    /// (so that its next run starts with them): on a software adapter with
+    /// the driver's cache empty a large GEMM tile's compile takes seconds.
+    /// Never fails; a job whose kernel fails to compile logs it and goes on.
     pub fn wait_warm_up(&self) {
         self.inner.kernels.cache.wait_warm_up();
+    }
+
+    /// Background kernel jobs queued or running on this device (see
+    /// [`Device::wait_warm_up`]): 0 once everything is tuned and compiled.
+    pub fn background_jobs(&self) -> usize {
+        self.inner.kernels.cache.background.pending()
+    }
+
+    /// This device's number in the process (from 0, in the order devices
+    /// are made, never reused): what [`crate::progress`] events name a
+    /// device by.
+    pub fn id(&self) -> u64 {
+        self.inner.id
     }
 
     /// Compute pipelines the device's kernel cache holds now. Pipelines made
@@ -1133,7 +1166,19 @@ impl Device {
         if let Some(msg) = self.lost_message() {
             return Err(Error::DeviceLost(msg));
         }
+        self.inner.loss_polls.fetch_add(1, Ordering::Relaxed);
         crate::memory::poll_now(&self.inner.device);
+        match self.lost_message() {
+            Some(msg) => Err(Error::DeviceLost(msg)),
+            None => Ok(()),
+        }
+    }
+
+    /// A loss already recorded (by wgpu's callback, or by an earlier call
+    /// that found it), without asking wgpu: a lock and a look, for calls
+    /// that do not reach the GPU themselves ([`crate::Array::empty`]). The
+    /// first call that does reach it reports a loss nobody has seen yet.
+    pub(crate) fn known_lost(&self) -> Result<()> {
         match self.lost_message() {
             Some(msg) => Err(Error::DeviceLost(msg)),
             None => Ok(()),
@@ -1314,6 +1359,31 @@ mod tests {
             (adapter("x"), Ok::<_, Error>(i))
         });
         assert_eq!((first, tried), (Ok(1), 1));
+    }
+
+    /// Allocating and releasing through the pool asks wgpu nothing about a
+    /// loss (no poll, no empty submission): `Array::empty` + drop is
+    /// bookkeeping on a cache hit. Before, every `empty` probed the device
+    /// (an empty submission and two polls: microseconds whatever the size).
+    #[test]
+    fn allocations_do_not_poll_for_a_loss() {
+        let options = crate::DeviceOptions::from_env()
+            .expect("WGARRAY_BACKEND names a backend")
+            .with_cache_dir(crate::tuning::CacheDir::Off);
+        let d = Device::new(&options).expect("a GPU adapter");
+        let polls = || d.inner.loss_polls.load(Ordering::Relaxed);
+        // Counted at all: an eval with nothing pending probes.
+        let x = crate::Array::empty(&[7], crate::DType::F32, &d).unwrap();
+        let before = polls();
+        x.eval().unwrap();
+        assert!(polls() > before, "the probe is not counted");
+        let before = polls();
+        for n in [1, 7, 1025, 1 << 20] {
+            for _ in 0..10 {
+                drop(crate::Array::empty(&[n], crate::DType::F32, &d).unwrap());
+            }
+        }
+        assert_eq!(polls() - before, 0, "loss polls by 40 allocations");
     }
 
     /// The GL refusal seen on NVIDIA's EGL comes with what it means.

@@ -39,6 +39,7 @@ pub mod io;
 mod kernels;
 mod memory;
 pub mod ops;
+pub mod progress;
 pub mod random;
 mod read_async;
 pub mod scalar;

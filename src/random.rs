@@ -144,6 +144,14 @@ pub fn bits(key: &Array, shape: &[usize]) -> Result<Array> {
     Ok(sample(key, shape, DType::U32, Distribution::Bits, 0))
 }
 
+/// The checks of every float sampler, in order: `shape` and `dtype` on
+/// the key's device, the key, then a dtype the sampler makes.
+fn check_float_sample(op: &'static str, key: &Array, shape: &[usize], dtype: DType) -> Result<()> {
+    key.device().check_array(op, shape, dtype)?;
+    check_key(op, key)?;
+    check_float(op, dtype)
+}
+
 fn check_float(op: &'static str, dtype: DType) -> Result<()> {
     if dtype == DType::F64 {
         return Err(Error::OpDType {
@@ -212,9 +220,7 @@ fn step(b: u32, dtype: DType, up: bool) -> u32 {
 /// finite in f32 and some value of `dtype` lies in `[low, high)`.
 #[track_caller]
 pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Array> {
-    key.device().check_array("random::uniform", shape, dtype)?;
-    check_key("random::uniform", key)?;
-    check_float("random::uniform", dtype)?;
+    check_float_sample("random::uniform", key, shape, dtype)?;
     let bad = |why: &str| {
         Error::InvalidArgument(format!(
             "random::uniform over [{low}, {high}) as {dtype}: {why}"
@@ -254,9 +260,7 @@ pub fn uniform(key: &Array, shape: &[usize], low: f64, high: f64, dtype: DType) 
 /// [`Error::InvalidArgument`] unless `mean` and `std` are finite.
 #[track_caller]
 pub fn normal(key: &Array, shape: &[usize], mean: f64, std: f64, dtype: DType) -> Result<Array> {
-    key.device().check_array("random::normal", shape, dtype)?;
-    check_key("random::normal", key)?;
-    check_float("random::normal", dtype)?;
+    check_float_sample("random::normal", key, shape, dtype)?;
     if !(mean.is_finite() && std.is_finite()) {
         return Err(Error::InvalidArgument(format!(
             "random::normal needs a finite mean and std, got {mean} and {std}"
@@ -321,11 +325,11 @@ pub fn randint(key: &Array, shape: &[usize], low: i64, high: i64, dtype: DType) 
 /// As [`split`]; [`Error::DType`] for a non-float `dtype`;
 /// [`Error::InvalidArgument`] unless `loc` and `scale` are finite and
 /// `scale` positive.
+// Alike in steps to `normal`, but left apart: the parameters, their bounds
+// and the words of the error are laplace's own.
 #[track_caller]
 pub fn laplace(key: &Array, shape: &[usize], loc: f64, scale: f64, dtype: DType) -> Result<Array> {
-    key.device().check_array("random::laplace", shape, dtype)?;
-    check_key("random::laplace", key)?;
-    check_float("random::laplace", dtype)?;
+    check_float_sample("random::laplace", key, shape, dtype)?;
     if !(loc.is_finite() && scale.is_finite() && scale > 0.0) {
         return Err(Error::InvalidArgument(format!(
             "random::laplace: needs a finite loc and a finite scale > 0, got loc={loc}, scale={scale}"
@@ -348,9 +352,7 @@ pub fn laplace(key: &Array, shape: &[usize], loc: f64, scale: f64, dtype: DType)
 /// As [`split`]; [`Error::DType`] for a non-float `dtype`.
 #[track_caller]
 pub fn gumbel(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
-    key.device().check_array("random::gumbel", shape, dtype)?;
-    check_key("random::gumbel", key)?;
-    check_float("random::gumbel", dtype)?;
+    check_float_sample("random::gumbel", key, shape, dtype)?;
     Ok(sample(key, shape, dtype, Distribution::Gumbel, 0))
 }
 

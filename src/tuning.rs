@@ -18,9 +18,18 @@
 //! dot products before it may be chosen: a kernel a driver gets wrong is
 //! never picked, whatever its speed (a warning names it).
 //!
-//! The first GEMM of a [`ShapeClass`] and dtype on a device times a few
-//! candidates on a proxy of its shape (bounded: a few hundred milliseconds
-//! to about two seconds, once) and keeps the fastest; the choice is written
+//! The first GEMM of a [`ShapeClass`] and dtype on a device runs the
+//! class's default kernel and queues the timing of a few candidates on a
+//! proxy of its shape (bounded: a few hundred milliseconds to about two
+//! seconds, once) on the device's background thread, which starts it once
+//! the device has been idle for a moment ([`Device::wait_warm_up`] runs it
+//! at once and waits); the fastest is kept and the class's later GEMMs run
+//! it. On GL, which has no background thread, and with [`WARM_UP_ENV`]`=0`
+//! the first GEMM times the candidates itself. On software adapters a large
+//! register tile that no process on the adapter has dispatched yet runs as
+//! a smaller stand-in (the same sums in the same order) while the
+//! background thread compiles it: Mesa's LLVM takes seconds for such a tile
+//! with its cache empty. [`crate::progress`] reports such work. The choice is written
 //! to a file in the cache directory ([`CacheDir`], moved or turned off with
 //! [`CACHE_DIR_ENV`]), keyed by the adapter's name, backend, driver and
 //! driver version and by wgarray's version, and later processes read it
@@ -47,6 +56,7 @@
 //! let a = Array::ones(&[64, 48], DType::F32, &device)?;
 //! let b = Array::ones(&[48, 256], DType::F32, &device)?;
 //! a.matmul(&b)?.eval()?;
+//! device.wait_warm_up(); // the timing runs in the background
 //! let chosen = device.gemm_kernel(DType::F32, ShapeClass::of(64, 256));
 //! assert!(chosen.is_some());
 //! // Force the register-blocked family (benchmarks, tests):
@@ -67,8 +77,9 @@ use crate::{DType, Device, Error, Result};
 
 impl Device {
     /// The GEMM kernel this device chose for `dtype` (f32, f16, bf16) and
-    /// `class`: timed by its first GEMM of that class and dtype, or read
-    /// from the tuning file; `None` before either. A kernel forced with
+    /// `class`: timed after its first GEMM of that class and dtype (in the
+    /// background: [`Device::wait_warm_up`] waits for it), or read from the
+    /// tuning file; `None` before either. A kernel forced with
     /// [`Device::set_gemm_kernel`] is not reported here.
     pub fn gemm_kernel(&self, dtype: DType, class: ShapeClass) -> Option<GemmKernel> {
         let cx = &self.inner.kernels;

@@ -418,19 +418,22 @@ fn reshape_overflow_is_an_error_not_a_panic() {
     assert!(one.reshape(&[usize::MAX / 2, 4, 2]).is_err());
 }
 
+/// Assert that `r` is [`Error::TooLarge`] past `limit`, naming `op`.
+fn assert_too_large(r: wgarray::Result<Array>, op: &str, limit: Limit) {
+    match r {
+        Err(Error::TooLarge {
+            op: got, limit: l, ..
+        }) if l == limit => assert_eq!(got, op),
+        r => panic!("{op}: expected TooLarge ({limit:?}), got {r:?}"),
+    }
+}
+
 // zeros([2^40, 2^40]) was accepted and its size saturated: now the call
 // that asks for the shape says so.
 #[test]
 fn element_counts_past_usize_are_refused_where_the_shape_is_made() {
     let d = device();
-    let too_many = |r: wgarray::Result<Array>, op: &str| match r {
-        Err(Error::TooLarge {
-            op: got,
-            limit: Limit::Elements,
-            ..
-        }) => assert_eq!(got, op),
-        r => panic!("{op}: expected TooLarge (elements), got {r:?}"),
-    };
+    let too_many = |r, op| assert_too_large(r, op, Limit::Elements);
     let shape = [1 << 40, 1 << 40];
     too_many(Array::zeros(&shape, DType::F32, &d), "zeros");
     too_many(Array::ones(&shape, DType::F32, &d), "ones");
@@ -462,14 +465,19 @@ fn element_counts_past_usize_are_refused_where_the_shape_is_made() {
 #[test]
 fn a_ninth_dimension_is_refused_where_it_is_made() {
     let d = device();
-    let nine = |r: wgarray::Result<Array>, op: &str| match r {
-        Err(Error::TooLarge {
-            op: got,
-            limit: Limit::Dimensions,
-            value: 9,
-            max: 8,
-        }) => assert_eq!(got, op),
-        r => panic!("{op}: expected TooLarge (dimensions), got {r:?}"),
+    let nine = |r: wgarray::Result<Array>, op| {
+        assert!(
+            matches!(
+                r,
+                Err(Error::TooLarge {
+                    value: 9,
+                    max: 8,
+                    ..
+                })
+            ),
+            "{op}: {r:?}"
+        );
+        assert_too_large(r, op, Limit::Dimensions);
     };
     let nine_ones = [1usize; 9];
     nine(Array::zeros(&nine_ones, DType::F32, &d), "zeros");

@@ -2,6 +2,8 @@
 //! removed GPU looks like to wgpu), with no poll in between, every public
 //! call that reaches the GPU returns `Error::DeviceLost`, nothing is marked
 //! evaluated by work that did not run, and dropping everything stays quiet.
+//! `Array::empty` does not reach the GPU on a cache hit: it reports a loss
+//! once one is known, at no cost on the hot path.
 //!
 //! Two ways to lose the device: with the queue idle (wgpu runs its lost
 //! callback at the next poll) and with work still in flight (wgpu then
@@ -96,8 +98,10 @@ fn every_entry_point_fails(first: usize, in_flight: bool) {
             Box::new(|| Array::arange(0.0, 5.0, 1.0, DType::F32, d).map(drop)),
         ),
         (
-            "empty",
-            Box::new(|| Array::empty(&[4], DType::F32, d).map(drop)),
+            // A cache hit reaches no GPU: the loss is reported by `empty`
+            // once known, else by the first use of what it made.
+            "empty, then its read-back",
+            Box::new(|| Array::empty(&[4], DType::F32, d)?.to_vec::<f32>().map(drop)),
         ),
         ("synchronize", Box::new(|| d.synchronize())),
         (
@@ -182,4 +186,31 @@ fn printing_after_a_loss_says_the_device_is_lost() {
     b.device.wgpu_device().destroy();
     let shown = format!("{}", b.evaluated);
     assert!(shown.contains("lost"), "{shown}");
+}
+
+/// `Array::empty` checks only the loss already known (no poll, no
+/// submission: an allocation is a cache hit's bookkeeping): right after
+/// the loss it may still hand out a buffer, of a cached size or a new one,
+/// whose first use reports the loss; from then on `empty` reports it too.
+#[test]
+fn empty_reports_a_loss_once_known() {
+    for in_flight in [false, true] {
+        let b = before(in_flight);
+        let d = &b.device;
+        // 1000 f32 is a cached size; 3 MiB + 4 bytes was never allocated.
+        drop(Array::empty(&[1000], DType::F32, d).unwrap());
+        d.wgpu_device().destroy();
+        for n in [1000, (3 << 18) + 1] {
+            match Array::empty(&[n], DType::F32, d) {
+                Ok(e) => lost("a read-back of empty's array", e.to_vec::<f32>()),
+                Err(e) => assert!(matches!(e, Error::DeviceLost(_)), "{e:?}"),
+            }
+        }
+        assert!(d.is_lost(), "in flight: {in_flight}");
+        lost(
+            "empty once the loss is known",
+            Array::empty(&[4], DType::F32, d),
+        );
+        assert_eq!(d.take_uncaptured_errors(), Vec::<String>::new());
+    }
 }

@@ -158,6 +158,41 @@ fn check(
     (err >= tol).then(|| format!("error {err:e}"))
 }
 
+/// How each test here that forces kernels starts: a device whose pool
+/// holds `poison` elements of poison, a generator seeded with `seed`, and
+/// no failures yet (they are reported together by [`finish`]).
+fn start(seed: u64, poison: usize) -> (Device, Rng, Vec<String>) {
+    let d = device();
+    poison_pool(&d, poison);
+    (d, Rng::new(seed), Vec::new())
+}
+
+/// [`check`] in f32 of each `([batch, m, k, n], bias)` of `cases` with
+/// `tile` forced, A laid out as `la` and B as `lb`; each failure named by
+/// the tile and the case.
+fn check_tile(
+    d: &Device,
+    rng: &mut Rng,
+    tile: &str,
+    (la, lb): (Layout, Layout),
+    cases: impl IntoIterator<Item = ([usize; 4], bool)>,
+    failures: &mut Vec<String>,
+) {
+    d.set_gemm_kernel(Some(tile.parse().unwrap())).unwrap();
+    for (dims @ [batch, m, k, n], bias) in cases {
+        if let Some(e) = check(d, rng, DType::F32, dims, la, lb, bias) {
+            failures.push(format!("{tile} {batch}x{m}x{k}x{n} bias {bias}: {e}"));
+        }
+    }
+}
+
+/// The end of a test that forced kernels: the default choice back, and
+/// every failure it collected reported at once.
+fn finish(d: &Device, failures: Vec<String>) {
+    d.set_gemm_kernel(None).unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The kernels `d` accepts: all of [`ALWAYS`] (asserted), and those of the
 /// others its features allow.
 fn kernels(d: &Device) -> Vec<GemmKernel> {
@@ -208,10 +243,7 @@ fn layouts(d: &Device, kernel: GemmKernel) -> Vec<(Layout, Layout, bool)> {
 
 #[test]
 fn every_family_in_f32_every_layout_and_edge() {
-    let d = device();
-    poison_pool(&d, 1 << 20);
-    let mut rng = Rng::new(41);
-    let mut failures = Vec::new();
+    let (d, mut rng, mut failures) = start(41, 1 << 20);
     let shapes = [[1, 1, 37, 70], [1, 7, 33, 5], [2, 130, 19, 131]];
     for kernel in kernels(&d) {
         d.set_gemm_kernel(Some(kernel)).unwrap();
@@ -229,20 +261,16 @@ fn every_family_in_f32_every_layout_and_edge() {
         }
         eprintln!("{kernel}: {:.2} s", t.elapsed().as_secs_f64());
     }
-    d.set_gemm_kernel(None).unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    finish(&d, failures);
 }
 
 #[test]
 fn every_family_in_the_half_types() {
-    let d = device();
-    poison_pool(&d, 1 << 20);
-    let mut rng = Rng::new(43);
+    let (d, mut rng, mut failures) = start(43, 1 << 20);
     let mut dtypes = vec![DType::BF16];
     if d.features().contains(wgarray::wgpu::Features::SHADER_F16) {
         dtypes.push(DType::F16);
     }
-    let mut failures = Vec::new();
     for kernel in kernels(&d) {
         d.set_gemm_kernel(Some(kernel)).unwrap();
         if slow_to_compile(&d, kernel) {
@@ -261,8 +289,7 @@ fn every_family_in_the_half_types() {
             }
         }
     }
-    d.set_gemm_kernel(None).unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    finish(&d, failures);
 }
 
 #[test]
@@ -305,29 +332,15 @@ fn forcing_checks_the_kernel_and_the_adapter() {
 /// into its buffer, against the f64 reference.
 #[test]
 fn pair_loads_of_b_at_odd_sizes_and_offsets() {
-    let d = device();
-    poison_pool(&d, 1 << 20);
-    let mut rng = Rng::new(47);
-    let mut failures = Vec::new();
+    let (d, mut rng, mut failures) = start(47, 1 << 20);
     for tile in ["register 8 1 1 4", "register 8 8 4 2"] {
-        d.set_gemm_kernel(Some(tile.parse().unwrap())).unwrap();
-        for k in [1, 7, 33, 1025] {
-            for n in [40, 36] {
-                for (batch, m, bias) in [(1, 1, false), (2, 9, true)] {
-                    if let Some(e) = check(
-                        &d,
-                        &mut rng,
-                        DType::F32,
-                        [batch, m, k, n],
-                        Layout::RowMajor,
-                        Layout::RowMajor,
-                        bias,
-                    ) {
-                        failures.push(format!("{tile} {batch}x{m}x{k}x{n} bias {bias}: {e}"));
-                    }
-                }
-            }
-        }
+        let cases = [1, 7, 33, 1025].into_iter().flat_map(|k| {
+            [40, 36].into_iter().flat_map(move |n| {
+                [(1, 1, false), (2, 9, true)].map(|(batch, m, bias)| ([batch, m, k, n], bias))
+            })
+        });
+        let layouts = (Layout::RowMajor, Layout::RowMajor);
+        check_tile(&d, &mut rng, tile, layouts, cases, &mut failures);
         // B = w[:, skip..skip + 40] of a [33, 48] w: row stride 48, offset
         // 8 (pairs) or 4 (vec4 loads).
         for skip in [8isize, 4] {
@@ -349,8 +362,7 @@ fn pair_loads_of_b_at_odd_sizes_and_offsets() {
             }
         }
     }
-    d.set_gemm_kernel(None).unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    finish(&d, failures);
 }
 
 /// The wide matrix-vector class's 1024-column register tile (`register 8
@@ -361,29 +373,20 @@ fn pair_loads_of_b_at_odd_sizes_and_offsets() {
 /// f64 reference on a poisoned pool.
 #[test]
 fn the_1024_column_matrix_vector_tile() {
-    let d = device();
-    poison_pool(&d, 1 << 22);
-    let mut rng = Rng::new(59);
-    let mut failures = Vec::new();
-    d.set_gemm_kernel(Some("register 8 1 1 32".parse().unwrap()))
-        .unwrap();
-    for k in [7, 1025] {
-        for n in [2056, 2052, 1000] {
-            if let Some(e) = check(
-                &d,
-                &mut rng,
-                DType::F32,
-                [1, 1, k, n],
-                Layout::RowMajor,
-                Layout::RowMajor,
-                false,
-            ) {
-                failures.push(format!("1x{k}x{n}: {e}"));
-            }
-        }
-    }
-    d.set_gemm_kernel(None).unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let (d, mut rng, mut failures) = start(59, 1 << 22);
+    let cases = [7, 1025]
+        .into_iter()
+        .flat_map(|k| [2056, 2052, 1000].map(|n| ([1, 1, k, n], false)));
+    let layouts = (Layout::RowMajor, Layout::RowMajor);
+    check_tile(
+        &d,
+        &mut rng,
+        "register 8 1 1 32",
+        layouts,
+        cases,
+        &mut failures,
+    );
+    finish(&d, failures);
 }
 
 /// `x @ W^T` (A row-major, B a transposed view) with K a multiple of eight
@@ -397,10 +400,7 @@ fn the_1024_column_matrix_vector_tile() {
 /// f64 reference.
 #[test]
 fn pair_k_loads_of_x_times_w_transposed() {
-    let d = device();
-    poison_pool(&d, 1 << 20);
-    let mut rng = Rng::new(53);
-    let mut failures = Vec::new();
+    let (d, mut rng, mut failures) = start(53, 1 << 20);
     let all: &[_] = &[(1, 77, 40, false), (2, 9, 7, true), (1, 1, 36, true)];
     for (tile, ks, cases, skips) in [
         (
@@ -411,22 +411,13 @@ fn pair_k_loads_of_x_times_w_transposed() {
         ),
         ("register 8 4 8 3", &[40][..], &all[..1], &[8][..]),
     ] {
-        d.set_gemm_kernel(Some(tile.parse().unwrap())).unwrap();
-        for &k in ks {
-            for &(batch, m, n, bias) in cases {
-                if let Some(e) = check(
-                    &d,
-                    &mut rng,
-                    DType::F32,
-                    [batch, m, k, n],
-                    Layout::RowMajor,
-                    Layout::Transposed,
-                    bias,
-                ) {
-                    failures.push(format!("{tile} {batch}x{m}x{k}x{n} bias {bias}: {e}"));
-                }
-            }
-        }
+        let shapes = ks.iter().flat_map(|&k| {
+            cases
+                .iter()
+                .map(move |&(batch, m, n, bias)| ([batch, m, k, n], bias))
+        });
+        let layouts = (Layout::RowMajor, Layout::Transposed);
+        check_tile(&d, &mut rng, tile, layouts, shapes, &mut failures);
         // A = x[:, skip..skip + 40] of a [9, 56] x, B = w[:, skip..skip +
         // 40]^T of a [12, 56] w: row strides 56, offsets 8 (pairs) or 4.
         for &skip in skips {
@@ -452,8 +443,7 @@ fn pair_k_loads_of_x_times_w_transposed() {
             }
         }
     }
-    d.set_gemm_kernel(None).unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    finish(&d, failures);
 }
 
 /// Workgroup memory: a tile is valid up to 64 KiB of staging, and a device
@@ -559,6 +549,16 @@ fn gemm_after_huge(
         .then(|| format!("{kernel} {dims:?} transposed {transposed}: relative error {err:e}"))
 }
 
+/// `[batch, m, k, n]` of the probes after huge values: one element, a
+/// row, edges in M, N and K, a batch, and a small K under a large tile.
+const AFTER_HUGE: [[usize; 4]; 5] = [
+    [1, 1, 1, 1],
+    [1, 1, 37, 70],
+    [1, 7, 33, 5],
+    [3, 17, 19, 9],
+    [2, 65, 3, 131],
+];
+
 #[test]
 fn forced_gemm_families_after_huge_values() {
     let d = device();
@@ -579,13 +579,7 @@ fn forced_gemm_families_after_huge_values() {
         if !d.gemm_kernel_usable(kernel, DType::F32) || (gl && kernel.family() == "shared") {
             continue;
         }
-        for dims in [
-            [1, 1, 1, 1],
-            [1, 1, 37, 70],
-            [1, 7, 33, 5],
-            [3, 17, 19, 9],
-            [2, 65, 3, 131],
-        ] {
+        for dims in AFTER_HUGE {
             for transposed in [false, true] {
                 if let Some(e) = gemm_after_huge(&d, &mut rng, kernel, dims, transposed) {
                     failures.push(e);

@@ -90,7 +90,7 @@ fn expected_row_dispatches(d: &Device, k: usize, n: usize) -> u64 {
 }
 
 /// `w.T` for a `[n, k]` `w` as a row-major `[k, n]` (the reference's B).
-fn transposed(w: &[f32], n: usize, k: usize) -> Vec<f32> {
+fn transposed_of(w: &[f32], n: usize, k: usize) -> Vec<f32> {
     (0..k)
         .flat_map(|i| (0..n).map(move |j| w[j * k + i]))
         .collect()
@@ -129,82 +129,118 @@ fn run(d: &Device, x: &Array, b: &Array) -> (Vec<f32>, u64) {
     (y.to_vec::<f32>().unwrap(), used)
 }
 
-#[test]
-fn matches_the_reference_in_one_and_many_dispatches() {
+/// Each `(k, n)` of `shapes` through both kernels of [`KERNELS`] on a
+/// poisoned pool, B dense (the column kernel) or, when `transposed`, `w.T`
+/// (the row kernel, each case in more than one dispatch): the reference's
+/// result in the dispatches the model gives; the pool empty afterwards.
+fn dispatch_sweep(seed: u64, shapes: &[(usize, usize)], transposed: bool) {
     let d = device();
-    let mut rng = Rng::new(11);
+    let mut rng = Rng::new(seed);
+    let what = if transposed { " w.T" } else { "" };
     for kernel in KERNELS {
         if !forced(&d, kernel) {
             return;
         }
-        // (k, n): one window; one dispatch of several windows; several
-        // dispatches (6 and 7 at 14 windows), the last windows of the
-        // buffer shifted back to end at its end; two rows per window; odd K.
-        for (k, n) in [
-            (4, 4096),
-            (33, 1152),
-            (1025, 1152),
-            (300, 4096),
-            (7, 8192),
-            (197, 384),
-        ] {
+        for &(k, n) in shapes {
             poison_pool(&d, 1 << 16);
-            let xs = rng.vec_f32(k);
-            let ws = rng.vec_f32(k * n);
-            let x = Array::from_slice(&xs, &[1, k], &d).unwrap();
-            let w = Array::from_slice(&ws, &[k, n], &d).unwrap();
-            let (got, used) = run(&d, &x, &w);
-            let err = rel_frobenius(&got, &matmul_ref(&xs, &ws, 1, 1, k, n));
-            assert!(err < TOL, "{kernel} 1x{k}x{n}: error {err}");
-            assert_eq!(
-                used,
-                expected_dispatches(&d, k, n),
-                "{kernel} 1x{k}x{n}: dispatches"
-            );
+            let (got, want, used) = product(&d, &mut rng, (k, n), transposed, false);
+            let err = rel_frobenius(&got, &want);
+            assert!(err < TOL, "{kernel} 1x{k}x{n}{what}: error {err}");
+            let expected = if transposed {
+                expected_row_dispatches(&d, k, n)
+            } else {
+                expected_dispatches(&d, k, n)
+            };
+            assert_eq!(used, expected, "{kernel} 1x{k}x{n}{what}: dispatches");
+            if transposed {
+                assert!(used > 1, "{kernel} 1x{k}x{n}{what}: the case's premise");
+            }
         }
     }
     d.set_gemm_kernel(None).unwrap();
     assert_empty(&d);
 }
 
-#[test]
-fn the_bias_alpha_and_beta_apply_once_across_dispatches() {
+/// A device with `kernel` forced and a generator seeded with `seed`, or
+/// `None` where the family does not run (see [`forced`]): how each test of
+/// one kernel starts.
+fn start(seed: u64, kernel: &str) -> Option<(Device, Rng)> {
     let d = device();
-    let mut rng = Rng::new(12);
-    if !forced(&d, "uniform 8 8") {
-        return;
-    }
-    let (k, n) = (300, 1152);
+    forced(&d, kernel).then(|| (d, Rng::new(seed)))
+}
+
+/// A random `[1, k]` x times B `[k, n]`, B dense or (`transposed`) `w.T` of
+/// a dense random `[n, k]` `w`; with `bias`, `0.5 (x @ B) - 2 c` for a
+/// random `c` `[n]` (`addmm`). The result, the f64 reference, and the
+/// dispatches it took.
+fn product(
+    d: &Device,
+    rng: &mut Rng,
+    (k, n): (usize, usize),
+    transposed: bool,
+    bias: bool,
+) -> (Vec<f32>, Vec<f64>, u64) {
     let xs = rng.vec_f32(k);
     let ws = rng.vec_f32(k * n);
-    let cs = rng.vec_f32(n);
-    let x = Array::from_slice(&xs, &[1, k], &d).unwrap();
-    let w = Array::from_slice(&ws, &[k, n], &d).unwrap();
-    let c = Array::from_slice(&cs, &[n], &d).unwrap();
+    let cs = if bias { rng.vec_f32(n) } else { Vec::new() };
+    let x = Array::from_slice(&xs, &[1, k], d).unwrap();
+    let (b, host_b) = if transposed {
+        let w = Array::from_slice(&ws, &[n, k], d).unwrap();
+        (w.transpose(), transposed_of(&ws, n, k))
+    } else {
+        (Array::from_slice(&ws, &[k, n], d).unwrap(), ws)
+    };
+    let c = Array::from_slice(&cs, &[cs.len()], d).unwrap();
     let before = d.dispatches();
-    let y = c.addmm(&x, &w, 0.5, -2.0).unwrap();
+    let y = if bias {
+        c.addmm(&x, &b, 0.5, -2.0)
+    } else {
+        x.matmul(&b)
+    };
+    let y = y.unwrap();
     y.eval().unwrap();
-    assert_eq!(d.dispatches() - before, expected_dispatches(&d, k, n));
-    assert!(
-        expected_dispatches(&d, k, n) > 1,
-        "the test needs several dispatches"
-    );
-    let want: Vec<f64> = matmul_ref(&xs, &ws, 1, 1, k, n)
-        .iter()
-        .zip(&cs)
-        .map(|(p, &c)| 0.5 * p - 2.0 * c as f64)
-        .collect();
-    let err = rel_frobenius(&y.to_vec::<f32>().unwrap(), &want);
+    let used = d.dispatches() - before;
+    let mut want = matmul_ref(&xs, &host_b, 1, 1, k, n);
+    for (w, &c) in want.iter_mut().zip(&cs) {
+        *w = 0.5 * *w - 2.0 * c as f64;
+    }
+    (y.to_vec::<f32>().unwrap(), want, used)
+}
+
+#[test]
+fn matches_the_reference_in_one_and_many_dispatches() {
+    // (k, n): one window; one dispatch of several windows; several
+    // dispatches (6 and 7 at 14 windows), the last windows of the
+    // buffer shifted back to end at its end; two rows per window; odd K.
+    let shapes = [
+        (4, 4096),
+        (33, 1152),
+        (1025, 1152),
+        (300, 4096),
+        (7, 8192),
+        (197, 384),
+    ];
+    dispatch_sweep(11, &shapes, false);
+}
+
+#[test]
+fn the_bias_alpha_and_beta_apply_once_across_dispatches() {
+    let Some((d, mut rng)) = start(12, "uniform 8 8") else {
+        return;
+    };
+    let (k, n) = (300, 1152);
+    let (got, want, used) = product(&d, &mut rng, (k, n), false, true);
+    assert_eq!(used, expected_dispatches(&d, k, n));
+    assert!(used > 1, "the test needs several dispatches");
+    let err = rel_frobenius(&got, &want);
     assert!(err < TOL, "error {err}");
 }
 
 #[test]
 fn views_of_a_and_b_read_through_unaligned_windows() {
-    let d = device();
-    let mut rng = Rng::new(13);
-    if !forced(&d, "uniform 8 8") {
+    let Some((d, mut rng)) = start(13, "uniform 8 8") else {
         return;
-    }
+    };
     let (k, n) = (500, 1000);
     // B: rows 3 .. 3 + k and columns 64 .. 64 + n of a [k + 5, n + 132]
     // matrix (row stride n + 132, offset 3 (n + 132) + 64: windows start
@@ -229,11 +265,9 @@ fn views_of_a_and_b_read_through_unaligned_windows() {
 
 #[test]
 fn what_the_family_cannot_run_takes_the_register_tile() {
-    let d = device();
-    let mut rng = Rng::new(14);
-    if !forced(&d, "uniform 8 8") {
+    let Some((d, mut rng)) = start(14, "uniform 8 8") else {
         return;
-    }
+    };
     let check = |what: &str, got: Vec<f32>, want: Vec<f64>, used: u64| {
         let err = rel_frobenius(&got, &want);
         assert!(err < TOL, "{what}: error {err}");
@@ -309,105 +343,64 @@ fn what_the_family_cannot_run_takes_the_register_tile() {
 
 #[test]
 fn the_row_kernel_matches_the_reference_in_one_and_many_dispatches() {
-    let d = device();
-    let mut rng = Rng::new(21);
-    for kernel in KERNELS {
-        if !forced(&d, kernel) {
-            return;
-        }
-        // (k, n) of `x @ w.T`, w [n, k], each in more than one dispatch
-        // (so the count tells the row kernel from the register tile): 256
-        // columns per window; MiniLM's three shapes (3 dispatches each at
-        // 13 windows of B); odd n, 10 and 4 columns per window; one column
-        // per window at the largest K whose rows are whole multiples of
-        // 256 bytes and fit in a window beside its alignment.
-        for (k, n) in [
-            (64, 3329),
-            (384, 1152),
-            (384, 1536),
-            (1536, 384),
-            (1536, 131),
-            (4096, 53),
-            (1024, 3072),
-            (4096, 1025),
-            (16128, 14),
-        ] {
-            poison_pool(&d, 1 << 16);
-            let xs = rng.vec_f32(k);
-            let ws = rng.vec_f32(n * k);
-            let x = Array::from_slice(&xs, &[1, k], &d).unwrap();
-            let w = Array::from_slice(&ws, &[n, k], &d).unwrap();
-            let (got, used) = run(&d, &x, &w.transpose());
-            let err = rel_frobenius(&got, &matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n));
-            assert!(err < TOL, "{kernel} 1x{k}x{n} w.T: error {err}");
-            assert_eq!(
-                used,
-                expected_row_dispatches(&d, k, n),
-                "{kernel} 1x{k}x{n} w.T: dispatches"
-            );
-            assert!(used > 1, "{kernel} 1x{k}x{n} w.T: the case's premise");
-        }
-    }
-    d.set_gemm_kernel(None).unwrap();
-    assert_empty(&d);
+    // (k, n) of `x @ w.T`, w [n, k], each in more than one dispatch (so
+    // the count tells the row kernel from the register tile): 256 columns
+    // per window; MiniLM's three shapes (3 dispatches each at 13 windows
+    // of B); odd n, 10 and 4 columns per window; one column per window at
+    // the largest K whose rows are whole multiples of 256 bytes and fit in
+    // a window beside its alignment.
+    let shapes = [
+        (64, 3329),
+        (384, 1152),
+        (384, 1536),
+        (1536, 384),
+        (1536, 131),
+        (4096, 53),
+        (1024, 3072),
+        (4096, 1025),
+        (16128, 14),
+    ];
+    dispatch_sweep(21, &shapes, true);
 }
 
 #[test]
 fn the_row_kernel_applies_the_bias_alpha_and_beta_in_every_dispatch() {
-    let d = device();
-    let mut rng = Rng::new(22);
-    if !forced(&d, "uniform 8 8") {
+    let Some((d, mut rng)) = start(22, "uniform 8 8") else {
         return;
-    }
+    };
     // K = 300: rows of 1200 bytes, so windows start inside a row.
     let (k, n) = (300, 1153);
-    let xs = rng.vec_f32(k);
-    let ws = rng.vec_f32(n * k);
-    let cs = rng.vec_f32(n);
-    let x = Array::from_slice(&xs, &[1, k], &d).unwrap();
-    let w = Array::from_slice(&ws, &[n, k], &d).unwrap();
-    let c = Array::from_slice(&cs, &[n], &d).unwrap();
     poison_pool(&d, 1 << 16);
-    let before = d.dispatches();
-    let y = c.addmm(&x, &w.transpose(), 0.5, -2.0).unwrap();
-    y.eval().unwrap();
+    let (got, want, used) = product(&d, &mut rng, (k, n), true, true);
     // At most 54 rows of 1200 bytes per window.
-    let used = d.dispatches() - before;
     assert!(
         used >= n.div_ceil(54 * (windows(&d) - 1)) as u64 && used > 1,
         "{used} dispatches"
     );
-    let want: Vec<f64> = matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n)
-        .iter()
-        .zip(&cs)
-        .map(|(p, &c)| 0.5 * p - 2.0 * c as f64)
-        .collect();
-    let err = rel_frobenius(&y.to_vec::<f32>().unwrap(), &want);
+    let err = rel_frobenius(&got, &want);
     assert!(err < TOL, "error {err}");
 }
 
+// Alike in steps to `views_of_a_and_b_read_through_unaligned_windows`, but
+// left apart: the views, the kernel and the bound on its dispatches differ.
 #[test]
 fn the_row_kernel_reads_views_of_a_and_w() {
-    let d = device();
-    let mut rng = Rng::new(23);
-    if !forced(&d, "uniform 8 8") {
+    let Some((d, mut rng)) = start(23, "uniform 8 8") else {
         return;
-    }
+    };
     let (k, n) = (512, 700);
     // W: rows 3 .. 3 + n and columns 8 .. 8 + k of a [n + 5, k + 36]
     // matrix (offset 3 (k + 36) + 8, row stride k + 36: both multiples of
     // four, not of a window's alignment). A: row 2 of a [3, k] matrix, at
     // byte 4096.
     let (w, ws) = view_of(&d, &mut rng, (n, k), (3, 8), (n + 5, k + 36));
-    let rows = rng.vec_f32(3 * k);
-    let a = Array::from_slice(&rows, &[3, k], &d).unwrap();
-    let x = a
-        .slice(&[Slice::new(Some(2), Some(3), 1), Slice::FULL])
-        .unwrap();
-    let xs = rows[2 * k..].to_vec();
+    let (x, xs) = view_of(&d, &mut rng, (1, k), (2, 0), (3, k));
     poison_pool(&d, 1 << 16);
     let (got, used) = run(&d, &x, &w.transpose());
-    let err = rel_frobenius(&got, &matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n));
+    let err = rel_frobenius(
+        &got,
+        &matmul_ref(&xs, &transposed_of(&ws, n, k), 1, 1, k, n),
+    );
     assert!(err < TOL, "error {err}");
     // 4 (k + 36) bytes per row: at most 29 rows per window.
     assert!(
@@ -418,11 +411,9 @@ fn the_row_kernel_reads_views_of_a_and_w() {
 
 #[test]
 fn what_the_row_kernel_cannot_run_takes_the_register_tile() {
-    let d = device();
-    let mut rng = Rng::new(24);
-    if !forced(&d, "uniform 8 8") {
+    let Some((d, mut rng)) = start(24, "uniform 8 8") else {
         return;
-    }
+    };
     // Each `x @ w.T` below, w [n, k] within a [n, ld] matrix, and x taken
     // from a [1, ax * k + a_off] row at element a_off with step ax:
     // K not a multiple of four; a row of W over one window; W's row stride
@@ -454,7 +445,10 @@ fn what_the_row_kernel_cannot_run_takes_the_register_tile() {
             .unwrap();
         let xs: Vec<f32> = xrow[a_off..].iter().step_by(ax).copied().collect();
         let (got, used) = run(&d, &x, &w.transpose());
-        let err = rel_frobenius(&got, &matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n));
+        let err = rel_frobenius(
+            &got,
+            &matmul_ref(&xs, &transposed_of(&ws, n, k), 1, 1, k, n),
+        );
         assert!(err < TOL, "{what}: error {err}");
         assert_eq!(used, 1, "{what}: one register dispatch");
     }
@@ -523,6 +517,8 @@ fn tuning_times_the_family_without_a_validation_error() {
     let x = Array::from_slice(&xs, &[1, k], &d).unwrap();
     let w = Array::from_slice(&ws, &[k, n], &d).unwrap();
     let (got, _) = run(&d, &x, &w);
+    // The class is timed on the device's background thread: wait for it.
+    d.wait_warm_up();
     assert_eq!(d.take_uncaptured_errors(), Vec::<String>::new());
     assert!(
         d.gemm_kernel(DType::F32, ShapeClass::Gemv).is_some(),
@@ -540,12 +536,16 @@ fn tuning_times_the_family_without_a_validation_error() {
     );
     let wt = Array::from_slice(&ws, &[n, k], &d).unwrap().transpose();
     let (got, _) = run(&d, &x, &wt);
+    d.wait_warm_up();
     assert_eq!(d.take_uncaptured_errors(), Vec::<String>::new());
     assert!(
         d.gemm_kernel(DType::F32, ShapeClass::GemvT).is_some(),
         "tuned"
     );
-    let err = rel_frobenius(&got, &matmul_ref(&xs, &transposed(&ws, n, k), 1, 1, k, n));
+    let err = rel_frobenius(
+        &got,
+        &matmul_ref(&xs, &transposed_of(&ws, n, k), 1, 1, k, n),
+    );
     assert!(err < TOL, "w.T: error {err}");
     // The row kernel was timed (not skipped as unable to run the proxy).
     if software {
@@ -566,11 +566,9 @@ fn tuning_times_the_family_without_a_validation_error() {
 /// output is `beta * bias` (zeros without one), not what the pool held.
 #[test]
 fn an_empty_k_stores_the_bias_alone() {
-    let d = device();
-    let mut rng = Rng::new(16);
-    if !forced(&d, "uniform 8 8") {
+    let Some((d, mut rng)) = start(16, "uniform 8 8") else {
         return;
-    }
+    };
     let n = 1152;
     poison_pool(&d, 1 << 16);
     let big = Array::from_slice(&rng.vec_f32(300 * n), &[300, n], &d).unwrap();

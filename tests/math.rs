@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::reference::{every_half_value, max_error};
 use common::{Rng, assert_empty, device, matmul_ref};
 use half::{bf16, f16};
 use wgarray::testing::accuracy::{erfinv64, round_to, ulp_error as ulps};
@@ -25,23 +26,6 @@ fn sweep(step: u32) -> Vec<f32> {
         .map(f32::from_bits)
         .filter(|x| !x.is_subnormal())
         .collect()
-}
-
-/// Run `op` on `xs` and return the largest ulp error against `truth`, with
-/// its input.
-fn max_ulps(d: &Device, xs: &[f32], op: Op, truth: Truth) -> (f64, f32) {
-    let mut worst = (0.0, 0.0f32);
-    for chunk in xs.chunks(1 << 20) {
-        let x = Array::from_slice(chunk, &[chunk.len()], d).unwrap();
-        let got = op(&x).unwrap().to_vec::<f32>().unwrap();
-        for (&x, &g) in chunk.iter().zip(&got) {
-            let u = ulps(g as f64, truth(x as f64), DType::F32);
-            if u > worst.0 || u.is_nan() {
-                worst = (u, x);
-            }
-        }
-    }
-    worst
 }
 
 /// The functions, their f64 truth and the ulp bound each is held to.
@@ -114,7 +98,7 @@ fn unary_math_is_within_its_ulp_bound_over_the_f32_range() {
     // The whole approach to 1 of arcsin/arccos/arctanh/erfinv.
     xs.extend((0x3f7f_0000u32..0x3f80_0000).step_by(7).map(f32::from_bits));
     for (name, op, truth, bound) in functions() {
-        let (u, x) = max_ulps(&d, &xs, op, truth);
+        let (u, x, _) = max_error(&d, &xs, op, truth, |g, w| ulps(g, w, DType::F32));
         eprintln!("{name} on {}: max {u:.3} ulp (at x = {x:e})", d.backend());
         assert!(
             u <= bound,
@@ -169,12 +153,7 @@ fn unary_math_special_values() {
 fn unary_math_on_every_half_and_bfloat_and_on_views() {
     let d = device();
     for dtype in [DType::F16, DType::BF16] {
-        let values: Vec<f64> = (0..=u16::MAX)
-            .map(|b| match dtype {
-                DType::F16 => f16::from_bits(b).to_f64(),
-                _ => bf16::from_bits(b).to_f64(),
-            })
-            .collect();
+        let values = every_half_value(dtype);
         let x = common::host::upload(&d, &values, &[values.len()], dtype);
         for (name, op, truth, _) in functions() {
             let got = op(&x).unwrap();

@@ -12,8 +12,8 @@
 mod common;
 
 use common::arrays::{of_dtype, round_to};
-use half::{bf16, f16};
-use wgarray::{Array, Axes, DType, Device, Error, Slice};
+use common::reference::{every_half_value, max_error};
+use wgarray::{Array, Axes, DType, Error, Slice};
 
 const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
@@ -45,6 +45,11 @@ fn ulps(got: f64, want: f64, dtype: DType) -> f64 {
     };
     let e = (want.abs().log2().floor() as i32).max(min_exp);
     (got - want).abs() / 2f64.powi(e - mantissa)
+}
+
+/// [`ulps`] in f32.
+fn f32_ulps(got: f64, want: f64) -> f64 {
+    ulps(got, want, DType::F32)
 }
 
 // ---- softmax ----
@@ -208,23 +213,6 @@ fn around(at: &[u32]) -> Vec<f32> {
 type UnaryOp = fn(&Array) -> wgarray::Result<Array>;
 type Truth = fn(f64) -> f64;
 
-/// Run `op` on `inputs` (f32) and return the largest error in ulp, with
-/// the input where it happens.
-fn max_ulps(d: &Device, inputs: &[f32], op: UnaryOp, truth: Truth) -> (f64, f32, f32) {
-    let mut worst = (0.0, 0.0f32, 0.0f32);
-    for chunk in inputs.chunks(1 << 20) {
-        let x = Array::from_slice(chunk, &[chunk.len()], d).unwrap();
-        let got = op(&x).unwrap().to_vec::<f32>().unwrap();
-        for (&x, &g) in chunk.iter().zip(&got) {
-            let u = ulps(g as f64, truth(x as f64), DType::F32);
-            if u > worst.0 || (u.is_nan() && !worst.0.is_nan()) {
-                worst = (u, x, g);
-            }
-        }
-    }
-    worst
-}
-
 fn log1p_inputs() -> Vec<f32> {
     let mut v: Vec<f32> = sweep(0, 0x7f80_0000, 0x800).collect();
     v.extend(sweep(0x8000_0000, 0xbf80_0000, 0x800));
@@ -264,7 +252,7 @@ fn expm1_inputs() -> Vec<f32> {
 #[test]
 fn log1p_is_within_2_ulp_over_the_whole_f32_range() {
     let d = common::device();
-    let (u, x, g) = max_ulps(&d, &log1p_inputs(), Array::log1p, f64::ln_1p);
+    let (u, x, g) = max_error(&d, &log1p_inputs(), Array::log1p, f64::ln_1p, f32_ulps);
     eprintln!("log1p on {}: max {u:.3} ulp (at x = {x:e})", d.backend());
     assert!(
         u <= 2.0,
@@ -278,7 +266,7 @@ fn log1p_is_within_2_ulp_over_the_whole_f32_range() {
 #[test]
 fn expm1_is_within_2_ulp_over_the_whole_f32_range() {
     let d = common::device();
-    let (u, x, g) = max_ulps(&d, &expm1_inputs(), Array::expm1, f64::exp_m1);
+    let (u, x, g) = max_error(&d, &expm1_inputs(), Array::expm1, f64::exp_m1, f32_ulps);
     eprintln!("expm1 on {}: max {u:.3} ulp (at x = {x:e})", d.backend());
     assert!(
         u <= 2.0,
@@ -325,12 +313,7 @@ fn log1p_and_expm1_special_values() {
 fn log1p_and_expm1_on_every_half_and_bfloat_value_and_on_views() {
     let d = common::device();
     for dtype in [DType::F16, DType::BF16] {
-        let values: Vec<f64> = (0..=u16::MAX)
-            .map(|b| match dtype {
-                DType::F16 => f16::from_bits(b).to_f64(),
-                _ => bf16::from_bits(b).to_f64(),
-            })
-            .collect();
+        let values = every_half_value(dtype);
         let x = of_dtype(&d, &values, &[values.len()], dtype);
         let ops: [(&str, UnaryOp, Truth); 2] = [
             ("log1p", Array::log1p, f64::ln_1p),

@@ -688,6 +688,187 @@ fn many_outputs_fold_per_thread_on_software_adapters() -> R {
     Ok(())
 }
 
+/// Reductions over a unit-stride last axis take the wide kernel (16-byte
+/// loads; `Device::wide_dispatches` counts it): rows of every length and
+/// alignment (starting mid-chunk, shorter than a chunk, a column slice
+/// whose rows each start elsewhere in their chunk, rows reversed along the
+/// kept axis), dtypes of 1, 2 and 4 bytes, rows long enough to be cut into
+/// parts (a second dispatch combines them), against f64 host loops.
+#[test]
+fn last_axis_reductions_load_16_bytes_at_a_time() -> R {
+    use wgarray::Slice;
+    let d = device();
+    let mut rng = Rng::new(36);
+    for (rows, cols) in [(3, 2), (5, 3), (7, 33), (4, 1025), (2, 4099), (1, 300_001)] {
+        let n = (rows + 1) * cols;
+        poison_pool(&d, n);
+        let v = rng.vec_f32(n);
+        let h: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+        let full = f(&d, &v, &[rows + 1, cols]);
+        // (name, view, its rows on the host, whether its rows are parts
+        // of long rows)
+        let mut views: Vec<(&str, Array, Vec<Vec<f64>>)> = Vec::new();
+        let row = |r: usize, from: usize| h[r * cols + from..(r + 1) * cols].to_vec();
+        views.push((
+            "rows 1..",
+            full.slice(&[Slice::range(1, rows as isize + 1)])?,
+            (1..=rows).map(|r| row(r, 0)).collect(),
+        ));
+        if cols > 2 {
+            views.push((
+                "columns 1..",
+                full.slice(&[Slice::FULL, Slice::range(1, cols as isize)])?,
+                (0..=rows).map(|r| row(r, 1)).collect(),
+            ));
+        }
+        views.push((
+            "rows reversed",
+            full.slice(&[Slice::step(-1)])?,
+            (0..=rows).rev().map(|r| row(r, 0)).collect(),
+        ));
+        for (name, x, want_rows) in views {
+            let what = |op: &str| format!("{op} over [{rows}, {cols}], {name}");
+            let check = |op: &str, got: Array, f: &dyn Fn(&[f64]) -> f64, tol: f64| -> R {
+                let want: Vec<f64> = want_rows.iter().map(|r| f(r)).collect();
+                let (before, wide) = (d.dispatches(), d.wide_dispatches());
+                got.eval()?;
+                assert_eq!(d.wide_dispatches() - wide, 1, "{}: wide", what(op));
+                let parts = d.dispatches() - before;
+                let got = got.to_f64_vec()?;
+                assert!(
+                    parts == 1 || (cols > 100_000 && parts == 2),
+                    "{}: {parts} dispatches",
+                    what(op)
+                );
+                assert_close(&what(op), &got, &want, tol);
+                Ok(())
+            };
+            check("sum", x.sum(-1isize, false)?, &|r| r.iter().sum(), 1e-5)?;
+            check(
+                "max",
+                x.max(-1isize, false)?,
+                &|r| r.iter().copied().fold(f64::MIN, f64::max),
+                0.0,
+            )?;
+            check(
+                "argmax",
+                x.argmax(Some(-1), false)?,
+                &|r| {
+                    let m = r.iter().copied().fold(f64::MIN, f64::max);
+                    r.iter().position(|&v| v == m).unwrap() as f64
+                },
+                0.0,
+            )?;
+            check(
+                "var",
+                x.var(-1isize, false, 1)?,
+                &|r| variance(r, 1.0),
+                1e-4,
+            )?;
+            check(
+                "logsumexp",
+                x.logsumexp(-1isize, false)?,
+                &|r| r.iter().map(|v| v.exp()).sum::<f64>().ln(),
+                1e-5,
+            )?;
+            // Packed dtypes: 8 (f16) and 16 (u8) elements per chunk.
+            let x16 = x.astype(DType::F16)?;
+            x16.eval()?;
+            let r16: Vec<Vec<f64>> = want_rows
+                .iter()
+                .map(|r| r.iter().map(|&v| f16::from_f64(v).to_f64()).collect())
+                .collect();
+            let want: Vec<f64> = r16.iter().map(|r| r.iter().sum::<f64>()).collect();
+            // The sum over the last axis, every dispatch wide but a cut
+            // row's combine pass.
+            let wide_sum = |a: &Array, name: &str| -> wgarray::Result<Array> {
+                let (before, wide) = (d.dispatches(), d.wide_dispatches());
+                let s = a.sum(-1isize, false)?;
+                s.eval()?;
+                let ran = d.dispatches() - before;
+                let combine = u64::from(cols > 100_000);
+                assert_eq!(d.wide_dispatches() - wide + combine, ran, "{}", what(name));
+                Ok(s)
+            };
+            // (A cast of the result may follow: it is wide too.)
+            let s = wide_sum(&x16, "f16 sum")?;
+            let got = s.astype(DType::F32)?.to_f64_vec()?;
+            let tol = 2e-3;
+            assert_close(&what("f16 sum"), &got, &want, tol);
+            let xu = (&x * 100.0)?.abs()?.astype(DType::U8)?;
+            xu.eval()?;
+            let want: Vec<f64> = want_rows
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|&v| ((v * 100.0) as f32).abs().trunc() as u8 as f64)
+                        .sum()
+                })
+                .collect();
+            let got = wide_sum(&xu, "u8 sum")?.to_f64_vec()?;
+            assert_close(&what("u8 sum"), &got, &want, 0.0);
+        }
+    }
+    Ok(())
+}
+
+/// softmax, layer_norm and rms_norm over the last axis: the statistics in
+/// one wide reduction, the normalising kernel wide too (its loads of the
+/// row's statistics are constant along the row, the weight and bias a
+/// broadcast row), two dispatches, against f64 host loops.
+#[test]
+fn normalisations_run_wide() -> R {
+    let d = device();
+    let mut rng = Rng::new(37);
+    for (rows, cols) in [(3, 4), (9, 64), (5, 388)] {
+        let v = rng.vec_f32(rows * cols);
+        let (wv, bv) = (rng.vec_f32(cols), rng.vec_f32(cols));
+        let x = f(&d, &v, &[rows, cols]);
+        let (w, b) = (f(&d, &wv, &[cols]), f(&d, &bv, &[cols]));
+        let h: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+        let mut want_sm = Vec::new();
+        let mut want_ln = Vec::new();
+        let mut want_rms = Vec::new();
+        for r in h.chunks(cols) {
+            let m = r.iter().copied().fold(f64::MIN, f64::max);
+            let s: f64 = r.iter().map(|v| (v - m).exp()).sum();
+            want_sm.extend(r.iter().map(|v| (v - m).exp() / s));
+            let mean = r.iter().sum::<f64>() / cols as f64;
+            let var = variance(r, 0.0);
+            want_ln.extend(
+                r.iter()
+                    .enumerate()
+                    .map(|(j, v)| (v - mean) / (var + 1e-5).sqrt() * wv[j] as f64 + bv[j] as f64),
+            );
+            let ms = r.iter().map(|v| v * v).sum::<f64>() / cols as f64;
+            want_rms.extend(
+                r.iter()
+                    .enumerate()
+                    .map(|(j, v)| v / (ms + 1e-5).sqrt() * wv[j] as f64),
+            );
+        }
+        let cases: Vec<(&str, Array, Vec<f64>, f64)> = vec![
+            ("softmax", x.softmax(-1)?, want_sm, 1e-5),
+            (
+                "layer_norm",
+                x.layer_norm(Some(&w), Some(&b), 1e-5)?,
+                want_ln,
+                1e-4,
+            ),
+            ("rms_norm", x.rms_norm(Some(&w), 1e-5)?, want_rms, 1e-4),
+        ];
+        for (name, y, want, tol) in cases {
+            let (before, wide) = (d.dispatches(), d.wide_dispatches());
+            y.eval()?;
+            let what = format!("{name} over [{rows}, {cols}]");
+            assert_eq!(d.dispatches() - before, 2, "{what}: dispatches");
+            assert_eq!(d.wide_dispatches() - wide, 2, "{what}: both wide");
+            assert_close(&what, &y.to_f64_vec()?, &want, tol);
+        }
+    }
+    Ok(())
+}
+
 // Probes of the pipelines without workgroup-memory zeroing (090f893):
 // huge values first (`common::pollute`), then the edge cases where an
 // unwritten element would be read.

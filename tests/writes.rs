@@ -717,3 +717,176 @@ fn slice_assign_drops_leading_unit_axes_of_the_update() {
         })
     ));
 }
+
+/// `slice_update_dynamic` against the host: every dtype, the written axis
+/// first, middle and last, starts inside, at the last valid place, past it
+/// (clamped) and negative (i32: once from the end of the valid starts),
+/// sources as views (copied, never written), updates as views.
+#[test]
+fn slice_update_dynamic_writes_where_the_device_start_says() {
+    let d = device();
+    let mut rng = Rng::new(2034);
+    for dtype in dtypes(&d) {
+        for (shape, axis, n) in [
+            (vec![7usize, 3], 0usize, 1usize),
+            (vec![2, 33, 5], 1, 4),
+            (vec![3, 2, 9], 2, 9),
+            (vec![1], 0, 1),
+        ] {
+            let len = shape[axis];
+            let mut ushape = shape.clone();
+            ushape[axis] = n;
+            let starts = len - n + 1;
+            for (given, want) in [
+                (0i64, 0usize),
+                ((starts - 1) as i64, starts - 1),
+                (starts as i64 + 5, starts - 1),
+                (-1, starts - 1),
+                (-(starts as i64) - 9, 0),
+            ] {
+                let x = values(&shape, dtype, &mut rng);
+                let u = values(&ushape, dtype, &mut rng);
+                let mut axes: Vec<(usize, usize, isize)> =
+                    shape.iter().map(|&l| (0, l, 1)).collect();
+                axes[axis] = (want, n, 1);
+                let expect = reference(&x, &axes, &u);
+                let ua = dense(&d, &u, dtype);
+                let starts_u32 = [given.max(0) as u32];
+                let pos = if given < 0 {
+                    Array::from_slice(&[given as i32], &[], &d).unwrap()
+                } else {
+                    Array::from_slice(&starts_u32, &[1], &d).unwrap()
+                };
+                for (layout, xa) in layouts(&d, &x, dtype) {
+                    let y = xa.slice_update_dynamic(&ua, &pos, axis as isize).unwrap();
+                    assert_eq!(
+                        read(&y),
+                        expect,
+                        "{dtype} {shape:?} axis {axis} start {given} ({layout})"
+                    );
+                    assert_eq!(read(&xa), x, "{dtype} {layout}: the source kept its values");
+                }
+                // A transposed update (a view) is read through its strides.
+                if ushape.len() == 2 {
+                    let (a, b) = (ushape[0], ushape[1]);
+                    let t = Host::from_fn(&[b, a], |c| u.data[c[1] * b + c[0]]);
+                    let ut = dense(&d, &t, dtype).transpose();
+                    let y = dense(&d, &x, dtype)
+                        .slice_update_dynamic(&ut, &pos, axis as isize)
+                        .unwrap();
+                    assert_eq!(read(&y), expect, "{dtype} transposed update");
+                }
+            }
+        }
+    }
+    assert_empty(&d);
+}
+
+#[test]
+fn slice_update_dynamic_refuses_bad_arguments_and_records_nothing() {
+    let d = device();
+    let x = Array::zeros(&[4, 3], DType::F32, &d).unwrap();
+    let u = Array::zeros(&[1, 3], DType::F32, &d).unwrap();
+    let pos = Array::from_slice(&[1u32], &[1], &d).unwrap();
+    x.eval().unwrap();
+    let (active, nodes) = (d.active_memory(), d.live_nodes());
+    let bad = |r: wgarray::Result<Array>, what: &str| {
+        let e = r.expect_err(what);
+        assert!(
+            format!("{e}").contains("slice_update_dynamic"),
+            "{what}: {e}"
+        );
+    };
+    bad(x.slice_update_dynamic(&u, &pos, 2), "axis out of range");
+    bad(
+        x.slice_update_dynamic(&Array::zeros(&[1, 2], DType::F32, &d).unwrap(), &pos, 0),
+        "not whole on the other axis",
+    );
+    bad(
+        x.slice_update_dynamic(&Array::zeros(&[5, 3], DType::F32, &d).unwrap(), &pos, 0),
+        "longer than the axis",
+    );
+    bad(
+        x.slice_update_dynamic(&Array::zeros(&[3], DType::F32, &d).unwrap(), &pos, 0),
+        "another rank",
+    );
+    bad(
+        x.slice_update_dynamic(&u, &Array::from_slice(&[1u32, 2], &[2], &d).unwrap(), 0),
+        "two starts",
+    );
+    bad(
+        x.slice_update_dynamic(&u, &Array::from_slice(&[1.0f32], &[1], &d).unwrap(), 0),
+        "a float start",
+    );
+    assert_eq!(d.active_memory(), active, "an error path kept memory");
+    assert_eq!(d.live_nodes(), nodes, "an error path recorded a node");
+    drop((x, u, pos));
+    assert_empty(&d);
+}
+
+/// The KV-cache loop of a compiled decode step: with `call_donating` the
+/// cache is written in its own buffer on every replay (one dispatch, no
+/// cache-sized allocation, active memory flat); with `call` it is copied
+/// and the caller's cache keeps its values.
+#[test]
+fn a_donated_compiled_step_writes_its_cache_in_place() {
+    let d = device();
+    let (ctx, width) = (40usize, 33usize);
+    let step = wgarray::compile(|x: &[Array]| {
+        let row = x[1].multiply(2.0)?;
+        Ok(vec![x[0].slice_update_dynamic(&row, &x[2], 0)?])
+    });
+    let mut cache = Array::zeros(&[ctx, width], DType::F32, &d).unwrap();
+    cache.eval().unwrap();
+    let cache_bytes = d.active_memory();
+    let mut want = vec![0.0f32; ctx * width];
+    for t in 0..ctx {
+        let r: Vec<f32> = (0..width).map(|j| (t * 100 + j) as f32).collect();
+        let row = Array::from_slice(&r, &[1, width], &d).unwrap();
+        let pos = Array::from_slice(&[t as u32], &[1], &d).unwrap();
+        row.eval().unwrap();
+        let held = d.active_memory();
+        d.reset_peak_memory();
+        let before = d.dispatches();
+        cache = step.call_donating(vec![cache, row, pos]).unwrap().remove(0);
+        if t > 0 {
+            // The first call traces (and the trace's first run plans).
+            assert_eq!(
+                d.dispatches() - before,
+                2,
+                "step {t}: the row's scale and the write"
+            );
+        }
+        assert!(
+            d.peak_memory() < held + cache_bytes / 2,
+            "step {t}: peak {} with {held} held (a copy of the cache is {cache_bytes})",
+            d.peak_memory()
+        );
+        assert_eq!(d.active_memory(), cache_bytes, "step {t}: active memory");
+        for (j, v) in r.iter().enumerate() {
+            want[t * width + j] = 2.0 * v;
+        }
+    }
+    assert_eq!(cache.to_vec::<f32>().unwrap(), want);
+    // Held by the caller: `call` copies and leaves the cache as it was.
+    let row = Array::ones(&[1, width], DType::F32, &d).unwrap();
+    let pos = Array::from_slice(&[3u32], &[1], &d).unwrap();
+    let y = step.call(&[&cache, &row, &pos]).unwrap().remove(0);
+    assert_eq!(
+        cache.to_vec::<f32>().unwrap(),
+        want,
+        "the held cache is unchanged"
+    );
+    assert_eq!(y.to_vec::<f32>().unwrap()[3 * width], 2.0);
+    // A clone kept by the caller is not written either.
+    let keep = cache.clone();
+    let y2 = step.call_donating(vec![cache, row, pos]).unwrap().remove(0);
+    assert_eq!(
+        keep.to_vec::<f32>().unwrap(),
+        want,
+        "a clone kept its values"
+    );
+    assert_eq!(y2.to_vec::<f32>().unwrap()[3 * width], 2.0);
+    drop((step, keep, y, y2));
+    assert_empty(&d);
+}

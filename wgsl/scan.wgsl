@@ -123,21 +123,16 @@ fn scan_part(t: u32) {
 }
 
 @compute @workgroup_size(256)
-fn main(
-    @builtin(local_invocation_id) lid: vec3<u32>,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(global_invocation_id) gid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn main(id: Ids) {
     let rows = p.head.x;
     let len = p.head.y;
     let blocks = p.head.w;
-    let t = lid.x;
+    let t = id.lid.x;
     let pass_ = p.stage.x;
     if pass_ == 0u {
         // No early return: the barriers of the other passes stay in
         // uniform control flow for the uniformity analysis.
-        let o = gid.x + gid.y * nwg.x * WG;
+        let o = invocation_index(id, WG);
         if o < rows {
             let bi = in_base(o);
             let bo = out_base(o);
@@ -156,7 +151,7 @@ fn main(
         return;
     }
     if pass_ == 2u {
-        let o = wid.x + wid.y * nwg.x;
+        let o = group_index(id);
         if o >= rows {
             return;
         }
@@ -182,7 +177,7 @@ fn main(
         return;
     }
     // Passes 1 and 3: a workgroup per block.
-    let w = wid.x + wid.y * nwg.x;
+    let w = group_index(id);
     if w >= rows * blocks {
         return;
     }

@@ -60,11 +60,8 @@ fn add(q: u32, i: u32) {
 }
 
 @compute @workgroup_size(256)
-fn main(
-    @builtin(global_invocation_id) gid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
-    let u = gid.x + gid.y * nwg.x * WG;
+fn main(id: Ids) {
+    let u = invocation_index(id, WG);
     if p.stage.x == 0u {
         if u < p.misc.z {
             atomicStore(&out[u], 0u);

@@ -132,18 +132,13 @@ fn write_out(t: u32, first: u32) {
 }
 
 @compute @workgroup_size(256)
-fn main(
-    @builtin(local_invocation_id) lid: vec3<u32>,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(global_invocation_id) gid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn main(id: Ids) {
     let pass_ = p.misc.z;
     let big = p.head.w;
     let total = p.head.x * big;
-    let t = lid.x;
+    let t = id.lid.x;
     if pass_ == 2u {
-        let q = gid.x + gid.y * nwg.x * WG;
+        let q = invocation_index(id, WG);
         let k = p.step.x;
         let j = p.step.y;
         if q < total / 2u {
@@ -159,7 +154,7 @@ fn main(
     }
     // Passes 0, 1, 3: a workgroup per block. The block index is uniform, so
     // the early return keeps the barriers in uniform control flow.
-    let first = (wid.x + wid.y * nwg.x) * BLOCK;
+    let first = (group_index(id)) * BLOCK;
     if first >= total {
         return;
     }

@@ -83,12 +83,7 @@ fn consider(base: u32, r: u32) {
 }
 
 @compute @workgroup_size(256)
-fn main(
-    @builtin(local_invocation_id) lid: vec3<u32>,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(global_invocation_id) gid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn main(id: Ids) {
     let rows = p.head.x;
     let len = p.head.y;
     let k = p.head.z;
@@ -97,9 +92,9 @@ fn main(
         ti[j] = 0xffffffffu;
     }
     if ROW {
-        let o = wid.x + wid.y * nwg.x;
+        let o = group_index(id);
         let base = p.misc.x + unravel(min(o, rows - 1u), p.head.w, p.outer_shape, p.outer_strides);
-        var r = lid.x;
+        var r = id.lid.x;
         for (; r + 3u * WG < len; r += 4u * WG) {
             consider(base, r);
             consider(base, r + WG);
@@ -112,28 +107,28 @@ fn main(
         var h = 0u;
         for (var q = 0u; q < k; q++) {
             let hh = min(h, KMAX - 1u);
-            sk[lid.x] = tk[hh];
-            si[lid.x] = ti[hh];
+            sk[id.lid.x] = tk[hh];
+            si[id.lid.x] = ti[hh];
             workgroupBarrier();
             for (var s = WG / 2u; s > 0u; s >>= 1u) {
-                if lid.x < s && better(sk[lid.x + s], si[lid.x + s], sk[lid.x], si[lid.x]) {
-                    sk[lid.x] = sk[lid.x + s];
-                    si[lid.x] = si[lid.x + s];
+                if id.lid.x < s && better(sk[id.lid.x + s], si[id.lid.x + s], sk[id.lid.x], si[id.lid.x]) {
+                    sk[id.lid.x] = sk[id.lid.x + s];
+                    si[id.lid.x] = si[id.lid.x + s];
                 }
                 workgroupBarrier();
             }
             let win = si[0];
-            if lid.x == 0u && o < rows {
+            if id.lid.x == 0u && o < rows {
                 store(o * k + q, bits(base + win * p.misc.y));
                 idx[o * k + q] = win;
             }
-            if (win & (WG - 1u)) == lid.x {
+            if (win & (WG - 1u)) == id.lid.x {
                 h += 1u;
             }
             workgroupBarrier();
         }
     } else {
-        let o = gid.x + gid.y * nwg.x * WG;
+        let o = invocation_index(id, WG);
         if o >= rows {
             return;
         }

@@ -1,5 +1,26 @@
-// Shared by the reduce and topk kernels. `i` must be below the product of
-// the `nd` sizes.
+// Shared by the reduce, scan, scatter, sort and topk kernels.
+
+// An invocation's ids, the one entry-point argument of the scan, scatter,
+// sort and topk kernels: a 1-D workgroup in a 2-D grid of workgroups (a
+// dispatch's x count is capped at 65535).
+struct Ids {
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+}
+
+// The workgroup's index in the grid, row-major.
+fn group_index(id: Ids) -> u32 {
+    return id.wid.x + id.wid.y * id.nwg.x;
+}
+
+// The invocation's index in the grid, for workgroups of `wg` invocations.
+fn invocation_index(id: Ids, wg: u32) -> u32 {
+    return id.gid.x + id.gid.y * id.nwg.x * wg;
+}
+
+// `i` must be below the product of the `nd` sizes.
 
 // Straight-line unravelling, no loop: llvmpipe (Mesa's software driver)
 // stops any shader that runs more than 65535 loop iterations in one

@@ -9,9 +9,11 @@ use std::fmt::{self, Write as _};
 use std::io::{self, IsTerminal, Read};
 use std::path::Path;
 
+use serde_json::json;
 use wgarray::Device;
 
-use crate::minilm::AnyError;
+/// Errors from files, JSON, the tokenizer and wgarray alike.
+pub type AnyError = Box<dyn StdError + Send + Sync>;
 
 /// What went wrong, its cause (and the cause's own causes), lines that
 /// explain it (the adapters on the machine, say) and what to do next.
@@ -261,15 +263,7 @@ pub fn check_model_dir(dir: &Path, fetch: &str) -> Result<(), Failure> {
 /// other wgarray error is the device's doing (out of memory, say), and
 /// anything else is about the files too.
 pub fn load_failure(dir: &Path, e: AnyError, fetch: &str) -> Failure {
-    let file_error = matches!(
-        e.downcast_ref::<wgarray::Error>(),
-        None | Some(
-            wgarray::Error::Io { .. }
-                | wgarray::Error::Format { .. }
-                | wgarray::Error::UnsupportedDType { .. }
-        )
-    );
-    if !file_error {
+    if !is_file_error(&e) {
         return gpu_failure("uploading the model's weights to the device failed", e);
     }
     Failure::new(format!("cannot load the model from {}", dir.display()))
@@ -280,17 +274,52 @@ pub fn load_failure(dir: &Path, e: AnyError, fetch: &str) -> Failure {
         ))
 }
 
+/// Whether a loading error is about the files (reading or parsing them:
+/// a wgarray I/O, format or dtype error, or any error not wgarray's)
+/// rather than the device's.
+pub fn is_file_error(e: &AnyError) -> bool {
+    matches!(
+        e.downcast_ref::<wgarray::Error>(),
+        None | Some(
+            wgarray::Error::Io { .. }
+                | wgarray::Error::Format { .. }
+                | wgarray::Error::UnsupportedDType { .. }
+        )
+    )
+}
+
 /// A failure on the device; running out of memory says what to lower.
 pub fn gpu_failure(what: &str, e: AnyError) -> Failure {
+    device_work_failure(what, e, "a smaller --batch-size")
+}
+
+/// A failure on the device; running out of memory says to try `lower`
+/// (the example's flag that uses less memory) or another adapter.
+pub fn device_work_failure(what: &str, e: AnyError, lower: &str) -> Failure {
     let oom = matches!(
         e.downcast_ref::<wgarray::Error>(),
         Some(wgarray::Error::OutOfMemory { .. })
     );
     let f = Failure::new(what).cause(e);
     if oom {
-        f.tip("try a smaller --batch-size, or another adapter (WGARRAY_BACKEND, WGARRAY_ADAPTER)")
+        f.tip(format!(
+            "try {lower}, or another adapter (WGARRAY_BACKEND, WGARRAY_ADAPTER)"
+        ))
     } else {
         f
+    }
+}
+
+/// The exit status of an example's `run`: 0, or 1 with the failure's
+/// report on standard error (nothing when standard output was closed).
+pub fn exit_code(result: Result<(), Failure>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(f) if f.is_broken_pipe() => std::process::ExitCode::FAILURE,
+        Err(f) => {
+            eprint!("{}", f.report());
+            std::process::ExitCode::FAILURE
+        }
     }
 }
 
@@ -328,4 +357,41 @@ pub fn device_failure(e: wgarray::Error) -> Failure {
          WGARRAY_ADAPTER=<part of a name> picks an adapter by name",
         backends.join(" or ")
     ))
+}
+
+/// Active, peak and cache memory at one moment, and the pool's counters so
+/// far (requests served from the cache, and those that made a new buffer).
+#[derive(Clone, Copy, Debug)]
+pub struct Mem {
+    pub active: u64,
+    pub peak: u64,
+    pub cache: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+}
+
+impl Mem {
+    pub fn now(d: &Device) -> Mem {
+        let s = d.memory_stats();
+        Mem {
+            active: s.active,
+            peak: s.peak,
+            cache: s.cache,
+            cache_hits: s.cache_hits,
+            cache_misses: s.cache_misses,
+        }
+    }
+    pub fn json(&self) -> serde_json::Value {
+        json!({
+            "active": self.active,
+            "peak": self.peak,
+            "cache": self.cache,
+            "cache_hits": self.cache_hits,
+            "cache_misses": self.cache_misses,
+        })
+    }
+}
+
+pub fn mib(b: u64) -> f64 {
+    b as f64 / (1024.0 * 1024.0)
 }

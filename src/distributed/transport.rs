@@ -284,6 +284,9 @@ pub(super) fn send_words(
     }
 }
 
+// Alike in shape to `send_words`, but left apart: a receive that times out
+// is cancelled and may still complete, a send is abandoned with its buffer.
+
 /// One call's words from `source` with `tag` within `timeout`: `None` when
 /// the time passed first, the receive then cancelled (nothing is left
 /// posted that a later message could match).

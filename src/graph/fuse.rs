@@ -22,7 +22,7 @@
 //!
 //! A reduction is a kernel too when the value it reduces is elementwise:
 //! that value and what it is computed from run in the reduction's loads
-//! (its prologue, `kernels::prologue`), and a materialised value the
+//! (its prologue, `kernels::reduce`), and a materialised value the
 //! reduction reads that later kernels or the caller need is written by the
 //! reduction as an extra output ([`reduce_writer`]).
 //!

@@ -65,10 +65,13 @@ pub(crate) enum Primitive {
     /// broadcast to the slice's shape) written over the strided slice that
     /// starts at `starts` and walks `steps` (MLX `slice_update`). Written
     /// into input 0's buffer when nothing else holds it (donation), else
-    /// into a copy.
+    /// into a copy. With `dynamic: Some(axis)`, input 2 is one i32 or u32
+    /// element added to the start on `axis` at run time (clamped so the
+    /// slice stays inside; `starts[axis]` is 0 and the steps 1).
     SliceUpdate {
         starts: Vec<usize>,
         steps: Vec<isize>,
+        dynamic: Option<usize>,
     },
     /// The input's bits read as the output's dtype, of the same size
     /// (NumPy `view(dtype)`): the output shares the input's buffer, strides

@@ -9,6 +9,7 @@
 //! override constants in WGSL, and one source per family keeps kernels that
 //! differ by a constant from being copied.
 
+pub(crate) mod background;
 pub(crate) mod bits;
 pub(crate) mod concat;
 pub(crate) mod disk;
@@ -17,7 +18,6 @@ pub(crate) mod gemm;
 #[cfg(test)]
 mod portability;
 pub(crate) mod program;
-pub(crate) mod prologue;
 pub(crate) mod quant;
 pub(crate) mod random;
 pub(crate) mod reduce;
@@ -68,8 +68,22 @@ pub(crate) struct Context {
     /// The GEMM's kernel choices: tuned, remembered, forced.
     pub tuning: gemm::tuning::Tuning,
     /// Elementwise programs dispatched in their wide variant
-    /// (`program::wide`), for [`crate::Device::wide_dispatches`].
+    /// (`program::wide`) and wide reductions (`reduce::Mode::Wide`), for
+    /// [`crate::Device::wide_dispatches`].
     pub wide_dispatches: std::sync::atomic::AtomicU64,
+    /// The device's number in the process (`Device::id`), for progress
+    /// events.
+    pub device_id: u64,
+    /// This context, weakly: what background jobs hold.
+    pub me: std::sync::Weak<Context>,
+    /// The device's pool, weakly: background jobs that time kernels hold
+    /// its queue lock, as an eval does.
+    pub pool: std::sync::Weak<crate::memory::Pool>,
+    /// Whether kernel work may run on the background thread (tuning,
+    /// compiles that replace stand-ins): not on GL, where every wgpu call
+    /// holds one EGL context lock (and wgpu-hal panics a thread that waits
+    /// 6 s for it), and not with [`gemm::tuning::WARM_UP_ENV`] off.
+    pub background: bool,
 }
 
 /// Environment variable (tests): `1` makes the workgroup-memory GEMM stage
@@ -83,10 +97,17 @@ impl Drop for Context {
     }
 }
 
+/// Whether an environment variable is set to `0`, `off` or `false`.
+pub(crate) fn env_off(name: &str) -> bool {
+    std::env::var(name)
+        .is_ok_and(|v| ["0", "off", "false"].contains(&v.trim().to_ascii_lowercase().as_str()))
+}
+
 impl Context {
     /// The kernel context of a new device on `adapter`: the pipeline cache
     /// (with the driver's cache file, where the device has
     /// `PIPELINE_CACHE`) and the GEMM's choices, both kept in `cache_dir`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
@@ -95,7 +116,9 @@ impl Context {
         limits: wgpu::Limits,
         features: wgpu::Features,
         cache_dir: &disk::CacheDir,
-    ) -> Context {
+        pool: &Arc<crate::memory::Pool>,
+        device_id: u64,
+    ) -> Arc<Context> {
         let owner = disk::Owner::new(info);
         let dir = cache_dir.resolve();
         let pipelines = dir
@@ -108,7 +131,7 @@ impl Context {
         } else {
             Vec::new()
         };
-        let cx = Context {
+        let cx = Arc::new_cyclic(|me| Context {
             cache: Arc::new(KernelCache::new(device.clone(), pipelines)),
             limits,
             features,
@@ -121,7 +144,11 @@ impl Context {
             coop,
             tuning: gemm::tuning::Tuning::new(device, queue, owner, dir),
             wide_dispatches: std::sync::atomic::AtomicU64::new(0),
-        };
+            device_id,
+            me: me.clone(),
+            pool: Arc::downgrade(pool),
+            background: raw.backend != wgpu::Backend::Gl && !env_off(gemm::tuning::WARM_UP_ENV),
+        });
         gemm::plan::warm_up(&cx);
         cx
     }
@@ -240,20 +267,21 @@ pub(crate) const UNRAVEL: &str = include_str!("../../wgsl/unravel.wgsl");
 /// Order keys of element bits (topk, sort).
 pub(crate) const ORDER: &str = include_str!("../../wgsl/order.wgsl");
 
-/// Every reduction; accumulator and bindings generated per specialisation.
+/// Every plain reduction; accumulator, bindings and entry point generated
+/// per specialisation (`reduce.rs`).
 pub(crate) static REDUCE: Kernel = Kernel {
     name: "reduce",
-    prelude: &[CONVERT, UNRAVEL],
+    prelude: &[CONVERT],
     source: include_str!("../../wgsl/reduce.wgsl"),
     reads: 1,
     writes: 1,
 };
 
-/// Reductions with a fused elementwise prologue (`reduce::prologue`): the
-/// op functions' helpers too.
+/// Reductions with a fused elementwise prologue (`reduce.rs`): the op
+/// functions' helpers too.
 pub(crate) static REDUCE_PROLOGUE: Kernel = Kernel {
     name: "reduce_prologue",
-    prelude: &[CONVERT, UNRAVEL, MATH],
+    prelude: &[CONVERT, MATH],
     source: include_str!("../../wgsl/reduce.wgsl"),
     reads: 1,
     writes: 1,
@@ -262,7 +290,7 @@ pub(crate) static REDUCE_PROLOGUE: Kernel = Kernel {
 /// Reductions over f64: the f64 helpers too.
 pub(crate) static REDUCE_F64: Kernel = Kernel {
     name: "reduce_f64",
-    prelude: &[CONVERT, UNRAVEL, MATH_F64],
+    prelude: &[CONVERT, MATH_F64],
     source: include_str!("../../wgsl/reduce.wgsl"),
     reads: 1,
     writes: 1,
@@ -276,7 +304,6 @@ pub(crate) static REDUCE_F64: Kernel = Kernel {
 pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     let mut specs = program::specs();
     specs.extend(reduce::specs());
-    specs.extend(prologue::specs());
     specs.extend(gemm::spec::specs());
     specs.extend(random::specs());
     specs.extend(concat::specs());
@@ -370,6 +397,9 @@ pub(crate) struct Pipeline {
     /// Which creation this is (the cache's counter): what
     /// [`KernelCache::release`] names.
     pub id: u64,
+    /// Whether a submission has dispatched it: its first dispatch is where
+    /// a software adapter compiles its machine code (see [`submit`]).
+    pub dispatched: Arc<std::sync::atomic::AtomicBool>,
 }
 
 thread_local! {
@@ -418,15 +448,10 @@ pub(crate) struct KernelCache {
     compiling: Mutex<rustc_hash::FxHashSet<Spec>>,
     /// Signalled when a compile ends (`compiling` shrinks).
     compiled: Condvar,
-    /// A warm-up thread is running.
-    warming: Mutex<bool>,
-    /// Signalled when a warm-up ends.
-    warmed_up: Condvar,
-    /// The warm-up thread, joined when the device goes
-    /// ([`KernelCache::stop_warm_up`]).
-    warm_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Asks the warm-up thread to stop after the kernel in hand.
-    warm_stop: std::sync::atomic::AtomicBool,
+    /// The device's background kernel work (warm-up, tuning, compiles
+    /// that replace stand-ins): one thread at most, joined when the device
+    /// goes ([`KernelCache::stop_warm_up`]).
+    pub(crate) background: background::Background,
     /// The parameter buffer, reused by every submission (see `params_buffer`).
     params: Mutex<Option<wgpu::Buffer>>,
     /// Pipelines by a family's compact key, so that the hot path does not
@@ -516,23 +541,26 @@ impl Drop for KernelCache {
 /// keys always generate the same [`Spec`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum QuickKey {
+    /// A reduction: its mode, the kept and reduced ranks after merging,
+    /// and the structure of the program whose value it reduces (the
+    /// one-load program of a plain reduction).
     Reduce {
         op: ReduceOp,
-        input: DType,
-        row: bool,
+        mode: reduce::Mode,
+        ranks: (u8, u8),
+        program: program::Program,
+    },
+    /// The combine pass of a reduction whose rows were cut into parts.
+    ReduceCombine {
+        op: ReduceOp,
+        ct: &'static str,
     },
     Gemm(gemm::tuning::variant::GemmVariant),
     /// A GEMM and its fused epilogue's structure.
     GemmEpilogue(gemm::tuning::variant::GemmVariant, program::Program),
     Program(program::Program),
-    /// A reduction with a fused elementwise prologue: the program's
-    /// structure and the kept and reduced ranks after merging.
-    ReducePrologue {
-        op: ReduceOp,
-        row: bool,
-        ranks: (u8, u8),
-        program: program::Program,
-    },
+    /// A wide program in the rows geometry, with its loads' kinds.
+    ProgramRows(program::Program, Vec<program::RowLoad>),
     /// A quantization kernel (`quant.rs`).
     Quant(quant::QuantKey),
 }
@@ -553,10 +581,7 @@ impl KernelCache {
             warmed: AtomicU64::new(0),
             compiling: Mutex::new(Default::default()),
             compiled: Condvar::new(),
-            warming: Mutex::new(false),
-            warm_thread: Mutex::new(None),
-            warm_stop: std::sync::atomic::AtomicBool::new(false),
-            warmed_up: Condvar::new(),
+            background: Default::default(),
             params: Mutex::new(None),
             quick: Mutex::new(HashMap::default()),
         }
@@ -586,6 +611,14 @@ impl KernelCache {
             .unwrap_or_else(|e| e.into_inner())
             .insert(key, p.clone());
         Ok(p)
+    }
+
+    /// Whether the pipeline for `key` is made (by [`KernelCache::get_quick`]).
+    pub(crate) fn has_quick(&self, key: &QuickKey) -> bool {
+        self.quick
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(key)
     }
 
     /// The device's parameter buffer, at least `bytes` long. It lives outside
@@ -631,87 +664,51 @@ impl KernelCache {
     }
 
     /// Compile `jobs` (each a quick key and how to build its [`Spec`]) on
-    /// a thread of their own, in order, as [`KernelCache::get_quick`]
-    /// would on first use: the kernels a later eval will probably ask for
-    /// (the tuning file's warm-up list), made while the program does other
-    /// work. An eval that asks for one being compiled waits for it rather
-    /// than compiling it again. The thread holds the cache weakly: once
-    /// the device is gone it stops after the kernel in hand. A kernel that
+    /// the device's background thread, in order, as
+    /// [`KernelCache::get_quick`] would on first use: the kernels a later
+    /// eval will probably ask for (the tuning file's warm-up list), made
+    /// while the program does other work. An eval that asks for one being
+    /// compiled waits for it rather than compiling it again. A kernel that
     /// fails to compile is logged and skipped (the eval that asks for it
-    /// reports the error). Pipelines made here are counted by
-    /// [`KernelCache::warmed`], not [`KernelCache::created`].
+    /// reports the error). Pipelines made on the background thread are
+    /// counted by [`KernelCache::warmed`], not [`KernelCache::created`].
     pub(crate) fn warm_up(self: &Arc<Self>, jobs: Vec<(QuickKey, WarmBuild)>) {
-        if jobs.is_empty() {
-            return;
-        }
-        *self.warming.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        let cache = Arc::downgrade(self);
-        let spawned = std::thread::Builder::new()
-            .name("wgarray warm-up".into())
-            .spawn(move || {
-                // Dropped however the thread ends, a panic in the driver
-                // included, so that no one waits for a warm-up that is gone.
-                let _end = WarmUpEnd(cache.clone());
-                WARMING.with(|w| w.set(true));
-                for (key, build) in jobs {
-                    let Some(cache) = cache.upgrade() else { return };
-                    if cache.warm_stop.load(Ordering::SeqCst) {
-                        return;
-                    }
+        let jobs = jobs
+            .into_iter()
+            .map(|(key, build)| background::Job {
+                what: format!("warm-up of {key:?}"),
+                idle: false,
+                run: Box::new(move |cache: &Arc<KernelCache>| {
                     if let Err(e) = cache.get_quick(key, build) {
                         log::debug!("wgarray: warm-up kernel not made: {e}");
                     }
-                }
-            });
-        match spawned {
-            Ok(handle) => {
-                *self.warm_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle)
-            }
-            Err(e) => {
-                log::warn!("wgarray: no warm-up thread: {e}");
-                self.end_warm_up();
-            }
-        }
+                }),
+            })
+            .collect();
+        self.background.push(self, jobs);
     }
 
-    /// Stop the warm-up after the kernel in hand and wait for its thread,
-    /// so that when the device's drop returns no thread of wgarray's still
-    /// holds its `wgpu::Device` (as with the poller: a thread left inside
-    /// lavapipe at process exit can crash it). At most one kernel's
-    /// compile (0.05 to 0.1 s on lavapipe; seconds cold on GL).
+    /// Queue background jobs (see `background.rs`).
+    pub(crate) fn push_background(self: &Arc<Self>, jobs: Vec<background::Job>) {
+        self.background.push(self, jobs);
+    }
+
+    /// Stop the background work after the job in hand and wait for its
+    /// thread, so that when the device's drop returns no thread of
+    /// wgarray's still holds its `wgpu::Device` (as with the poller: a
+    /// thread left inside lavapipe at process exit can crash it). At most
+    /// one job's time (a kernel's compile: 0.05 to 0.1 s on lavapipe with
+    /// Mesa's cache warm, seconds cold).
     pub(crate) fn stop_warm_up(&self) {
-        self.warm_stop.store(true, Ordering::SeqCst);
-        let handle = self
-            .warm_thread
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(h) = handle
-            && h.thread().id() != std::thread::current().id()
-        {
-            // A panic on the thread was reported there (and ended the
-            // warm-up through its guard).
-            let _ = h.join();
-        }
+        self.background.stop();
     }
 
-    /// Mark the warm-up ended and wake [`KernelCache::wait_warm_up`]'s
-    /// waiters.
-    fn end_warm_up(&self) {
-        *self.warming.lock().unwrap_or_else(|e| e.into_inner()) = false;
-        self.warmed_up.notify_all();
-    }
-
-    /// Wait until a running warm-up has ended (the GEMM tuning does, so
-    /// that its timings do not share the CPU or the GPU with compiles);
-    /// at once when none runs.
+    /// Wait until the background work has ended (the GEMM tuning does,
+    /// so that its timings do not share the CPU or the GPU with compiles;
+    /// tests that count pipelines, benchmarks); at once when there is
+    /// none, or on the background thread itself.
     pub(crate) fn wait_warm_up(&self) {
-        let warming = self.warming.lock().unwrap_or_else(|e| e.into_inner());
-        drop(
-            self.warmed_up
-                .wait_while(warming, |w| *w)
-                .unwrap_or_else(|e| e.into_inner()),
-        );
+        self.background.wait();
     }
 
     /// Pipelines the cache holds now.
@@ -840,6 +837,11 @@ impl KernelCache {
         drop(compiling);
         let _unmark = Compiling { cache: self, spec };
         let started = std::time::Instant::now();
+        // An eval that compiles is busy (for the background work's idleness).
+        let eval = !background::on_background_thread();
+        if eval {
+            self.background.touch();
+        }
         let source = kernel.source_for(spec);
         let label = format!("{}{:?}", spec.kernel, spec.subs);
         // Validate with naga first: its messages name the line, and a bad
@@ -886,10 +888,11 @@ impl KernelCache {
         let id = self.created.fetch_add(1, Ordering::SeqCst);
         // One counter each, so that no reader sees a pipeline in neither
         // or both.
-        if WARMING.with(|w| w.get()) {
-            self.warmed.fetch_add(1, Ordering::SeqCst);
-        } else {
+        if eval {
+            self.background.touch();
             self.created_for_evals.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.warmed.fetch_add(1, Ordering::SeqCst);
         }
         CREATED.with(|c| {
             if let Some(v) = c.borrow_mut().as_mut() {
@@ -906,6 +909,7 @@ impl KernelCache {
             pipeline,
             layout,
             id,
+            dispatched: Default::default(),
         };
         self.pipelines
             .lock()
@@ -917,22 +921,6 @@ impl KernelCache {
 
 /// How a warm-up job builds its specialisation (on the warm-up thread).
 pub(crate) type WarmBuild = Box<dyn FnOnce() -> (Spec, &'static Kernel) + Send>;
-
-thread_local! {
-    /// This thread is a warm-up's ([`KernelCache::warm_up`]).
-    static WARMING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Ends a warm-up ([`KernelCache::end_warm_up`]) when its thread ends.
-struct WarmUpEnd(std::sync::Weak<KernelCache>);
-
-impl Drop for WarmUpEnd {
-    fn drop(&mut self) {
-        if let Some(cache) = self.0.upgrade() {
-            cache.end_warm_up();
-        }
-    }
-}
 
 /// Unmarks a specialisation [`KernelCache::get`] marked as compiling, and
 /// wakes the threads waiting for it, however the compile ends.
@@ -1097,6 +1085,10 @@ pub(crate) fn submit(
         queue.write_buffer(&buf, 0, &bytes);
         Some(buf)
     };
+    let fresh = dispatches
+        .iter()
+        .filter(|d| !d.pipeline.dispatched.swap(true, Ordering::Relaxed))
+        .count();
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some("wgarray eval"),
     });
@@ -1117,19 +1109,53 @@ pub(crate) fn submit(
             pass.dispatch_workgroups(x, y, z);
         }
     }
-    Ok(queue.submit([encoder.finish()]))
+    let index = queue.submit([encoder.finish()]);
+    if !dispatches.is_empty() {
+        track(queue, cx, fresh);
+    }
+    Ok(index)
+}
+
+/// Note an eval's submission for the background work's idleness (see
+/// `background.rs`) and, where `fresh` of its pipelines run for the first
+/// time, report [`progress::Work::FirstDispatch`] until it has run (on
+/// lavapipe the drivers' compiles happen there, inside the wait that
+/// executes the submission). The callback goes only on submissions that
+/// need it: first dispatches, or background work waiting.
+fn track(queue: &wgpu::Queue, cx: &Context, fresh: usize) {
+    let bg = &cx.cache.background;
+    bg.submitted();
+    let span = (fresh > 0 && crate::progress::hooked()).then(|| {
+        crate::progress::Span::start(
+            cx.device_id,
+            crate::progress::Work::FirstDispatch { kernels: fresh },
+            false,
+        )
+    });
+    if fresh == 0 && bg.pending() == 0 {
+        bg.finished();
+        return;
+    }
+    let cache = Arc::downgrade(&cx.cache);
+    // Runs inside wgpu's poll: only leaves of the lock order (the
+    // background's activity, the progress hook).
+    queue.on_submitted_work_done(move || {
+        if let Some(c) = cache.upgrade() {
+            c.background.finished();
+        }
+        drop(span);
+    });
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::sync::atomic::Ordering;
     use std::sync::mpsc;
     use std::time::Duration;
 
     use super::{QuickKey, WarmBuild};
+    use crate::Device;
     use crate::graph::primitive::ReduceOp;
-    use crate::{DType, Device};
 
     /// A device without a cache directory: no tuning file, so no warm-up
     /// of its own beside the one a test starts.
@@ -1143,10 +1169,9 @@ mod tests {
     /// A warm-up job under a key of its own (`i`), building a real GEMM
     /// specialisation after `before` runs.
     fn job(i: usize, before: impl FnOnce() + Send + 'static) -> (QuickKey, WarmBuild) {
-        let key = QuickKey::Reduce {
+        let key = QuickKey::ReduceCombine {
             op: [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min][i],
-            input: DType::F32,
-            row: true,
+            ct: "f32",
         };
         let build: WarmBuild = Box::new(move || {
             before();
@@ -1196,9 +1221,7 @@ mod tests {
             job(0, move || {
                 started.send(()).unwrap();
                 let start = std::time::Instant::now();
-                while watched
-                    .upgrade()
-                    .is_some_and(|c| !c.warm_stop.load(Ordering::SeqCst))
+                while watched.upgrade().is_some_and(|c| !c.background.stopped())
                     && start.elapsed() < Duration::from_secs(60)
                 {
                     std::thread::yield_now();

@@ -30,6 +30,8 @@ use crate::{DType, Error, Result};
 
 mod wide;
 
+pub(crate) use wide::RowLoad;
+
 /// The most dimensions an elementwise iteration space has (after merging).
 pub(crate) const MAX_RANK: usize = 8;
 
@@ -440,8 +442,10 @@ impl Program {
         s
     }
 
-    /// The WGSL of this program as an elementwise kernel.
-    pub(crate) fn wgsl(&self) -> String {
+    /// The WGSL of this program as an elementwise kernel, in the rows
+    /// geometry of the wide variant when `rows` gives its loads' kinds
+    /// (`wide::rows`).
+    fn wgsl_with(&self, rows: Option<&[wide::RowLoad]>) -> String {
         let rank = self.rank as usize;
         let layout = self.layout(4 + rank, &[rank]);
         let outputs: Vec<String> = (0..self.outputs.len()).map(|j| format!("o{j}")).collect();
@@ -490,7 +494,10 @@ impl Program {
             words.join(", ")
         ));
         if self.vec4 {
-            s.push_str(&wide::main(self, &layout, &slot));
+            match rows {
+                Some(kinds) => s.push_str(&wide::rows_main(self, &layout, &slot, kinds)),
+                None => s.push_str(&wide::main(self, &layout, &slot)),
+            }
             return s;
         }
         s.push_str(&format!(
@@ -552,6 +559,11 @@ impl Program {
 
     /// The kernel specialisation of this program.
     pub(crate) fn spec(&self) -> (Spec, &'static Kernel) {
+        self.spec_with(None)
+    }
+
+    /// [`Program::spec`], in the rows geometry when `rows` says so.
+    fn spec_with(&self, rows: Option<&[wide::RowLoad]>) -> (Spec, &'static Kernel) {
         let rank = self.rank as usize;
         let layout = self.layout(4 + rank, &[rank]);
         let kernel = if self.uses_f64() {
@@ -560,7 +572,7 @@ impl Program {
             &PROGRAM
         };
         let (mut spec, kernel) = kernel.spec_with_bindings(
-            &[("BODY", &self.wgsl())],
+            &[("BODY", &self.wgsl_with(rows))],
             self.inputs as u32,
             self.outputs.len() as u32,
         );
@@ -656,18 +668,37 @@ pub(crate) fn dispatch(
     mut program: Program,
     bound: &Bound<'_>,
 ) -> Result<Option<Dispatch>> {
-    let Some(p) = prepare(&mut program, bound, true)? else {
+    let Some((mut p, shape, strides)) = prepare_parts(&mut program, bound, true)? else {
         return Ok(None);
     };
     if program.vec4 {
         cx.wide_dispatches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
+    let mut buffers: Vec<wgpu::Buffer> = bound.inputs.iter().map(|&b| b.clone()).collect();
+    buffers.extend(bound.outputs.iter().map(|&b| b.clone()));
+    let max_groups = cx.limits.max_compute_workgroups_per_dimension as usize;
+    let rows = (program.vec4 && cx.software)
+        .then(|| wide::rows(&program, &shape, &strides, max_groups))
+        .flatten();
+    if let Some((kinds, segments)) = rows {
+        p.put(2, [segments as i64])?;
+        let groups = shape[0].div_ceil(wide::ROWS_WG) as u32;
+        let pipeline = cx.cache.get_quick(
+            QuickKey::ProgramRows(program.clone(), kinds.clone()),
+            || program.spec_with(Some(&kinds)),
+        )?;
+        return Ok(Some(Dispatch {
+            windows: Vec::new(),
+            pipeline,
+            params: p.words(),
+            buffers,
+            workgroups: [groups, segments as u32, 1],
+        }));
+    }
     let n: usize = bound.shape.iter().product();
     let threads = n.div_ceil(program.elems_per_thread());
     let workgroups = cx.grid(threads as u64)?;
-    let mut buffers: Vec<wgpu::Buffer> = bound.inputs.iter().map(|&b| b.clone()).collect();
-    buffers.extend(bound.outputs.iter().map(|&b| b.clone()));
     let pipeline = cx
         .cache
         .get_quick(QuickKey::Program(program.clone()), || program.spec())?;
@@ -696,6 +727,16 @@ pub(super) fn prepare(
     bound: &Bound<'_>,
     wide: bool,
 ) -> Result<Option<Params>> {
+    Ok(prepare_parts(program, bound, wide)?.map(|(p, ..)| p))
+}
+
+/// [`prepare`], with the merged shape and the loads' merged strides.
+#[allow(clippy::type_complexity)]
+fn prepare_parts(
+    program: &mut Program,
+    bound: &Bound<'_>,
+    wide: bool,
+) -> Result<Option<(Params, Vec<usize>, Vec<Vec<isize>>)>> {
     let n: usize = bound.shape.iter().product();
     if n == 0 {
         return Ok(None);
@@ -717,7 +758,7 @@ pub(super) fn prepare(
             li += 1;
         }
     }
-    program.vec4 = wide && wide::fits(program, &strides, bound);
+    program.vec4 = wide && wide::fits(program, &shape, &strides, bound);
     let layout = program.layout(4 + shape.len(), &[shape.len()]);
     let (load_words, const_words) = (&layout.loads, &layout.consts);
     let mut p = Params::with_words("elementwise", layout.words);
@@ -749,7 +790,7 @@ pub(super) fn prepare(
             p.put_bits(w, [c as u32, (c >> 32) as u32]);
         }
     }
-    Ok(Some(p))
+    Ok(Some((p, shape, strides)))
 }
 
 /// A sample of the programs lowering asks for, for the portability test:

@@ -1,11 +1,40 @@
-//! The reduction kernel (wgsl/reduce.wgsl): the accumulator of every
-//! reduction, the choice between one workgroup and one thread per output.
+//! Reductions (wgsl/reduce.wgsl): the accumulator of every reduction op,
+//! and one generator for every reduction, plain or fused. A plain
+//! reduction is the one-load program; a fused one's elementwise prologue
+//! (`sum(x * y)`, `mean((x - m)^2)`, `max(abs(x))`, the residual add before
+//! a layer norm's moments: whatever group of elementwise ops reads nothing
+//! but what the reduction reads, planned by `graph::fuse`) is the program
+//! that computes its input, evaluated where the reduction reads it, so that
+//! the input is never written. Values the group also writes (extra
+//! outputs, 4-byte values of the input's shape) are stored by the thread
+//! that folds each element.
+//!
+//! The program is the elementwise generator's (`kernels::program`): the
+//! same op functions, loads, constants and rounding (every value rounded
+//! to its dtype, so the result is the unfused path's bit for bit). Its
+//! iteration space is the input's shape, split into the kept axes (the
+//! output element `o`) and the reduced axes (`r`), each merged where every
+//! load walks them alike (`program::coalesce`); every load has an offset
+//! and strides over both.
+//!
+//! Two modes ([`Mode`]): the wide one where the reduced dimension is
+//! unit-stride (a row in memory, or constant along it) for every load,
+//! which loads 16 bytes per load and lane, as the elementwise wide variant
+//! does (`kernels/program/wide.rs`): on lavapipe every storage load whose
+//! address varies per lane is a loop over the eight lanes, so bytes per
+//! load decide the speed; and the strided one, element by element, for
+//! every other layout (a leading axis, a transposed view, several reduced
+//! axes that do not merge). Rows longer than a part are cut into parts
+//! whose partial accumulators a second dispatch combines in order.
 
-use super::elementwise::{compute_type, decode, element_bits};
+use super::elementwise::{bits_type, compute_type, encode};
+use super::program::{Bound, Def, Layout, Program, Source, coalesce, pw, unravel};
 use super::{
-    Context, Dispatch, Kernel, Operand, Params, QuickKey, REDUCE, REDUCE_F64, Spec, WORKGROUP,
+    Context, Dispatch, Kernel, PARAMS_WORDS, Params, QuickKey, REDUCE, REDUCE_F64, REDUCE_PROLOGUE,
+    Spec,
 };
 use crate::graph::primitive::ReduceOp;
+use crate::shape::contiguous_strides;
 use crate::{DType, Error, Result};
 
 impl ReduceOp {
@@ -164,6 +193,26 @@ impl ReduceOp {
             }
         }
     }
+
+    /// The statements of `fold(acc, x, r)` (compute type `ct`): folding one
+    /// value into an accumulator, bit for bit `combine(acc, lift(x, r))`.
+    /// The running maximum and sum of exponentials computes one `exp` per
+    /// value where its `combine` computes two (lavapipe runs both sides of
+    /// every branch, so the selects below are what it would run anyway).
+    fn fold(self, ct: &str) -> String {
+        match self {
+            ReduceOp::MaxSumExp if ct == "f32" => "    let up = x > acc.m;
+    let e = exp(select(x - acc.m, acc.m - x, up));
+    let m = select(acc.m, x, up);
+    let s = select(acc.s + select(e, 1.0, x == acc.m), acc.s * e + 1.0, up);
+    // NaN wins: the first one stays.
+    let keep = is_nan(acc.m);
+    let first = is_nan(x) && !keep;
+    return Acc(select(select(m, x, first), acc.m, keep), select(select(s, 1.0, first), acc.s, keep));"
+                .to_string(),
+            _ => "    return combine(acc, lift(x, r));".to_string(),
+        }
+    }
 }
 
 pub(crate) use crate::graph::primitive::MAX_REDUCED;
@@ -173,138 +222,187 @@ pub(crate) use crate::graph::primitive::MAX_REDUCED;
 /// well below llvmpipe's 65535 loop iterations per invocation.
 const THREAD_MODE_MAX_R: usize = 16384;
 
-/// Outputs from which a software adapter reduces one output per thread: a
-/// workgroup's 32 lane groups of 8 then share the outputs, where a tree
-/// would switch between them at each of its 9 barriers. On lavapipe
-/// (2026-12-01, one run, medians of 9; sum over the last axis) one thread
-/// per output against one workgroup per output: f32[8, 384] 0.23 / 0.65 ms,
-/// f32[8, 4096] 0.89 / 1.27, f32[80, 384] (MiniLM's layer norms) 0.82 /
-/// 5.87, f32[8, 16384] 2.9 / 3.3, f32[64, 16384] 30 / 43, f32[80, 16384]
-/// 32 / 58, f32[512, 4096] 68 / 140; with one output the tree wins
+/// Outputs from which a software adapter reduces one output per thread in
+/// the strided mode: a workgroup's 32 lane groups of 8 then share the
+/// outputs, where a tree would switch between them at each of its 9
+/// barriers. On lavapipe (2026-12-01, one run, medians of 9; sum over the
+/// last axis) one thread per output against one workgroup per output:
+/// f32[8, 384] 0.23 / 0.65 ms, f32[8, 4096] 0.89 / 1.27, f32[80, 384]
+/// 0.82 / 5.87, f32[8, 16384] 2.9 / 3.3, f32[64, 16384] 30 / 43, f32[80,
+/// 16384] 32 / 58, f32[512, 4096] 68 / 140; with one output the tree wins
 /// (f32[1, 4096] 0.82 / 0.23).
 const THREAD_MODE_OUTPUTS: usize = 8;
 
-/// Whether one workgroup per output (a tree) is used for `r` reduced
-/// elements and `n_out` outputs. A GPU takes rows of more than 256 elements
-/// a workgroup at a time (its threads then read neighbouring elements). A
-/// software adapter runs a workgroup's barriers as context switches, so
-/// with a few outputs to share among its lanes it folds each in one thread
-/// (see [`THREAD_MODE_OUTPUTS`]).
-pub(super) fn row_mode(r: usize, n_out: usize, software: bool) -> bool {
+/// Whether the strided mode uses one workgroup per output (a tree) for `r`
+/// reduced elements and `n_out` outputs. A GPU takes rows of more than
+/// 256 elements a workgroup at a time (its threads then read neighbouring
+/// elements). A software adapter runs a workgroup's barriers as context
+/// switches, so with a few outputs to share among its lanes it folds each
+/// in one thread (see [`THREAD_MODE_OUTPUTS`]).
+fn row_mode(r: usize, n_out: usize, software: bool) -> bool {
     if software && n_out >= THREAD_MODE_OUTPUTS && r <= THREAD_MODE_MAX_R {
         return false;
     }
     r > 256
 }
 
-/// The specialisation for `op` over an input of `dtype`.
-pub(crate) fn spec(op: ReduceOp, dtype: DType, row: bool) -> (Spec, &'static Kernel) {
-    let ct = op.compute_type(dtype);
-    let [acc, init, lift, comb, fin] = op.parts(ct);
-    let outs = op.out_dtypes(dtype).len();
-    let mut bindings = "@group(0) @binding(1) var<storage, read> x: array<u32>;\n".to_string();
-    for k in 0..outs {
-        bindings.push_str(&format!(
-            "@group(0) @binding({}) var<storage, read_write> out{k}: array<u32>;\n",
-            2 + k
-        ));
-    }
-    let decoded = decode(dtype, "b");
-    let value = if compute_type(dtype) == ct {
-        decoded
-    } else {
-        format!("{ct}({decoded})")
-    };
-    let bits = element_bits(dtype, "x", "i");
-    let load = format!("    let b = {bits};\n    return {value};");
-    let kernel = if ct == "f64" { &REDUCE_F64 } else { &REDUCE };
-    kernel.spec_with_bindings(
-        &[
-            ("ROW", if row { "true" } else { "false" }),
-            ("BINDINGS", &bindings),
-            ("ACC", &acc),
-            ("INIT", &init),
-            ("LIFT", &lift),
-            ("COMBINE", &comb),
-            ("FINAL", &fin),
-            ("CT", ct),
-            ("LOAD", &load),
-            ("ELEMENT", "    return load(base + inner_offset(r));"),
-            ("PROLOGUE_PARAMS", ""),
-        ],
-        1,
-        outs as u32,
-    )
+/// Threads per workgroup of the strided mode, the combine pass and the
+/// wide mode with more than one lane per output.
+const WG: usize = super::WORKGROUP as usize;
+
+/// Threads per workgroup of the wide mode with one lane per output: a
+/// software adapter shares workgroups, not threads, among its cores, so a
+/// few hundred outputs still make several workgroups.
+const WG_ONE_LANE: usize = 64;
+
+/// Workers (lane groups) the wide mode aims for on a software adapter:
+/// with fewer outputs than this, rows are cut into parts.
+const SOFTWARE_WORKERS: usize = 2048;
+
+/// Workgroups the wide mode aims for on a GPU.
+const GPU_WORKGROUPS: usize = 1024;
+
+/// Fewest 16-byte chunks per lane in one part of a cut row: below this the
+/// second pass costs more than the parallelism gains.
+const MIN_PART_CHUNKS: usize = 256;
+
+/// Fewest 16-byte chunks in all (256 KiB) for which rows are cut into
+/// parts: a smaller reduction is one dispatch however few its outputs.
+const MIN_SPLIT_CHUNKS: usize = 1 << 14;
+
+/// Loop iterations of the wide mode's main loop per lane and part, well
+/// under llvmpipe's 65535 (each iteration loads `unroll` chunks).
+const MAX_PART_ITERATIONS: usize = 32768;
+
+/// Values folded into one of the four block accumulators of a wide lane
+/// before the block joins the running accumulator (the rounding error of
+/// a sum grows with the block, the block count and the tree, not with R).
+const BLOCK_ELEMENTS: usize = 256;
+
+/// How a reduction's threads share the work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Mode {
+    /// Every load through element strides, one element at a time: one
+    /// thread per output, or one workgroup per output (`row`).
+    Strided { row: bool },
+    /// One reduced dimension, unit-stride for every load whose bit is set
+    /// in `unit` (the others are constant along it: stride 0): `lanes`
+    /// threads per output (or per part of one, `split`) load 16 bytes of
+    /// each unit load at a time.
+    Wide { lanes: u16, split: bool, unit: u64 },
 }
 
-/// Representative specialisations, for validation tests.
-#[cfg(test)]
-pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
-    let mut out = Vec::new();
-    for op in ReduceOp::ALL {
-        for d in DType::ALL {
-            if op.takes(d) {
-                out.push(spec(op, d, true));
+/// A reduction's plan: its mode and sizes, made before its scratch buffer
+/// (a cut row's partial accumulators) is allocated.
+pub(crate) struct Plan {
+    op: ReduceOp,
+    program: Program,
+    mode: Mode,
+    /// Kept and reduced sizes after merging.
+    outer: Vec<usize>,
+    inner: Vec<usize>,
+    /// Per load, then per extra output: strides over `outer` then `inner`.
+    strides: Vec<Vec<isize>>,
+    n_out: usize,
+    r: usize,
+    /// Parts per output (wide mode; 1 otherwise).
+    parts: usize,
+}
+
+impl Plan {
+    /// Words of scratch the plan needs (`u32`s), if any: each worker's
+    /// partial accumulator.
+    pub(crate) fn scratch_words(&self) -> Option<usize> {
+        match self.mode {
+            Mode::Wide { split: true, .. } => {
+                Some(self.n_out * self.parts * acc_words(self.op, self.ct()))
             }
+            _ => None,
         }
-        out.push(spec(op, DType::F32, false));
     }
-    out
+
+    /// The compute type of the reduction.
+    fn ct(&self) -> &'static str {
+        self.op.compute_type(self.value_dtype())
+    }
+
+    fn value_dtype(&self) -> DType {
+        self.program.defs[self.program.outputs[0] as usize].dtype()
+    }
 }
 
-/// Encode `op` over the `axes` (sorted, distinct) of `x`, an array of
-/// `shape`, into the dense outputs `outs` (one per output dtype, over the
-/// kept axes in order).
-pub(crate) fn reduce(
+/// Whether `program` can be reduced by this kernel: its first output is
+/// the reduced value, the others (values written as extra outputs) are
+/// 4-byte values; no gather, no donated load, and no f64 value but a lone
+/// f64 load (the f64 variant has no op helpers).
+pub(crate) fn supported(program: &Program) -> bool {
+    let f64_ops = program
+        .defs
+        .iter()
+        .any(|d| matches!(d, Def::Op { .. }) && d.dtype() == DType::F64);
+    // An f64 load is supported only as the program's one def.
+    let lone_f64 = program.defs.len() == 1 || program.defs.iter().all(|d| d.dtype() != DType::F64);
+    !program.outputs.is_empty()
+        && program.outputs[1..]
+            .iter()
+            .all(|&v| program.defs[v as usize].dtype().size_in_bytes() == 4)
+        && !f64_ops
+        && lone_f64
+        && program.defs.iter().all(|d| match d {
+            Def::Load { gather, source, .. } => {
+                gather.is_none() && matches!(source, Source::Input(_))
+            }
+            _ => true,
+        })
+}
+
+/// Plan `op` over the reduced `axes` (sorted, distinct) of the value
+/// `program` computes over `bound.shape` (a plain reduction: the program
+/// that loads its input); `None` when there is no output element.
+///
+/// # Errors
+/// [`Error::TooLarge`] for more than [`MAX_REDUCED`] elements per output;
+/// [`Error::InvalidArgument`] for more than 8 kept or reduced dimensions
+/// after merging.
+pub(crate) fn plan(
     cx: &Context,
     op: ReduceOp,
-    x: &Operand<'_>,
-    shape: &[usize],
+    mut program: Program,
+    bound: &Bound<'_>,
     axes: &[usize],
-    ddof: u32,
-    outs: &[&wgpu::Buffer],
-) -> Result<Option<Dispatch>> {
-    let (mut outer_shape, mut outer_strides) = (Vec::new(), Vec::new());
-    let (mut inner_shape, mut inner_strides) = (Vec::new(), Vec::new());
-    for (a, (&d, &st)) in shape.iter().zip(&x.strides).enumerate() {
-        if axes.contains(&a) {
-            inner_shape.push(d);
-            inner_strides.push(st);
-        } else {
-            outer_shape.push(d);
-            outer_strides.push(st);
-        }
-    }
-    let n_out: usize = outer_shape.iter().product();
-    let r: usize = inner_shape.iter().product();
+) -> Result<Option<Plan>> {
+    let shape = &bound.shape;
+    let extras = program.outputs.len() - 1;
+    // Extra outputs are dense over the shape: addressed like loads.
+    let dense = contiguous_strides(shape);
+    let split = |keep: bool| {
+        let dims: Vec<usize> = (0..shape.len())
+            .filter(|a| axes.contains(a) != keep)
+            .collect();
+        let sizes: Vec<usize> = dims.iter().map(|&a| shape[a]).collect();
+        let strides: Vec<Vec<isize>> = bound
+            .loads
+            .iter()
+            .map(|l| &l.strides)
+            .chain(std::iter::repeat_n(&dense, extras))
+            .map(|st| dims.iter().map(|&a| st[a]).collect())
+            .collect();
+        coalesce(&sizes, &strides)
+    };
+    let (outer, outer_strides) = split(true);
+    let (mut inner, mut inner_strides) = split(false);
+    let n_out: usize = outer.iter().product();
+    let r: usize = inner.iter().product();
     if n_out == 0 {
         return Ok(None);
     }
-    if outer_shape.len() > 8 || inner_shape.len() > 8 {
-        // Every array has at most MAX_DIMS dimensions (checked when it is made).
-        return Err(Error::Internal(
-            "a reduction over more than 8 dimensions".into(),
-        ));
+    if outer.len() > 8 || inner.len() > 8 {
+        return Err(Error::InvalidArgument(format!(
+            "a reduction over more than 8 dimensions after merging (kept {}, reduced {})",
+            outer.len(),
+            inner.len()
+        )));
     }
-    // A reduction over nothing (R = 0) still has one (empty) inner dim.
-    if inner_shape.is_empty() {
-        (inner_shape, inner_strides) = (vec![1], vec![0]);
-    }
-    let mut p = Params::new("reduce");
-    p.put(
-        0,
-        [
-            n_out as i64,
-            r as i64,
-            outer_shape.len() as i64,
-            inner_shape.len() as i64,
-        ],
-    )?;
-    p.put(4, [x.offset as i64, ddof as i64])?;
-    p.put(8, outer_shape.iter().map(|&d| d as i64))?;
-    p.put(16, outer_strides.iter().map(|&d| d as i64))?;
-    p.put(24, inner_shape.iter().map(|&d| d as i64))?;
-    p.put(32, inner_strides.iter().map(|&d| d as i64))?;
     if r > MAX_REDUCED {
         // Only broadcast views get here: no buffer holds this many elements.
         return Err(Error::TooLarge {
@@ -314,28 +412,1080 @@ pub(crate) fn reduce(
             max: MAX_REDUCED as u64,
         });
     }
-    let row = row_mode(r, n_out, cx.software);
+    // A reduction over one element (every reduced size 1, merged away)
+    // still has one reduced dimension.
+    if inner.is_empty() {
+        inner.push(1);
+        inner_strides.iter_mut().for_each(|s| s.push(0));
+    }
+    let strides: Vec<Vec<isize>> = outer_strides
+        .into_iter()
+        .zip(inner_strides)
+        .map(|(mut o, i)| {
+            o.extend(i);
+            o
+        })
+        .collect();
+    program.rank = 0;
+    for d in program.defs.iter_mut() {
+        if let Def::Load { dense, .. } = d {
+            *dense = false;
+        }
+    }
+    let mut plan = Plan {
+        op,
+        program,
+        mode: Mode::Strided {
+            row: row_mode(r, n_out, cx.software),
+        },
+        outer,
+        inner,
+        strides,
+        n_out,
+        r,
+        parts: 1,
+    };
+    if let Some(unit) = wide_loads(&plan, bound) {
+        let k = elements(&plan.program, unit);
+        let chunks = (r + k - 1).div_ceil(k) + 1;
+        let unroll = unroll(k);
+        let (lanes, aim) = if cx.software {
+            (1, SOFTWARE_WORKERS)
+        } else if chunks >= 16 * WG {
+            (WG, GPU_WORKGROUPS)
+        } else {
+            (32, GPU_WORKGROUPS * WG / 32)
+        };
+        let per_lane = chunks.div_ceil(lanes);
+        let most = if n_out * chunks >= MIN_SPLIT_CHUNKS {
+            per_lane.div_ceil(MIN_PART_CHUNKS).max(1)
+        } else {
+            1
+        };
+        let least = per_lane.div_ceil(MAX_PART_ITERATIONS * unroll).max(1);
+        let parts = aim.div_ceil(n_out).min(most).max(least);
+        plan.parts = parts;
+        plan.mode = Mode::Wide {
+            lanes: lanes as u16,
+            split: parts > 1,
+            unit,
+        };
+        plan.program.vec4 = true;
+    }
+    Ok(Some(plan))
+}
+
+/// The unit loads (a bit per load) if the plan can take the wide mode:
+/// one reduced dimension of more than one element, along which every load
+/// has stride 1 or 0 (at least one has 1), every extra output stride 1,
+/// the unit loads and the extra outputs in step (their offsets and kept
+/// strides equal modulo the elements per 16 bytes, so that one element of
+/// the row sits at the same place of a 16-byte chunk in each), and every
+/// buffer a whole number of 16 bytes long.
+fn wide_loads(plan: &Plan, bound: &Bound<'_>) -> Option<u64> {
+    let ro = plan.outer.len();
+    let loads = bound.loads.len();
+    if plan.inner.len() != 1 || plan.r < 2 || loads > 64 || !supported(&plan.program) {
+        return None;
+    }
+    let whole = |b: &&wgpu::Buffer| b.size().is_multiple_of(16);
+    if !bound.inputs.iter().all(whole) || !bound.outputs.iter().all(whole) {
+        return None;
+    }
+    let mut unit = 0u64;
+    for (li, s) in plan.strides[..loads].iter().enumerate() {
+        match s[ro] {
+            1 => unit |= 1 << li,
+            0 => {}
+            _ => return None,
+        }
+    }
+    if unit == 0 || plan.strides[loads..].iter().any(|s| s[ro] != 1) {
+        return None;
+    }
+    let k = elements(&plan.program, unit) as i64;
+    // Offsets and kept strides of the unit loads and the extras.
+    let stepped: Vec<(i64, &[isize])> = (0..loads)
+        .filter(|li| unit >> li & 1 == 1)
+        .map(|li| (bound.loads[li].offset as i64, &plan.strides[li][..ro]))
+        .chain(plan.strides[loads..].iter().map(|s| (0, &s[..ro])))
+        .collect();
+    let (o0, s0) = stepped[0];
+    let in_step = stepped.iter().all(|&(o, s)| {
+        (o - o0).rem_euclid(k) == 0
+            && s.iter()
+                .zip(s0)
+                .all(|(&a, &b)| (a as i64 - b as i64).rem_euclid(k) == 0)
+    });
+    in_step.then_some(unit)
+}
+
+/// Bytes of one element of `d` in memory.
+fn width(d: DType) -> usize {
+    d.size_in_bytes()
+}
+
+/// The unit loads' (bit per load in `unit`) and extra outputs' dtypes.
+fn unit_dtypes(program: &Program, unit: u64) -> Vec<DType> {
+    let loads = program.defs.iter().filter_map(|d| match d {
+        Def::Load { dtype, .. } => Some(*dtype),
+        _ => None,
+    });
+    loads
+        .enumerate()
+        .filter(|(li, _)| unit >> li & 1 == 1)
+        .map(|(_, d)| d)
+        .chain(
+            program.outputs[1..]
+                .iter()
+                .map(|&v| program.defs[v as usize].dtype()),
+        )
+        .collect()
+}
+
+/// `K`, the elements of one 16-byte chunk of the narrowest unit load or
+/// extra output (4 for f32, 8 for f16, 16 for u8, 2 for f64): what a lane
+/// folds per chunk.
+fn elements(program: &Program, unit: u64) -> usize {
+    16 / unit_dtypes(program, unit)
+        .into_iter()
+        .map(width)
+        .min()
+        .unwrap_or(4)
+        .min(16)
+}
+
+/// Chunks per iteration of a wide lane's main loop: 16 values (8 for f64).
+fn unroll(k: usize) -> usize {
+    (16 / k).clamp(1, 4)
+}
+
+/// The fields (name, WGSL type) of struct Acc in `acc`, as `parts` writes it.
+fn acc_fields(acc: &str) -> Vec<(String, String)> {
+    acc.lines()
+        .filter_map(|l| {
+            let (n, t) = l.trim().trim_end_matches(',').split_once(':')?;
+            Some((n.trim().to_string(), t.trim().to_string()))
+        })
+        .collect()
+}
+
+/// Words of one accumulator of `op` in compute type `ct`, in scratch.
+fn acc_words(op: ReduceOp, ct: &str) -> usize {
+    let [acc, ..] = op.parts(ct);
+    acc_fields(&acc)
+        .iter()
+        .map(|(_, t)| if t == "f64" { 2 } else { 1 })
+        .sum()
+}
+
+/// `store_partial(i, a)` (the first pass, `store`) or `load_partial(i)`
+/// (the combine pass): accumulator `i` of the scratch buffer `part`, word
+/// by word.
+fn partial_functions(acc: &str, store_it: bool) -> String {
+    let fields = acc_fields(acc);
+    let n: usize = fields
+        .iter()
+        .map(|(_, t)| if t == "f64" { 2 } else { 1 })
+        .sum();
+    let mut store = format!("fn store_partial(i: u32, a: Acc) {{\n    let w = i * {n}u;\n");
+    let mut args = Vec::new();
+    let mut load = format!("fn load_partial(i: u32) -> Acc {{\n    let w = i * {n}u;\n");
+    let mut at = 0;
+    for (name, t) in &fields {
+        match t.as_str() {
+            "f64" => {
+                store.push_str(&format!(
+                    "    let {name}_bits = bitcast<u64>(a.{name});\n    part[w + {at}u] = u32({name}_bits);\n    part[w + {}u] = u32({name}_bits >> 32u);\n",
+                    at + 1
+                ));
+                args.push(format!(
+                    "bitcast<f64>(word_pair(part[w + {at}u], part[w + {}u]))",
+                    at + 1
+                ));
+                at += 2;
+            }
+            "u32" => {
+                store.push_str(&format!("    part[w + {at}u] = a.{name};\n"));
+                args.push(format!("part[w + {at}u]"));
+                at += 1;
+            }
+            _ => {
+                store.push_str(&format!("    part[w + {at}u] = bitcast<u32>(a.{name});\n"));
+                args.push(format!("bitcast<{t}>(part[w + {at}u])"));
+                at += 1;
+            }
+        }
+    }
+    store.push_str("}\n");
+    load.push_str(&format!("    return Acc({});\n}}\n", args.join(", ")));
+    if store_it { store } else { load }
+}
+
+/// The kernel family for `program`'s helpers.
+fn kernel_for(program: &Program) -> &'static Kernel {
+    if program.uses_f64() {
+        &REDUCE_F64
+    } else if program.defs.iter().any(|d| matches!(d, Def::Op { .. })) {
+        &REDUCE_PROLOGUE
+    } else {
+        &REDUCE
+    }
+}
+
+/// Parameter words of the program (`p.w`): kept and reduced sizes, the
+/// program's loads (offset, strides over both) and constants, then per
+/// extra output its offset and strides.
+struct Words {
+    layout: Layout,
+    /// Each extra output's offset word.
+    extras: Vec<usize>,
+    /// All of them, a multiple of four.
+    total: usize,
+}
+
+fn words(program: &Program, (ro, ri): (usize, usize)) -> Words {
+    let layout = program.layout(ro + ri, &[ro, ri]);
+    let extras: Vec<usize> = (0..program.outputs.len() - 1)
+        .map(|j| layout.words + j * (1 + ro + ri))
+        .collect();
+    let total = (layout.words + extras.len() * (1 + ro + ri)).next_multiple_of(4);
+    Words {
+        layout,
+        extras,
+        total,
+    }
+}
+
+/// The specialisation of `op` over `program`'s first output with `ranks`
+/// kept and reduced dimensions (after merging), in `mode`, with `outs`
+/// outputs of the reduction (scratch instead in a split wide mode); the
+/// program's other outputs are stored at each element (bindings `e{j}`).
+pub(crate) fn spec(
+    op: ReduceOp,
+    program: &Program,
+    ranks: (usize, usize),
+    mode: Mode,
+    outs: usize,
+) -> (Spec, &'static Kernel) {
+    let ro = ranks.0;
+    let v = program.outputs[0];
+    let dtype = program.defs[v as usize].dtype();
+    let ct = op.compute_type(dtype);
+    let [acc, init, lift, comb, fin] = op.parts(ct);
+    let w = words(program, ranks);
+    let extras = program.outputs.len() - 1;
+    let wide = matches!(mode, Mode::Wide { .. });
+    let split = matches!(mode, Mode::Wide { split: true, .. });
+    let mut names: Vec<(String, &str)> = if split {
+        vec![("part".to_string(), "u32")]
+    } else {
+        (0..outs).map(|k| (format!("out{k}"), "u32")).collect()
+    };
+    let extra_ty = if wide { "vec4<u32>" } else { "u32" };
+    names.extend((0..extras).map(|j| (format!("e{j}"), extra_ty)));
+    let mut bindings = program.storage_bindings(1, &names);
+    bindings.push_str(&program.functions());
+    let finish = if split {
+        String::new()
+    } else {
+        format!("fn finish(o: u32, acc: Acc) {{\n{fin}\n}}\n")
+    };
+    let partial = if split {
+        partial_functions(&acc, true)
+    } else {
+        String::new()
+    };
+    let (value, main) = match mode {
+        Mode::Strided { row } => (
+            strided_value(program, &w, ranks, ct),
+            strided_main(program, &w, row, ro, &init),
+        ),
+        Mode::Wide { lanes, split, unit } => (
+            wide_value(program, &w, ct),
+            wide_main(program, &w, ro, lanes as usize, split, unit, &init),
+        ),
+    };
+    let params = format!("    w: array<vec4<u32>, {}>,", (w.total / 4).max(1));
+    let (mut spec, kernel) = fill(
+        kernel_for(program),
+        op,
+        ct,
+        [&acc, &init, &lift, &comb],
+        &[
+            ("PARAMS", &params),
+            ("BINDINGS", &bindings),
+            ("FINISH", &finish),
+            ("PARTIAL", &partial),
+            ("VALUE", &value),
+            ("MAIN", &main),
+        ],
+        (program.inputs as u32, names.len() as u32),
+    );
+    spec.params = (REDUCE_WORDS + w.total).next_multiple_of(PARAMS_WORDS) as u32;
+    (spec, kernel)
+}
+
+/// `kernel`'s template filled with `op`'s accumulator in `ct` (its type,
+/// initial value, lift and combine from [`ReduceOp::parts`], and its fold)
+/// and the substitutions that differ per kernel; `(reads, writes)` as
+/// [`Kernel::spec_with_bindings`].
+fn fill(
+    kernel: &'static Kernel,
+    op: ReduceOp,
+    ct: &'static str,
+    [acc, init, lift, comb]: [&str; 4],
+    rest: &[(&'static str, &str)],
+    (reads, writes): (u32, u32),
+) -> (Spec, &'static Kernel) {
+    let fold = op.fold(ct);
+    let mut subs = vec![
+        ("ACC", acc),
+        ("INIT", init),
+        ("LIFT", lift),
+        ("COMBINE", comb),
+        ("FOLD", fold.as_str()),
+        ("CT", ct),
+    ];
+    subs.extend_from_slice(rest);
+    kernel.spec_with_bindings(&subs, reads, writes)
+}
+
+/// The workgroup memory of the lane trees.
+const PARTIAL_MEMORY: &str = "var<workgroup> partial: array<Acc, 256>;\n\n";
+
+/// Words before `p.w`: head and misc.
+const REDUCE_WORDS: usize = 8;
+
+/// The row bases of output `o` (a WGSL expression): its kept index
+/// unravelled, then `b{li}` for each load and `be{j}` for each extra
+/// output, the element where its row starts.
+fn row_bases(w: &Words, ro: usize, o: &str) -> String {
+    let mut s = String::new();
+    if ro > 0 {
+        s.push_str(&unravel(o, "i", 0, ro));
+    }
+    let base = |off: usize| {
+        let mut a = pw(off);
+        for d in 0..ro {
+            a.push_str(&format!(" + i{d} * {}", pw(off + 1 + d)));
+        }
+        a
+    };
+    for (li, &lw) in w.layout.loads.iter().enumerate() {
+        s.push_str(&format!("    let b{li} = {};\n", base(lw)));
+    }
+    for (j, &ew) in w.extras.iter().enumerate() {
+        s.push_str(&format!("    let be{j} = {};\n", base(ew)));
+    }
+    s
+}
+
+/// The arguments that pass the row bases on.
+fn base_args(program: &Program, w: &Words) -> String {
+    let loads = (0..w.layout.loads.len()).map(|li| format!(", b{li}"));
+    let extras = (0..program.outputs.len() - 1).map(|j| format!(", be{j}"));
+    loads.chain(extras).collect()
+}
+
+/// `{ct}` of the program's first output value `v{v}`.
+fn reduced_value(program: &Program, ct: &str) -> String {
+    let v = program.outputs[0];
+    if compute_type(program.defs[v as usize].dtype()) == ct {
+        format!("v{v}")
+    } else {
+        format!("{ct}(v{v})")
+    }
+}
+
+/// The strided mode's `value(r, b0.., be0..)`: the value at reduced index
+/// `r` of the row whose loads start at `b{li}` (the reduced index
+/// unravelled, each load through its strides); the extra outputs are
+/// stored there.
+fn strided_value(program: &Program, w: &Words, (ro, ri): (usize, usize), ct: &str) -> String {
+    let params: String = (0..w.layout.loads.len())
+        .map(|li| format!(", b{li}: u32"))
+        .chain((0..program.outputs.len() - 1).map(|j| format!(", be{j}: u32")))
+        .collect();
+    let mut s = format!("fn value(r: u32{params}) -> {ct} {{\n");
+    s.push_str(&unravel("r", "j", ro, ri));
+    let address = |base: String, wd: usize| {
+        let mut a = base;
+        for d in 0..ri {
+            a.push_str(&format!(" + j{d} * {}", pw(wd + 1 + ro + d)));
+        }
+        a
+    };
+    s.push_str(&program.statements(&w.layout, &|li, wd| address(format!("b{li}"), wd)));
+    for (j, (&x, &ew)) in program.outputs[1..].iter().zip(&w.extras).enumerate() {
+        let d = program.defs[x as usize].dtype();
+        s.push_str(&format!(
+            "    e{j}[{}] = {};\n",
+            address(format!("be{j}"), ew),
+            encode(d, &format!("v{x}"), compute_type(d))
+        ));
+    }
+    s.push_str(&format!("    return {};\n}}\n", reduced_value(program, ct)));
+    s
+}
+
+/// The entry point's signature and the sizes every mode reads.
+fn main_head(wg: usize) -> String {
+    format!(
+        "@compute @workgroup_size({wg})\n\
+         fn main(\n\
+         \x20   @builtin(local_invocation_id) lid: vec3<u32>,\n\
+         \x20   @builtin(workgroup_id) wid: vec3<u32>,\n\
+         \x20   @builtin(global_invocation_id) gid: vec3<u32>,\n\
+         \x20   @builtin(num_workgroups) nwg: vec3<u32>,\n\
+         ) {{\n\
+         \x20   let n_out = p.head.x;\n\
+         \x20   let big_r = p.head.y;\n"
+    )
+}
+
+/// The strided mode's entry point: one workgroup per output (`row`: 256
+/// strided shares, eight per loop iteration, then a tree), or one thread
+/// per output folding blocks of 256 in order.
+fn strided_main(program: &Program, w: &Words, row: bool, ro: usize, init: &str) -> String {
+    let args = base_args(program, w);
+    let mut s = if row {
+        PARTIAL_MEMORY.to_string()
+    } else {
+        String::new()
+    };
+    s.push_str(&main_head(WG));
+    if row {
+        s.push_str(&format!(
+            "    let o = wid.x + wid.y * nwg.x;\n    let oc = min(o, n_out - 1u);\n{}",
+            row_bases(w, ro, "oc")
+        ));
+        s.push_str(&format!("    var acc = {init};\n    var r = lid.x;\n"));
+        // Eight values per iteration keep the loop count far below
+        // llvmpipe's limit: 2^16 / 2 * 8 * 256 values per row.
+        s.push_str(&format!(
+            "    for (; r + 7u * {WG}u < big_r; r += 8u * {WG}u) {{\n"
+        ));
+        for k in 0..8 {
+            s.push_str(&format!(
+                "        acc = fold(acc, value(r + {k}u * {WG}u{args}), r + {k}u * {WG}u);\n"
+            ));
+        }
+        s.push_str(&format!(
+            "    }}\n    for (; r < big_r; r += {WG}u) {{\n        acc = fold(acc, value(r{args}), r);\n    }}\n"
+        ));
+        s.push_str(&tree("lid.x", WG));
+        s.push_str(
+            "    if lid.x == 0u && o < n_out {\n        finish(o, partial[lid.x]);\n    }\n",
+        );
+    } else {
+        s.push_str(&format!(
+            "    let o = gid.x + gid.y * nwg.x * {WG}u;\n    if o >= n_out {{\n        return;\n    }}\n{}",
+            row_bases(w, ro, "o")
+        ));
+        // Blocks of 256 folded in order, then combined: the rounding error
+        // of a sum grows with 256 + R / 256 terms, not R (every iteration
+        // of both loops counts towards llvmpipe's limit: R stays below it).
+        s.push_str(&format!(
+            "    var acc = {init};\n\
+             \x20   for (var r0 = 0u; r0 < big_r; r0 += {WG}u) {{\n\
+             \x20       var block = {init};\n\
+             \x20       let end = min(r0 + {WG}u, big_r);\n\
+             \x20       for (var r = r0; r < end; r++) {{\n\
+             \x20           block = fold(block, value(r{args}), r);\n\
+             \x20       }}\n\
+             \x20       acc = combine(acc, block);\n\
+             \x20   }}\n\
+             \x20   finish(o, acc);\n"
+        ));
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The lane tree: the `lanes` accumulators of each lane group (lane
+/// `lane`, the group's lane 0 at `lid.x - lane`) combined in workgroup
+/// memory, the result in the group's lane 0 slot. Every thread of the
+/// workgroup runs the same barriers.
+fn tree(lane: &str, lanes: usize) -> String {
+    format!(
+        "    partial[lid.x] = acc;\n\
+         \x20   workgroupBarrier();\n\
+         \x20   for (var s = {}u; s > 0u; s >>= 1u) {{\n\
+         \x20       if {lane} < s {{\n\
+         \x20           partial[lid.x] = combine(partial[lid.x], partial[lid.x + s]);\n\
+         \x20       }}\n\
+         \x20       workgroupBarrier();\n\
+         \x20   }}\n",
+        lanes / 2
+    )
+}
+
+/// The wide mode's `value(l0, ..)`: the value and the extra outputs' words
+/// at one element, from each load's bits there (the program in its wide
+/// form decodes its loads from `l{li}`).
+fn wide_value(program: &Program, w: &Words, ct: &str) -> String {
+    let extras = program.outputs.len() - 1;
+    let mut s = format!("struct Val {{\n    v: {ct},\n");
+    for j in 0..extras {
+        s.push_str(&format!("    e{j}: u32,\n"));
+    }
+    s.push_str("}\n\n");
+    let params: Vec<String> = program
+        .defs
+        .iter()
+        .filter_map(|d| match d {
+            Def::Load { dtype, .. } => Some(bits_type(*dtype)),
+            _ => None,
+        })
+        .enumerate()
+        .map(|(li, t)| format!("l{li}: {t}"))
+        .collect();
+    s.push_str(&format!("fn value({}) -> Val {{\n", params.join(", ")));
+    let none = |_: usize, _: usize| String::new();
+    s.push_str(&program.statements(&w.layout, &none));
+    let mut fields = vec![reduced_value(program, ct)];
+    for &x in &program.outputs[1..] {
+        let d = program.defs[x as usize].dtype();
+        fields.push(encode(d, &format!("v{x}"), compute_type(d)));
+    }
+    s.push_str(&format!("    return Val({});\n}}\n", fields.join(", ")));
+    s
+}
+
+/// The bits of element `q` (a constant) of a chunk of dtype `d` whose
+/// vec4s are `x{tag}_{m}`.
+fn chunk_bits(d: DType, tag: &str, q: usize) -> String {
+    let word = |i: usize| format!("x{tag}_{}.{}", i / 4, ["x", "y", "z", "w"][i % 4]);
+    match width(d) {
+        1 => format!("byte_of({}, {q}u)", word(q / 4)),
+        2 => format!("half_word({}, {q}u)", word(q / 2)),
+        4 => word(q),
+        _ => format!("word_pair({}, {})", word(2 * q), word(2 * q + 1)),
+    }
+}
+
+/// The bits of element `e` (a `u32` expression) of dtype `d` in the
+/// `array<vec4<u32>>` named `array`, a word at a time.
+fn vec4_element_bits(d: DType, array: &str, e: &str) -> String {
+    let word = |w: String| format!("{array}[({w}) >> 2u][({w}) & 3u]");
+    match width(d) {
+        1 => format!("byte_of({}, {e})", word(format!("({e}) >> 2u"))),
+        2 => format!("half_word({}, {e})", word(format!("({e}) >> 1u"))),
+        4 => word(e.to_string()),
+        _ => format!(
+            "word_pair({}, {})",
+            word(format!("2u * ({e})")),
+            word(format!("2u * ({e}) + 1u"))
+        ),
+    }
+}
+
+/// The wide mode's entry point (see the module docs and wgsl/reduce.wgsl).
+fn wide_main(
+    program: &Program,
+    w: &Words,
+    ro: usize,
+    lanes: usize,
+    split: bool,
+    unit: u64,
+    init: &str,
+) -> String {
+    let k = elements(program, unit);
+    let u = unroll(k);
+    let block = (BLOCK_ELEMENTS / k).max(u);
+    let loads: Vec<(usize, DType, u8)> = program
+        .defs
+        .iter()
+        .filter_map(|d| match d {
+            Def::Load {
+                dtype,
+                source: Source::Input(i),
+                ..
+            } => Some((*dtype, *i)),
+            _ => None,
+        })
+        .enumerate()
+        .map(|(li, (d, i))| (li, d, i))
+        .collect();
+    let is_unit = |li: usize| unit >> li & 1 == 1;
+    let first_unit = loads.iter().find(|l| is_unit(l.0)).map_or(0, |l| l.0);
+    let extras = program.outputs.len() - 1;
+    let wg = if lanes == 1 { WG_ONE_LANE } else { WG };
+    let mut s = if lanes > 1 {
+        PARTIAL_MEMORY.to_string()
+    } else {
+        String::new()
+    };
+    s.push_str(&main_head(wg));
+    s.push_str("    let parts = p.head.z;\n    let workers = p.head.w;\n");
+    if lanes == 1 {
+        s.push_str(&format!(
+            "    let worker = gid.x + gid.y * nwg.x * {wg}u;\n    if worker >= workers {{\n        return;\n    }}\n    let lane = 0u;\n    let w = worker;\n"
+        ));
+    } else {
+        // Lane groups never leave early: every thread runs the tree's
+        // barriers. A group past the last worker redoes the last one and
+        // stores nothing.
+        s.push_str(&format!(
+            "    let worker = (wid.x + wid.y * nwg.x) * {}u + lid.x / {lanes}u;\n    let lane = lid.x % {lanes}u;\n    let w = min(worker, workers - 1u);\n",
+            wg / lanes
+        ));
+    }
+    s.push_str("    let o = w / parts;\n    let k = w - o * parts;\n");
+    s.push_str(&row_bases(w, ro, "o"));
+    // The row's chunks: chunk c holds the row's elements c * K - phase ..
+    // c * K - phase + K - 1 (those inside the row); the first and last
+    // may be partial, the others are whole and split among the parts.
+    s.push_str(&format!(
+        "    let phase = b{first_unit} % {k}u;\n\
+         \x20   let nc = select(0u, (phase + big_r + {km1}u) / {k}u, big_r > 0u);\n\
+         \x20   let head = phase != 0u && nc > 0u;\n\
+         \x20   let tail = (phase + big_r) % {k}u != 0u && nc > 0u;\n\
+         \x20   let lo = select(0u, 1u, head);\n\
+         \x20   let hi = max(lo, nc - select(0u, 1u, tail));\n\
+         \x20   let per = (hi - lo + parts - 1u) / parts;\n\
+         \x20   let c0 = min(lo + k * per, hi);\n\
+         \x20   let c1 = min(c0 + per, hi);\n",
+        km1 = k - 1
+    ));
+    // Each unit load's first vec4 (the row's chunk 0), each splat load's
+    // bits, each extra output's first vec4.
+    for &(li, d, i) in &loads {
+        if is_unit(li) {
+            s.push_str(&format!(
+                "    let vb{li} = (b{li} - phase) / {}u;\n",
+                16 / width(d)
+            ));
+        } else {
+            s.push_str(&format!(
+                "    let s{li} = {};\n",
+                vec4_element_bits(d, &format!("in{i}"), &format!("b{li}"))
+            ));
+        }
+    }
+    for j in 0..extras {
+        s.push_str(&format!("    let vbe{j} = (be{j} - phase) / 4u;\n"));
+    }
+    // One whole chunk at `cc` (tag `t` names its loads) into accumulator
+    // slots a0..a3.
+    let chunk = |cc: &str, t: usize| -> String {
+        let mut c = format!("        {{\n            let cc = {cc};\n");
+        for &(li, d, i) in &loads {
+            if !is_unit(li) {
+                continue;
+            }
+            let vecs = k * width(d) / 16;
+            for m in 0..vecs {
+                c.push_str(&format!(
+                    "            let x{t}_{li}_{m} = in{i}[vb{li} + cc * {vecs}u + {m}u];\n"
+                ));
+            }
+        }
+        for q in 0..k {
+            let args: Vec<String> = loads
+                .iter()
+                .map(|&(li, d, _)| {
+                    if is_unit(li) {
+                        chunk_bits(d, &format!("{t}_{li}"), q)
+                    } else {
+                        format!("s{li}")
+                    }
+                })
+                .collect();
+            c.push_str(&format!(
+                "            let v{q} = value({});\n            a{} = fold(a{}, v{q}.v, cc * {k}u + {q}u - phase);\n",
+                args.join(", "),
+                (t * k + q) % 4,
+                (t * k + q) % 4
+            ));
+        }
+        for j in 0..extras {
+            for m in 0..k / 4 {
+                let words: Vec<String> = (0..4).map(|c| format!("v{}.e{j}", 4 * m + c)).collect();
+                c.push_str(&format!(
+                    "            e{j}[vbe{j} + cc * {}u + {m}u] = vec4<u32>({});\n",
+                    k / 4,
+                    words.join(", ")
+                ));
+            }
+        }
+        c.push_str("        }\n");
+        c
+    };
+    // This lane's chunks: c0 + lane, c0 + lane + lanes, ..., in blocks of
+    // `block` per lane, each folded into four accumulators.
+    s.push_str(&format!(
+        "    var acc = {init};\n\
+         \x20   var c = c0 + lane;\n\
+         \x20   for (; c < c1; ) {{\n\
+         \x20       let stop = min(c + {}u, c1);\n\
+         \x20       var a0 = {init};\n\
+         \x20       var a1 = {init};\n\
+         \x20       var a2 = {init};\n\
+         \x20       var a3 = {init};\n",
+        block * lanes
+    ));
+    s.push_str(&format!(
+        "        for (; c + {}u < stop; c += {}u) {{\n",
+        (u - 1) * lanes,
+        u * lanes
+    ));
+    for t in 0..u {
+        s.push_str(&chunk(&format!("c + {}u", t * lanes), t));
+    }
+    s.push_str(&format!(
+        "        }}\n        for (; c < stop; c += {lanes}u) {{\n"
+    ));
+    s.push_str(&chunk("c", 0));
+    s.push_str(
+        "        }\n        acc = combine(acc, combine(combine(a0, a1), combine(a2, a3)));\n    }\n",
+    );
+    // The partial chunks, element by element: the head by the first part,
+    // the tail by the last, each by its lane 0.
+    let args: Vec<String> = loads
+        .iter()
+        .map(|&(li, d, i)| {
+            if is_unit(li) {
+                vec4_element_bits(d, &format!("in{i}"), &format!("b{li} + r"))
+            } else {
+                format!("s{li}")
+            }
+        })
+        .collect();
+    s.push_str(&format!(
+        "    for (var t = 0u; t < 2u; t++) {{\n\
+         \x20       let cm = select(0u, nc - 1u, t == 1u);\n\
+         \x20       let take = lane == 0u && select(head && k == 0u, tail && cm >= lo && k == parts - 1u, t == 1u);\n\
+         \x20       if take {{\n\
+         \x20           for (var q = 0u; q < {k}u; q++) {{\n\
+         \x20               let r = cm * {k}u + q - phase;\n\
+         \x20               if r < big_r {{\n\
+         \x20                   let v = value({});\n\
+         \x20                   acc = fold(acc, v.v, r);\n",
+        args.join(", ")
+    ));
+    for j in 0..extras {
+        s.push_str(&format!(
+            "                    e{j}[(be{j} + r) >> 2u][(be{j} + r) & 3u] = v.e{j};\n"
+        ));
+    }
+    s.push_str("                }\n            }\n        }\n    }\n");
+    let store = if split {
+        "store_partial(worker, acc)"
+    } else {
+        "finish(o, acc)"
+    };
+    if lanes == 1 {
+        s.push_str(&format!("    {store};\n"));
+    } else {
+        s.push_str(&tree("lane", lanes));
+        s.push_str(&format!(
+            "    if lane == 0u && worker < workers {{\n        {};\n    }}\n",
+            store.replace("acc", "partial[lid.x]")
+        ));
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The combine pass of a split wide mode: one thread per output folds its
+/// parts' accumulators in order and finishes.
+fn combine_spec(op: ReduceOp, ct: &'static str, outs: usize) -> (Spec, &'static Kernel) {
+    let [acc, init, lift, comb, fin] = op.parts(ct);
+    let mut bindings = "@group(0) @binding(1) var<storage, read> part: array<u32>;\n".to_string();
+    for k in 0..outs {
+        bindings.push_str(&format!(
+            "@group(0) @binding({}) var<storage, read_write> out{k}: array<u32>;\n",
+            2 + k
+        ));
+    }
+    let main = format!(
+        "{}\
+         \x20   let o = gid.x + gid.y * nwg.x * {WG}u;\n\
+         \x20   if o >= n_out {{\n        return;\n    }}\n\
+         \x20   let parts = p.head.z;\n\
+         \x20   var acc = {init};\n\
+         \x20   for (var k = 0u; k < parts; k++) {{\n\
+         \x20       acc = combine(acc, load_partial(o * parts + k));\n\
+         \x20   }}\n\
+         \x20   finish(o, acc);\n\
+         }}\n",
+        main_head(WG)
+    );
+    let kernel = if ct == "f64" { &REDUCE_F64 } else { &REDUCE };
+    let (mut spec, kernel) = fill(
+        kernel,
+        op,
+        ct,
+        [&acc, &init, &lift, &comb],
+        &[
+            ("PARAMS", "    w: array<vec4<u32>, 1>,"),
+            ("BINDINGS", &bindings),
+            (
+                "FINISH",
+                &format!("fn finish(o: u32, acc: Acc) {{\n{fin}\n}}\n"),
+            ),
+            ("PARTIAL", &partial_functions(&acc, false)),
+            ("VALUE", ""),
+            ("MAIN", &main),
+        ],
+        (1, outs as u32),
+    );
+    spec.params = (REDUCE_WORDS + 4).next_multiple_of(PARAMS_WORDS) as u32;
+    (spec, kernel)
+}
+
+/// The dispatches of `plan` over `bound` (inputs: the program's loads; outputs: the
+/// reduction's, then the extra outputs), with `scratch` (at least
+/// [`Plan::scratch_words`] words) when it needs one.
+///
+/// # Errors
+/// [`Error::TooLarge`] for sizes, strides or offsets past `u32`, or past
+/// the dispatch limits; [`Error::Kernel`] if the WGSL fails to compile;
+/// [`Error::Internal`] without the scratch buffer a split plan needs.
+pub(crate) fn dispatch(
+    cx: &Context,
+    plan: Plan,
+    bound: &Bound<'_>,
+    ddof: u32,
+    scratch: Option<&wgpu::Buffer>,
+) -> Result<Vec<Dispatch>> {
+    let Plan {
+        op,
+        program,
+        mode,
+        outer,
+        inner,
+        strides,
+        n_out,
+        r,
+        parts,
+    } = plan;
+    let (ro, ri) = (outer.len(), inner.len());
+    let extras = program.outputs.len() - 1;
+    let outs = bound.outputs.len() - extras;
+    let ct = op.compute_type(program.defs[program.outputs[0] as usize].dtype());
+    let w = words(&program, (ro, ri));
+    let workers = n_out * parts;
+    let mut p = Params::with_words("reduce", REDUCE_WORDS + w.total);
+    p.put(0, [n_out as i64, r as i64, parts as i64, workers as i64])?;
+    p.put(4, [0, ddof as i64])?;
+    let base = REDUCE_WORDS;
+    p.put(base, outer.iter().chain(&inner).map(|&d| d as i64))?;
+    for (li, &lw) in w.layout.loads.iter().enumerate() {
+        p.put(base + lw, [bound.loads[li].offset as i64])?;
+        p.put(base + lw + 1, strides[li].iter().map(|&s| s as i64))?;
+    }
+    for (&cw, &c) in w.layout.consts.iter().zip(&bound.consts) {
+        p.put_bits(base + cw, [c as u32]);
+    }
+    for (j, &ew) in w.extras.iter().enumerate() {
+        let s = &strides[bound.loads.len() + j];
+        p.put(base + ew + 1, s.iter().map(|&s| s as i64))?;
+    }
+    if matches!(mode, Mode::Wide { .. }) {
+        cx.wide_dispatches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    let split = matches!(mode, Mode::Wide { split: true, .. });
+    let scratch = match (split, scratch) {
+        (true, Some(b)) => Some(b),
+        (true, None) => {
+            return Err(Error::Internal(
+                "a split reduction without its scratch buffer".into(),
+            ));
+        }
+        (false, _) => None,
+    };
     let pipeline = cx.cache.get_quick(
         QuickKey::Reduce {
             op,
-            input: x.dtype,
-            row,
+            mode,
+            ranks: (ro as u8, ri as u8),
+            program: program.clone(),
         },
-        || spec(op, x.dtype, row),
+        || spec(op, &program, (ro, ri), mode, outs),
     )?;
-    // Row mode: one workgroup per output, folded into two dimensions.
-    let threads = if row {
-        n_out as u64 * WORKGROUP as u64
-    } else {
-        n_out as u64
+    let threads = match mode {
+        Mode::Strided { row: true } => n_out as u64 * WG as u64,
+        Mode::Strided { row: false } => n_out as u64,
+        Mode::Wide { lanes: 1, .. } => workers as u64,
+        Mode::Wide { lanes, .. } => (workers as u64).div_ceil(WG as u64 / lanes as u64) * WG as u64,
     };
-    let mut buffers = vec![x.buffer.clone()];
-    buffers.extend(outs.iter().map(|b| (*b).clone()));
-    Ok(Some(Dispatch {
+    let wg = match mode {
+        Mode::Wide { lanes: 1, .. } => WG_ONE_LANE as u64,
+        _ => WG as u64,
+    };
+    let mut buffers: Vec<wgpu::Buffer> = bound.inputs.iter().map(|&b| b.clone()).collect();
+    match scratch {
+        Some(s) => buffers.push(s.clone()),
+        None => buffers.extend(bound.outputs[..outs].iter().map(|&b| b.clone())),
+    }
+    buffers.extend(bound.outputs[outs..].iter().map(|&b| b.clone()));
+    let mut dispatches = vec![Dispatch {
         windows: Vec::new(),
         pipeline,
         params: p.words(),
         buffers,
-        workgroups: cx.grid(threads)?,
-    }))
+        workgroups: grid_of(cx, threads, wg)?,
+    }];
+    if let Some(s) = scratch {
+        let pipeline = cx.cache.get_quick(QuickKey::ReduceCombine { op, ct }, || {
+            combine_spec(op, ct, outs)
+        })?;
+        let mut q = Params::with_words("reduce", REDUCE_WORDS + 4);
+        q.put(0, [n_out as i64, r as i64, parts as i64, workers as i64])?;
+        q.put(4, [0, ddof as i64])?;
+        let mut buffers = vec![s.clone()];
+        buffers.extend(bound.outputs[..outs].iter().map(|&b| b.clone()));
+        dispatches.push(Dispatch {
+            windows: Vec::new(),
+            pipeline,
+            params: q.words(),
+            buffers,
+            workgroups: cx.grid(n_out as u64)?,
+        });
+    }
+    Ok(dispatches)
+}
+
+/// Workgroups for `threads` threads in workgroups of `wg` (the grid folds
+/// into two dimensions as [`Context::grid`] does for 256).
+fn grid_of(cx: &Context, threads: u64, wg: u64) -> Result<[u32; 3]> {
+    // Context::grid counts threads in workgroups of 256.
+    cx.grid(threads.div_ceil(wg) * WG as u64)
+}
+
+/// Representative specialisations, for the portability test: every op on
+/// every dtype it takes, plain, in the strided modes and the wide ones
+/// (one lane and split, a lane group), each op's combine pass; and fused
+/// prologues: a product of two loads summed, a scaled difference squared
+/// and averaged (f16 in, a constant), the absolute value's maximum, a
+/// residual add's moments with the sum written beside them, a row-splat
+/// load (`sum((x - m)^2)`).
+#[cfg(test)]
+pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
+    use crate::graph::primitive::{BinaryOp, ElementwiseOp, UnaryOp};
+    let load = |dtype, i| Def::Load {
+        dtype,
+        source: Source::Input(i),
+        dense: false,
+        gather: None,
+    };
+    let program = |defs: Vec<Def>, inputs: u8, vec4: bool| Program {
+        outputs: vec![(defs.len() - 1) as u16],
+        defs,
+        inputs,
+        rank: 0,
+        vec4,
+    };
+    let modes = [
+        Mode::Strided { row: false },
+        Mode::Strided { row: true },
+        Mode::Wide {
+            lanes: 1,
+            split: true,
+            unit: 1,
+        },
+        Mode::Wide {
+            lanes: 32,
+            split: false,
+            unit: 1,
+        },
+    ];
+    let mut out = Vec::new();
+    for op in ReduceOp::ALL {
+        let outs = op.out_dtypes(DType::F32).len();
+        for d in DType::ALL {
+            if !op.takes(d) {
+                continue;
+            }
+            for mode in [modes[0], modes[2]] {
+                let wide = matches!(mode, Mode::Wide { .. });
+                let p = program(vec![load(d, 0)], 1, wide);
+                out.push(spec(op, &p, (1, 1), mode, op.out_dtypes(d).len()));
+            }
+            out.push(combine_spec(op, op.compute_type(d), op.out_dtypes(d).len()));
+        }
+        for mode in [modes[1], modes[3]] {
+            let wide = matches!(mode, Mode::Wide { .. });
+            let p = program(vec![load(DType::F32, 0)], 1, wide);
+            out.push(spec(op, &p, (2, 1), mode, outs));
+        }
+    }
+    let bin = |op, a, b| Def::Op {
+        op: ElementwiseOp::Binary(op),
+        args: smallvec::smallvec![a, b],
+        dtype: DType::F32,
+    };
+    // An f32 result of `op` on def 0.
+    let of_first = |op| Def::Op {
+        op,
+        args: smallvec::smallvec![0],
+        dtype: DType::F32,
+    };
+    let dot_defs = vec![
+        load(DType::F32, 0),
+        load(DType::F32, 1),
+        bin(BinaryOp::Mul, 0, 1),
+    ];
+    let centred_defs = vec![
+        load(DType::F16, 0),
+        of_first(ElementwiseOp::Cast),
+        Def::Const { dtype: DType::F32 },
+        bin(BinaryOp::Sub, 1, 2),
+        bin(BinaryOp::Mul, 3, 3),
+    ];
+    let abs_defs = vec![
+        load(DType::F32, 0),
+        of_first(ElementwiseOp::Unary(UnaryOp::Abs)),
+    ];
+    // x and a per-row mean m (constant along the row): sum((x - m)^2).
+    let splat_defs = vec![
+        load(DType::F32, 0),
+        load(DType::F32, 1),
+        bin(BinaryOp::Sub, 0, 1),
+        bin(BinaryOp::Mul, 2, 2),
+    ];
+    let dot = |wide| program(dot_defs.clone(), 2, wide);
+    let centred = |wide| program(centred_defs.clone(), 1, wide);
+    let abs = |wide| program(abs_defs.clone(), 1, wide);
+    let splat = |wide| program(splat_defs.clone(), 2, wide);
+    for mode in modes {
+        let wide = matches!(mode, Mode::Wide { .. });
+        let unit_all = |m: Mode, bits: u64| match m {
+            Mode::Wide { lanes, split, .. } => Mode::Wide {
+                lanes,
+                split,
+                unit: bits,
+            },
+            m => m,
+        };
+        out.push(spec(
+            ReduceOp::Sum,
+            &dot(wide),
+            (1, 1),
+            unit_all(mode, 3),
+            1,
+        ));
+        out.push(spec(ReduceOp::Mean, &centred(wide), (2, 1), mode, 1));
+        out.push(spec(ReduceOp::Max, &abs(wide), (0, 1), mode, 1));
+        out.push(spec(
+            ReduceOp::Moments,
+            &dot(wide),
+            (1, 1),
+            unit_all(mode, 3),
+            2,
+        ));
+        out.push(spec(ReduceOp::Sum, &splat(wide), (1, 1), mode, 1));
+        // The sum written beside its moments (a layer norm's residual add).
+        let mut held = dot(wide);
+        held.outputs.push(2);
+        out.push(spec(ReduceOp::Moments, &held, (1, 1), unit_all(mode, 3), 2));
+        if !wide {
+            out.push(spec(ReduceOp::Max, &abs(false), (0, 2), mode, 1));
+        }
+    }
+    out
 }

@@ -60,7 +60,8 @@ fn spec(index: Option<DType>, write: Write) -> (Spec, &'static Kernel) {
     SCATTER.spec(&[("INDEX", index), ("ADD", &add)])
 }
 
-/// Every specialisation [`scatter`] and [`slice_write`] can ask for.
+/// Every specialisation [`scatter`], [`slice_write`] and
+/// [`dynamic_slice_write`] can ask for.
 #[cfg(test)]
 pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
     let mut out = Vec::new();
@@ -68,10 +69,12 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
         for acc in [DType::F32, DType::I32, DType::U32] {
             out.push(spec(Some(index), Write::Add(acc)));
         }
-        out.push(spec(Some(index), Write::Store(DType::U32)));
     }
     for dtype in [DType::U8, DType::U16, DType::U32, DType::F64] {
         out.push(spec(None, Write::Store(dtype)));
+        for index in [DType::I32, DType::U32] {
+            out.push(spec(Some(index), Write::Store(dtype)));
+        }
     }
     out
 }
@@ -143,21 +146,61 @@ pub(crate) fn slice_write(
         zero_words: 0,
     };
     // One specialisation per element size: the bits are moved, not read.
-    let dtype = match updates.dtype.size_in_bytes() {
-        1 => DType::U8,
-        2 => DType::U16,
-        4 => DType::U32,
-        _ => DType::F64,
-    };
     // The index binding is unused (`index` returns 0): the updates fill it.
     encode(
         cx,
-        spec(None, Write::Store(dtype)),
+        spec(None, Write::Store(store_dtype(updates.dtype))),
         updates,
         updates,
         shape,
         &target,
     )
+}
+
+/// Encode a slice write whose start on `axis` is read from `index` (one
+/// i32 or u32 element, read by every thread: its strides are 0): as
+/// [`slice_write`], with `index` (negative counting from the end of
+/// `0..starts`, then clamped to it) times the axis's stride added to each
+/// update's place. `starts` is the number of valid starts, `len - n + 1`.
+/// One dispatch, none for an empty slice.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn dynamic_slice_write(
+    cx: &Context,
+    index: &Operand<'_>,
+    updates: &Operand<'_>,
+    shape: &[usize],
+    out: &wgpu::Buffer,
+    offset: usize,
+    strides: &[isize],
+    axis: usize,
+    starts: usize,
+) -> Result<Vec<Dispatch>> {
+    let target = Target {
+        buffer: out,
+        offset,
+        strides,
+        axis_len: starts,
+        axis_stride: strides[axis],
+        zero_words: 0,
+    };
+    encode(
+        cx,
+        spec(Some(index.dtype), Write::Store(store_dtype(updates.dtype))),
+        index,
+        updates,
+        shape,
+        &target,
+    )
+}
+
+/// The dtype a store moves for elements of `dtype`: its bits, by size.
+fn store_dtype(dtype: DType) -> DType {
+    match dtype.size_in_bytes() {
+        1 => DType::U8,
+        2 => DType::U16,
+        4 => DType::U32,
+        _ => DType::F64,
+    }
 }
 
 /// Where a scatter writes: the output buffer, the element offset and

@@ -146,18 +146,37 @@ pub(crate) fn read_back<R>(
     timeout: Duration,
     f: impl FnOnce(&[u8]) -> R,
 ) -> Result<R> {
-    let (staging, index) = {
-        let guard = pool.lock_queue();
-        let staging = pool.acquire(&guard, size, BufferKind::Readback, origin)?;
-        let mut encoder = pool
+    let (staging, index) = pool.copy_to_staging(queue, src, offset, size, origin)?;
+    map_read_with(pool.device(), staging.buffer(), ..size, index, timeout, f)
+}
+
+impl Pool {
+    /// The first half of every read-back: `size` bytes of `src` at
+    /// `offset` copied into a staging buffer of this pool (handed out for
+    /// `origin`) by one command submitted on `queue` under the pool's queue
+    /// lock, which is let go on return. The buffer is not mapped yet.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] for the staging buffer.
+    pub(crate) fn copy_to_staging(
+        self: &std::sync::Arc<Self>,
+        queue: &wgpu::Queue,
+        src: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+        origin: Option<Origin>,
+    ) -> Result<(PooledBuffer, wgpu::SubmissionIndex)> {
+        let guard = self.lock_queue();
+        let staging = self.acquire(&guard, size, BufferKind::Readback, origin)?;
+        let mut encoder = self
             .device()
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("wgarray read-back"),
             });
         encoder.copy_buffer_to_buffer(src, offset, staging.buffer(), 0, size);
-        (staging, queue.submit([encoder.finish()]))
-    };
-    map_read_with(pool.device(), staging.buffer(), ..size, index, timeout, f)
+        let index = queue.submit([encoder.finish()]);
+        Ok((staging, index))
+    }
 }
 
 /// Map `range` of a `MAP_READ` buffer once submission `index` is done, copy
@@ -192,10 +211,7 @@ pub(crate) fn map_read_with<R>(
 ) -> Result<R> {
     let start = Instant::now();
     let slice = buffer.slice(range);
-    let (tx, rx) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
+    let rx = request_map(&slice, wgpu::MapMode::Read);
     let mapped = wait(device, Some(index), timeout, "a read-back").and_then(|()| {
         // The callback runs in whichever thread's poll saw the copy finish:
         // it may still be on its way from another thread.
@@ -208,16 +224,38 @@ pub(crate) fn map_read_with<R>(
             }),
         }
     });
-    if let Err(e) = mapped {
-        buffer.unmap();
-        return Err(e);
-    }
-    let data = slice
-        .get_mapped_range()
-        .map_err(|e| Error::Readback(e.to_string()))
-        .map(|v| f(&v));
+    unmap_after(buffer, mapped, || {
+        slice
+            .get_mapped_range()
+            .map_err(|e| Error::Readback(e.to_string()))
+            .map(|v| f(&v))
+    })
+}
+
+/// Ask wgpu to map `slice` for `mode`; its answer arrives on the receiver
+/// (at a poll, in whichever thread polls).
+fn request_map(
+    slice: &wgpu::BufferSlice<'_>,
+    mode: wgpu::MapMode,
+) -> std::sync::mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(mode, move |r| {
+        let _ = tx.send(r);
+    });
+    rx
+}
+
+/// `use_mapped` once `mapped` says the map succeeded, then `buffer` unmapped
+/// whatever happened (a pending map is cancelled), so that it can go back
+/// to the pool.
+fn unmap_after<R>(
+    buffer: &wgpu::Buffer,
+    mapped: Result<()>,
+    use_mapped: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    let out = mapped.and_then(|()| use_mapped());
     buffer.unmap();
-    data
+    out
 }
 
 /// Map the first `size` bytes of a `MAP_WRITE` buffer for writing once the
@@ -238,10 +276,7 @@ pub(crate) fn map_write_with<R>(
 ) -> Result<R> {
     let start = Instant::now();
     let slice = buffer.slice(..size);
-    let (tx, rx) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Write, move |r| {
-        let _ = tx.send(r);
-    });
+    let rx = request_map(&slice, wgpu::MapMode::Write);
     let mapped = loop {
         // The callback runs at a poll once the buffer's earlier uses are
         // done (or in another thread's poll).
@@ -258,16 +293,12 @@ pub(crate) fn map_write_with<R>(
             break Err(e);
         }
     };
-    if let Err(e) = mapped {
-        buffer.unmap();
-        return Err(e);
-    }
-    let out = slice
-        .get_mapped_range_mut()
-        .map_err(|e| Error::Readback(e.to_string()))
-        .map(|mut v| f(v.slice(..)));
-    buffer.unmap();
-    out
+    unmap_after(buffer, mapped, || {
+        slice
+            .get_mapped_range_mut()
+            .map_err(|e| Error::Readback(e.to_string()))
+            .map(|mut v| f(v.slice(..)))
+    })
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::pool::{BufferKind, Pool, PooledBuffer};
+use super::pool::{Pool, PooledBuffer};
 use super::{Origin, WAIT_SLICE};
 use crate::{Error, Result};
 
@@ -381,18 +381,7 @@ pub(crate) fn read_back_async(
     origin: Option<Origin>,
     timeout: Duration,
 ) -> Result<MapRead> {
-    let staging = {
-        let guard = pool.lock_queue();
-        let staging = pool.acquire(&guard, size, BufferKind::Readback, origin)?;
-        let mut encoder = pool
-            .device()
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("wgarray read-back"),
-            });
-        encoder.copy_buffer_to_buffer(src, offset, staging.buffer(), 0, size);
-        queue.submit([encoder.finish()]);
-        staging
-    };
+    let (staging, _) = pool.copy_to_staging(queue, src, offset, size, origin)?;
     let (slot, completion) = poller.slot("an asynchronous read-back", timeout);
     staging
         .buffer()

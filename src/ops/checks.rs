@@ -9,8 +9,7 @@
 //! `isfinite`, `isposinf`, `isneginf`) are unary ops in
 //! `ops/elementwise.rs`.
 
-use crate::ops::elementwise::{pair, where_};
-use crate::scalar::sealed::Arg;
+use crate::ops::elementwise::where_;
 use crate::{Array, DType, Operand, Result};
 
 /// The largest finite value of a float dtype.
@@ -87,12 +86,7 @@ impl Array {
         atol: f64,
         equal_nan: bool,
     ) -> Result<Array> {
-        let (_, other) = pair(
-            op,
-            Arg::Array(self.clone()),
-            other.into_arg(),
-            self.device(),
-        )?;
+        let (_, other) = self.pair_with(op, other)?;
         super::same_device(op, self, &other)?;
         crate::shape::broadcast_shapes(op, self.shape(), other.shape())?;
         super::refuse_blocks(op, &[self, &other])?;
@@ -114,6 +108,9 @@ impl Array {
         }
         close.logical_or(&self.isnan()?.logical_and(&other.isnan()?)?)
     }
+
+    // `allclose` repeats `isclose`'s signature because both are public
+    // methods; the work is in `isclose_named`.
 
     /// Whether every element of [`Array::isclose`] holds (NumPy
     /// `allclose`, MLX `allclose`), as a lazy 0-d bool array (read it

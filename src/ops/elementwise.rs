@@ -546,25 +546,47 @@ pub(crate) fn pair(
         (Arg::Array(x), _) | (_, Arg::Array(x)) => Some(x.dtype()),
         _ => None,
     };
-    // A loop-free pair of matches, not a closure: the constants record the
-    // caller's location.
-    let a = match a {
-        Arg::Array(x) => x,
+    Ok((
+        as_array(op, a, like, device)?,
+        as_array(op, b, like, device)?,
+    ))
+}
+
+/// One operand of [`pair`] as an array; `#[track_caller]` (not a closure)
+/// so that the constant records the caller's location.
+#[track_caller]
+fn as_array(
+    op: &'static str,
+    arg: Arg,
+    like: Option<DType>,
+    device: &crate::Device,
+) -> Result<Array> {
+    match arg {
+        Arg::Array(x) => Ok(x),
         Arg::Scalar { value, dtype } => value.constant(
             op,
             like.map_or(dtype, |l| value.weak_dtype(dtype, l)),
             device,
-        )?,
-    };
-    let b = match b {
-        Arg::Array(x) => x,
-        Arg::Scalar { value, dtype } => value.constant(
+        ),
+    }
+}
+
+impl Array {
+    /// `self` and `other` (an array or a weak scalar) as a [`pair`] of
+    /// arrays on `self`'s device.
+    #[track_caller]
+    pub(crate) fn pair_with(
+        &self,
+        op: &'static str,
+        other: impl Operand,
+    ) -> Result<(Array, Array)> {
+        pair(
             op,
-            like.map_or(dtype, |l| value.weak_dtype(dtype, l)),
-            device,
-        )?,
-    };
-    Ok((a, b))
+            Arg::Array(self.clone()),
+            other.into_arg(),
+            self.device(),
+        )
+    }
 }
 
 impl Array {
@@ -645,37 +667,84 @@ operator!(BitXor, bitxor, BinaryOp::BitwiseXor);
 operator!(Shl, shl, BinaryOp::LeftShift);
 operator!(Shr, shr, BinaryOp::RightShift);
 
-impl std::ops::Neg for &Array {
-    type Output = Result<Array>;
-    #[track_caller]
-    fn neg(self) -> Result<Array> {
-        self.negative()
-    }
+/// A unary operator on `&Array` and `Array`, as the method `$call`.
+macro_rules! unary_operator {
+    ($trait:ident, $method:ident, $call:ident, $doc:literal) => {
+        impl std::ops::$trait for &Array {
+            type Output = Result<Array>;
+            #[doc = $doc]
+            #[track_caller]
+            fn $method(self) -> Result<Array> {
+                self.$call()
+            }
+        }
+        impl std::ops::$trait for Array {
+            type Output = Result<Array>;
+            #[doc = $doc]
+            #[track_caller]
+            fn $method(self) -> Result<Array> {
+                self.$call()
+            }
+        }
+    };
 }
 
-impl std::ops::Neg for Array {
-    type Output = Result<Array>;
-    #[track_caller]
-    fn neg(self) -> Result<Array> {
-        self.negative()
-    }
+unary_operator!(Neg, neg, negative, "[`Array::negative`] (`-x`).");
+unary_operator!(
+    Not,
+    not,
+    bitwise_invert,
+    "[`Array::bitwise_invert`] (`~x` in NumPy)."
+);
+
+/// The float predicates: one public method each (docs of their own), each
+/// one call of `float_predicate`.
+macro_rules! float_predicates {
+    ($($(#[$doc:meta])* $name:ident => $op:ident, $on_integers:expr;)*) => {
+        impl Array {
+            $(
+                $(#[$doc])*
+                #[track_caller]
+                pub fn $name(&self) -> Result<Array> {
+                    self.float_predicate(UnaryOp::$op, $on_integers)
+                }
+            )*
+        }
+    };
 }
 
-impl std::ops::Not for &Array {
-    type Output = Result<Array>;
-    /// [`Array::bitwise_invert`] (`~x` in NumPy).
-    #[track_caller]
-    fn not(self) -> Result<Array> {
-        self.bitwise_invert()
-    }
-}
-
-impl std::ops::Not for Array {
-    type Output = Result<Array>;
-    #[track_caller]
-    fn not(self) -> Result<Array> {
-        self.bitwise_invert()
-    }
+float_predicates! {
+    /// Whether each element is NaN, as bool (NumPy `isnan`), tested on the
+    /// bits (drivers may assume no NaN in float comparisons). Any dtype:
+    /// integers and bool are never NaN (a constant, no kernel).
+    ///
+    /// # Errors
+    /// None today; `Result` so that every op composes with `?`.
+    isnan => IsNan, false;
+    /// Whether each element is +inf or -inf, as bool (NumPy `isinf`), on
+    /// the bits. Integers and bool: all false.
+    ///
+    /// # Errors
+    /// None today.
+    isinf => IsInf, false;
+    /// Whether each element is neither NaN nor infinite, as bool (NumPy
+    /// `isfinite`), on the bits. Integers and bool: all true.
+    ///
+    /// # Errors
+    /// None today.
+    isfinite => IsFinite, true;
+    /// Whether each element is +inf, as bool (NumPy `isposinf`).
+    /// Integers and bool: all false.
+    ///
+    /// # Errors
+    /// None today.
+    isposinf => IsPosInf, false;
+    /// Whether each element is -inf, as bool (NumPy `isneginf`).
+    /// Integers and bool: all false.
+    ///
+    /// # Errors
+    /// None today.
+    isneginf => IsNegInf, false;
 }
 
 impl Array {
@@ -690,73 +759,13 @@ impl Array {
         Array::elementwise(ElementwiseOp::Unary(op), op.name(), &[self], DType::Bool)
     }
 
-    // The five float predicates below look alike because each is one call
-    // of `float_predicate`: public methods with docs of their own, not
-    // repeated logic.
-
-    /// Whether each element is NaN, as bool (NumPy `isnan`), tested on the
-    /// bits (drivers may assume no NaN in float comparisons). Any dtype:
-    /// integers and bool are never NaN (a constant, no kernel).
-    ///
-    /// # Errors
-    /// None today; `Result` so that every op composes with `?`.
-    #[track_caller]
-    pub fn isnan(&self) -> Result<Array> {
-        self.float_predicate(UnaryOp::IsNan, false)
-    }
-
-    /// Whether each element is +inf or -inf, as bool (NumPy `isinf`), on
-    /// the bits. Integers and bool: all false.
-    ///
-    /// # Errors
-    /// None today.
-    #[track_caller]
-    pub fn isinf(&self) -> Result<Array> {
-        self.float_predicate(UnaryOp::IsInf, false)
-    }
-
-    /// Whether each element is neither NaN nor infinite, as bool (NumPy
-    /// `isfinite`), on the bits. Integers and bool: all true.
-    ///
-    /// # Errors
-    /// None today.
-    #[track_caller]
-    pub fn isfinite(&self) -> Result<Array> {
-        self.float_predicate(UnaryOp::IsFinite, true)
-    }
-
-    /// Whether each element is +inf, as bool (NumPy `isposinf`).
-    /// Integers and bool: all false.
-    ///
-    /// # Errors
-    /// None today.
-    #[track_caller]
-    pub fn isposinf(&self) -> Result<Array> {
-        self.float_predicate(UnaryOp::IsPosInf, false)
-    }
-
-    /// Whether each element is -inf, as bool (NumPy `isneginf`).
-    /// Integers and bool: all false.
-    ///
-    /// # Errors
-    /// None today.
-    #[track_caller]
-    pub fn isneginf(&self) -> Result<Array> {
-        self.float_predicate(UnaryOp::IsNegInf, false)
-    }
-
     /// A float-only binary op: `other` an array or a weak scalar, both
     /// operands promoted, then integers and bool taken to f32 (as `divide`
     /// does).
     #[track_caller]
     fn float_binary(&self, other: impl Operand, op: BinaryOp) -> Result<Array> {
         let name = op.name();
-        let (a, b) = pair(
-            name,
-            Arg::Array(self.clone()),
-            other.into_arg(),
-            self.device(),
-        )?;
+        let (a, b) = self.pair_with(name, other)?;
         broadcast_all(name, &[&a, &b])?;
         let t = promote_types(a.dtype(), b.dtype());
         let t = if t.is_float() { t } else { DType::F32 };
@@ -813,12 +822,7 @@ impl Array {
     /// [`crate::Error::InvalidArgument`] for an integer scalar out of range.
     #[track_caller]
     pub fn divmod(&self, other: impl Operand) -> Result<(Array, Array)> {
-        let (a, b) = pair(
-            "divmod",
-            Arg::Array(self.clone()),
-            other.into_arg(),
-            self.device(),
-        )?;
+        let (a, b) = self.pair_with("divmod", other)?;
         let shape = broadcast_all("divmod", &[&a, &b])?.into_owned();
         super::refuse_blocks("divmod", &[&a, &b])?;
         let t = promote_types(a.dtype(), b.dtype());

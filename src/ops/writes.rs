@@ -9,8 +9,8 @@
 //! dispatch of the row's size per step and no new cache-sized buffer.
 
 use super::same_device;
+use crate::axis::{Axes, Axis};
 use crate::graph::Primitive;
-use crate::ops::reduce::Axes;
 use crate::ops::shape::Slice;
 use crate::shape::{broadcast_shapes, normalize_axis};
 use crate::{Array, DType, Error, Result};
@@ -129,6 +129,110 @@ impl Array {
         self.write_slice(starts, vec![1; nd], update.shape().to_vec(), update)
     }
 
+    /// This array with `update` written over the slice of axis `axis` that
+    /// starts at `start`, a position held in a device array: JAX
+    /// `lax.dynamic_update_slice_in_dim(a, update, start, axis)`, MLX
+    /// `slice_update(a, update, start, axes)` with an array `start`. The
+    /// place is read when the kernel runs, so a function traced by
+    /// [`crate::compile()`] writes where each call's `start` says (a KV
+    /// cache written at the step's position), where [`Array::slice_update`]
+    /// bakes its host numbers into the trace.
+    ///
+    /// `axis` is one [`Axis`] (any integer type; negative counts from the
+    /// end). `update` has this array's number of dimensions; on every axis
+    /// but `axis` its length is the array's, on `axis` at most the array's
+    /// (`n`), and it is cast to this array's dtype. `start` is one i32 or
+    /// u32 element (shape `[]` or `[1]`). As JAX clamps a dynamic start,
+    /// the start is clamped at run time to `0 ..= len - n` so the write
+    /// always stays inside the array; an i32 start below 0 first counts
+    /// from the end of that range once, as [`Array::take`]'s indices do.
+    /// The result has this array's shape and dtype; every element dtype.
+    ///
+    /// In place (donation) exactly as [`Array::slice_update`]: when, at
+    /// eval, nothing but this op holds the array and it owns its buffer
+    /// densely, one dispatch of the update's size writes into that buffer;
+    /// else the array is copied first (two dispatches). Inside a compiled
+    /// function the array is an input, held by the caller: pass it with
+    /// [`crate::Compiled::call_donating`] to let the write happen in place.
+    ///
+    /// ```
+    /// # use wgarray::{Array, Device, DType};
+    /// # let device = Device::new_default()?;
+    /// let mut cache = Array::zeros(&[4, 2], DType::F32, &device)?;
+    /// for t in 0..3u32 {
+    ///     let row = Array::full(&[1, 2], t as f64 + 1.0, DType::F32, &device)?;
+    ///     let pos = Array::from_slice(&[t], &[1], &device)?;
+    ///     cache = cache.slice_update_dynamic(&row, &pos, 0)?;
+    /// }
+    /// assert_eq!(cache.to_vec::<f32>()?, [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 0.0, 0.0]);
+    /// # Ok::<(), wgarray::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Each naming `slice_update_dynamic`: [`Error::DeviceMismatch`];
+    /// [`Error::InvalidAxis`]; [`Error::InvalidArgument`] for an `update`
+    /// of another number of dimensions, another length on an axis but
+    /// `axis`, or a longer one on `axis`, or a `start` that is not one
+    /// element; [`Error::OpDType`] for a `start` that is not i32 or u32,
+    /// or a block format. Nothing is recorded on an error.
+    #[track_caller]
+    pub fn slice_update_dynamic(
+        &self,
+        update: &Array,
+        start: &Array,
+        axis: impl Into<Axis>,
+    ) -> Result<Array> {
+        const OP: &str = "slice_update_dynamic";
+        same_device(OP, self, update)?;
+        same_device(OP, self, start)?;
+        let nd = self.ndim();
+        let axis = axis.into().resolve(OP, nd)?;
+        let bad = |why: String| Err(Error::InvalidArgument(format!("{OP}: {why}")));
+        if update.ndim() != nd {
+            return bad(format!(
+                "`update` has {} dimension(s), the array {nd}",
+                update.ndim()
+            ));
+        }
+        for (a, (&n, &len)) in update.shape().iter().zip(self.shape()).enumerate() {
+            if (a == axis && n > len) || (a != axis && n != len) {
+                return bad(format!(
+                    "`update` of shape {:?} does not fit the array of shape {:?} along axis \
+                     {axis} (every other axis must be whole)",
+                    update.shape(),
+                    self.shape()
+                ));
+            }
+        }
+        if start.size() != 1 || start.ndim() > 1 {
+            return bad(format!(
+                "`start` must be one element (shape [] or [1]), got shape {:?}",
+                start.shape()
+            ));
+        }
+        if !matches!(start.dtype(), DType::I32 | DType::U32) {
+            return Err(Error::OpDType {
+                op: OP,
+                dtype: start.dtype(),
+                takes: "an int32 or uint32 start",
+            });
+        }
+        super::refuse_blocks(OP, &[self, update])?;
+        let update = update.astype(self.dtype())?;
+        Ok(Array::from_node(
+            self.device(),
+            Primitive::SliceUpdate {
+                starts: vec![0; nd],
+                steps: vec![1; nd],
+                dynamic: Some(axis),
+            },
+            vec![self.clone(), update, start.reshape(&[1])?],
+            vec![(self.shape().to_vec(), self.dtype())],
+        )
+        .pop()
+        .expect("one output"))
+    }
+
     /// This array with `update` written over `self.slice(slices)`: NumPy's
     /// `a[slices] = update` as a function (candle `slice_assign`, MLX's
     /// `slice_update(src, update, start, stop, strides)`). One [`Slice`]
@@ -213,7 +317,11 @@ impl Array {
         let update = update.astype(self.dtype())?.broadcast_to(&shape)?;
         Ok(Array::from_node(
             self.device(),
-            Primitive::SliceUpdate { starts, steps },
+            Primitive::SliceUpdate {
+                starts,
+                steps,
+                dynamic: None,
+            },
             vec![self.clone(), update],
             vec![(self.shape().to_vec(), self.dtype())],
         )

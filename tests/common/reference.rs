@@ -75,3 +75,38 @@ pub fn unravel(mut idx: usize, shape: &[usize]) -> Vec<usize> {
 pub fn ravel(ix: &[usize], shape: &[usize]) -> usize {
     ix.iter().zip(shape).fold(0, |acc, (&i, &s)| acc * s + i)
 }
+
+/// Every value of the 2-byte float `dtype` (f16, else bf16), in bit order:
+/// 65536 of them, NaN and infinities included.
+pub fn every_half_value(dtype: wgarray::DType) -> Vec<f64> {
+    (0..=u16::MAX)
+        .map(|b| match dtype {
+            wgarray::DType::F16 => half::f16::from_bits(b).to_f64(),
+            _ => half::bf16::from_bits(b).to_f64(),
+        })
+        .collect()
+}
+
+/// Run `op` on the f32 `inputs` (in chunks of 2^20) and return the largest
+/// of `error(got, truth(x))`, with the input and the output where it
+/// happens (the first NaN error, if any, wins).
+pub fn max_error(
+    d: &wgarray::Device,
+    inputs: &[f32],
+    op: fn(&wgarray::Array) -> wgarray::Result<wgarray::Array>,
+    truth: fn(f64) -> f64,
+    error: impl Fn(f64, f64) -> f64,
+) -> (f64, f32, f32) {
+    let mut worst = (0.0, 0.0f32, 0.0f32);
+    for chunk in inputs.chunks(1 << 20) {
+        let x = wgarray::Array::from_slice(chunk, &[chunk.len()], d).unwrap();
+        let got = op(&x).unwrap().to_vec::<f32>().unwrap();
+        for (&x, &g) in chunk.iter().zip(&got) {
+            let u = error(g as f64, truth(x as f64));
+            if u > worst.0 || (u.is_nan() && !worst.0.is_nan()) {
+                worst = (u, x, g);
+            }
+        }
+    }
+    worst
+}

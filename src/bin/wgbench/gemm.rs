@@ -211,7 +211,11 @@ pub fn run(args: GemmArgs) -> Result<(), Stop> {
             };
             // The tuned choice: what a first product picks.
             let tuned = match a.matmul(&b).and_then(|c| c.eval()) {
-                Ok(()) => device.gemm_kernel(dtype, class),
+                Ok(()) => {
+                    // The timing runs on the device's background thread.
+                    device.wait_warm_up();
+                    device.gemm_kernel(dtype, class)
+                }
                 Err(e @ wgarray::Error::MissingFeature { .. }) => {
                     out(&format!("  {}: skipped: {e}\n", column(dtype)));
                     continue;

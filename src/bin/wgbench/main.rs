@@ -27,6 +27,9 @@ mod gemm;
 mod measure;
 #[path = "../../../examples/minilm/mod.rs"]
 mod minilm_model;
+
+#[path = "../../../examples/llm/mod.rs"]
+mod llm_model;
 mod plot;
 mod raw;
 mod report;
@@ -101,7 +104,7 @@ struct RunArgs {
     #[arg(long, value_name = "DIR")]
     model_dir: Option<PathBuf>,
     /// Only these families (comma-separated): matmul, bandwidth, reduction,
-    /// dispatch, pool, minilm.
+    /// dispatch, pool, minilm, llm (smollm2 decode).
     #[arg(long, value_name = "GROUPS", value_delimiter = ',', value_parser = group)]
     only: Vec<Group>,
     /// Threads for the CPU sgemm (matrixmultiply uses at most 4). Default:

@@ -140,7 +140,7 @@ impl Work {
             Work::Flop(f) => f / seconds / 1e9,
             Work::Bytes(b) => b / seconds / 1e9,
             Work::Ops(n) => seconds / n * 1e6,
-            Work::Allocations(n) | Work::Sentences(n) => n / seconds,
+            Work::Allocations(n) | Work::Sentences(n) | Work::Tokens(n) => n / seconds,
         }
     }
 }

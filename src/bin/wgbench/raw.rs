@@ -13,16 +13,71 @@ use wgarray::Device;
 
 use crate::measure::{CaseResult, Outcome, Sample};
 
+/// A vec4 copy: `{WG}` invocations per workgroup, `{PER}` vec4 each, the
+/// k-th at `i + k * {STRIDE}` from the invocation's first (`{STRIDE}` is 1
+/// for a block of consecutive vec4s per invocation, or the total number of
+/// invocations for a grid-stride loop, where neighbouring invocations read
+/// neighbouring vec4s at each step).
 const COPY_SHADER: &str = r#"
 @group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
-@compute @workgroup_size(256)
+@compute @workgroup_size({WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = gid.x + gid.y * groups.x * 256u;
-    if i < arrayLength(&dst) { dst[i] = src[i]; }
+    let t = gid.x + gid.y * groups.x * {WG}u;
+    let total = groups.x * groups.y * {WG}u;
+    let stride = {STRIDE};
+    let first = select(t, t * {PER}u, stride == 1u);
+    for (var k = 0u; k < {PER}u; k++) {
+        let i = first + k * stride;
+        if i < arrayLength(&dst) { dst[i] = src[i]; }
+    }
 }
 "#;
+
+/// A copy kernel's shape: invocations per workgroup, vec4s per invocation,
+/// and whether an invocation's vec4s are consecutive (else grid-stride).
+#[derive(Clone, Copy, Debug)]
+pub struct CopyKind {
+    pub workgroup: u32,
+    pub per_thread: u32,
+    pub block: bool,
+}
+
+/// The copy kernels the bandwidth baseline tries; the fastest is the
+/// ceiling the other figures are a fraction of.
+pub const COPY_KINDS: [CopyKind; 4] = [
+    CopyKind {
+        workgroup: 256,
+        per_thread: 1,
+        block: false,
+    },
+    CopyKind {
+        workgroup: 64,
+        per_thread: 4,
+        block: false,
+    },
+    CopyKind {
+        workgroup: 64,
+        per_thread: 4,
+        block: true,
+    },
+    CopyKind {
+        workgroup: 256,
+        per_thread: 8,
+        block: false,
+    },
+];
+
+impl CopyKind {
+    fn source(self) -> String {
+        let stride = if self.block { "1u" } else { "total" };
+        COPY_SHADER
+            .replace("{WG}", &self.workgroup.to_string())
+            .replace("{PER}", &self.per_thread.to_string())
+            .replace("{STRIDE}", stride)
+    }
+}
 
 const ADD_ONE_SHADER: &str = r#"
 @group(0) @binding(0) var<storage, read> src: array<f32>;
@@ -202,8 +257,8 @@ impl PassTimer {
     }
 }
 
-/// A vec4 copy of `n` f32 from one buffer to another, one invocation per
-/// vec4, 256 per workgroup.
+/// A vec4 copy of `n` f32 from one buffer to another by one of the
+/// [`COPY_KINDS`].
 pub struct Copy {
     device: Device,
     pipeline: wgpu::ComputePipeline,
@@ -215,7 +270,7 @@ pub struct Copy {
 
 impl Copy {
     /// Upload `data` (a multiple of 4 elements) and prepare the copy.
-    pub fn new(device: &Device, data: &[f32]) -> CaseResult<Copy> {
+    pub fn new(device: &Device, data: &[f32], kind: CopyKind) -> CaseResult<Copy> {
         assert!(
             data.len().is_multiple_of(4),
             "the copy kernel moves whole vec4s"
@@ -227,9 +282,9 @@ impl Copy {
                 .wgpu_queue()
                 .write_buffer(&src, 0, bytemuck::cast_slice(data));
             let dst = buffer(device, bytes, STORAGE);
-            let pipeline = pipeline(device, COPY_SHADER);
+            let pipeline = pipeline(device, &kind.source());
             let bind_group = bind_group(device, &pipeline.get_bind_group_layout(0), &src, &dst);
-            let groups = (data.len() as u32 / 4).div_ceil(256);
+            let groups = (data.len() as u32 / 4).div_ceil(kind.workgroup * kind.per_thread);
             let max = device.limits().max_compute_workgroups_per_dimension;
             let x = groups.min(max);
             Copy {

@@ -115,16 +115,18 @@ pub enum Group {
     Dispatch,
     Pool,
     Minilm,
+    Llm,
 }
 
 impl Group {
-    pub const ALL: [Group; 6] = [
+    pub const ALL: [Group; 7] = [
         Group::Matmul,
         Group::Bandwidth,
         Group::Reduction,
         Group::Dispatch,
         Group::Pool,
         Group::Minilm,
+        Group::Llm,
     ];
 
     /// The table's title.
@@ -133,9 +135,16 @@ impl Group {
             Group::Matmul => "matmul (GFLOP/s = 2 M K N / median time)",
             Group::Bandwidth => "memory bandwidth (GB/s = bytes read + written / median time)",
             Group::Reduction => "reduction, softmax, layer_norm over the last axis",
-            Group::Dispatch => "dispatch overhead: a chain of small ops, read back",
-            Group::Pool => "allocate and release one buffer",
+            Group::Dispatch => {
+                "a chain of small ops, read back (wgarray: fused into one kernel; unfused: \
+                 one dispatch per op, the dispatch overhead)"
+            }
+            Group::Pool => {
+                "allocate and release one buffer (pool: Array::empty + drop, a cache hit; \
+                 cache limit 0: every release frees, every allocation creates)"
+            }
             Group::Minilm => "all-MiniLM-L6-v2 sentence embeddings",
+            Group::Llm => "smollm2 decode (SmolLM2-135M-Instruct Q4_1: tokens/s = 1 / median step)",
         }
     }
 }
@@ -176,6 +185,8 @@ pub enum Work {
     Allocations(f64),
     /// Sentences embedded: per second.
     Sentences(f64),
+    /// Tokens generated: per second.
+    Tokens(f64),
 }
 
 impl Work {
@@ -186,6 +197,7 @@ impl Work {
             Work::Ops(_) => "us/op",
             Work::Allocations(_) => "alloc/s",
             Work::Sentences(_) => "sentences/s",
+            Work::Tokens(_) => "tokens/s",
         }
     }
     pub fn higher_is_better(&self) -> bool {

@@ -100,7 +100,7 @@ enum Ratio {
 }
 
 fn ratio_spec(g: Group) -> Option<Ratio> {
-    use crate::cases::{bandwidth, dispatch, matmul, pool};
+    use crate::cases::{bandwidth, dispatch, llm, matmul, pool};
     match g {
         Group::Matmul => Some(Ratio::Columns("f32", matmul::CPU, "f32 / CPU")),
         Group::Bandwidth => Some(Ratio::ToCell(
@@ -109,11 +109,16 @@ fn ratio_spec(g: Group) -> Option<Ratio> {
             "of raw copy",
         )),
         Group::Dispatch => Some(Ratio::Columns(
-            dispatch::WGARRAY,
+            dispatch::UNFUSED,
             dispatch::RAW,
-            "wgarray / raw (time)",
+            "unfused / raw (time)",
         )),
         Group::Pool => Some(Ratio::Columns(pool::POOL, pool::CREATE, "pool / create")),
+        Group::Llm => Some(Ratio::Columns(
+            llm::COMPILED,
+            llm::EAGER,
+            "compiled / eager",
+        )),
         Group::Reduction | Group::Minilm => None,
     }
 }
@@ -200,21 +205,23 @@ pub fn group_table(run: &AdapterRun, g: Group, cpu_threads: usize) -> Option<Str
     }
     let mut out = format!("{} [{unit}]\n", g.title());
     out.push_str(&layout(&header, &body));
-    for f in &figs {
-        if f.status != Status::Ok {
-            let what = if f.status == Status::Failed {
-                "FAILED"
-            } else {
-                "skipped"
-            };
-            let _ = writeln!(
-                out,
-                "  {what} {} / {}: {}",
-                f.row,
-                f.column,
-                f.message.as_deref().unwrap_or("")
-            );
+    // Cells that failed or were skipped for the same reason share one line.
+    let mut notes: Vec<(&str, &str, Vec<String>)> = Vec::new();
+    for f in figs.iter().filter(|f| f.status != Status::Ok) {
+        let what = if f.status == Status::Failed {
+            "FAILED"
+        } else {
+            "skipped"
+        };
+        let why = f.message.as_deref().unwrap_or("");
+        let cell = format!("{} / {}", f.row, f.column);
+        match notes.iter_mut().find(|(w, m, _)| *w == what && *m == why) {
+            Some((.., cells)) => cells.push(cell),
+            None => notes.push((what, why, vec![cell])),
         }
+    }
+    for (what, why, cells) in notes {
+        let _ = writeln!(out, "  {what} {}: {why}", cells.join(", "));
     }
     Some(out)
 }

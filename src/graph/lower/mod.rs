@@ -136,8 +136,13 @@ pub(crate) fn lower(
         return program::node(lw, node, outputs);
     }
     // Asks whether it may donate its source before taking a storage.
-    if let Primitive::SliceUpdate { starts, steps } = &node.primitive {
-        return scatter::slice_update(lw, node, outputs, starts, steps);
+    if let Primitive::SliceUpdate {
+        starts,
+        steps,
+        dynamic,
+    } = &node.primitive
+    {
+        return scatter::slice_update(lw, node, outputs, starts, steps, *dynamic);
     }
     let storages = node
         .inputs

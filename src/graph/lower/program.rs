@@ -712,7 +712,7 @@ pub(super) fn epilogue(
     })
 }
 
-/// A reduction's prologue program (`kernels::prologue`): the pending value
+/// A reduction's prologue program (`kernels::reduce`): the pending value
 /// `input` (the reduction's input) computed from the elementwise nodes in
 /// `members`, over `input`'s shape, then the values written beside it
 /// (`extras`, of that shape); no load is donated.

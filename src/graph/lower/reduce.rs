@@ -1,6 +1,7 @@
-//! Lowering of reductions: one dispatch writes every output over the kept
-//! axes, reading the input from memory or computing it in a fused
-//! elementwise prologue (`kernels::prologue`).
+//! Lowering of reductions: one dispatch (two for rows cut into parts)
+//! writes every output over the kept axes, reading the input from memory
+//! (the program that loads it) or computing it in a fused elementwise
+//! prologue (`kernels::reduce`).
 
 use rustc_hash::FxHashSet as HashSet;
 use std::sync::Arc;
@@ -9,9 +10,9 @@ use super::{Lowering, NodeIo};
 use crate::array::{ArrayInner, State, Storage};
 use crate::graph::Node;
 use crate::graph::primitive::{Primitive, ReduceOp};
-use crate::kernels::program::Bound;
-use crate::kernels::{prologue, reduce as kernel};
-use crate::{Error, Result};
+use crate::kernels::program::{Bound, Def, LoadData, Program, Source};
+use crate::kernels::reduce as kernel;
+use crate::{DType, Error, Result};
 
 /// `op` over `axes` of input 0. The kernel writes every output: dead ones get
 /// a scratch buffer that goes back to the pool when this node is done.
@@ -24,11 +25,64 @@ pub(super) fn reduce(
 ) -> Result<Vec<Option<Storage>>> {
     let x = io.input(0);
     let storages = alloc_outputs(lw, x, op, axes)?;
-    let bufs: Vec<&wgpu::Buffer> = storages.iter().map(|s| s.buffer.buffer()).collect();
-    let src = io.operand(0, io.storages[0].strides.clone());
-    let d = kernel::reduce(lw.cx(), op, &src, &x.shape, axes, ddof, &bufs)?;
-    lw.push(d);
+    let s = &io.storages[0];
+    // The program that loads the input as it is.
+    let program = Program {
+        defs: vec![Def::Load {
+            dtype: x.dtype,
+            source: Source::Input(0),
+            dense: false,
+            gather: None,
+        }],
+        outputs: vec![0],
+        inputs: 1,
+        rank: 0,
+        vec4: false,
+    };
+    let bound = Bound {
+        shape: x.shape.clone(),
+        loads: vec![LoadData {
+            offset: s.offset,
+            strides: s.strides.clone(),
+            gather: None,
+        }],
+        consts: Vec::new(),
+        inputs: vec![s.buffer.buffer()],
+        outputs: storages.iter().map(|s| s.buffer.buffer()).collect(),
+    };
+    run(lw, op, program, &bound, axes, ddof)?;
+    drop(bound);
     Ok(storages.into_iter().map(Some).collect())
+}
+
+/// Plan `op` over `program` and `bound`, take the scratch buffer a cut
+/// row needs from the pool (it goes back when this node is done: the
+/// dispatches that use it come first in the queue), and push the
+/// dispatches.
+fn run(
+    lw: &mut Lowering<'_>,
+    op: ReduceOp,
+    program: Program,
+    bound: &Bound<'_>,
+    axes: &[usize],
+    ddof: u32,
+) -> Result<()> {
+    let Some(plan) = kernel::plan(lw.cx(), op, program, bound, axes)? else {
+        return Ok(());
+    };
+    let scratch = plan
+        .scratch_words()
+        .map(|n| lw.alloc(&[n], DType::U32))
+        .transpose()?;
+    let d = kernel::dispatch(
+        lw.cx(),
+        plan,
+        bound,
+        ddof,
+        scratch.as_ref().map(|s| s.buffer.buffer()),
+    )?;
+    lw.push(d);
+    Ok(())
 }
 
 /// One dense storage per output of `op` over `axes` of `x` (the kept axes).
@@ -78,7 +132,7 @@ pub(super) fn with_prologue(
         .collect();
     let e = super::program::prologue(members, input, &extras)?;
     let (mut all, mut written): (Vec<Option<Storage>>, Vec<Option<Storage>>) =
-        if prologue::supported(&e.program) {
+        if kernel::supported(&e.program) {
             let storages = alloc_outputs(lw, input, *op, axes)?;
             let written = extras
                 .iter()
@@ -95,9 +149,8 @@ pub(super) fn with_prologue(
                     .map(|s| s.buffer.buffer())
                     .collect(),
             };
-            let d = prologue::reduce(lw.cx(), *op, e.program, &bound, axes, *ddof)?;
+            run(lw, *op, e.program, &bound, axes, *ddof)?;
             drop(bound);
-            lw.push(d);
             (
                 storages.into_iter().map(Some).collect(),
                 written.into_iter().map(Some).collect(),

@@ -51,12 +51,17 @@ pub(super) fn scatter(
 /// reader of the buffer in this eval was encoded before this dispatch on
 /// the same queue, so the write is ordered after it. Otherwise the result
 /// is a dense copy of the source, then the write.
+///
+/// With `dynamic: Some(axis)`, input 2 holds the start on `axis`, read by
+/// the kernel (the scatter kernel's index, every update element reading the
+/// one start; clamped to the starts that keep the slice inside).
 pub(super) fn slice_update(
     lw: &mut Lowering<'_>,
     node: &Arc<Node>,
     outputs: &[Option<Arc<ArrayInner>>],
     starts: &[usize],
     steps: &[isize],
+    dynamic: Option<usize>,
 ) -> Result<Vec<Option<Storage>>> {
     let (src, update) = (&node.inputs[0].inner, &node.inputs[1].inner);
     let donate = Arc::strong_count(src) == 1 && src.is_sole_dense(&src.shape, src.dtype);
@@ -86,14 +91,37 @@ pub(super) fn slice_update(
         offset: upd_storage.offset,
         strides: upd_storage.strides.clone(),
     };
-    let d = kernel::slice_write(
-        lw.cx(),
-        &updates,
-        &update.shape,
-        base.buffer.buffer(),
-        offset as usize,
-        &strides,
-    )?;
+    let d = match dynamic {
+        None => kernel::slice_write(
+            lw.cx(),
+            &updates,
+            &update.shape,
+            base.buffer.buffer(),
+            offset as usize,
+            &strides,
+        )?,
+        Some(axis) => {
+            let start = &node.inputs[2].inner;
+            let start_storage = start.storage()?;
+            let index = Operand {
+                buffer: start_storage.buffer.buffer(),
+                dtype: start.dtype,
+                offset: start_storage.offset,
+                strides: vec![0; update.shape.len()],
+            };
+            kernel::dynamic_slice_write(
+                lw.cx(),
+                &index,
+                &updates,
+                &update.shape,
+                base.buffer.buffer(),
+                offset as usize,
+                &strides,
+                axis,
+                src.shape[axis] - update.shape[axis] + 1,
+            )?
+        }
+    };
     lw.push(d);
     Ok(vec![Some(base)])
 }

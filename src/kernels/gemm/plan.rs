@@ -14,6 +14,7 @@ use super::quant::{self, XLoad};
 use super::tuning::Wanted;
 use super::tuning::candidates::{candidates, fit_gemv_columns, register_tile};
 use super::tuning::class::{QUANT_GEMV_ROWS, ShapeClass};
+use super::tuning::first_use;
 use super::tuning::kernel::{GemmKernel, usable};
 use super::tuning::variant::{GemmVariant, looped_stores, pair_device_ok, scalar_staging};
 use super::uniform;
@@ -394,6 +395,23 @@ pub(crate) fn dispatches(
         None => Vec::new(),
     };
     let p = gemm_params(g, epi_words)?;
+    let subgroup = cx.subgroup_min_size;
+    // A tile slow to compile that the driver has not compiled yet runs as
+    // a stand-in while the background thread compiles it (`first_use`).
+    let program = g.epilogue.as_ref().map(|e| e.program.clone());
+    let key = match &program {
+        None => QuickKey::Gemm(variant),
+        Some(p) => QuickKey::GemmEpilogue(variant, p.clone()),
+    };
+    let spec = move || variant.spec(subgroup, 0, program.as_ref());
+    if let Some(quick) = first_use::stand_in(cx, kernel, &key, &spec, &p.clone().words()) {
+        // The warm-up list names the kernel the next device will run (this
+        // one, compiled by then), not its stand-in.
+        if g.epilogue.is_none() {
+            cx.tuning.note_used(variant);
+        }
+        return first_use::standing_in(|| dispatches(cx, g, fit_gemv_columns(quick, n)));
+    }
     let mut buffers = vec![g.a.buffer.clone(), g.b.buffer.clone()];
     if let Some(c) = &g.bias {
         buffers.push(c.buffer.clone());

@@ -1,8 +1,11 @@
-//! Dispatch overhead: microseconds per op for a chain of `x + 1` on
-//! `f32[256]` (build the graph, eval it in one submission, read back), beside
-//! a raw wgpu loop doing the same in the same run (one pipeline, a fresh
-//! bind group per dispatch, one submit, read back). Both host-timed: the
-//! time a caller waits per op.
+//! Per-op cost of a chain of `x + 1` on `f32[256]` (build the graph, eval
+//! it, read back), host-timed: the time a caller waits per op. Two wgarray
+//! columns: as it runs by default, where fusion makes the whole chain one
+//! kernel (so that column measures graph building and fusion, not
+//! dispatches), and with fusion off, one dispatch per op in one submission:
+//! the dispatch overhead, beside a raw wgpu loop doing the same in the same
+//! run (one pipeline, a fresh bind group per dispatch, one submit, read
+//! back).
 
 use wgarray::{Array, DType};
 
@@ -11,7 +14,9 @@ use crate::measure::{self, CaseResult, Rng};
 use crate::raw::{self, CHAIN_ELEMENTS};
 use crate::report::{Check, Group, Work};
 
+/// Fusion on (the default): the chain is one kernel.
 pub const WGARRAY: &str = "wgarray";
+pub const UNFUSED: &str = "wgarray unfused";
 pub const RAW: &str = "raw wgpu";
 
 pub fn cases(ctx: &Ctx) -> Vec<Case> {
@@ -26,7 +31,12 @@ pub fn cases(ctx: &Ctx) -> Vec<Case> {
                 figure(
                     Cell::new(Group::Dispatch, &row, WGARRAY),
                     work,
-                    wgarray_chain(ctx, ops),
+                    wgarray_chain(ctx, ops, true),
+                ),
+                figure(
+                    Cell::new(Group::Dispatch, &row, UNFUSED),
+                    work,
+                    wgarray_chain(ctx, ops, false),
                 ),
                 figure(
                     Cell::new(Group::Dispatch, &row, RAW),
@@ -52,7 +62,15 @@ fn check(ctx: &Ctx, x0: &[f32], got: &[f32], ops: usize) -> CaseResult<Check> {
     ctx.check(Group::Dispatch, "x + ops, exact", &mut got, &want, |_| 0.0)
 }
 
-fn wgarray_chain(ctx: &Ctx, ops: usize) -> CaseResult<(Check, measure::Timing)> {
+/// The chain, with fusion on or off for its duration.
+fn wgarray_chain(ctx: &Ctx, ops: usize, fusion: bool) -> CaseResult<(Check, measure::Timing)> {
+    let was = ctx.device.set_fusion(fusion);
+    let result = chain(ctx, ops);
+    ctx.device.set_fusion(was);
+    result
+}
+
+fn chain(ctx: &Ctx, ops: usize) -> CaseResult<(Check, measure::Timing)> {
     let x0 = start();
     let x = Array::from_slice(&x0, &[CHAIN_ELEMENTS], &ctx.device)?;
     let one = Array::scalar(1.0, DType::F32, &ctx.device)?;

@@ -4,6 +4,7 @@
 
 pub mod bandwidth;
 pub mod dispatch;
+pub mod llm;
 pub mod matmul;
 pub mod minilm;
 pub mod pool;
@@ -96,6 +97,7 @@ pub fn all(ctx: &Ctx) -> Vec<Case> {
     v.extend(dispatch::cases(ctx));
     v.extend(pool::cases(ctx));
     v.extend(minilm::cases(ctx));
+    v.extend(llm::cases(ctx));
     v
 }
 

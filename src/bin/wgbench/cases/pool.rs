@@ -1,7 +1,10 @@
-//! Allocate and release one storage buffer, per second: wgarray's pool
-//! (`Array::empty` then drop; after the first, a cache hit) against
-//! `wgpu::Device::create_buffer` then drop, in the same run. Host-timed,
-//! in batches long enough for the clock.
+//! Allocate and release one storage buffer, per second, in the same run:
+//! wgarray's pool on its hot path (`Array::empty` then drop; after the
+//! first, a cache hit: bookkeeping, no wgpu call), the pool with a cache
+//! limit of 0 (every release frees the buffer and every allocation creates
+//! one: the pool's own cost on top of wgpu's), and
+//! `wgpu::Device::create_buffer` then drop. Host-timed, in batches long
+//! enough for the clock.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +17,7 @@ use crate::raw;
 use crate::report::{Check, Group, Work};
 
 pub const POOL: &str = "wgarray pool";
+pub const UNCACHED: &str = "pool, cache limit 0";
 pub const CREATE: &str = "create_buffer";
 
 /// A batch lasts about this long.
@@ -30,9 +34,17 @@ pub fn cases(ctx: &Ctx) -> Vec<Case> {
                 move |ctx| {
                     let row = bytes(size);
                     let pool = batched(ctx, size, pool_check, pool_batch);
+                    let was = ctx.device.set_cache_limit(0);
+                    let uncached = batched(ctx, size, pool_check, pool_batch);
+                    ctx.device.set_cache_limit(was);
                     let create = batched(ctx, size, create_check, create_batch);
                     vec![
                         figure(Cell::new(Group::Pool, &row, POOL), pool.0, pool.1),
+                        figure(
+                            Cell::new(Group::Pool, &row, UNCACHED),
+                            uncached.0,
+                            uncached.1,
+                        ),
                         figure(Cell::new(Group::Pool, &row, CREATE), create.0, create.1),
                     ]
                 },

@@ -18,12 +18,22 @@
 //! pipelines are saved beside it, so that a later process's first call
 //! compiles from the driver's cache where the adapter has one.
 //!
-//! Timing runs inside the first eval that needs the choice, under the
-//! device's queue lock (other threads' evals on the device wait), and is
+//! Timing does not hold up the eval that needs the choice: that eval, and
+//! every GEMM of the class until the timing is done, runs the class's
+//! default (its first candidate), and the timing is a job for the device's
+//! background thread (`kernels/background.rs`), which starts it once the
+//! device is idle, under the device's queue lock (other threads' evals on
+//! the device wait for it then). On GL, where a background thread cannot
+//! share the device (every wgpu call holds one EGL context lock), and with
+//! [`WARM_UP_ENV`] off, timing runs inside the first eval that needs the
+//! choice, under the queue lock, as it did before. Either way it is
 //! bounded: at most [`BUDGET_SOFTWARE`] or [`BUDGET_GPU`] of wall time per
 //! class and dtype once the first candidate is timed. `WGARRAY_GEMM_TUNE=0`
 //! turns timing off (every class takes its first candidate, nothing is
-//! written); `Device::set_gemm_kernel` forces one kernel.
+//! written); `Device::set_gemm_kernel` forces one kernel. On software
+//! adapters, a large register tile the driver has not compiled yet runs
+//! as a stand-in that compiles fast until the background thread has
+//! compiled it ([`first_use`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -33,6 +43,7 @@ use std::time::{Duration, Instant};
 pub(crate) mod candidates;
 pub(crate) mod check;
 pub(crate) mod class;
+pub(crate) mod first_use;
 pub(crate) mod kernel;
 pub(crate) mod variant;
 
@@ -78,8 +89,10 @@ fn forced_by_env() -> Option<GemmKernel> {
     }
 }
 
-/// The environment variable that turns the warm-up off (`0`, `off`,
-/// `false`): see [`WARM_UP_MAX`].
+/// The environment variable that turns the device's background kernel
+/// work off (`0`, `off`, `false`): the warm-up ([`WARM_UP_MAX`]), the
+/// tuning in the background (it then runs inside the first eval that needs
+/// it), and the stand-ins of kernels slow to compile (`first_use`).
 pub const WARM_UP_ENV: &str = "WGARRAY_WARM_UP";
 
 /// The GEMM specialisations a tuning file lists for warm-up, at most: the
@@ -155,12 +168,31 @@ pub(crate) struct Tuning {
     warm: Mutex<Vec<String>>,
     /// The variants [`Tuning::note_used`] has seen.
     noted: Mutex<rustc_hash::FxHashSet<GemmVariant>>,
+    /// Classes whose timing is queued on the background thread: their
+    /// GEMMs take the default meanwhile.
+    pending: Mutex<rustc_hash::FxHashSet<(DType, ShapeClass)>>,
+    /// The compiled list ([`COMPILED_MAX`]): hashes of GEMM
+    /// specialisations slow to compile whose first dispatch a process on
+    /// the adapter has run, oldest first (`first_use`).
+    compiled: Mutex<Vec<String>>,
+    /// Stand-ins (`first_use`): by specialisation, whether its background
+    /// compile is done (`true`) or queued (`false`).
+    pub(crate) stand_ins: Mutex<rustc_hash::FxHashMap<crate::kernels::QuickKey, bool>>,
 }
+
+/// The GEMM specialisations slow to compile that a tuning file lists as
+/// compiled by a process on the adapter, at most (`first_use`).
+pub const COMPILED_MAX: usize = 64;
 
 thread_local! {
     /// This thread is timing candidates ([`Tuning::tune`]): its GEMMs are
     /// not the program's.
     static TIMING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread is timing candidates (its GEMMs are the tuning's).
+pub(crate) fn timing_here() -> bool {
+    TIMING.with(|t| t.get())
 }
 
 /// Marks this thread as timing while it lives.
@@ -189,9 +221,8 @@ impl Tuning {
         dir: Option<PathBuf>,
     ) -> Tuning {
         let file = dir.map(|d| d.join(format!("gemm-{}.json", owner.stem())));
-        let (table, warm) = file.as_ref().map(|f| load(f, &owner)).unwrap_or_default();
-        let timing = !std::env::var(TUNE_ENV)
-            .is_ok_and(|v| ["0", "off", "false"].contains(&v.trim().to_ascii_lowercase().as_str()));
+        let (table, warm, compiled) = file.as_ref().map(|f| load(f, &owner)).unwrap_or_default();
+        let timing = !crate::kernels::env_off(TUNE_ENV);
         Tuning {
             device: device.clone(),
             queue: queue.clone(),
@@ -202,6 +233,49 @@ impl Tuning {
             timing,
             warm: Mutex::new(warm),
             noted: Mutex::new(Default::default()),
+            pending: Mutex::new(Default::default()),
+            compiled: Mutex::new(compiled),
+            stand_ins: Mutex::new(Default::default()),
+        }
+    }
+
+    /// The device the tuning times on.
+    pub(crate) fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// Its queue.
+    pub(crate) fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// The kernel forced on the device, if any.
+    pub(crate) fn forced(&self) -> Option<GemmKernel> {
+        *lock(&self.forced)
+    }
+
+    /// Whether a process on the adapter has run the first dispatch of the
+    /// GEMM specialisation hashed `hash` (the tuning file's compiled list),
+    /// so that the driver's shader cache probably holds its machine code.
+    /// Never with Mesa's shader cache turned off
+    /// (`MESA_SHADER_CACHE_DISABLE`, or the older `MESA_GLSL_CACHE_DISABLE`,
+    /// true): then every process compiles from scratch.
+    pub(crate) fn known_compiled(&self, hash: &str) -> bool {
+        let mesa_off = ["MESA_SHADER_CACHE_DISABLE", "MESA_GLSL_CACHE_DISABLE"]
+            .iter()
+            .any(|v| {
+                std::env::var(v).is_ok_and(|x| {
+                    ["1", "true", "yes", "y"].contains(&x.trim().to_ascii_lowercase().as_str())
+                })
+            });
+        !mesa_off && lock(&self.compiled).iter().any(|h| h == hash)
+    }
+
+    /// Note that this process ran the first dispatch of the GEMM
+    /// specialisation hashed `hash` (see [`Tuning::known_compiled`]).
+    pub(crate) fn note_compiled(&self, hash: String) {
+        if push_capped(&self.compiled, hash, COMPILED_MAX) {
+            self.save();
         }
     }
 
@@ -211,8 +285,7 @@ impl Tuning {
     /// and with [`WARM_UP_ENV`] off.
     pub(crate) fn warm_up_list(&self) -> Vec<GemmVariant> {
         static WARMED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-        let off = std::env::var(WARM_UP_ENV)
-            .is_ok_and(|v| ["0", "off", "false"].contains(&v.trim().to_ascii_lowercase().as_str()));
+        let off = crate::kernels::env_off(WARM_UP_ENV);
         let Some(file) = &self.file else {
             return Vec::new();
         };
@@ -231,27 +304,22 @@ impl Tuning {
     }
 
     /// Note that an eval ran the GEMM specialisation `variant` (not a
-    /// tuning run): it joins the tuning file's warm-up list, unless a
-    /// kernel is forced. Once per variant and device; cheap after that.
+    /// tuning run, not a stand-in: an eval that runs a stand-in notes the
+    /// kernel it stands in for): it joins the tuning file's warm-up list,
+    /// unless a kernel is forced. Once per variant and device; cheap after
+    /// that.
     pub(crate) fn note_used(&self, variant: GemmVariant) {
         if self.file.is_none()
             || TIMING.with(|t| t.get())
+            || first_use::standing_in_here()
             || lock(&self.forced).is_some()
             || !lock(&self.noted).insert(variant)
         {
             return;
         }
-        let key = variant.key();
-        {
-            let mut warm = lock(&self.warm);
-            if warm.contains(&key) {
-                return;
-            }
-            warm.push(key);
-            let extra = warm.len().saturating_sub(WARM_UP_MAX);
-            warm.drain(..extra);
+        if push_capped(&self.warm, variant.key(), WARM_UP_MAX) {
+            self.save();
         }
-        self.save();
     }
 
     /// The tuning file, if the cache directory is on.
@@ -332,11 +400,31 @@ impl Tuning {
         }
         let cands = candidates(class, cx.software, dtype, &|k| usable(cx, *k, dtype));
         let timed = self.timing && cands.len() > 1;
+        if timed && cx.background && !TIMING.with(|t| t.get()) {
+            // The default now; the timing when the device is idle.
+            self.defer(cx, want, cands.clone(), build);
+            return Ok(fit(cands[0]));
+        }
         let chosen = if timed {
             self.tune(cx, want, &cands, build)?
         } else {
             cands[0]
         };
+        self.record(cx, dtype, class, chosen, cands, timed);
+        Ok(fit(chosen))
+    }
+
+    /// Record `chosen` for `dtype` and `class`, among `cands`; a timed
+    /// choice is written to the tuning file (with the driver's pipelines).
+    fn record(
+        &self,
+        cx: &Context,
+        dtype: DType,
+        class: ShapeClass,
+        chosen: GemmKernel,
+        cands: Vec<GemmKernel>,
+        timed: bool,
+    ) {
         let defaulted = !timed && cands.len() > 1;
         lock(&self.table).insert(
             (dtype, class),
@@ -351,7 +439,56 @@ impl Tuning {
             self.save();
             cx.cache.save_pipelines();
         }
-        Ok(fit(chosen))
+    }
+
+    /// Queue the timing of `want`'s class on the device's background
+    /// thread, once per class and dtype: it runs when the device is idle
+    /// (`kernels/background.rs`), under the device's queue lock like an
+    /// eval, and records its choice for the GEMMs after it. Meanwhile the
+    /// class's GEMMs take the default. A timing that fails (a lost device)
+    /// is logged and leaves the class untimed until a later process.
+    fn defer(&self, cx: &Context, want: Wanted, cands: Vec<GemmKernel>, build: Build) {
+        let key = (want.dtype, want.class);
+        if !lock(&self.pending).insert(key) {
+            return;
+        }
+        let me = cx.me.clone();
+        let what = format!(
+            "timing the {} {} GEMM kernels",
+            want.dtype.name(),
+            want.class.name()
+        );
+        let run = move |_: &std::sync::Arc<crate::kernels::KernelCache>| {
+            let Some(cx) = me.upgrade() else { return };
+            let tuning = &cx.tuning;
+            // Evals wait while candidates are timed, as for an eval's own
+            // timing: their dispatches would blur the timings.
+            let pool = cx.pool.upgrade();
+            let _queue = pool.as_ref().map(|p| p.lock_queue());
+            let _span = crate::progress::Span::start(
+                cx.device_id,
+                crate::progress::Work::Tuning {
+                    dtype: key.0,
+                    class: key.1,
+                },
+                true,
+            );
+            match tuning.tune(&cx, want, &cands, build) {
+                Ok(chosen) => tuning.record(&cx, key.0, key.1, chosen, cands, true),
+                Err(e) => log::warn!(
+                    "wgarray: timing the {} {} GEMM kernels failed: {e}",
+                    key.0,
+                    key.1.name()
+                ),
+            }
+            lock(&tuning.pending).remove(&key);
+        };
+        cx.cache
+            .push_background(vec![crate::kernels::background::Job {
+                what,
+                idle: true,
+                run: Box::new(run),
+            }]);
     }
 
     /// Time `cands` on a proxy of the product `want` describes and return
@@ -370,7 +507,8 @@ impl Tuning {
             b_transposed,
             quant,
         } = want;
-        // Timings taken beside a warm-up's compiles would be the CPU's.
+        // Timings taken beside a warm-up's compiles would be the CPU's
+        // (on the background thread itself there are none).
         cx.cache.wait_warm_up();
         let _timing = Timing::start();
         let started = Instant::now();
@@ -669,18 +807,22 @@ impl Tuning {
     /// for classes this device has not chosen.
     fn save(&self) {
         let Some(file) = &self.file else { return };
-        let (mut merged, mut warm) = load(file, &self.owner);
+        let (mut merged, mut warm, mut compiled) = load(file, &self.owner);
         merged.extend(
             lock(&self.table)
                 .iter()
                 .filter(|(_, v)| !v.defaulted)
                 .map(|(k, v)| (*k, v.clone())),
         );
-        // The file's list (another process may have added to it), then ours.
-        let ours = lock(&self.warm).clone();
-        warm.retain(|k| !ours.contains(k));
-        warm.extend(ours);
-        warm.drain(..warm.len().saturating_sub(WARM_UP_MAX));
+        // The file's lists (another process may have added to them), then
+        // ours.
+        let merge = |file: &mut Vec<String>, ours: Vec<String>, max: usize| {
+            file.retain(|k| !ours.contains(k));
+            file.extend(ours);
+            file.drain(..file.len().saturating_sub(max));
+        };
+        merge(&mut warm, lock(&self.warm).clone(), WARM_UP_MAX);
+        merge(&mut compiled, lock(&self.compiled).clone(), COMPILED_MAX);
         let mut keys: Vec<_> = merged.keys().copied().collect();
         keys.sort_by_key(|(d, c)| (d.name(), *c));
         let choices: serde_json::Map<String, serde_json::Value> = keys
@@ -702,6 +844,7 @@ impl Tuning {
             "owner": self.owner.to_json(),
             "choices": choices,
             "warm": warm,
+            "compiled": compiled,
         });
         let text = serde_json::to_string_pretty(&json).expect("a JSON value serialises");
         disk::write(file, text.as_bytes());
@@ -818,36 +961,58 @@ fn replaces(t: f64, best: Option<(f64, GemmKernel)>, default: GemmKernel) -> boo
     })
 }
 
+/// Append `item` to `list` unless it is there, keeping the last `max`
+/// (oldest first); whether it was appended.
+fn push_capped(list: &Mutex<Vec<String>>, item: String, max: usize) -> bool {
+    let mut list = lock(list);
+    if list.contains(&item) {
+        return false;
+    }
+    list.push(item);
+    let extra = list.len().saturating_sub(max);
+    list.drain(..extra);
+    true
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The choices in tuning file `path` if it is `owner`'s, and its warm-up
-/// list; nothing, with a warning, if it is corrupt or someone else's. Each
-/// choice is checked against this build's candidates when first asked for
-/// (`Tuning::chosen`). A warm-up entry that does not parse is dropped with
-/// a warning.
-fn load(path: &std::path::Path, owner: &disk::Owner) -> (Table, Vec<String>) {
+/// The choices in tuning file `path` if it is `owner`'s, its warm-up list
+/// and its compiled list; nothing, with a warning, if it is corrupt or
+/// someone else's. Each choice is checked against this build's candidates
+/// when first asked for (`Tuning::chosen`). A warm-up entry that does not
+/// parse is dropped with a warning; so is a compiled entry that is not a
+/// hash (`first_use::spec_hash`). A file without a compiled list (an
+/// earlier build's) has an empty one.
+fn load(path: &std::path::Path, owner: &disk::Owner) -> (Table, Vec<String>, Vec<String>) {
     let (table, json) = load_choices(path, owner);
-    let mut warm = Vec::new();
     let Some(json) = json else {
-        return (table, warm);
+        return (table, Vec::new(), Vec::new());
     };
-    for entry in json["warm"].as_array().into_iter().flatten() {
-        match entry
-            .as_str()
-            .filter(|k| GemmVariant::from_key(k).is_some())
-        {
-            Some(k) if !warm.iter().any(|w| w == k) => warm.push(k.to_string()),
-            Some(_) => {}
-            None => log::warn!(
-                "wgarray: ignoring warm-up entry {entry} of GEMM tuning file {}",
-                path.display()
-            ),
+    let list = |name: &str, what: &str, ok: &dyn Fn(&str) -> bool, max: usize| {
+        let mut list: Vec<String> = Vec::new();
+        for entry in json[name].as_array().into_iter().flatten() {
+            match entry.as_str().filter(|k| ok(k)) {
+                Some(k) if !list.iter().any(|w| w == k) => list.push(k.to_string()),
+                Some(_) => {}
+                None => log::warn!(
+                    "wgarray: ignoring {what} entry {entry} of GEMM tuning file {}",
+                    path.display()
+                ),
+            }
         }
-    }
-    warm.drain(..warm.len().saturating_sub(WARM_UP_MAX));
-    (table, warm)
+        list.drain(..list.len().saturating_sub(max));
+        list
+    };
+    let compiled = list("compiled", "compiled", &first_use::is_hash, COMPILED_MAX);
+    let warm = list(
+        "warm",
+        "warm-up",
+        &|k| GemmVariant::from_key(k).is_some(),
+        WARM_UP_MAX,
+    );
+    (table, warm, compiled)
 }
 
 type Table = HashMap<(DType, ShapeClass), Choice>;
