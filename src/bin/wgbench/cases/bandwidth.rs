@@ -12,6 +12,9 @@
 //! W packed in Q4_0, Q4_1 and Q8_0 (`quantized_matmul`, which reads W as
 //! stored) and W in f32 (`matmul` on its transpose), beside the raw copy in
 //! the same run: the weights dominate a decode step, so this is its speed.
+//! Beside them, a prefill product (`x [128, 576] @ W^T`, W `[1536, 576]`
+//! in Q4_1) in GFLOP/s, through `quantized_matmul` (the quantized family's
+//! tiled kernel) and through `dequantize` then `matmul`, in the same run.
 
 use wgarray::half::f16;
 use wgarray::{Array, DType, Device};
@@ -85,7 +88,7 @@ pub fn cases(ctx: &Ctx) -> Vec<Case> {
             Group::Bandwidth,
             format!("GEMV 1 x {GEMV_K} x {rows}, W in {dtype}"),
             move |ctx| {
-                let r = gemv(ctx, dtype, rows);
+                let r = gemv(ctx, dtype, 1, rows, false);
                 let mut f = figure(
                     Cell::new(Group::Bandwidth, format!("GEMV W {dtype}"), WGARRAY),
                     Work::Bytes(dtype.nbytes(rows * GEMV_K) as f64),
@@ -100,21 +103,60 @@ pub fn cases(ctx: &Ctx) -> Vec<Case> {
             },
         ));
     }
+    // The prefill product: the quantized family's tiled kernel against
+    // dequantize-then-GEMM, in the same run.
+    let (m, n) = PREFILL;
+    for dequantized in [false, true] {
+        let how = if dequantized {
+            "dequantize + matmul"
+        } else {
+            "quantized_matmul"
+        };
+        v.push(Case::new(
+            Group::Bandwidth,
+            format!("GEMM {m} x {GEMV_K} x {n}, W in Q4_1, {how}"),
+            move |ctx| {
+                let r = gemv(ctx, DType::Q4_1, m, n, dequantized);
+                let mut f = figure(
+                    Cell::new(Group::Bandwidth, format!("prefill W Q4_1, {how}"), WGARRAY),
+                    Work::Flop(2.0 * (m * GEMV_K * n) as f64),
+                    r,
+                );
+                if f.message.is_none() {
+                    f.message = Some(format!(
+                        "x [{m}, {GEMV_K}] @ W^T, W [{n}, {GEMV_K}] (a prompt of {m} tokens \
+                         through SmolLM2-135M's MLP up-projection)"
+                    ));
+                }
+                vec![f]
+            },
+        ));
+    }
     v
 }
 
-/// `x @ W^T` for one row of x, W `[rows, GEMV_K]` of `dtype` (a block
-/// format through `quantized_matmul`, or f32 through `matmul`), checked
+/// The prefill product's rows of x and of W.
+pub const PREFILL: (usize, usize) = (128, 1536);
+
+/// `x @ W^T` for `m` rows of x, W `[rows, GEMV_K]` of `dtype` (a block
+/// format through `quantized_matmul`, or through `dequantize` then
+/// `matmul` where `dequantized`; f32 through `matmul`), checked
 /// against an f64 product over W's values (a block format's dequantized by
 /// wgarray's `dequantize`, which tests/quant.rs checks bit for bit against
 /// ggml's definition).
-fn gemv(ctx: &Ctx, dtype: DType, rows: usize) -> CaseResult<(Check, measure::Timing)> {
+fn gemv(
+    ctx: &Ctx,
+    dtype: DType,
+    m: usize,
+    rows: usize,
+    dequantized: bool,
+) -> CaseResult<(Check, measure::Timing)> {
     let k = GEMV_K;
     ctx.fits(dtype.nbytes(rows * k) as u64)?;
     let d: &Device = &ctx.device;
     let mut rng = Rng::new(seed(dtype.name()));
-    let xv = rng.vec_f32(k);
-    let x = Array::from_slice(&xv, &[1, k], d)?;
+    let xv = rng.vec_f32(m * k);
+    let x = Array::from_slice(&xv, &[m, k], d)?;
     let (w, values) = if dtype.is_quantized() {
         // Random quants; each block's f16 scale (and minimum) small and
         // finite.
@@ -138,20 +180,21 @@ fn gemv(ctx: &Ctx, dtype: DType, rows: usize) -> CaseResult<(Check, measure::Tim
         (Array::from_slice(&values, &[rows, k], d)?, values)
     };
     let product = || {
-        if dtype.is_quantized() {
+        if dequantized {
+            x.matmul(&wgarray::dequantize(&w, None, None, None, None, DType::F32)?.transpose())
+        } else if dtype.is_quantized() {
             wgarray::quantized_matmul(&x, &w, None, None, true, None, None)
         } else {
             x.matmul(&w.transpose())
         }
     };
     let mut got = product()?.to_f64_vec()?;
-    let want: Vec<f64> = values
+    let want: Vec<f64> = xv
         .chunks_exact(k)
-        .map(|row| {
-            row.iter()
-                .zip(&xv)
-                .map(|(&a, &b)| a as f64 * b as f64)
-                .sum()
+        .flat_map(|xr| {
+            values
+                .chunks_exact(k)
+                .map(move |row| row.iter().zip(xr).map(|(&a, &b)| a as f64 * b as f64).sum())
         })
         .collect();
     let scale = want.iter().fold(1.0f64, |m, v| m.max(v.abs()));
