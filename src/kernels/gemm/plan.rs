@@ -13,7 +13,7 @@ use super::common::params::gemm_params;
 use super::quant::{self, XLoad};
 use super::tuning::Wanted;
 use super::tuning::candidates::{candidates, fit_gemv_columns, register_tile};
-use super::tuning::class::ShapeClass;
+use super::tuning::class::{QUANT_GEMV_ROWS, ShapeClass};
 use super::tuning::first_use;
 use super::tuning::kernel::{GemmKernel, usable};
 use super::tuning::variant::{GemmVariant, looped_stores, pair_device_ok, scalar_staging};
@@ -62,23 +62,22 @@ pub(crate) fn gemm(cx: &Context, g: &mut Gemm<'_>) -> Result<Vec<Dispatch>> {
 
 /// Whether the quantized family can run a product of `m` rows of x by
 /// `n` columns over `k` with weights in `source`, laid out along K (`x @
-/// W^T`, `along_k`) or n, in a buffer of `bytes` bytes: affine along n
-/// only; K a whole number of blocks (of 32 for affine); for `x @ W` n a
-/// whole number of spans of 32; the buffer a whole number of the kernel's
-/// `vec4<u32>` loads. What it cannot run, the lowering gives to the
-/// dequantize kernel and the float GEMM.
+/// W^T`, `along_k`) or n, in a buffer of `bytes` bytes: the matrix-vector
+/// classes only (`m` up to [`QUANT_GEMV_ROWS`]: decode); not Q6_K; affine
+/// along n only; K a whole number of blocks (of 32 for affine); for `x @ W`
+/// n a whole number of spans of 32; the buffer a whole number of the
+/// kernel's `vec4<u32>` loads. What it cannot run, the lowering gives to
+/// the dequantize kernel and the float GEMM.
 ///
-/// Every m and format: products past the matrix-vector classes (prefill),
-/// and Q6_K's at every m, take the form that loops over a step's
-/// sub-blocks and quads (`quant::step_dequant`), which compiles in about a
-/// second; the straight-line form compiled slowly on llvmpipe
-/// (2026-12-03, lavapipe, untimed first call of a 64-column product: Q4_0
-/// 17 s at 33 rows with the 16 x 16 tile, Q4_K 465 s, Q6_K 19 s at one
-/// row).
+/// Why not more rows, nor Q6_K: the family's straight-line code compiles
+/// slowly on llvmpipe (2026-12-03, lavapipe, untimed first call of a
+/// 64-column product: Q4_0 2.2 s at one row and 17 s at 33 rows with the
+/// 16 x 16 tile, Q4_K 1.7 s and 465 s, Q6_K 19 s at one row), which a
+/// tiled kernel with a K loop instead of unrolled blocks must fix first.
 pub(crate) fn quant_supported(
     source: Source,
     along_k: bool,
-    [_m, k, n]: [usize; 3],
+    [m, k, n]: [usize; 3],
     bytes: u64,
 ) -> bool {
     let block = match source {
@@ -88,7 +87,12 @@ pub(crate) fn quant_supported(
     let orientation = along_k
         || matches!(source, Source::Affine { .. })
             && n.is_multiple_of(quant::SPAN_COLUMNS as usize);
-    orientation && k > 0 && k.is_multiple_of(block) && bytes.is_multiple_of(16)
+    orientation
+        && m <= QUANT_GEMV_ROWS
+        && source != Source::Blocks(DType::Q6K)
+        && k > 0
+        && k.is_multiple_of(block)
+        && bytes.is_multiple_of(16)
 }
 
 /// The largest divisor of `steps` up to `most` (at least 1).

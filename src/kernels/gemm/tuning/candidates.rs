@@ -144,11 +144,8 @@ fn quant_step(dtype: DType) -> u32 {
 /// thread a run of rows of W (its loads are per lane there: more rows per
 /// thread share each load of x; on lavapipe 8 rows ran 1.3x 4 and 1.5x one
 /// in the probes above); prefill 16 rows of x by 16 columns, as the
-/// register family's medium tile, or 32 by 8 (more than 8 rows each:
-/// the form that loops over a step's quads, which compiles in about a
-/// second where the straight-line one took minutes for Q4_K). GPUs: 32
-/// lanes splitting K for each 4 columns (coalesced reads of a row of W),
-/// or a thread per 4 columns.
+/// register family's medium tile. GPUs: 32 lanes splitting K for each 4
+/// columns (coalesced reads of a row of W), or a thread per 4 columns.
 fn quant_candidates(class: ShapeClass, software: bool, dtype: DType) -> Vec<GemmKernel> {
     let g = quant_step(dtype);
     let q = |wg, tm, nc, g, lanes| GemmKernel::Quant {
@@ -160,7 +157,7 @@ fn quant_candidates(class: ShapeClass, software: bool, dtype: DType) -> Vec<Gemm
     };
     match (class.is_gemv(), software) {
         (true, true) => vec![q(8, 1, 8, g, 1), q(8, 1, 4, g, 1), q(8, 1, 16, g, 1)],
-        (false, true) => vec![q(8, 16, 16, 1, 1), q(8, 32, 8, 1, 1), q(8, 16, 8, 2, 1)],
+        (false, true) => vec![q(8, 16, 16, 1, 1), q(8, 8, 16, 1, 1), q(8, 16, 8, 2, 1)],
         (true, false) => vec![q(2, 1, 4, g, 32), q(64, 1, 4, g, 1), q(8, 1, 4, g, 8)],
         (false, false) => vec![q(64, 4, 4, 1, 1), q(32, 8, 8, 1, 1), q(16, 8, 8, 1, 4)],
     }
