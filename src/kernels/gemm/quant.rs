@@ -27,8 +27,8 @@
 //!   the dequantize kernel computes it) and multiplied into every row of x,
 //!   as the register family's block does, in loops over the step's
 //!   sub-blocks and quads (straight-line code there compiled for minutes on
-//!   llvmpipe). Not routed yet (`plan::quant_supported` keeps m <= 8): its
-//!   tests did not finish on a loaded machine, see docs/PERFORMANCE.md.
+//!   llvmpipe). Not routed yet (`plan::quant_supported` keeps m <= 8):
+//!   see [`step_dequant`].
 //!
 //! On software adapters x is read through a uniform binding where its
 //! rows are dense and aligned (`GemmVariant::a_quads`): llvmpipe gathers a
