@@ -484,8 +484,13 @@ where
     // Row i (0 at the top) spans y in [top(i), top(i) + 100).
     let top = |i: i32| 100 * (n - 1 - i);
     let rows = b.rows.clone();
+    // One series: named in the caption, no legend over the bars.
+    let caption = match &b.series[..] {
+        [(label, _)] => format!("{}: {label}", b.title),
+        _ => b.title.clone(),
+    };
     let mut chart = ChartBuilder::on(area)
-        .caption(&b.title, (FAMILY, 20).into_font())
+        .caption(caption, (FAMILY, 20).into_font())
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(360)
@@ -580,14 +585,16 @@ where
             ))
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(180, 180, 180))
-        .label_font((FAMILY, 13).into_font())
-        .draw()
-        .map_err(err)?;
+    if b.series.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .label_font((FAMILY, 13).into_font())
+            .draw()
+            .map_err(err)?;
+    }
     Ok(())
 }
 
