@@ -1,9 +1,9 @@
 //! The one-pass normalisations over the last axis (softmax, log_softmax,
 //! layer_norm with and without weight and bias, rms_norm: one kernel that
 //! folds each row's statistics and writes the row) against f64 host loops:
-//! rows of 1, 7, 33, 1025 and 65536 elements (the longest one pass takes)
-//! and 65537 (composed from a reduction and an elementwise kernel), a row
-//! count that gives each row one lane on a software adapter, transposed,
+//! rows of 1, 7, 33, 1025, 4099 and 65536 elements (the longest one pass
+//! takes) and 65537, in 256 rows or more (one pass) and fewer (composed
+//! from a reduction and an elementwise kernel), transposed,
 //! strided and reversed views, a leading axis, f16, poisoned outputs, and
 //! the dispatch counts that say which path ran.
 
@@ -126,10 +126,14 @@ fn every_kind_at_odd_row_lengths_in_one_dispatch() -> R {
     let mut rng = Rng::new(71);
     for (rows, cols) in [
         (5, 1),
+        (300, 1),
         (3, 7),
+        (256, 7),
         (9, 33),
         (300, 33),
         (4, 1025),
+        (257, 1025),
+        (256, 4099),
         (2, 65536),
         (2, 65537),
     ] {
@@ -146,7 +150,7 @@ fn every_kind_at_odd_row_lengths_in_one_dispatch() -> R {
             y.eval()?;
             let n = d.dispatches() - before;
             let what = format!("[{rows}, {cols}]");
-            if cols <= 65536 {
+            if (2..=65536).contains(&cols) && rows >= 256 {
                 assert_eq!(n, 1, "{what} {kind:?}: one kernel");
             } else {
                 assert!(n >= 2, "{what} {kind:?}: the composed path ({n})");
@@ -163,7 +167,7 @@ fn every_kind_at_odd_row_lengths_in_one_dispatch() -> R {
 fn views_and_three_dimensions() -> R {
     let d = device();
     let mut rng = Rng::new(73);
-    for shape in [vec![7usize, 33], vec![5, 1025], vec![3, 4, 9]] {
+    for shape in [vec![257usize, 33], vec![5, 1025], vec![3, 100, 9]] {
         let h = random_host(&shape, &mut rng, 0.0);
         let cols = *shape.last().unwrap();
         let (wv, bv, w, b) = params(&d, cols, &mut rng);

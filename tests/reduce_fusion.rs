@@ -140,7 +140,7 @@ fn a_held_intermediate_of_a_prologue_is_written_and_stays_readable() {
 fn a_residual_add_before_a_layer_norm_and_softmax_is_two_kernels() {
     let d = device();
     let mut rng = Rng::new(11);
-    let (rows, cols) = (7, 1025);
+    let (rows, cols) = (256, 1025);
     let a = Array::from_slice(&rng.vec_f32(rows * cols), &[rows, cols], &d).unwrap();
     let b = Array::from_slice(&rng.vec_f32(rows * cols), &[rows, cols], &d).unwrap();
     let w = Array::from_slice(&rng.vec_f32(cols), &[cols], &d).unwrap();
@@ -222,7 +222,7 @@ fn packed_and_f64_prologues_fall_back_correctly() {
 fn a_gemm_epilogue_keeps_the_adds_before_a_layer_norm() {
     let d = device();
     let mut rng = Rng::new(29);
-    let (m, k, n) = (7, 33, 65);
+    let (m, k, n) = (256, 33, 65);
     let x = Array::from_slice(&rng.vec_f32(m * k), &[m, k], &d).unwrap();
     let w = Array::from_slice(&rng.vec_f32(n * k), &[n, k], &d).unwrap();
     let b = Array::from_slice(&rng.vec_f32(n), &[n], &d).unwrap();

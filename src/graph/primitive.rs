@@ -147,6 +147,9 @@ impl NormKind {
 /// length fills a storage binding's worth of memory in a few rows.
 pub(crate) const MAX_ONE_PASS_ROW: usize = 1 << 16;
 
+/// The fewest rows [`Primitive::Normalize`] takes (`ops::nn` says why).
+pub(crate) const MIN_ONE_PASS_ROWS: usize = 256;
+
 /// How the weights of [`Primitive::Dequantize`] and
 /// [`Primitive::QuantizedMatmul`] are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -976,6 +976,13 @@ fn norm_params(norm: Norm) -> (String, String) {
     (a, b)
 }
 
+/// A WGSL expression of one value `x` (what a walk folds).
+type Fold<'a> = &'a dyn Fn(&str) -> String;
+
+/// A WGSL expression of one value `x`, its weight and its bias (what a
+/// normalisation writes).
+type Out<'a> = &'a dyn Fn(&str, &str, &str) -> String;
+
 /// A one-pass normalisation's epilogue, after the row's first walk has
 /// folded `acc`: `gather(acc, tot)` makes the row's whole accumulator
 /// `tot` (after the lane tree where there is one), `walk(acc, f)` folds
@@ -984,12 +991,13 @@ fn norm_params(norm: Norm) -> (String, String) {
 fn epilogue(
     norm: Norm,
     gather: &dyn Fn(&str, &str) -> String,
-    walk: &dyn Fn(&str, &dyn Fn(&str) -> String) -> String,
-    write: &dyn Fn(&dyn Fn(&str, &str, &str) -> String) -> String,
+    walk: &dyn Fn(&str, Fold<'_>) -> String,
+    write: &dyn Fn(Out<'_>) -> String,
 ) -> String {
     let mut s = gather("acc", "tot");
     s.push_str("    let count = f32(big_r);\n    let eps = bitcast<f32>(p.misc.z);\n");
-    let y: Box<dyn Fn(&str, &str, &str) -> String> = match norm.kind {
+    type Formula = Box<dyn Fn(&str, &str, &str) -> String>;
+    let y: Formula = match norm.kind {
         NormKind::Softmax | NormKind::LogSoftmax => {
             // As the statistics' finish: a row whose maximum is not
             // finite has a NaN sum.
@@ -1352,12 +1360,7 @@ fn wide_main(
     // folded into accumulator slots a0..a3 (`fold(x)` of each value `x`,
     // the program's extra outputs stored); else each element's `write(x,
     // weight, bias)` stored as the last extra output.
-    type Write<'a> = &'a dyn Fn(&str, &str, &str) -> String;
-    let chunk = |cc: &str,
-                 t: usize,
-                 fold: Option<&dyn Fn(&str) -> String>,
-                 write: Option<Write>|
-     -> String {
+    let chunk = |cc: &str, t: usize, fold: Option<Fold<'_>>, write: Option<Out<'_>>| -> String {
         let writes = write.is_some();
         let mut c = format!("        {{\n            let cc = {cc};\n");
         for &(li, d, i) in &loads {
@@ -1438,7 +1441,7 @@ fn wide_main(
     // A walk folding `f(x)` of this lane's values into `acc`: chunks
     // c0 + lane, c0 + lane + lanes, ..., in blocks of `block` per lane,
     // each folded into four accumulators, then the partial chunks.
-    let walk = |acc: &str, f: &dyn Fn(&str) -> String| -> String {
+    let walk = |acc: &str, f: Fold<'_>| -> String {
         let mut s = format!(
             "    var {acc} = {init};\n\
              \x20   {{\n\

@@ -2,7 +2,7 @@
 //! log_softmax, layer_norm, rms_norm. Each computes in f32 for f16/bf16 input
 //! and rounds the result back.
 
-use crate::graph::primitive::{MAX_ONE_PASS_ROW, Norm, NormKind, Primitive};
+use crate::graph::primitive::{MAX_ONE_PASS_ROW, MIN_ONE_PASS_ROWS, Norm, NormKind, Primitive};
 use crate::ops::reduce::Axes;
 use crate::{Array, DType, Result, Scalar};
 
@@ -132,7 +132,7 @@ impl Array {
     /// scalar ([`crate::Scalar`]: `1e-5`, `1e-5f32`). Integer input gives
     /// f32; f16 and bf16 compute in f32 and round once.
     ///
-    /// Float rows of at most 65536 elements are normalised in one kernel
+    /// Float rows of at most 65536 elements (at least 256 rows of 2 or more) are normalised in one kernel
     /// that reads each row three times (the second and third time from
     /// cache): its mean, then the mean of its squared deviations from that
     /// mean (the two-pass variance, which unlike `E[x^2] - E[x]^2` loses
@@ -180,7 +180,7 @@ impl Array {
 
     /// RMS normalisation over the last axis (Zhang & Sennrich 2019; MLX
     /// `rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`. Float rows of
-    /// at most 65536 elements in one kernel (the mean of squares, then
+    /// at most 65536 elements (at least 256 of them) in one kernel (the mean of squares, then
     /// the result, the row read twice, the second time from cache); other
     /// arrays in two dispatches (the mean of squares in one reduction, the
     /// rest fused). Shapes, dtypes and `eps` as [`Array::layer_norm`].
@@ -220,7 +220,12 @@ impl Array {
     /// wide elementwise kernel read it better than one thread per column
     /// walking it twice), an empty array, a dtype other than f32, f16 and
     /// bf16 (f64 and integers keep their own accumulators), rows longer
-    /// than [`MAX_ONE_PASS_ROW`] (see there).
+    /// than [`MAX_ONE_PASS_ROW`] (see there), fewer than
+    /// [`MIN_ONE_PASS_ROWS`] rows or rows of one element. (With few rows
+    /// the reduction cuts each row into parts across workgroups, where
+    /// the one-pass kernel gives a row one workgroup: measured 6 to 15
+    /// times slower on f32[16, 65536] on lavapipe and llvmpipe; a row of
+    /// one element has nothing to reuse from cache.)
     #[track_caller]
     fn one_pass(
         &self,
@@ -239,6 +244,8 @@ impl Array {
             || self.size() == 0
             || !matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16)
             || self.shape()[n - 1] > MAX_ONE_PASS_ROW
+            || self.shape()[n - 1] < 2
+            || self.size() / self.shape()[n - 1] < MIN_ONE_PASS_ROWS
         {
             return Ok(None);
         }
