@@ -783,8 +783,61 @@ impl Array {
     /// that copy would pass the memory limit, the bytes the view spans are
     /// read instead and its elements gathered on the host (see
     /// [`Device::set_memory_limit`]: staging is not counted).
+    ///
+    /// An array not evaluated yet whose result is dense is read in one
+    /// submission: the copy to the staging buffer is encoded after the
+    /// eval's kernels, in the same command buffer (one hand-off to the
+    /// driver and one wait, not two of each; issue 36 item 3).
     #[track_caller]
     pub(crate) fn read_mapped<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let nbytes = self.nbytes();
+        if nbytes > 0 && self.inner.pending_node().is_some() {
+            let device = self.device();
+            let dev = &device.inner;
+            let origin = device.origin(|| "read-back");
+            let elem = self.dtype().size_in_bytes();
+            let size = nbytes.next_multiple_of(4) as u64;
+            let mut staged: Option<(PooledBuffer, Storage)> = None;
+            let mut copy = |guard: &crate::memory::QueueGuard<'_>,
+                            encoder: &mut wgpu::CommandEncoder| {
+                // Where the result is not dense, or no staging buffer can
+                // be had, nothing is copied here: the read below does it
+                // the long way (and says why it cannot).
+                let Ok(storage) = self.inner.storage() else {
+                    return;
+                };
+                let dense = crate::shape::is_contiguous(self.shape(), &storage.strides)
+                    && (storage.offset * elem).is_multiple_of(4);
+                if !dense {
+                    return;
+                }
+                let Ok(staging) = dev.pool.acquire(guard, size, BufferKind::Readback, origin)
+                else {
+                    return;
+                };
+                encoder.copy_buffer_to_buffer(
+                    storage.buffer.buffer(),
+                    (storage.offset * elem) as u64,
+                    staging.buffer(),
+                    0,
+                    size,
+                );
+                staged = Some((staging, storage));
+            };
+            let (_, index) = crate::graph::eval::evaluate_then(&[self], Some(&mut copy))?;
+            if let (Some(index), Some((staging, _storage))) = (index, staged) {
+                return device.scoped(|| {
+                    crate::memory::map_read_with(
+                        &dev.device,
+                        staging.buffer(),
+                        ..size,
+                        index,
+                        device.wait_timeout(),
+                        |b| f(&b[..nbytes]),
+                    )
+                });
+            }
+        }
         let Some(source) = self.read_source()? else {
             return Ok(f(&[]));
         };

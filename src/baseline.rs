@@ -83,6 +83,7 @@ pub fn matmul_naive(a: &Array, b: &Array) -> Result<Array> {
     let guard = dev.pool.lock_queue();
     device.scoped(|| {
         let index = kernels::submit(&dev.device, &dev.queue, &dev.kernels, &guard, &dispatches)?;
+        dev.pool.submitted(&guard);
         device.confirm_submitted(index)
     })?;
     Ok(out)

@@ -1013,6 +1013,19 @@ impl Device {
         self.inner.poller.outstanding()
     }
 
+    /// Command buffers with work in them that wgarray submitted on this
+    /// device's queue so far: one per eval that ran nodes (a read-back of
+    /// an array that was not evaluated yet included: its copy goes in the
+    /// eval's command buffer), one per read-back of an evaluated array,
+    /// one per upload through a staging buffer. Not counted: the empty
+    /// submissions of loss checks and [`Device::synchronize`], and the
+    /// GEMM tuning's timing runs. Each submission is a hand-off to the
+    /// driver's threads (and each wait for one, a wake-up): for tests
+    /// that pin how many a loop makes.
+    pub fn submissions(&self) -> u64 {
+        self.inner.pool.submissions()
+    }
+
     /// Kernel dispatches submitted on this device so far (each eval submits
     /// one command buffer holding its dispatches): with
     /// [`Device::set_fusion`], a measure of what fusion saves.

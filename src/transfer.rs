@@ -204,6 +204,7 @@ pub(crate) fn upload_staged<R>(
             });
         encoder.copy_buffer_to_buffer(staging.buffer(), 0, buffer.buffer(), 0, size);
         let index = dev.queue.submit([encoder.finish()]);
+        dev.pool.submitted(&guard);
         drop(guard);
         device.confirm_submitted(index)
     })?;

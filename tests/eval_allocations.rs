@@ -86,6 +86,7 @@ fn a_fused_chain_records_and_evaluates_with_allocations_per_kernel() -> common::
 /// and this thread's host allocations.
 #[derive(Debug, PartialEq)]
 struct Work {
+    submissions: u64,
     dispatches: u64,
     pipelines_created: u64,
     live_pipelines: usize,
@@ -117,6 +118,7 @@ fn a_repeated_eval_does_the_same_work_every_time() -> common::R {
     };
     const WINDOW: usize = 200;
     let window = || -> wgarray::Result<Work> {
+        let submissions = d.submissions();
         let (dispatches, created, s) = (d.dispatches(), d.pipelines_created(), d.memory_stats());
         let (host_allocations, got) = allocations(|| -> wgarray::Result<f32> {
             let mut got = 0.0;
@@ -129,6 +131,7 @@ fn a_repeated_eval_does_the_same_work_every_time() -> common::R {
         assert!((got - want).abs() <= 1e-4 * want.abs(), "{got} vs {want}");
         let t = d.memory_stats();
         Ok(Work {
+            submissions: d.submissions() - submissions,
             dispatches: d.dispatches() - dispatches,
             pipelines_created: d.pipelines_created() - created,
             live_pipelines: d.live_pipelines(),
@@ -153,6 +156,10 @@ fn a_repeated_eval_does_the_same_work_every_time() -> common::R {
     let later = window()?;
     assert_eq!(first.pipelines_created, 0, "{first:?}");
     assert_eq!(first.pool[0..2], [0, 0], "{first:?}");
+    // One submission per eval: the read-back's copy rides in the eval's
+    // command buffer (one hand-off to the driver, one wait).
+    assert_eq!(first.submissions, WINDOW as u64, "{first:?}");
+    assert_eq!(later.submissions, WINDOW as u64, "{later:?}");
     assert_eq!(first.dispatches, later.dispatches);
     assert_eq!(first.live_pipelines, later.live_pipelines);
     assert_eq!(first.pool, later.pool);
@@ -161,5 +168,72 @@ fn a_repeated_eval_does_the_same_work_every_time() -> common::R {
     // with when it finds a submission done, so within 1 %.
     let grown = later.host_allocations as f64 / first.host_allocations as f64;
     assert!((0.99..=1.01).contains(&grown), "{first:?}\n{later:?}");
+    Ok(())
+}
+
+/// Reading an array that is not evaluated yet is one submission (its
+/// eval's kernels, then the copy to the staging buffer, in one command
+/// buffer): `to_vec`, `read_into` and `item`, on odd sizes, against f64;
+/// an evaluated array is read with one copy submission; a strided view
+/// is still read right; the staging buffers go back (nothing active
+/// after). Counted, not timed (issue 36 item 3).
+#[test]
+fn a_read_back_of_an_unevaluated_array_is_one_submission() -> common::R {
+    let d = common::device();
+    d.wait_warm_up();
+    for n in [1usize, 7, 33, 1025] {
+        common::poison_pool(&d, n);
+        let mut rng = common::Rng::new(n as u64);
+        let xv = rng.vec_f32(n);
+        let x = Array::from_slice(&xv, &[n], &d)?;
+        let want: Vec<f64> = xv.iter().map(|&v| (v as f64).exp() * 2.0 + 1.0).collect();
+        let close = |got: &[f32]| {
+            assert_eq!(got.len(), n);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((*g as f64 - w).abs() <= 1e-5 * w.abs(), "{n}: {g} vs {w}");
+            }
+        };
+        let y = || -> wgarray::Result<Array> { (x.exp()? * 2.0)? + 1.0 };
+        let before = d.submissions();
+        close(&y()?.to_vec::<f32>()?);
+        assert_eq!(d.submissions() - before, 1, "to_vec of f32[{n}]");
+        let mut into = vec![f32::NAN; n];
+        let before = d.submissions();
+        y()?.read_into(&mut into)?;
+        assert_eq!(d.submissions() - before, 1, "read_into of f32[{n}]");
+        close(&into);
+        let before = d.submissions();
+        let total = y()?.sum(wgarray::Axes::All, false)?.item::<f32>()? as f64;
+        assert_eq!(d.submissions() - before, 1, "item of a sum of f32[{n}]");
+        let sum: f64 = want.iter().sum();
+        assert!((total - sum).abs() <= 1e-5 * sum, "{total} vs {sum}");
+        // Evaluated first: the eval, then the read-back's copy.
+        let e = y()?;
+        e.eval()?;
+        let before = d.submissions();
+        close(&e.to_vec::<f32>()?);
+        assert_eq!(
+            d.submissions() - before,
+            1,
+            "to_vec of an evaluated f32[{n}]"
+        );
+    }
+    // A pending result read through a transposed view: not dense, so read
+    // the long way, and right.
+    let (r, c) = (7, 33);
+    let mut rng = common::Rng::new(5);
+    let xv = rng.vec_f32(r * c);
+    let x = Array::from_slice(&xv, &[r, c], &d)?;
+    let got = (x.exp()? * 2.0)?.transpose().to_vec::<f32>()?;
+    for i in 0..c {
+        for j in 0..r {
+            let w = (xv[j * c + i] as f64).exp() * 2.0;
+            let g = got[i * r + j] as f64;
+            assert!((g - w).abs() <= 1e-5 * w, "({i}, {j}): {g} vs {w}");
+        }
+    }
+    drop(x);
+    d.synchronize()?;
+    common::assert_empty(&d);
     Ok(())
 }

@@ -12,7 +12,8 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
 
 use wgarray::progress::{Event, Reporter, Work};
 use wgarray::tuning::{CacheDir, ShapeClass};
@@ -30,22 +31,25 @@ fn device_in(dir: &std::path::Path) -> Device {
 }
 
 /// Every progress event of this test binary (the hook is process-wide:
-/// each test reads its own device's).
+/// each test reads its own device's), and a condition variable the hook
+/// notifies after each one.
 static EVENTS: Mutex<Vec<Event>> = Mutex::new(Vec::new());
+static EVENTED: Condvar = Condvar::new();
 
-/// The events so far of the device numbered `id`, after installing the
-/// recording hook (once).
-fn events_of(id: u64) -> Vec<Event> {
+/// Install the recording hook (once).
+fn hook() {
     static HOOKED: OnceLock<()> = OnceLock::new();
     HOOKED.get_or_init(|| {
         wgarray::progress::set_hook(Some(Arc::new(|e: &Event| {
-            EVENTS.lock().unwrap().push(e.clone())
+            EVENTS.lock().unwrap().push(e.clone());
+            EVENTED.notify_all();
         })));
     });
-    EVENTS
-        .lock()
-        .unwrap()
-        .iter()
+}
+
+/// The events of the device numbered `id` among `all`.
+fn of_device(all: &[Event], id: u64) -> Vec<Event> {
+    all.iter()
         .filter(|e| match e {
             Event::Started { device, .. }
             | Event::Finished { device, .. }
@@ -54,6 +58,28 @@ fn events_of(id: u64) -> Vec<Event> {
         })
         .cloned()
         .collect()
+}
+
+/// The events so far of the device numbered `id`, after installing the
+/// recording hook (once).
+fn events_of(id: u64) -> Vec<Event> {
+    hook();
+    of_device(&EVENTS.lock().unwrap(), id)
+}
+
+/// Block until the device numbered `id` has reported an event that `want`
+/// accepts, and return its events then; `None` when none came within
+/// `limit` (a bound for a broken build, not a timing: the event is
+/// reported by whichever thread's poll sees the submission done, so it
+/// may come just after the caller's own wait returns).
+fn wait_for_event(id: u64, limit: Duration, want: impl Fn(&Event) -> bool) -> Option<Vec<Event>> {
+    hook();
+    let all = EVENTS.lock().unwrap();
+    let (all, _) = EVENTED
+        .wait_timeout_while(all, limit, |all| !of_device(all, id).iter().any(&want))
+        .unwrap();
+    let mine = of_device(&all, id);
+    mine.iter().any(&want).then_some(mine)
 }
 
 /// An `m x k @ k x n` f32 product of random values on poisoned pool
@@ -192,24 +218,19 @@ fn first_dispatches_are_reported_and_background_work_keeps_nothing() {
         matches!(e, Event::Started { work: Work::FirstDispatch { kernels }, background: false, .. } if *kernels >= 1)
     });
     assert!(started, "{events:?}");
-    // The end is reported by whichever thread sees the submission done.
-    let ended = (0..500).any(|_| {
-        d.synchronize().unwrap();
-        let done = events_of(d.id()).iter().any(|e| {
-            matches!(
-                e,
-                Event::Finished {
-                    work: Work::FirstDispatch { .. },
-                    ..
-                }
-            )
-        });
-        if !done {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        done
+    // The end is reported by whichever thread's poll sees the submission
+    // done: wait for the event itself.
+    d.synchronize().unwrap();
+    let ended = wait_for_event(d.id(), Duration::from_secs(60), |e| {
+        matches!(
+            e,
+            Event::Finished {
+                work: Work::FirstDispatch { .. },
+                ..
+            }
+        )
     });
-    assert!(ended, "{:?}", events_of(d.id()));
+    assert!(ended.is_some(), "{:?}", events_of(d.id()));
     d.wait_warm_up();
     common::assert_empty(&d);
     // Dropped with a class's tuning queued (Vulkan): the drop joins the

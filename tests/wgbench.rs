@@ -9,6 +9,9 @@
 #[allow(dead_code)]
 #[path = "../src/bin/wgbench/report.rs"]
 mod report;
+#[allow(dead_code)]
+#[path = "../src/bin/wgbench/summary.rs"]
+mod summary;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -428,4 +431,300 @@ fn list_names_each_adapter_once_and_explains_mesas_warning() {
             "unset {unset}, GL {gl}:\n{stdout}"
         );
     }
+}
+
+/// An adapter run of synthetic figures: (group, row, column, value); a
+/// `None` value is a figure skipped for `skip_why`.
+fn synthetic_run(
+    name: &str,
+    backend: &str,
+    figs: &[(Group, &str, &str, Option<f64>)],
+    skip_why: &str,
+) -> report::AdapterRun {
+    report::AdapterRun {
+        adapter: report::AdapterIdentity {
+            name: name.into(),
+            backend: backend.into(),
+            device_type: "Cpu".into(),
+            vendor: 0,
+            device: 0,
+            driver: "synthetic".into(),
+            driver_info: String::new(),
+        },
+        limits: report::Limits {
+            max_storage_buffer_binding_size: 128 << 20,
+            max_buffer_size: 1 << 30,
+            max_compute_workgroup_size: [256, 256, 64],
+            max_compute_invocations_per_workgroup: 256,
+            max_compute_workgroup_storage_size: 32768,
+            max_compute_workgroups_per_dimension: 65535,
+            max_storage_buffers_per_shader_stage: 8,
+        },
+        features: Vec::new(),
+        timing_note: String::new(),
+        error: None,
+        seconds: 1.0,
+        figures: figs
+            .iter()
+            .map(|&(group, row, column, value)| {
+                let lower = group == Group::Dispatch;
+                report::Figure {
+                    group,
+                    row: row.into(),
+                    column: column.into(),
+                    status: if value.is_some() {
+                        Status::Ok
+                    } else {
+                        Status::Skipped
+                    },
+                    message: value.is_none().then(|| skip_why.to_string()),
+                    value,
+                    unit: if lower { "us/op" } else { "GB/s" }.into(),
+                    higher_is_better: !lower,
+                    work: None,
+                    timer: None,
+                    time: None,
+                    host_time: None,
+                    check: None,
+                }
+            })
+            .collect(),
+    }
+}
+
+fn synthetic_report(runs: Vec<report::AdapterRun>) -> Report {
+    Report {
+        format: report::FORMAT.into(),
+        format_version: report::FORMAT_VERSION,
+        wgarray_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: None,
+        date: "2026-12-03T00:00:00Z".into(),
+        suite: "smoke".into(),
+        command: Vec::new(),
+        host: report::Host {
+            os: "linux".into(),
+            arch: "x86_64".into(),
+            cpu: None,
+            logical_cpus: 2,
+            cpu_sgemm_threads: 2,
+            load_average_start: None,
+            load_average_end: None,
+        },
+        runs,
+    }
+}
+
+fn write_report(path: &Path, r: &Report) {
+    std::fs::write(path, serde_json::to_string(r).unwrap()).unwrap();
+}
+
+/// The rule itself: a ratio far from the median of the others is flagged,
+/// in either direction; one inside the others' own spread is not; a
+/// column with too few others flags nothing; the threshold applies.
+#[test]
+fn the_flagging_rule_finds_what_moved_against_the_rest() {
+    let tight = [1.0, 1.04, 0.97, 1.02, 0.95, 1.06, 0.99];
+    let with = |extra: f64| {
+        let mut v: Vec<Option<f64>> = tight.iter().map(|&r| Some(0.8 * r)).collect();
+        v.insert(3, Some(extra));
+        v.push(None);
+        v
+    };
+    // 0.04: 20x worse than the rest's 0.8; 3.0: 3.75x better.
+    for (extra, worse) in [(0.04, true), (3.0, false)] {
+        let flags = summary::flag(&with(extra), summary::FLAG_RATIO);
+        assert_eq!(flags.len(), 1, "{extra}: {flags:?}");
+        let f = &flags[0];
+        assert_eq!(f.index, 3);
+        assert!((f.ratio - extra).abs() < 1e-12);
+        assert!((f.median - 0.8).abs() < 0.05, "{f:?}");
+        assert_eq!(f.against_rest < 1.0, worse);
+    }
+    // 1.3x the median: not beyond the default 1.5, beyond 1.2.
+    assert_eq!(summary::flag(&with(0.8 * 1.3), summary::FLAG_RATIO), vec![]);
+    assert_eq!(summary::flag(&with(0.8 * 1.3), 1.2).len(), 1);
+    // A column whose figures scatter by 2x either way: 2.2x is within
+    // three deviations of the rest, so not flagged; 20x is.
+    let wide = [0.5, 2.0, 0.6, 1.7, 1.0, 0.45, 2.1, 1.2];
+    let mut v: Vec<Option<f64>> = wide.iter().copied().map(Some).collect();
+    v.push(Some(2.2));
+    assert_eq!(summary::flag(&v, summary::FLAG_RATIO), vec![]);
+    v.push(Some(20.0));
+    let flags = summary::flag(&v, summary::FLAG_RATIO);
+    assert_eq!(
+        flags.iter().map(|f| f.index).collect::<Vec<_>>(),
+        vec![9],
+        "{flags:?}"
+    );
+    // Three figures: each has two others, too few to be "the rest".
+    assert_eq!(
+        summary::flag(&[Some(1.0), Some(1.0), Some(0.01)], 1.5),
+        vec![]
+    );
+}
+
+/// Columns of the same adapter are compared with that adapter's first
+/// column; an adapter with one column, with the first column.
+#[test]
+fn compare_takes_ratios_between_runs_of_the_same_adapter() {
+    let id = |name: &str, backend: &str| synthetic_run(name, backend, &[], "").adapter;
+    let (vk, gl, other) = (
+        id("llvmpipe", "Vulkan"),
+        id("llvmpipe", "Gl"),
+        id("gpu", "Vulkan"),
+    );
+    assert_eq!(
+        summary::references(&[&vk, &gl, &vk, &gl]),
+        vec![None, None, Some(0), Some(1)]
+    );
+    assert_eq!(summary::references(&[&vk, &gl]), vec![None, Some(0)]);
+    assert_eq!(
+        summary::references(&[&vk, &other, &vk]),
+        vec![None, Some(0), Some(0)]
+    );
+    assert_eq!(
+        summary::references(&[&gl, &vk, &other, &vk]),
+        vec![None, None, Some(0), Some(1)]
+    );
+}
+
+/// Failed and skipped figures of one reason make one line with a count.
+#[test]
+fn identical_skips_collapse_into_one_line_with_a_count() {
+    let rows = ["1", "2", "3", "4", "5", "6", "7"];
+    let mut figs: Vec<(Group, &str, &str, Option<f64>)> = rows
+        .iter()
+        .map(|r| (Group::Matmul, *r, "f16", None))
+        .collect();
+    figs.push((Group::Matmul, "8", "f32", Some(1.0)));
+    let run = synthetic_run("a", "Gl", &figs, "needs SHADER_F16");
+    let notes = summary::notes(
+        run.figures
+            .iter()
+            .map(|f| (format!("{} / {}", f.row, f.column), f)),
+    );
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].cells.len(), 7);
+    assert_eq!(
+        notes[0].line(),
+        "skipped 7 figures (1 / f16, 2 / f16, 3 / f16, ... 7 / f16): needs SHADER_F16"
+    );
+}
+
+/// `compare` on synthetic runs, as a user runs it: two files of a Vulkan
+/// and a GL run each; in the second, everything is a little slower, one
+/// Vulkan figure collapsed and one GL figure jumped. Those two, and only
+/// those, are flagged against their own backend's first run; figures no
+/// run has a value for make one line with a count; the plot has a panel
+/// per family and no tick reading 0.00.
+#[test]
+fn compare_flags_figures_that_moved_and_collapses_skips() {
+    let dir = scratch("flags");
+    let base: Vec<(Group, &str, &str, f64)> = vec![
+        (Group::Bandwidth, "copy", "wgarray", 8.0),
+        (Group::Bandwidth, "a + b", "wgarray", 6.0),
+        (Group::Bandwidth, "copy", "raw wgpu", 9.0),
+        (Group::Reduction, "sum", "wgarray", 3.0),
+        (Group::Reduction, "softmax", "wgarray", 2.5),
+        (Group::Reduction, "layer_norm", "wgarray", 2.2),
+        (Group::Dispatch, "1000 x (x + 1)", "wgarray", 0.5),
+        (Group::Dispatch, "1000 x (x + 1)", "unfused", 20.0),
+        (Group::Pool, "4 KiB", "pool", 4.0e6),
+        (Group::Pool, "4 KiB", "create_buffer", 1.9e6),
+    ];
+    let skips = [
+        (Group::Matmul, "64x64x64", "f16", None),
+        (Group::Matmul, "128x128x128", "f16", None),
+        (Group::Matmul, "256x256x256", "f16", None),
+    ];
+    let why = "matmul needs the wgpu feature SHADER_F16";
+    let runs = |scale: &dyn Fn(usize, bool) -> f64| {
+        ["Vulkan", "Gl"]
+            .iter()
+            .map(|b| {
+                let vk = *b == "Vulkan";
+                let mut figs: Vec<(Group, &str, &str, Option<f64>)> = base
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(g, r, c, v))| (g, r, c, Some(v * scale(i, vk))))
+                    .collect();
+                figs.extend(skips);
+                synthetic_run("llvmpipe", b, &figs, why)
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = dir.join("before.json");
+    let after = dir.join("after.json");
+    write_report(&before, &synthetic_report(runs(&|_, _| 1.0)));
+    // 5 % to 15 % slower everywhere (time per op up for dispatch), the
+    // Vulkan pool row 25x slower, the GL softmax 3x faster.
+    let jitter = [0.9, 0.95, 0.88, 0.92, 0.85, 0.93, 1.1, 1.08, 0.91, 0.94];
+    write_report(
+        &after,
+        &synthetic_report(runs(&|i, vk| match (i, vk) {
+            (8, true) => 1.0 / 25.0,
+            (4, false) => 3.0,
+            _ => jitter[i],
+        })),
+    );
+    let plot = dir.join("cmp");
+    let out = wgbench(&[
+        "compare",
+        path(&before),
+        path(&after),
+        "--plot",
+        path(&plot),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains("C (/A)") && stdout.contains("D (/B)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("2 figure(s) moved against the rest"),
+        "{stdout}"
+    );
+    let moved: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("against the rest's median"))
+        .collect();
+    assert_eq!(moved.len(), 2, "{stdout}");
+    assert!(
+        moved[0].contains("C / A: pool / 4 KiB / pool: x0.04") && moved[0].contains("worse by"),
+        "{moved:?}"
+    );
+    assert!(
+        moved[1].contains("D / B: reduction / softmax / wgarray: x3.00")
+            && moved[1].contains("better by"),
+        "{moved:?}"
+    );
+    // The marks in the table: those two cells only.
+    assert_eq!(stdout.matches(" !)").count(), 2, "{stdout}");
+    // The three matmul f16 figures no run has: one line, with a count.
+    let skipped: Vec<&str> = stdout.lines().filter(|l| l.contains(why)).collect();
+    assert_eq!(skipped.len(), 1, "{stdout}");
+    assert!(
+        skipped[0].contains("skipped 3 figures") && skipped[0].contains("(in A, B, C, D)"),
+        "{skipped:?}"
+    );
+    assert!(!stdout.contains("64x64x64 / f16  "), "{stdout}");
+    // The plot: a panel per family with ratios, no "0.00" tick, the moved
+    // figures marked.
+    let svg = std::fs::read_to_string(dir.join("cmp.svg")).unwrap();
+    for panel in [
+        "elementwise and memory bandwidth",
+        "reductions",
+        "dispatch: a chain of small ops",
+        "buffer pool: allocate and release",
+    ] {
+        assert!(svg.contains(panel), "no panel {panel:?}");
+    }
+    assert!(!svg.contains("matmul"), "no matmul ratio to plot");
+    assert!(!svg.contains(">0.00<"), "a tick reads 0.00");
+    // One "!" in the title's key, one beside each moved figure's bar.
+    assert_eq!(svg.matches('!').count(), 3);
+    let png = std::fs::read(dir.join("cmp.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

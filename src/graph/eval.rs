@@ -78,8 +78,19 @@ pub fn eval(arrays: &[&Array]) -> Result<()> {
 /// [`eval`], returning how many nodes ran (0: nothing was pending, and
 /// nothing was checked or submitted).
 pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
+    evaluate_then(arrays, None).map(|(count, _)| count)
+}
+
+/// [`evaluate`], with `tail` encoded after the eval's dispatches in the
+/// same submission (see [`kernels::Tail`]); returns how many nodes ran and
+/// the submission's index (`None`, and `tail` not called, when nothing was
+/// pending).
+pub(crate) fn evaluate_then(
+    arrays: &[&Array],
+    tail: Option<kernels::Tail<'_>>,
+) -> Result<(usize, Option<wgpu::SubmissionIndex>)> {
     let Some(first) = arrays.first() else {
-        return Ok(0);
+        return Ok((0, None));
     };
     let device = first.device().clone();
     if let Some(other) = arrays.iter().find(|a| *a.device() != device) {
@@ -89,7 +100,7 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
     let order = schedule(arrays);
     let count = order.len();
     if count == 0 {
-        return Ok(0);
+        return Ok((0, None));
     }
     // A function being traced by `compile` asked for a value that depends
     // on its inputs: refuse before anything runs.
@@ -108,7 +119,7 @@ pub(crate) fn evaluate(arrays: &[&Array]) -> Result<usize> {
     // cannot be.
     check_blocks(&order)?;
     let plan = plan(&device, &order);
-    run_planned(&device, &guard, order, &plan).map(|()| count)
+    run_planned_then(&device, &guard, order, &plan, tail).map(|index| (count, Some(index)))
 }
 
 /// The fusion plan of `order` on `device` (its fusion setting and binding
@@ -134,6 +145,18 @@ pub(crate) fn run_planned(
     order: Vec<Arc<Node>>,
     plan: &fuse::Plan,
 ) -> Result<()> {
+    run_planned_then(device, guard, order, plan, None).map(|_| ())
+}
+
+/// [`run_planned`], with `tail` encoded after the dispatches in the same
+/// submission; returns the submission's index.
+fn run_planned_then(
+    device: &Device,
+    guard: &QueueGuard<'_>,
+    order: Vec<Arc<Node>>,
+    plan: &fuse::Plan,
+    tail: Option<kernels::Tail<'_>>,
+) -> Result<wgpu::SubmissionIndex> {
     check_blocks(&order)?;
     let dev = &device.inner;
     // The outputs marked evaluated, weakly: if wgpu refuses the submission
@@ -172,9 +195,17 @@ pub(crate) fn run_planned(
         }
         dev.dispatches
             .fetch_add(lw.dispatches.len() as u64, Ordering::SeqCst);
-        let index = kernels::submit(&dev.device, &dev.queue, &dev.kernels, guard, &lw.dispatches)?;
-        device.confirm_submitted(index)?;
-        result
+        let index = kernels::submit_then(
+            &dev.device,
+            &dev.queue,
+            &dev.kernels,
+            guard,
+            &lw.dispatches,
+            tail,
+        )?;
+        dev.pool.submitted(guard);
+        device.confirm_submitted(index.clone())?;
+        result.map(|()| index)
     });
     if let Err(Error::DeviceLost(_)) = &result {
         for o in marked.iter().filter_map(Weak::upgrade) {

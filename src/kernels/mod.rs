@@ -549,6 +549,8 @@ pub(crate) enum QuickKey {
         mode: reduce::Mode,
         ranks: (u8, u8),
         program: program::Program,
+        /// A one-pass normalisation's epilogue.
+        epi: Option<crate::graph::primitive::Norm>,
     },
     /// The combine pass of a reduction whose rows were cut into parts.
     ReduceCombine {
@@ -1062,8 +1064,25 @@ pub(crate) fn submit(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     cx: &Context,
-    _guard: &QueueGuard<'_>,
+    guard: &QueueGuard<'_>,
     dispatches: &[Dispatch],
+) -> Result<wgpu::SubmissionIndex> {
+    submit_then(device, queue, cx, guard, dispatches, None)
+}
+
+/// Work a caller appends to an eval's command buffer, after its compute
+/// pass and under the queue lock, so that it goes in the same submission:
+/// a read-back's copy of the result (see `Array::read_mapped`).
+pub(crate) type Tail<'a> = &'a mut dyn FnMut(&QueueGuard<'_>, &mut wgpu::CommandEncoder);
+
+/// [`submit`], with `tail` encoded after the dispatches.
+pub(crate) fn submit_then(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    cx: &Context,
+    guard: &QueueGuard<'_>,
+    dispatches: &[Dispatch],
+    tail: Option<Tail<'_>>,
 ) -> Result<wgpu::SubmissionIndex> {
     let align = PARAMS_BYTES.max(cx.limits.min_uniform_buffer_offset_alignment as u64);
     let mut slots: HashMap<&[u32], u64> = HashMap::default();
@@ -1108,6 +1127,9 @@ pub(crate) fn submit(
             let [x, y, z] = d.workgroups;
             pass.dispatch_workgroups(x, y, z);
         }
+    }
+    if let Some(tail) = tail {
+        tail(guard, &mut encoder);
     }
     let index = queue.submit([encoder.finish()]);
     if !dispatches.is_empty() {

@@ -175,6 +175,7 @@ impl Pool {
             });
         encoder.copy_buffer_to_buffer(src, offset, staging.buffer(), 0, size);
         let index = queue.submit([encoder.finish()]);
+        self.submitted(&guard);
         Ok((staging, index))
     }
 }

@@ -365,6 +365,8 @@ pub(crate) struct Pool {
     uniform: bool,
     state: Mutex<State>,
     queue_lock: Mutex<()>,
+    /// Command buffers submitted with work in them ([`Pool::submitted`]).
+    submissions: std::sync::atomic::AtomicU64,
 }
 
 /// Proof that the caller holds the pool's queue lock: see "Why reuse while in
@@ -408,7 +410,20 @@ impl Pool {
                 next_external: EXTERNAL_IDS,
             }),
             queue_lock: Mutex::new(()),
+            submissions: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Count a command buffer with work in it, submitted under the queue
+    /// lock (an eval's, a read-back's copy, an upload's copy).
+    pub(crate) fn submitted(&self, _queue: &QueueGuard<'_>) {
+        self.submissions
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Command buffers [`Pool::submitted`] counted.
+    pub(crate) fn submissions(&self) -> u64 {
+        self.submissions.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The wgpu device the pool allocates from.

@@ -35,6 +35,7 @@ mod raw;
 mod report;
 mod rng;
 mod suite;
+mod summary;
 mod table;
 
 use std::fs::OpenOptions;
@@ -69,7 +70,8 @@ enum Command {
     List,
     /// Run a suite on every selected adapter, one after another.
     Run(RunArgs),
-    /// Side-by-side ratios between runs (two vendors, or before and after).
+    /// Side-by-side ratios between runs (before and after on each adapter,
+    /// or two vendors), flagging the figures that moved against the rest.
     Compare(CompareArgs),
     /// Every float function's error in ulp against an f64 reference, on
     /// every selected adapter (docs/ACCURACY.md).
@@ -95,8 +97,9 @@ struct RunArgs {
     /// go to standard error).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Plot matmul GFLOP/s against size here, as FILE.svg and FILE.png (an
-    /// .svg or .png extension is replaced).
+    /// Plot here, as FILE.svg and FILE.png (an .svg or .png extension is
+    /// replaced): matmul GFLOP/s against size, and a bar panel per other
+    /// family, each with its unit on the axis.
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
     /// all-MiniLM-L6-v2's folder. Default: $WGARRAY_MODEL_DIR, else
@@ -118,14 +121,34 @@ struct RunArgs {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = format!(
+    "Flagging: {}. Figures that no column has a value for are listed under the table, one line \
+     per reason, with a count.",
+    summary::FLAG_RULE
+))]
 struct CompareArgs {
-    /// JSON files written by `wgbench run --json`; the first adapter run of
-    /// the first file is the baseline.
+    /// JSON files written by `wgbench run --json`. Each adapter run is a
+    /// column; a column's ratios are to the first column of the same
+    /// adapter (name and backend), or, for an adapter only one column
+    /// has, to the first column.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// Plot the ratios here, as FILE.svg and FILE.png.
+    /// Plot the ratios here, as FILE.svg and FILE.png: one panel per
+    /// family, the axis clamped to the figures that did not move, moved
+    /// figures marked.
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
+    /// Flag a figure whose ratio is this many times better or worse than
+    /// the median ratio of the rest of its column (and beyond its spread).
+    #[arg(long, value_name = "R", default_value_t = summary::FLAG_RATIO, value_parser = flag_ratio)]
+    flag_ratio: f64,
+}
+
+fn flag_ratio(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 1.0 => Ok(r),
+        _ => Err(format!("{s:?} is not a ratio >= 1")),
+    }
 }
 
 fn group(s: &str) -> Result<Group, String> {
@@ -277,13 +300,13 @@ fn run(args: RunArgs) -> Result<(), Stop> {
         say(&format!("\nwrote {}\n", p.display()));
     }
     if let Some(p) = &args.plot {
-        match plot::matmul(&report, p).map_err(Stop::Input)? {
+        match plot::run(&report, p).map_err(Stop::Input)? {
             Some(files) => {
                 for f in files {
                     say(&format!("wrote {}\n", f.display()));
                 }
             }
-            None => say("no matmul figure to plot\n"),
+            None => say("no figure to plot\n"),
         }
     }
 
@@ -436,6 +459,7 @@ fn compare(args: CompareArgs) -> Result<(), Stop> {
                 file: file.clone(),
                 report: r,
                 run,
+                reference: None,
             });
         }
     }
@@ -450,9 +474,14 @@ fn compare(args: CompareArgs) -> Result<(), Stop> {
             cols.len()
         )));
     }
-    out(&table::compare_table(&cols));
+    let refs = summary::references(&cols.iter().map(|c| &c.run.adapter).collect::<Vec<_>>());
+    for (c, r) in cols.iter_mut().zip(refs) {
+        c.reference = r;
+    }
+    let cmp = table::Comparison::new(&cols, args.flag_ratio);
+    out(&table::compare_table(&cols, &cmp));
     if let Some(p) = &args.plot {
-        for f in plot::compare(&cols, p).map_err(Stop::Input)? {
+        for f in plot::compare(&cols, &cmp, p).map_err(Stop::Input)? {
             out(&format!("wrote {}\n", f.display()));
         }
     }

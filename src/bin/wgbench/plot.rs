@@ -1,5 +1,7 @@
-//! Plots, each written as SVG and as PNG: matmul GFLOP/s against size per
-//! adapter and dtype after a run, and the ratios of `compare`.
+//! Plots, each written as SVG and as PNG: after a run, matmul GFLOP/s
+//! against size per adapter and dtype, then one bar panel per other family
+//! (its unit on the axis); for `compare`, one panel of ratios per family,
+//! the axis clamped to the figures that did not move, moved figures marked.
 //!
 //! Text is drawn with Open Sans (assets/fonts, Apache-2.0) embedded in the
 //! binary through plotters' `ab_glyph` backend, so the PNG renders the same
@@ -15,7 +17,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::{Figure, Group, Report, Status};
-use crate::table::{Column, keys, speedup, times};
+use crate::table::{Column, Comparison, find, times};
 
 const FONT: &[u8] = include_bytes!("../../../assets/fonts/OpenSans-Regular.ttf");
 const FAMILY: &str = "sans-serif";
@@ -90,6 +92,17 @@ fn ratio_ticks(lo: f64, hi: f64) -> Vec<f64> {
     v.extend([0.8, 1.25].into_iter().filter(|r| (lo..=hi).contains(r)));
     v.sort_by(f64::total_cmp);
     v
+}
+
+/// A tick's label with the digits it needs: `0.05`, `0.8`, `1.25`, `20`
+/// (never `0.00`).
+pub fn tick_label(x: f64) -> String {
+    if x >= 1.0 || x <= 0.0 {
+        return crate::table::number(x);
+    }
+    let decimals = (-x.log10()).floor().max(0.0) as usize + 2;
+    let s = format!("{x:.decimals$}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn err<E: std::fmt::Display>(e: E) -> String {
@@ -212,54 +225,82 @@ fn series(report: &Report) -> Vec<Series> {
     out
 }
 
-/// The matmul plot of a run: GFLOP/s (log scale) against size, one panel
-/// per shape family, one line per adapter and dtype, CPU sgemm dashed.
-/// Returns the files written, or `None` when the run has no matmul figure.
+/// The plot of a run: matmul GFLOP/s (log scale) against size, one panel
+/// per shape family, one line per adapter and dtype, CPU sgemm dashed;
+/// below it one bar panel per other family ([`run_panels`]). Returns the
+/// files written, or `None` when the run has no figure with a value.
 ///
 /// # Errors
 /// A message naming the file that could not be written.
-pub fn matmul(report: &Report, path: &Path) -> Result<Option<Vec<PathBuf>>, String> {
+pub fn run(report: &Report, path: &Path) -> Result<Option<Vec<PathBuf>>, String> {
     let figs: Vec<&Figure> = report
         .runs
         .iter()
         .flat_map(|r| &r.figures)
         .filter(|f| f.group == Group::Matmul && f.status == Status::Ok)
         .collect();
-    if figs.is_empty() {
-        return Ok(None);
-    }
     let panels = panels(&figs);
     let series = series(report);
+    let bars = run_panels(report);
+    if panels.is_empty() && bars.is_empty() {
+        return Ok(None);
+    }
     let ncols = panels.len().min(2) as u32;
     let nrows = panels.len().div_ceil(2) as u32;
-    let size = (720 * ncols, 520 * nrows + 50 + legend_height(series.len()));
+    let matmul_height = if panels.is_empty() {
+        0
+    } else {
+        520 * nrows + legend_height(series.len())
+    };
+    let size = (
+        (720 * ncols).max(1300),
+        50 + matmul_height + bars.iter().map(bars_height).sum::<u32>(),
+    );
     let title = format!(
-        "wgarray matmul GFLOP/s (log scale), {} suite, {}",
+        "wgarray {} suite, {}",
         report.suite,
         &report.date[..report.date.len().min(10)]
     );
     let files = both(
         path,
         size,
-        |a| draw_matmul(a, &title, &panels, &series),
-        |a| draw_matmul(a, &title, &panels, &series),
+        |a| draw_run(a, &title, matmul_height, &panels, &series, &bars),
+        |a| draw_run(a, &title, matmul_height, &panels, &series, &bars),
     )?;
     Ok(Some(files))
 }
 
-fn draw_matmul<DB: DrawingBackend>(
+fn draw_run<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     title: &str,
+    matmul_height: u32,
+    panels: &[Panel],
+    series: &[Series],
+    bars: &[Bars],
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(err)?;
+    let area = root.titled(title, (FAMILY, 26).into_font()).map_err(err)?;
+    let (top, rest) = area.split_vertically(matmul_height as i32);
+    if !panels.is_empty() {
+        draw_matmul(&top, panels, series)?;
+    }
+    draw_stack(rest, bars)?;
+    root.present().map_err(err)
+}
+
+fn draw_matmul<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
     panels: &[Panel],
     series: &[Series],
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
 {
-    root.fill(&WHITE).map_err(err)?;
-    let root = root.titled(title, (FAMILY, 26).into_font()).map_err(err)?;
-    let height = root.dim_in_pixel().1 as i32;
-    let (plots, legend) = root.split_vertically(height - legend_height(series.len()) as i32);
+    let height = area.dim_in_pixel().1 as i32;
+    let (plots, legend) = area.split_vertically(height - legend_height(series.len()) as i32);
     draw_legend(&legend, series)?;
     let cols = panels.len().min(2);
     let areas = plots.split_evenly((panels.len().div_ceil(2), cols));
@@ -274,10 +315,10 @@ where
         let n = panel.rows.len();
         let labels: Vec<String> = panel.rows.iter().map(|(_, l)| l.clone()).collect();
         let mut chart = ChartBuilder::on(area)
-            .caption(&panel.title, (FAMILY, 20).into_font())
+            .caption(format!("matmul, {}", panel.title), (FAMILY, 20).into_font())
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(64)
+            .y_label_area_size(76)
             .build_cartesian_2d(
                 (-5..10 * n as i32 - 5).with_key_points((0..n as i32).map(|x| 10 * x).collect()),
                 (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
@@ -287,7 +328,8 @@ where
         chart
             .configure_mesh()
             .x_label_formatter(&label_of)
-            .y_label_formatter(&|y| crate::table::number(*y))
+            .y_label_formatter(&|y| tick_label(*y))
+            .y_desc("GFLOP/s (log scale)")
             .label_style((FAMILY, 14).into_font())
             .axis_desc_style((FAMILY, 15).into_font())
             .light_line_style(RGBColor(235, 235, 235))
@@ -315,7 +357,7 @@ where
             }
         }
     }
-    root.present().map_err(err)
+    Ok(())
 }
 
 /// Draw a marker centred on `at`.
@@ -366,145 +408,386 @@ where
     Ok(())
 }
 
-/// The plot of `compare`: for every figure both a column and the first one
-/// have, a bar of the ratio to the first (log scale; > 1 is better), one
-/// colour per compared column.
+/// One panel of horizontal bars: a row per figure (top to bottom), a bar
+/// per series in each row, on a log axis.
+pub struct Bars {
+    pub title: String,
+    /// The axis's description (the unit, or what a ratio is to).
+    pub axis: String,
+    pub rows: Vec<String>,
+    /// Legend entries, with their colours.
+    pub series: Vec<(String, RGBColor)>,
+    /// `values[s][r]`: series s in row r.
+    pub values: Vec<Vec<Option<f64>>>,
+    /// `marked[s][r]`: drawn with a red outline and a `!` (moved against
+    /// the rest).
+    pub marked: Vec<Vec<bool>>,
+    /// Where bars start: 1 for ratios; `None`: the axis's left end.
+    pub base: Option<f64>,
+    /// The axis: values outside it are drawn to its end with a marker
+    /// and their value written beside it.
+    pub range: (f64, f64),
+}
+
+/// Pixels a bar panel needs.
+fn bars_height(b: &Bars) -> u32 {
+    110 + (6 + 12 * b.series.len() as u32) * b.rows.len() as u32
+}
+
+/// The axis of a ratio panel: 1 and every unmarked ratio, padded by a
+/// quarter; marked ratios outside it are clipped and marked. At most a
+/// factor of 1000 either way.
+pub fn ratio_range(values: &[Vec<Option<f64>>], marked: &[Vec<bool>]) -> (f64, f64) {
+    let mut lo = 1.0f64;
+    let mut hi = 1.0f64;
+    for (vs, ms) in values.iter().zip(marked) {
+        for (v, m) in vs.iter().zip(ms) {
+            if let (Some(v), false) = (v, m) {
+                lo = lo.min(*v);
+                hi = hi.max(*v);
+            }
+        }
+    }
+    ((lo / 1.25).max(1e-3), (hi * 1.25).min(1e3))
+}
+
+/// The axis of a value panel: the values, padded by half.
+fn value_range(values: &[Vec<Option<f64>>]) -> (f64, f64) {
+    let all: Vec<f64> = values
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .filter(|v| *v > 0.0)
+        .collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(0.0, f64::max);
+    if all.is_empty() {
+        (0.1, 10.0)
+    } else {
+        (lo / 2.0, hi * 2.0)
+    }
+}
+
+fn draw_bars<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, b: &Bars) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let n = b.rows.len() as i32;
+    let (lo, hi) = b.range;
+    let ratio = b.base.is_some();
+    let ticks = if ratio {
+        ratio_ticks(lo, hi)
+    } else {
+        log_ticks(lo, hi)
+    };
+    // Row i (0 at the top) spans y in [top(i), top(i) + 100).
+    let top = |i: i32| 100 * (n - 1 - i);
+    let rows = b.rows.clone();
+    // One series: named in the caption, no legend over the bars.
+    let caption = match &b.series[..] {
+        [(label, _)] => format!("{}: {label}", b.title),
+        _ => b.title.clone(),
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, (FAMILY, 20).into_font())
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(360)
+        .build_cartesian_2d(
+            (lo..hi).log_scale().with_key_points(ticks),
+            (0..100 * n).with_key_points((0..n).map(|i| top(i) + 50).collect()),
+        )
+        .map_err(err)?;
+    let key_of = |y: &i32| {
+        let i = n - 1 - y.div_euclid(100);
+        rows.get(i as usize).cloned().unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .y_label_formatter(&key_of)
+        .x_label_formatter(&|x| tick_label(*x))
+        .x_desc(b.axis.clone())
+        .label_style((FAMILY, 13).into_font())
+        .axis_desc_style((FAMILY, 14).into_font())
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(err)?;
+    let start = b.base.unwrap_or(lo);
+    let count = b.series.len().max(1) as i32;
+    let h = 80 / count;
+    let red = RGBColor(200, 0, 0);
+    for (s, (label, color)) in b.series.iter().enumerate() {
+        let color = *color;
+        // (y of the bar's top, value, clipped value, marked)
+        let bars: Vec<(i32, f64, f64, bool)> = (0..b.rows.len())
+            .filter_map(|r| {
+                let v = b.values[s][r]?;
+                let y = top(r as i32) + 90 - (s as i32 + 1) * h;
+                Some((y, v, v.clamp(lo, hi), b.marked[s][r]))
+            })
+            .collect();
+        chart
+            .draw_series(bars.iter().map(|&(y, _, c, _)| {
+                Rectangle::new([(start, y), (c, y + h * 9 / 10)], color.mix(0.8).filled())
+            }))
+            .map_err(err)?
+            .label(label.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+        chart
+            .draw_series(bars.iter().filter(|b| b.3).map(|&(y, _, c, _)| {
+                Rectangle::new([(start, y), (c, y + h * 9 / 10)], red.stroke_width(2))
+            }))
+            .map_err(err)?;
+        // Beyond the bar's far end: the value, `!` when marked, and an
+        // arrow where the axis clipped it.
+        chart
+            .draw_series(bars.iter().map(|&(y, v, c, m)| {
+                let shown = if ratio {
+                    format!("x{}", times(v))
+                } else {
+                    crate::table::number(v)
+                };
+                let core = format!(
+                    "{}{shown}{}",
+                    if v < lo { "« " } else { "" },
+                    if v > hi { " »" } else { "" }
+                );
+                // Left of a bar that ends left of the base, else right of
+                // it; inside the bar where the axis clipped it.
+                let left = (ratio && c < 1.0) != (v < lo || v > hi);
+                let (text, pos) = if left {
+                    (
+                        format!("{}{core} ", if m { "! " } else { "" }),
+                        Pos::new(HPos::Right, VPos::Center),
+                    )
+                } else {
+                    (
+                        format!(" {core}{}", if m { " !" } else { "" }),
+                        left_center(),
+                    )
+                };
+                let font = (FAMILY, 11).into_font();
+                let font = if m {
+                    font.color(&red)
+                } else {
+                    font.color(&BLACK)
+                };
+                Text::new(text, (c, y + h / 2), font.pos(pos))
+            }))
+            .map_err(err)?;
+    }
+    if let Some(base) = b.base {
+        chart
+            .draw_series(LineSeries::new(
+                [(base, 0), (base, 100 * n)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(err)?;
+    }
+    if b.series.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .label_font((FAMILY, 13).into_font())
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Stack `panels` top to bottom in `area`.
+fn draw_stack<DB: DrawingBackend>(
+    area: DrawingArea<DB, Shift>,
+    panels: &[Bars],
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let mut rest = area;
+    for p in panels {
+        let (this, below) = rest.split_vertically(bars_height(p) as i32);
+        draw_bars(&this, p)?;
+        rest = below;
+    }
+    Ok(())
+}
+
+/// The families a plot shows, in order, with their panels' names.
+fn families() -> impl Iterator<Item = (Group, &'static str)> {
+    Group::ALL.into_iter().map(|g| {
+        let name = match g {
+            Group::Matmul => "matmul",
+            Group::Bandwidth => "elementwise and memory bandwidth",
+            Group::Reduction => "reductions",
+            Group::Dispatch => "dispatch: a chain of small ops",
+            Group::Pool => "buffer pool: allocate and release",
+            Group::Minilm => "MiniLM sentence embeddings",
+            Group::Llm => "LLM decode",
+        };
+        (g, name)
+    })
+}
+
+/// The run plot's panels beyond matmul: per family, a bar per adapter
+/// for each figure with a value, on a log axis in the family's unit.
+pub fn run_panels(report: &Report) -> Vec<Bars> {
+    let mut out = Vec::new();
+    for (g, name) in families().filter(|(g, _)| *g != Group::Matmul) {
+        let mut rows: Vec<(String, String)> = Vec::new();
+        for f in report.runs.iter().flat_map(|r| &r.figures) {
+            if f.group == g
+                && f.value.is_some()
+                && !rows.iter().any(|(r, c)| *r == f.row && *c == f.column)
+            {
+                rows.push((f.row.clone(), f.column.clone()));
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        let first = report
+            .runs
+            .iter()
+            .flat_map(|r| &r.figures)
+            .find(|f| f.group == g && f.value.is_some());
+        let Some(first) = first else { continue };
+        let values: Vec<Vec<Option<f64>>> = report
+            .runs
+            .iter()
+            .map(|run| {
+                rows.iter()
+                    .map(|(r, c)| {
+                        run.figures
+                            .iter()
+                            .find(|f| f.group == g && f.row == *r && f.column == *c)?
+                            .value
+                    })
+                    .collect()
+            })
+            .collect();
+        let marked = values.iter().map(|v| vec![false; v.len()]).collect();
+        out.push(Bars {
+            title: name.to_string(),
+            axis: format!(
+                "{} (log scale; {} is better)",
+                first.unit,
+                if first.higher_is_better {
+                    "higher"
+                } else {
+                    "lower"
+                }
+            ),
+            rows: rows.iter().map(|(r, c)| format!("{r} / {c}")).collect(),
+            series: report
+                .runs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.adapter.label(), COLORS[i % COLORS.len()]))
+                .collect(),
+            range: value_range(&values),
+            values,
+            marked,
+            base: None,
+        });
+    }
+    out
+}
+
+/// The panels of `compare`'s plot: per family, for every figure with a
+/// ratio, a bar per compared column (ratio to its reference column; > 1
+/// better), the axis clamped to the unflagged ratios, flagged ones marked.
+pub fn compare_panels(cols: &[Column], cmp: &Comparison) -> Vec<Bars> {
+    let compared: Vec<usize> = (0..cols.len())
+        .filter(|&c| cols[c].reference.is_some())
+        .collect();
+    let mut out = Vec::new();
+    for (g, name) in families() {
+        let ks: Vec<usize> = (0..cmp.keys.len())
+            .filter(|&k| {
+                let group = cols
+                    .iter()
+                    .find_map(|c| find(c, &cmp.keys[k]))
+                    .map(|f| f.group);
+                group == Some(g) && compared.iter().any(|&c| cmp.ratios[c][k].is_some())
+            })
+            .collect();
+        if ks.is_empty() {
+            continue;
+        }
+        let values: Vec<Vec<Option<f64>>> = compared
+            .iter()
+            .map(|&c| ks.iter().map(|&k| cmp.ratios[c][k]).collect())
+            .collect();
+        let marked: Vec<Vec<bool>> = compared
+            .iter()
+            .map(|&c| ks.iter().map(|&k| cmp.flagged(c, k)).collect())
+            .collect();
+        let prefix = format!("{} / ", crate::report::group_name(g));
+        out.push(Bars {
+            title: name.to_string(),
+            axis: "ratio to the reference column (log scale; > 1 is better)".into(),
+            rows: ks
+                .iter()
+                .map(|&k| {
+                    let key = &cmp.keys[k];
+                    key.strip_prefix(&prefix).unwrap_or(key).to_string()
+                })
+                .collect(),
+            series: compared
+                .iter()
+                .map(|&c| {
+                    let r = cols[c].reference.map_or("?", |r| cols[r].tag.as_str());
+                    (
+                        format!("{} / {}: {}", cols[c].tag, r, cols[c].run.adapter.label()),
+                        COLORS[c % COLORS.len()],
+                    )
+                })
+                .collect(),
+            range: ratio_range(&values, &marked),
+            values,
+            marked,
+            base: Some(1.0),
+        });
+    }
+    out
+}
+
+/// The plot of `compare`: [`compare_panels`] one above the other.
 ///
 /// # Errors
 /// A message naming the file that could not be written, or saying that no
-/// figure is in two columns.
-pub fn compare(cols: &[Column], path: &Path) -> Result<Vec<PathBuf>, String> {
-    let base = cols[0].run;
-    let mut rows: Vec<(String, Vec<Option<f64>>)> = Vec::new();
-    for key in keys(cols) {
-        let Some(b) = base.figures.iter().find(|f| f.key() == key) else {
-            continue;
-        };
-        let r: Vec<Option<f64>> = cols[1..]
-            .iter()
-            .map(|c| {
-                let f = c.run.figures.iter().find(|f| f.key() == key)?;
-                speedup(b, f)
-            })
-            .collect();
-        if r.iter().any(Option::is_some) {
-            rows.push((key, r));
-        }
+/// figure has a ratio.
+pub fn compare(cols: &[Column], cmp: &Comparison, path: &Path) -> Result<Vec<PathBuf>, String> {
+    let panels = compare_panels(cols, cmp);
+    if panels.is_empty() {
+        return Err(
+            "no figure has a value in both a column and its reference: nothing to plot".into(),
+        );
     }
-    if rows.is_empty() {
-        return Err(format!(
-            "no figure has a value in both {} and another column: nothing to plot",
-            cols[0].tag
-        ));
-    }
-    let all: Vec<f64> = rows
-        .iter()
-        .flat_map(|(_, r)| r.iter().flatten().copied())
-        .collect();
-    let lo = all.iter().copied().fold(1.0f64, f64::min) / 1.25;
-    let hi = all.iter().copied().fold(1.0f64, f64::max) * 1.25;
-    let per_row = 8 + 14 * (cols.len() as u32 - 1);
-    let size = (1300, 140 + per_row * rows.len() as u32);
-    let title = format!("wgbench compare: ratio to {} (> 1 is better)", cols[0].tag);
-    let tags: Vec<String> = cols
-        .iter()
-        .map(|c| format!("{}: {}", c.tag, c.run.adapter.label()))
-        .collect();
+    let height = 50 + panels.iter().map(bars_height).sum::<u32>();
+    let title = "wgbench compare: each column's ratio to its reference (> 1 is better; ! moved \
+                 against the rest of its column)";
     both(
         path,
-        size,
-        |a| draw_compare(a, &title, &tags, &rows, (lo, hi)),
-        |a| draw_compare(a, &title, &tags, &rows, (lo, hi)),
+        (1300, height),
+        |a| draw_compare(a, title, &panels),
+        |a| draw_compare(a, title, &panels),
     )
 }
 
 fn draw_compare<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     title: &str,
-    tags: &[String],
-    rows: &[(String, Vec<Option<f64>>)],
-    (lo, hi): (f64, f64),
+    panels: &[Bars],
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE).map_err(err)?;
-    let n = rows.len();
-    let others = tags.len() - 1;
-    // Row i (0 at the top) spans y in [top(i), top(i) + 100).
-    let top = |i: i32| 100 * (n as i32 - 1 - i);
-    let keys: Vec<String> = rows.iter().map(|(k, _)| k.clone()).collect();
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, (FAMILY, 22).into_font())
-        .margin(14)
-        .x_label_area_size(40)
-        .y_label_area_size(440)
-        .build_cartesian_2d(
-            (lo..hi).log_scale().with_key_points(ratio_ticks(lo, hi)),
-            (0..100 * n as i32).with_key_points((0..n as i32).map(|i| top(i) + 50).collect()),
-        )
-        .map_err(err)?;
-    let key_of = |y: &i32| {
-        let i = n as i32 - 1 - y.div_euclid(100);
-        keys.get(i as usize).cloned().unwrap_or_default()
-    };
-    chart
-        .configure_mesh()
-        .y_label_formatter(&key_of)
-        .x_label_formatter(&|x| format!("{x:.2}"))
-        .x_desc(format!("ratio to {}", tags[0]))
-        .label_style((FAMILY, 13).into_font())
-        .axis_desc_style((FAMILY, 14).into_font())
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(err)?;
-    let h = 80 / others as i32;
-    for c in 0..others {
-        let color = COLORS[(c + 1) % COLORS.len()];
-        let bars: Vec<(i32, f64)> = rows
-            .iter()
-            .enumerate()
-            .filter_map(|(i, (_, r))| Some((top(i as i32) + 90 - (c as i32 + 1) * h, r[c]?)))
-            .collect();
-        chart
-            .draw_series(bars.iter().map(|&(y, r)| {
-                Rectangle::new([(1.0, y), (r, y + h * 9 / 10)], color.mix(0.8).filled())
-            }))
-            .map_err(err)?
-            .label(&tags[c + 1])
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
-        chart
-            .draw_series(bars.iter().map(|&(y, r)| {
-                // Beyond the bar's far end, outside the bar.
-                let (text, pos) = if r < 1.0 {
-                    (
-                        format!("{} ", times(r)),
-                        Pos::new(HPos::Right, VPos::Center),
-                    )
-                } else {
-                    (format!(" {}", times(r)), left_center())
-                };
-                Text::new(
-                    text,
-                    (r, y + h / 2),
-                    (FAMILY, 11).into_font().color(&BLACK).pos(pos),
-                )
-            }))
-            .map_err(err)?;
-    }
-    chart
-        .draw_series(LineSeries::new(
-            [(1.0, 0), (1.0, 100 * n as i32)],
-            BLACK.stroke_width(1),
-        ))
-        .map_err(err)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(180, 180, 180))
-        .label_font((FAMILY, 13).into_font())
-        .draw()
-        .map_err(err)?;
+    let area = root.titled(title, (FAMILY, 22).into_font()).map_err(err)?;
+    draw_stack(area, panels)?;
     root.present().map_err(err)
 }

@@ -206,22 +206,11 @@ pub fn group_table(run: &AdapterRun, g: Group, cpu_threads: usize) -> Option<Str
     let mut out = format!("{} [{unit}]\n", g.title());
     out.push_str(&layout(&header, &body));
     // Cells that failed or were skipped for the same reason share one line.
-    let mut notes: Vec<(&str, &str, Vec<String>)> = Vec::new();
-    for f in figs.iter().filter(|f| f.status != Status::Ok) {
-        let what = if f.status == Status::Failed {
-            "FAILED"
-        } else {
-            "skipped"
-        };
-        let why = f.message.as_deref().unwrap_or("");
-        let cell = format!("{} / {}", f.row, f.column);
-        match notes.iter_mut().find(|(w, m, _)| *w == what && *m == why) {
-            Some((.., cells)) => cells.push(cell),
-            None => notes.push((what, why, vec![cell])),
-        }
-    }
-    for (what, why, cells) in notes {
-        let _ = writeln!(out, "  {what} {}: {why}", cells.join(", "));
+    let named = figs
+        .iter()
+        .map(|f| (format!("{} / {}", f.row, f.column), *f));
+    for note in crate::summary::notes(named) {
+        let _ = writeln!(out, "  {}", note.line());
     }
     Some(out)
 }
@@ -260,6 +249,9 @@ pub struct Column<'a> {
     pub file: String,
     pub report: &'a Report,
     pub run: &'a AdapterRun,
+    /// The column its ratios are to (`summary::references`): `None` for a
+    /// reference column.
+    pub reference: Option<usize>,
 }
 
 /// `other / base` so that > 1 is better, whatever the unit's direction.
@@ -282,13 +274,98 @@ pub fn keys(cols: &[Column]) -> Vec<String> {
     )
 }
 
-/// The side-by-side table of `compare`.
-pub fn compare_table(cols: &[Column]) -> String {
+/// The figure of `key` in column `c`.
+pub fn find<'a>(c: &Column<'a>, key: &str) -> Option<&'a Figure> {
+    c.run.figures.iter().find(|f| f.key() == key)
+}
+
+/// Everything `compare` shows, computed once for the table and the plot.
+pub struct Comparison {
+    /// Keys of the figures with a value in at least one column, in order.
+    pub keys: Vec<String>,
+    /// `ratios[c][k]`: column c's figure `keys[k]` over its reference's
+    /// (`None` for a reference column, or where either has no value).
+    pub ratios: Vec<Vec<Option<f64>>>,
+    /// `flags[c]`: the figures of column c that moved against the rest.
+    pub flags: Vec<Vec<crate::summary::Flag>>,
+    /// Figures with no value in any column, collapsed by reason.
+    pub notes: Vec<crate::summary::Note>,
+    /// `--flag-ratio`.
+    pub threshold: f64,
+}
+
+impl Comparison {
+    pub fn new(cols: &[Column], threshold: f64) -> Comparison {
+        let all = keys(cols);
+        let valued = |k: &String| {
+            cols.iter()
+                .any(|c| find(c, k).is_some_and(|f| f.value.is_some()))
+        };
+        let (keys, empty): (Vec<String>, Vec<String>) = all.into_iter().partition(valued);
+        let ratios: Vec<Vec<Option<f64>>> = cols
+            .iter()
+            .map(|c| {
+                keys.iter()
+                    .map(|k| {
+                        let base = find(&cols[c.reference?], k)?;
+                        speedup(base, find(c, k)?)
+                    })
+                    .collect()
+            })
+            .collect();
+        let flags = ratios
+            .iter()
+            .map(|r| crate::summary::flag(r, threshold))
+            .collect();
+        // A figure no column has a value for: one line per reason, naming
+        // the columns it was skipped or failed in.
+        let named: Vec<(String, Figure)> = empty
+            .iter()
+            .filter_map(|k| {
+                let (first, tags) = cols
+                    .iter()
+                    .fold((None, Vec::new()), |(first, mut tags), c| {
+                        match find(c, k) {
+                            Some(f) => {
+                                tags.push(c.tag.as_str());
+                                (first.or(Some(f)), tags)
+                            }
+                            None => (first, tags),
+                        }
+                    });
+                let mut f = first?.clone();
+                f.message = Some(format!(
+                    "{} (in {})",
+                    f.message.as_deref().unwrap_or(""),
+                    tags.join(", ")
+                ));
+                Some((k.clone(), f))
+            })
+            .collect();
+        let notes = crate::summary::notes(named.iter().map(|(k, f)| (k.clone(), f)));
+        Comparison {
+            keys,
+            ratios,
+            flags,
+            notes,
+            threshold,
+        }
+    }
+
+    /// Whether column c's figure k is flagged.
+    pub fn flagged(&self, c: usize, k: usize) -> bool {
+        self.flags[c].iter().any(|f| f.index == k)
+    }
+}
+
+/// The side-by-side table of `compare`, with the figures that moved
+/// against the rest and the figures no column has, collapsed.
+pub fn compare_table(cols: &[Column], cmp: &Comparison) -> String {
     let mut out = String::new();
     for c in cols {
         let _ = writeln!(
             out,
-            "{} = {}: {} ({}, {}, wgarray {}{})",
+            "{} = {}: {} ({}, {}, wgarray {}{}){}",
             c.tag,
             c.file,
             c.run.adapter.label(),
@@ -299,26 +376,30 @@ pub fn compare_table(cols: &[Column]) -> String {
                 .git_commit
                 .as_deref()
                 .map(|g| format!(", {}", &g[..g.len().min(12)]))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            match c.reference {
+                Some(r) => format!("; ratios to {}", cols[r].tag),
+                None => String::new(),
+            }
         );
     }
     let _ = writeln!(
         out,
-        "(x r): relative to {} for the same figure; r > 1 is better (faster, higher \
-         throughput, less time per op)\n",
-        cols[0].tag
+        "(x r): relative to the column's reference (the first run of the same adapter, else \
+         A) for the same figure; r > 1 is better (faster, higher throughput, less time per op); \
+         !: moved against the rest of its column\n"
     );
     let mut header = vec!["figure".to_string(), "unit".to_string()];
-    header.extend(cols.iter().map(|c| c.tag.clone()));
+    header.extend(cols.iter().map(|c| match c.reference {
+        Some(r) => format!("{} (/{})", c.tag, cols[r].tag),
+        None => c.tag.clone(),
+    }));
     let mut body = Vec::new();
-    for key in keys(cols) {
-        let figs: Vec<Option<&Figure>> = cols
-            .iter()
-            .map(|c| c.run.figures.iter().find(|f| f.key() == key))
-            .collect();
+    for (k, key) in cmp.keys.iter().enumerate() {
+        let figs: Vec<Option<&Figure>> = cols.iter().map(|c| find(c, key)).collect();
         let unit = figs.iter().flatten().next().map_or("", |f| f.unit.as_str());
         let mut line = vec![key.clone(), unit.to_string()];
-        for (i, f) in figs.iter().enumerate() {
+        for (c, f) in figs.iter().enumerate() {
             line.push(match f {
                 None => "-".into(),
                 Some(f) if f.value.is_none() => match f.status {
@@ -327,13 +408,12 @@ pub fn compare_table(cols: &[Column]) -> String {
                 },
                 Some(f) => {
                     let v = number(f.value.unwrap_or_default());
-                    match (i, figs[0]) {
-                        (0, _) => v,
-                        (_, Some(base)) => match speedup(base, f) {
-                            Some(r) => format!("{v} (x{})", times(r)),
-                            None => v,
-                        },
-                        _ => v,
+                    match cmp.ratios[c][k] {
+                        Some(r) => {
+                            let mark = if cmp.flagged(c, k) { " !" } else { "" };
+                            format!("{v} (x{}{mark})", times(r))
+                        }
+                        None => v,
                     }
                 }
             });
@@ -341,5 +421,53 @@ pub fn compare_table(cols: &[Column]) -> String {
         body.push(line);
     }
     out.push_str(&layout(&header, &body));
+    for note in &cmp.notes {
+        let _ = writeln!(out, "  {}", note.line());
+    }
+    let moved: Vec<String> = cmp
+        .flags
+        .iter()
+        .enumerate()
+        .flat_map(|(c, fl)| fl.iter().map(move |f| (c, f)))
+        .map(|(c, f)| {
+            let r = cols[c].reference.map_or("?", |r| cols[r].tag.as_str());
+            format!(
+                "  {} / {}: {}: x{} against the rest's median x{} ({} {}x)",
+                cols[c].tag,
+                r,
+                cmp.keys[f.index],
+                times(f.ratio),
+                times(f.median),
+                if f.against_rest < 1.0 {
+                    "worse by"
+                } else {
+                    "better by"
+                },
+                times(if f.against_rest < 1.0 {
+                    1.0 / f.against_rest
+                } else {
+                    f.against_rest
+                })
+            )
+        })
+        .collect();
+    if moved.is_empty() {
+        let _ = writeln!(out, "\nno figure moved against the rest of its column");
+    } else {
+        let _ = writeln!(
+            out,
+            "\n{} figure(s) moved against the rest of their column:",
+            moved.len()
+        );
+        for m in moved {
+            let _ = writeln!(out, "{m}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "(R = {}; {})",
+        cmp.threshold,
+        crate::summary::FLAG_RULE
+    );
     out
 }
