@@ -6,6 +6,7 @@
 //! Nothing here schedules or submits (`graph::eval` does), and nothing here
 //! writes WGSL (`kernels` does).
 
+mod fast;
 mod concat;
 mod matmul;
 pub(crate) mod program;
@@ -184,5 +185,25 @@ pub(crate) fn lower(
         Primitive::QuantizedMatmul { mode, transpose } => {
             quant::quantized_matmul(lw, &io, *mode, *transpose)
         }
+        Primitive::SdpaVector { scale, length } => fast::sdpa_vector(lw, &io, *scale, *length),
+        Primitive::Rope {
+            dims,
+            traditional,
+            base,
+            scale,
+            offset,
+            dynamic,
+        } => fast::rope(
+            lw,
+            &io,
+            &crate::kernels::rope::Rotation {
+                dims: *dims,
+                traditional: *traditional,
+                base: *base,
+                scale: *scale,
+                offset: *offset,
+            },
+            *dynamic,
+        ),
     }
 }
