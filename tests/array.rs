@@ -412,7 +412,11 @@ fn split_writes_every_part_in_one_dispatch() {
         for (p, rows) in parts.iter().zip([0..7, 7..9, 20..c]) {
             let (lo, hi) = (rows.start, rows.end);
             assert_eq!(p.shape(), &[hi - lo, r]);
-            assert_eq!(p.to_f64_vec().unwrap(), want[lo * r..hi * r].to_vec(), "{dtype}");
+            assert_eq!(
+                p.to_f64_vec().unwrap(),
+                want[lo * r..hi * r].to_vec(),
+                "{dtype}"
+            );
         }
     }
 }

@@ -184,8 +184,18 @@ fn decode_in_half_precision() {
 fn zero_length_gives_nan() {
     let d = device();
     let mut rng = Rng::new(37);
-    let q = upload(&d, &values(&mut rng, 9 * 8, DType::F32), &[1, 9, 1, 8], DType::F32);
-    let k = upload(&d, &values(&mut rng, 3 * 5 * 8, DType::F32), &[1, 3, 5, 8], DType::F32);
+    let q = upload(
+        &d,
+        &values(&mut rng, 9 * 8, DType::F32),
+        &[1, 9, 1, 8],
+        DType::F32,
+    );
+    let k = upload(
+        &d,
+        &values(&mut rng, 3 * 5 * 8, DType::F32),
+        &[1, 3, 5, 8],
+        DType::F32,
+    );
     let len = Array::from_slice(&[0i32], &[], &d).unwrap();
     let out = scaled_dot_product_attention(&q, &k, &k, 0.5, AttentionMask::KeyLength(&len))
         .unwrap()
@@ -479,10 +489,46 @@ fn rope_matches_reference() {
     let d = device();
     let mut rng = Rng::new(41);
     for traditional in [true, false] {
-        rope_case(&d, &mut rng, &[1, 9, 1, 64], 64, traditional, 1000, true, DType::F32);
-        rope_case(&d, &mut rng, &[2, 3, 7, 10], 8, traditional, 5, false, DType::F32);
-        rope_case(&d, &mut rng, &[1025, 4], 4, traditional, -3, true, DType::F32);
-        rope_case(&d, &mut rng, &[3, 33, 6], 2, traditional, 0, false, DType::F32);
+        rope_case(
+            &d,
+            &mut rng,
+            &[1, 9, 1, 64],
+            64,
+            traditional,
+            1000,
+            true,
+            DType::F32,
+        );
+        rope_case(
+            &d,
+            &mut rng,
+            &[2, 3, 7, 10],
+            8,
+            traditional,
+            5,
+            false,
+            DType::F32,
+        );
+        rope_case(
+            &d,
+            &mut rng,
+            &[1025, 4],
+            4,
+            traditional,
+            -3,
+            true,
+            DType::F32,
+        );
+        rope_case(
+            &d,
+            &mut rng,
+            &[3, 33, 6],
+            2,
+            traditional,
+            0,
+            false,
+            DType::F32,
+        );
     }
     for dtype in [DType::F16, DType::BF16] {
         rope_case(&d, &mut rng, &[3, 7, 64], 64, true, 17, true, dtype);
@@ -498,7 +544,9 @@ fn rope_reads_strided_views() {
     let (l, h, dh) = (7, 3, 16);
     let xv = values(&mut rng, l * h * dh, DType::F32);
     // Stored [L, H, D], seen as [H, L, D].
-    let x = upload(&d, &xv, &[l, h, dh], DType::F32).swapaxes(0, 1).unwrap();
+    let x = upload(&d, &xv, &[l, h, dh], DType::F32)
+        .swapaxes(0, 1)
+        .unwrap();
     let y = wgarray::fast::rope(&x, 12, false, 500.0, 0.5, 3).unwrap();
     let mut dense = vec![0.0; l * h * dh];
     for t in 0..l {
@@ -517,7 +565,9 @@ fn rope_inside_compile_takes_the_offset_at_run_time() {
     let d = device();
     let mut rng = Rng::new(43);
     let f = wgarray::compile(|x: &[Array]| {
-        Ok(vec![wgarray::fast::rope(&x[0], 64, true, 100000.0, 1.0, &x[1])?])
+        Ok(vec![wgarray::fast::rope(
+            &x[0], 64, true, 100000.0, 1.0, &x[1],
+        )?])
     });
     for pos in [0u32, 1, 300] {
         let xv = values(&mut rng, 9 * 64, DType::F32);
@@ -539,7 +589,14 @@ fn rope_bad_input_is_a_typed_error() {
     let x = Array::zeros(&[2, 3, 8], DType::F32, &d).unwrap();
     use wgarray::fast::rope;
     let invalid = |r: wgarray::Result<Array>| matches!(r, Err(Error::InvalidArgument(_)));
-    assert!(invalid(rope(&Array::zeros(&[8], DType::F32, &d).unwrap(), 8, true, 1e4, 1.0, 0)));
+    assert!(invalid(rope(
+        &Array::zeros(&[8], DType::F32, &d).unwrap(),
+        8,
+        true,
+        1e4,
+        1.0,
+        0
+    )));
     assert!(invalid(rope(&x, 7, true, 1e4, 1.0, 0)));
     assert!(invalid(rope(&x, 10, true, 1e4, 1.0, 0)));
     assert!(invalid(rope(&x, 0, true, 1e4, 1.0, 0)));

@@ -34,9 +34,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use wgarray::io::GgufFile;
-use wgarray::{
-    Array, Compiled, DType, Device, Slice, compile, concatenate, fast,
-};
+use wgarray::{Array, Compiled, DType, Device, Slice, compile, concatenate, fast};
 
 pub use tokenizer::Tokenizer;
 

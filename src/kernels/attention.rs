@@ -21,7 +21,12 @@ pub(crate) static ATTENTION: Kernel = Kernel {
 /// and the key count read from a `length` operand of that dtype (i32 or
 /// u32), or the static one.
 fn spec(group: usize, d: usize, dtype: DType, length: Option<DType>) -> (Spec, &'static Kernel) {
-    let load = |name: &str| format!("    return {};", decode(dtype, &element_bits(dtype, name, "i")));
+    let load = |name: &str| {
+        format!(
+            "    return {};",
+            decode(dtype, &element_bits(dtype, name, "i"))
+        )
+    };
     let len = match length {
         Some(DType::I32) => "u32(clamp(bitcast<i32>(len[p.misc.z]), 0, i32(p.head.w)))",
         Some(_) => "min(len[p.misc.z], p.head.w)",
@@ -100,10 +105,7 @@ pub(crate) fn sdpa_vector(
     }
     debug_assert_eq!(SDPA_BLOCK, 64, "wgsl/attention.wgsl BK");
     let mut p = Params::new("scaled_dot_product_attention");
-    p.put(
-        0,
-        [batch, heads, kv_heads, keys].map(|x| x as i64),
-    )?;
+    p.put(0, [batch, heads, kv_heads, keys].map(|x| x as i64))?;
     let s = |o: &Operand<'_>, i: usize| o.strides[i] as i64;
     p.put(4, [q.offset as i64, s(q, 0), s(q, 1), s(q, 3)])?;
     p.put(8, [k.offset as i64, s(k, 0), s(k, 1), s(k, 2)])?;

@@ -19,7 +19,10 @@ pub(crate) static ROPE: Kernel = Kernel {
 /// `traditional` (adjacent) or split in halves, and the offset static or
 /// read from an array of `offset` dtype (i32 or u32).
 fn spec(dtype: DType, traditional: bool, offset: Option<DType>) -> (Spec, &'static Kernel) {
-    let load = format!("    return {};", decode(dtype, &element_bits(dtype, "x", "i")));
+    let load = format!(
+        "    return {};",
+        decode(dtype, &element_bits(dtype, "x", "i"))
+    );
     let encode = match dtype {
         DType::F16 => "    return f32_to_f16_bits(bitcast<u32>(v));",
         DType::BF16 => "    return f32_to_bf16_bits(bitcast<u32>(v));",

@@ -147,7 +147,10 @@ pub fn scaled_dot_product_attention(
                     rhs: scores.to_vec(),
                 });
             }
-            if !matches!(m.dtype(), DType::Bool | DType::F32 | DType::F16 | DType::BF16) {
+            if !matches!(
+                m.dtype(),
+                DType::Bool | DType::F32 | DType::F16 | DType::BF16
+            ) {
                 return Err(Error::OpDType {
                     op: OP,
                     dtype: m.dtype(),
@@ -237,10 +240,9 @@ fn composite(
             let len = crate::where_(&len.greater(t_k as i32)?, t_k as i32, &len)?;
             Some(causal(&(&len - t_q as i32)?)?)
         }
-        AttentionMask::Array(m) if m.dtype() == DType::Bool => Some(
-            m.broadcast_to(&[batch, heads, t_q, t_k])?
-                .reshape(&s5)?,
-        ),
+        AttentionMask::Array(m) if m.dtype() == DType::Bool => {
+            Some(m.broadcast_to(&[batch, heads, t_q, t_k])?.reshape(&s5)?)
+        }
         AttentionMask::Array(m) => {
             let add = m
                 .astype(DType::F32)?

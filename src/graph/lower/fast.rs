@@ -51,7 +51,8 @@ pub(super) fn rope(
     let out = lw.alloc(&shape, dtype)?;
     let x = io.operand(0, io.storages[0].strides.clone());
     let offset = dynamic.then(|| io.operand(1, vec![0]));
-    let d = crate::kernels::rope::rope(lw.cx(), &x, offset.as_ref(), &shape, r, out.buffer.buffer())?;
+    let d =
+        crate::kernels::rope::rope(lw.cx(), &x, offset.as_ref(), &shape, r, out.buffer.buffer())?;
     lw.push(d);
     Ok(vec![Some(out)])
 }

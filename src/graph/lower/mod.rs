@@ -6,8 +6,8 @@
 //! Nothing here schedules or submits (`graph::eval` does), and nothing here
 //! writes WGSL (`kernels` does).
 
-mod fast;
 mod concat;
+mod fast;
 mod matmul;
 pub(crate) mod program;
 mod quant;
