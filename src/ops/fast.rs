@@ -159,19 +159,7 @@ pub fn scaled_dot_product_attention(
             }
         }
         AttentionMask::KeyLength(len) => {
-            if len.size() != 1 || len.ndim() > 1 {
-                return bad(format!(
-                    "a key length must be one element (shape [] or [1]), got shape {:?}",
-                    len.shape()
-                ));
-            }
-            if !matches!(len.dtype(), DType::I32 | DType::U32) {
-                return Err(Error::OpDType {
-                    op: OP,
-                    dtype: len.dtype(),
-                    takes: "an int32 or uint32 key length",
-                });
-            }
+            run_time_index(OP, len, "a key length", "an int32 or uint32 key length")?
         }
         AttentionMask::None | AttentionMask::Causal => {}
     }
@@ -199,6 +187,26 @@ pub fn scaled_dot_product_attention(
         ));
     }
     composite(q, k, v, scale, mask)
+}
+
+/// [`Error::InvalidArgument`] unless `a` (`what`) is one element (shape
+/// `[]` or `[1]`), [`Error::OpDType`] (`takes`) unless it is i32 or u32:
+/// a number the kernel reads at run time.
+fn run_time_index(op: &'static str, a: &Array, what: &str, takes: &'static str) -> Result<()> {
+    if a.size() != 1 || a.ndim() > 1 {
+        return Err(Error::InvalidArgument(format!(
+            "{op}: {what} must be one element (shape [] or [1]), got shape {:?}",
+            a.shape()
+        )));
+    }
+    if !matches!(a.dtype(), DType::I32 | DType::U32) {
+        return Err(Error::OpDType {
+            op,
+            dtype: a.dtype(),
+            takes,
+        });
+    }
+    Ok(())
 }
 
 /// The unfused attention (MLX's fallback): scores by a batched matmul
@@ -335,19 +343,7 @@ pub fn rope<'a>(
         return bad(format!("`scale` must be finite, got {scale}"));
     }
     if let RopeOffset::Array(o) = offset {
-        if o.size() != 1 || o.ndim() > 1 {
-            return bad(format!(
-                "an offset array must be one element (shape [] or [1]), got shape {:?}",
-                o.shape()
-            ));
-        }
-        if !matches!(o.dtype(), DType::I32 | DType::U32) {
-            return Err(Error::OpDType {
-                op: OP,
-                dtype: o.dtype(),
-                takes: "an int32 or uint32 offset",
-            });
-        }
+        run_time_index(OP, o, "an offset array", "an int32 or uint32 offset")?;
     }
     if !matches!(x.dtype(), DType::F32 | DType::F16 | DType::BF16) {
         return Err(Error::OpDType {
