@@ -292,7 +292,9 @@ fn composition_matches_reference() {
         &zero,
     );
     // A bool mask broadcast over batch and heads.
-    let bits: Vec<bool> = (0..tq * tk).map(|_| !rng.next_u64().is_multiple_of(3)).collect();
+    let bits: Vec<bool> = (0..tq * tk)
+        .map(|_| !rng.next_u64().is_multiple_of(3))
+        .collect();
     let m = Array::from_slice(&bits, &[tq, tk], &d).unwrap();
     check(
         AttentionMask::Array(&m),
