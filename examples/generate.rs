@@ -411,10 +411,7 @@ fn generate(
             break;
         }
         let beat = (first && i == 0).then(|| {
-            eprintln!(
-                "\ndecode: tracing and compiling the decode step (once per {} cache positions)",
-                llm::KEY_BUCKET
-            );
+            eprintln!("\ndecode: tracing and compiling the decode step (once)");
             Heartbeat::start("compiling the decode step".into())
         });
         let t = Instant::now();

@@ -65,6 +65,7 @@ pub use memory::{Holder, MemoryEvent, MemoryEventKind, MemoryStats, MemoryTimeli
 pub use ops::concat::{concatenate, stack};
 pub use ops::creation::{Indexing, PadMode, broadcast_arrays, meshgrid};
 pub use ops::elementwise::{promote_types, where_};
+pub use ops::fast;
 pub use ops::linalg::TensordotAxes;
 pub use ops::quant::{dequantize, quantize, quantized_matmul};
 pub use ops::shape::Slice;

@@ -386,6 +386,41 @@ fn split_of_two_byte_dtypes_is_exact() {
     assert_eq!(p[1].to_vec::<half::f16>().unwrap(), hv[3..].to_vec());
 }
 
+/// Every live part of a split in one dispatch (the fused Q|K|V product's
+/// split of a decode step), for 4-, 2- and 1-byte elements, and a dead
+/// part skipped.
+#[test]
+fn split_writes_every_part_in_one_dispatch() {
+    let d = device();
+    let mut rng = Rng::new(6);
+    let (r, c) = (3, 33);
+    let x: Vec<f32> = rng.vec_f32(r * c).iter().map(|v| v * 100.0).collect();
+    for dtype in [DType::F32, DType::F16, DType::U8] {
+        let a = Array::from_slice(&x, &[r, c], &d)
+            .unwrap()
+            .astype(dtype)
+            .unwrap()
+            .transpose();
+        let want = a.to_f64_vec().unwrap(); // [c, r], row-major
+        a.eval().unwrap();
+        poison_pool(&d, r * c);
+        let mut parts = a.split([7, 9, 20], 0).unwrap();
+        parts.remove(2); // dead: nobody reads rows 9..20
+        let before = d.dispatches();
+        eval(&parts.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(d.dispatches() - before, 1, "{dtype}: one dispatch");
+        for (p, rows) in parts.iter().zip([0..7, 7..9, 20..c]) {
+            let (lo, hi) = (rows.start, rows.end);
+            assert_eq!(p.shape(), &[hi - lo, r]);
+            assert_eq!(
+                p.to_f64_vec().unwrap(),
+                want[lo * r..hi * r].to_vec(),
+                "{dtype}"
+            );
+        }
+    }
+}
+
 // LOW: reshape([0,-1]) of a size-0 array accepted (NumPy errors)
 #[test]
 fn reshape_ambiguous_minus_one_on_empty() {

@@ -15,8 +15,9 @@
 //! Q, K and V weights concatenated at load, `split` into q, k and v, RoPE
 //! on adjacent pairs (GGUF's row order), K and V written into the cache at
 //! the step's position (`slice_update_dynamic`, in place), grouped-query
-//! attention (the 9 query heads reshaped to `[3 kv heads, 3, ...]` and
-//! multiplied against each KV head: K and V are never repeated), the output
+//! attention (`wgarray::fast::scaled_dot_product_attention`: query head h
+//! reads KV head h / 3, K and V are never repeated; for one token one
+//! kernel over the filled cache positions), the output
 //! projection and the residual; RMSNorm, the gate and up projections as one
 //! matmul against their concatenated weights, SwiGLU, the down projection
 //! and the residual; the final RMSNorm and the output projection through
@@ -33,7 +34,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use wgarray::io::GgufFile;
-use wgarray::{Array, Compiled, DType, Device, Slice, compile_with_capacity, concatenate};
+use wgarray::{Array, Compiled, DType, Device, Slice, compile, concatenate, fast};
 
 pub use tokenizer::Tokenizer;
 
@@ -197,7 +198,7 @@ pub struct Weights {
 
 /// The inputs of one forward pass besides the caches (see
 /// [`Weights::forward`]); each is uploaded per call.
-pub const STEP_INPUTS: usize = 4;
+pub const STEP_INPUTS: usize = 2;
 
 impl Weights {
     /// Bytes of the weights on the device.
@@ -233,43 +234,38 @@ impl Weights {
     }
 
     /// One forward pass of `n` tokens at positions `pos .. pos + n`, from
-    /// `inputs`: the token ids `[n]` (u32), the position `[1]` (u32), the
-    /// RoPE factors `[2, n, 1, head_dim / 2, 2]` (f32: cos, cos; then -sin,
-    /// sin of each pair's angle at each position), the additive attention
-    /// mask `[group * n, keys]` (row `g * n + t` for token `t` of each of
-    /// the `heads / kv_heads` query heads of a KV head: 0 where the token
-    /// may attend a key, -inf elsewhere; `keys` cache positions are read),
-    /// then each layer's K and V caches
-    /// `[kv_heads, capacity, head_dim]` (f32). Returns the logits of the
-    /// last position `[1, vocab]`, their argmax `[1]` (u32), then the
-    /// caches with this pass's K and V written at `pos`.
+    /// `inputs`: the token ids `[n]` (u32), the positions `[2]` (u32:
+    /// `pos`, then `pos + n`, the cache positions filled after the pass),
+    /// then each layer's K and V caches `[kv_heads, capacity, head_dim]`
+    /// (f32). RoPE is `wgarray::fast::rope` with the position read at run
+    /// time. Returns the
+    /// logits of the last position `[1, vocab]`, their argmax `[1]` (u32),
+    /// then the caches with this pass's K and V written at `pos`.
     ///
-    /// Pure in its inputs: `compile` traces it once per input signature
-    /// (the mask's `keys` is the only shape that changes while decoding).
+    /// Attention is `wgarray::fast::scaled_dot_product_attention` over the
+    /// whole cache with the filled length as a run-time input
+    /// (`AttentionMask::KeyLength`, causal): for one token, one kernel that
+    /// reads the filled positions only. Pure in its inputs, none of whose
+    /// shapes change while decoding: `compile` traces the decode step once.
     pub fn forward(&self, inputs: &[Array]) -> wgarray::Result<Vec<Array>> {
         let c = &self.config;
-        let [ids, pos, rope, mask] = &inputs[..STEP_INPUTS] else {
+        let [ids, positions] = &inputs[..STEP_INPUTS] else {
             unreachable!("STEP_INPUTS inputs")
         };
         let caches = &inputs[STEP_INPUTS..];
         let n = ids.shape()[0];
-        let keys = mask.shape()[1];
         let (hd, kvh) = (c.head_dim, c.kv_heads);
-        let group = c.heads / kvh;
         let (q_dim, kv_dim) = (c.heads * hd, kvh * hd);
-        let cos = rope.slice(&[Slice::range(0, 1)])?.squeeze(0)?;
-        let sin = rope.slice(&[Slice::range(1, 2)])?.squeeze(0)?;
-        // RoPE on adjacent pairs: [x0, x1] -> [x0 cos - x1 sin, x1 cos + x0 sin],
-        // read through a view with each pair reversed: one fused kernel.
-        let rotate = |x: &Array, heads: usize, scale: f64| -> wgarray::Result<Array> {
-            let x4 = x.reshape(&[n, heads, hd / 2, 2])?;
-            let swapped = x4.slice(&[Slice::FULL, Slice::FULL, Slice::FULL, Slice::step(-1)])?;
-            let y = (&(&x4 * &cos)? + &(&swapped * &sin)?)?;
-            let y = if scale == 1.0 { y } else { (&y * scale)? };
-            y.reshape(&[n, heads, hd])
+        let pos = positions.slice(&[Slice::range(0, 1)])?;
+        let filled = positions.slice(&[Slice::range(1, 2)])?;
+        // RoPE on adjacent pairs (GGUF's row order: MLX's `traditional`),
+        // positions from `pos` read at run time; [n, heads, hd] is read as
+        // [heads, n, hd] (a view) and comes back dense in that order.
+        let rotate = |x: &Array, heads: usize| -> wgarray::Result<Array> {
+            let x = x.reshape(&[n, heads, hd])?.swapaxes(0, 1)?;
+            fast::rope(&x, hd, true, c.rope_base, 1.0, &pos)
         };
         let scale = 1.0 / (hd as f64).sqrt();
-
         let tokens = self.embed.take(ids, Some(0))?;
         let mut h = wgarray::dequantize(&tokens, None, None, None, None, DType::F32)?;
         let mut out_caches = Vec::with_capacity(caches.len());
@@ -278,28 +274,26 @@ impl Weights {
             // The seed's case: one matmul against the fused weight, then split.
             let qkv = qmm(&x, &layer.qkv)?;
             let parts = qkv.split([q_dim, q_dim + kv_dim], -1)?;
-            let q = rotate(&parts[0], c.heads, scale)?; // [n, heads, hd], scaled
-            let k = rotate(&parts[1], kvh, 1.0)?; // [n, kv, hd]
-            let v = parts[2].reshape(&[n, kvh, hd])?;
+            let q = rotate(&parts[0], c.heads)?; // [heads, n, hd]
+            let k = rotate(&parts[1], kvh)?; // [kv, n, hd]
+            let v = parts[2].reshape(&[n, kvh, hd])?.swapaxes(0, 1)?;
             // K and V at `pos` in the caches, in place when donated.
-            let k_cache = caches[2 * l].slice_update_dynamic(&k.swapaxes(0, 1)?, pos, 1)?;
-            let v_cache = caches[2 * l + 1].slice_update_dynamic(&v.swapaxes(0, 1)?, pos, 1)?;
-            let first = |t: &Array| t.slice(&[Slice::FULL, Slice::range(0, keys as isize)]);
-            let (kk, vv) = (first(&k_cache)?, first(&v_cache)?); // [kv, keys, hd]
-            // Grouped-query attention: query head h reads KV head h / group.
-            // [n, kv, group, hd] -> [kv, group * n, hd]: a view when n = 1.
-            let q = q
-                .reshape(&[n, kvh, group, hd])?
-                .permute([1, 2, 0, 3])?
-                .reshape(&[kvh, group * n, hd])?;
-            // [kv, group * n, keys], the mask added in the GEMM's epilogue.
-            let scores = (&q.matmul(&kk.swapaxes(-1, -2)?)? + mask)?;
-            let probs = scores.softmax(-1)?;
-            let attn = probs
-                .matmul(&vv)? // [kv, group * n, hd]
-                .reshape(&[kvh, group, n, hd])?
-                .permute([2, 0, 1, 3])?
-                .reshape(&[n, q_dim])?;
+            let k_cache = caches[2 * l].slice_update_dynamic(&k, &pos, 1)?;
+            let v_cache = caches[2 * l + 1].slice_update_dynamic(&v, &pos, 1)?;
+            // Grouped-query attention over the filled positions: query
+            // head h reads KV head h / (heads / kv_heads), K and V are
+            // never repeated; for one token one kernel.
+            let cap = k_cache.shape()[1];
+            let attn = fast::scaled_dot_product_attention(
+                &q.reshape(&[1, c.heads, n, hd])?,
+                &k_cache.reshape(&[1, kvh, cap, hd])?,
+                &v_cache.reshape(&[1, kvh, cap, hd])?,
+                scale,
+                fast::AttentionMask::KeyLength(&filled),
+            )? // [1, heads, n, hd]
+            .reshape(&[c.heads, n, hd])?
+            .swapaxes(0, 1)?
+            .reshape(&[n, q_dim])?;
             h = (&h + &qmm(&attn, &layer.wo)?)?;
             out_caches.push(k_cache);
             out_caches.push(v_cache);
@@ -521,45 +515,14 @@ impl Model {
         })
     }
 
-    /// The inputs of a pass over `n` tokens at `pos` reading `keys` cache
-    /// positions (see [`Weights::forward`]).
-    fn step_inputs(&self, tokens: &[u32], pos: usize, keys: usize) -> wgarray::Result<Vec<Array>> {
-        let c = &self.config;
+    /// The inputs of a pass over `n` tokens at `pos` (see
+    /// [`Weights::forward`]).
+    fn step_inputs(&self, tokens: &[u32], pos: usize) -> wgarray::Result<Vec<Array>> {
         let n = tokens.len();
-        let half = c.head_dim / 2;
-        // RoPE angles in f64, rounded once (ggml: pos * base^(-2i/d)).
-        let mut rope = vec![0.0f32; 2 * n * half * 2];
-        for t in 0..n {
-            for i in 0..half {
-                let theta =
-                    (pos + t) as f64 * c.rope_base.powf(-2.0 * i as f64 / c.head_dim as f64);
-                let (s, co) = theta.sin_cos();
-                let at = (t * half + i) * 2;
-                rope[at] = co as f32;
-                rope[at + 1] = co as f32;
-                let at = n * half * 2 + at;
-                rope[at] = -s as f32;
-                rope[at + 1] = s as f32;
-            }
-        }
-        // One row per query row of the attention's [kv, group * n, keys]
-        // scores (row g * n + t is token t), so that it adds without a view
-        // of the product: the add runs in the GEMM's epilogue.
-        let group = c.heads / c.kv_heads;
-        let mut mask = vec![f32::NEG_INFINITY; group * n * keys];
-        for g in 0..group {
-            for t in 0..n {
-                let row = (g * n + t) * keys;
-                let visible = (pos + t + 1).min(keys);
-                mask[row..row + visible].fill(0.0);
-            }
-        }
         let d = &self.device;
         Ok(vec![
             Array::from_slice(tokens, &[n], d)?,
-            Array::from_slice(&[pos as u32], &[1], d)?,
-            Array::from_slice(&rope, &[2, n, 1, half, 2], d)?,
-            Array::from_slice(&mask, &[group * n, keys], d)?,
+            Array::from_slice(&[pos as u32, (pos + n) as u32], &[2], d)?,
         ])
     }
 
@@ -578,7 +541,7 @@ impl Model {
         }
         cache.check_room(tokens.len())?;
         let pos = cache.len;
-        let mut inputs = self.step_inputs(tokens, pos, pos + tokens.len())?;
+        let mut inputs = self.step_inputs(tokens, pos)?;
         inputs.append(&mut cache.take()?);
         let out = self.weights.forward(&inputs);
         // The graph holds the caches now: let go of them, so that the
@@ -647,10 +610,6 @@ impl Cache {
     }
 }
 
-/// Cache positions a decode step reads: the filled ones rounded up to
-/// this, so that one trace serves this many steps.
-pub const KEY_BUCKET: usize = 128;
-
 /// The decode step: one token at a time, through one compiled function of
 /// the model's weights (or eagerly, for comparison). Owns its traces; drop
 /// it with the model to give every byte back.
@@ -660,14 +619,14 @@ pub struct Decoder {
 }
 
 impl Decoder {
-    /// A decoder for `model`; `compiled`: through `wgarray::compile` (a
-    /// trace per [`KEY_BUCKET`] of cache positions read), else eagerly.
+    /// A decoder for `model`; `compiled`: through `wgarray::compile` (one
+    /// trace per cache capacity: the filled length is an input), else
+    /// eagerly.
     pub fn new(model: &Model, compiled: bool) -> Decoder {
         let weights = Arc::clone(&model.weights);
-        let traces = model.config.context.div_ceil(KEY_BUCKET);
         let compiled = compiled.then(|| {
             let w = Arc::clone(&weights);
-            compile_with_capacity(move |x: &[Array]| w.forward(x), traces)
+            compile(move |x: &[Array]| w.forward(x))
         });
         Decoder { weights, compiled }
     }
@@ -677,7 +636,7 @@ impl Decoder {
         self.compiled.is_some()
     }
 
-    /// Traces the compiled step holds (one per bucket of positions read).
+    /// Traces the compiled step holds (one per cache capacity).
     pub fn traces(&self) -> usize {
         self.compiled.as_ref().map_or(0, |c| c.len())
     }
@@ -688,9 +647,7 @@ impl Decoder {
         let Some(f) = &self.compiled else {
             return Err("explain needs the compiled step".into());
         };
-        let pos = cache.len;
-        let keys = (pos + 1).next_multiple_of(KEY_BUCKET).min(cache.capacity);
-        let mut inputs = model.step_inputs(&[token], pos, keys)?;
+        let mut inputs = model.step_inputs(&[token], cache.len)?;
         inputs.extend(cache.kv.iter().cloned());
         Ok(f.explain(&inputs.iter().collect::<Vec<_>>())?)
     }
@@ -700,9 +657,7 @@ impl Decoder {
     /// step by value (`call_donating`) and come back written in place.
     pub fn step(&self, model: &Model, cache: &mut Cache, token: u32) -> AnyResult<(Array, Array)> {
         cache.check_room(1)?;
-        let pos = cache.len;
-        let keys = (pos + 1).next_multiple_of(KEY_BUCKET).min(cache.capacity);
-        let mut inputs = model.step_inputs(&[token], pos, keys)?;
+        let mut inputs = model.step_inputs(&[token], cache.len)?;
         inputs.append(&mut cache.take()?);
         let out = match &self.compiled {
             Some(f) => f.call_donating(inputs)?,

@@ -100,6 +100,27 @@ pub(crate) enum Primitive {
     /// (f32, `[batch.., m, k]`), then the weights as [`QuantMode`] says;
     /// output f32 `[batch.., m, n]`.
     QuantizedMatmul { mode: QuantMode, transpose: bool },
+    /// Scaled dot-product attention of one query row per head (MLX's
+    /// `sdpa_vector`): inputs `q` `[batch, heads, 1, d]`, `k` and `v`
+    /// `[batch, kv_heads, keys, d]` (one float dtype), and with `length`
+    /// a fourth, one i32 or u32 element: the keys read (the rest are
+    /// masked). Output `[batch, heads, 1, d]` of q's dtype; query head
+    /// `h` reads KV head `h / (heads / kv_heads)`. Taken when
+    /// [`sdpa_vector_fits`] says so (`ops::fast`).
+    SdpaVector { scale: f32, length: bool },
+    /// MLX's `fast.rope` of the input `x` (f32, f16 or bf16, `[..., L,
+    /// D]`): the first `dims` features of each row rotated in pairs
+    /// (`traditional`: adjacent, else the two halves) by `scale *
+    /// position * base^(-2i / dims)`, position `offset + l` for row `l` of
+    /// axis -2, plus (`dynamic`) the one i32 or u32 element of input 1.
+    Rope {
+        dims: usize,
+        traditional: bool,
+        base: f32,
+        scale: f32,
+        offset: i32,
+        dynamic: bool,
+    },
 }
 
 /// What [`Primitive::Normalize`] computes.
@@ -221,6 +242,42 @@ pub(crate) enum View {
 /// The largest `k` of [`Primitive::TopK`]: each thread keeps `k`
 /// candidates in private arrays.
 pub(crate) const MAX_TOPK: usize = 64;
+
+/// Threads of a [`Primitive::SdpaVector`] workgroup (one workgroup per
+/// batch and KV head).
+pub(crate) const SDPA_THREADS: usize = 128;
+/// Keys a [`Primitive::SdpaVector`] workgroup scores at once (a block of
+/// its online softmax).
+pub(crate) const SDPA_BLOCK: usize = 64;
+/// The largest `group * d` of [`Primitive::SdpaVector`]: the scaled
+/// queries sit in workgroup memory (8 KiB).
+pub(crate) const SDPA_MAX_GROUP_DIM: usize = 2048;
+/// The most query heads per KV head of [`Primitive::SdpaVector`]: a
+/// block's scores sit in workgroup memory (`group * SDPA_BLOCK` floats).
+pub(crate) const SDPA_MAX_GROUP: usize = 16;
+
+/// Whether [`Primitive::SdpaVector`] computes attention for `group` query
+/// heads per KV head, head dimension `d` and up to `keys` keys: `d` a
+/// multiple of 4, `group` and `group * d` within the workgroup memory,
+/// and every invocation's loop iterations (counted per block of
+/// [`SDPA_BLOCK`] keys, loops unrolled by 4) under llvmpipe's 65535
+/// (docs/ARCHITECTURE.md), with a margin.
+pub(crate) fn sdpa_vector_fits(group: usize, d: usize, keys: usize) -> bool {
+    if group == 0 || d == 0 || !d.is_multiple_of(4) {
+        return false;
+    }
+    let gd = group * d;
+    if group > SDPA_MAX_GROUP || gd > SDPA_MAX_GROUP_DIM {
+        return false;
+    }
+    let items = (group * SDPA_BLOCK).div_ceil(SDPA_THREADS);
+    let own = gd.div_ceil(SDPA_THREADS);
+    // Scores (d / 4 each), the weights, the block max and sum, the
+    // weighted values (a quarter block plus the remainder, per output).
+    let per_block = items * (d / 4 + 2) + SDPA_BLOCK / 2 + own * (SDPA_BLOCK / 4 + 5) + 1;
+    let fixed = 2 * gd.div_ceil(SDPA_THREADS) + 2 * own + 8;
+    fixed + keys.div_ceil(SDPA_BLOCK) * per_block <= 60_000
+}
 
 /// Batch dimensions [`Primitive::Matmul`] takes (beyond the two matrix ones).
 pub(crate) const MAX_MATMUL_BATCH_DIMS: usize = 4;
@@ -756,6 +813,8 @@ impl Primitive {
             Primitive::Quantize { .. } => "quantize",
             Primitive::Dequantize(_) => "dequantize",
             Primitive::QuantizedMatmul { .. } => "quantized_matmul",
+            Primitive::SdpaVector { .. } => "scaled_dot_product_attention",
+            Primitive::Rope { .. } => "rope",
         }
     }
 }

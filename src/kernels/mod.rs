@@ -9,6 +9,7 @@
 //! override constants in WGSL, and one source per family keeps kernels that
 //! differ by a constant from being copied.
 
+pub(crate) mod attention;
 pub(crate) mod background;
 pub(crate) mod bits;
 pub(crate) mod concat;
@@ -21,9 +22,11 @@ pub(crate) mod program;
 pub(crate) mod quant;
 pub(crate) mod random;
 pub(crate) mod reduce;
+pub(crate) mod rope;
 pub(crate) mod scan;
 pub(crate) mod scatter;
 pub(crate) mod sort;
+pub(crate) mod split;
 pub(crate) mod topk;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -312,6 +315,9 @@ pub(crate) fn all_specs() -> Vec<(Spec, &'static Kernel)> {
     specs.extend(sort::specs());
     specs.extend(scatter::specs());
     specs.extend(quant::specs());
+    specs.extend(attention::specs());
+    specs.extend(split::specs());
+    specs.extend(rope::specs());
     // Ops that share an expression on some dtype (floor of an integer is
     // the identity, like a cast) share a specialisation.
     let mut seen = rustc_hash::FxHashSet::default();

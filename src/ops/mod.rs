@@ -6,6 +6,7 @@ pub mod checks;
 pub mod concat;
 pub mod creation;
 pub mod elementwise;
+pub mod fast;
 pub mod grid;
 pub mod linalg;
 pub mod matmul;

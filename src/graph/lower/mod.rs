@@ -7,6 +7,7 @@
 //! writes WGSL (`kernels` does).
 
 mod concat;
+mod fast;
 mod matmul;
 pub(crate) mod program;
 mod quant;
@@ -185,5 +186,25 @@ pub(crate) fn lower(
         Primitive::QuantizedMatmul { mode, transpose } => {
             quant::quantized_matmul(lw, &io, *mode, *transpose)
         }
+        Primitive::SdpaVector { scale, length } => fast::sdpa_vector(lw, &io, *scale, *length),
+        Primitive::Rope {
+            dims,
+            traditional,
+            base,
+            scale,
+            offset,
+            dynamic,
+        } => fast::rope(
+            lw,
+            &io,
+            &crate::kernels::rope::Rotation {
+                dims: *dims,
+                traditional: *traditional,
+                base: *base,
+                scale: *scale,
+                offset: *offset,
+            },
+            *dynamic,
+        ),
     }
 }

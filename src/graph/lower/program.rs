@@ -831,6 +831,44 @@ pub(super) fn split(
 ) -> Result<Vec<Option<Storage>>> {
     let src = &io.storages[0];
     let dtype = io.input(0).dtype;
+    let shape = &io.input(0).shape;
+    // Every live, non-empty part by one dispatch (kernels/split.rs).
+    let live: Vec<usize> = (0..starts.len())
+        .filter(|&i| {
+            io.outputs[i]
+                .as_ref()
+                .is_some_and(|o| o.shape.iter().product::<usize>() > 0)
+        })
+        .collect();
+    if !dtype.is_quantized()
+        && live.len() > 1
+        && crate::kernels::split::fits(shape.len(), dtype.size_in_bytes(), live.len())
+    {
+        let mut results: Vec<Option<Storage>> = starts.iter().map(|_| None).collect();
+        for &i in &live {
+            let o = io.outputs[i].as_ref().expect("live");
+            results[i] = Some(lw.alloc(&o.shape, dtype)?);
+        }
+        let parts: Vec<crate::kernels::split::Part<'_>> = live
+            .iter()
+            .map(|&i| crate::kernels::split::Part {
+                start: starts[i],
+                len: io.outputs[i].as_ref().expect("live").shape[axis],
+                out: results[i].as_ref().expect("allocated").buffer.buffer(),
+            })
+            .collect();
+        let operand = io.operand(0, src.strides.clone());
+        let d = crate::kernels::split::split(lw.cx(), &operand, shape, axis, &parts)?;
+        drop(parts);
+        lw.push(d);
+        // Empty live parts: dense copies of nothing.
+        for (i, o) in io.outputs.iter().enumerate() {
+            if let (Some(o), None) = (o, &results[i]) {
+                results[i] = Some(copy(lw, src, &o.shape, dtype)?);
+            }
+        }
+        return Ok(results);
+    }
     let mut results = Vec::with_capacity(starts.len());
     for (o, &start) in io.outputs.iter().zip(starts) {
         results.push(match o {
