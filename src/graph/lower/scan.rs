@@ -1,6 +1,6 @@
 //! Lowering of scans: one to three dispatches into a dense output.
 
-use super::{Lowering, NodeIo};
+use super::{Lowered, Lowering, NodeIo};
 use crate::array::Storage;
 use crate::graph::primitive::ReduceOp;
 use crate::kernels::scan as kernel;
@@ -16,7 +16,7 @@ pub(super) fn scan(
     axis: usize,
     reverse: bool,
     inclusive: bool,
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let x = io.input(0);
     let o = io.output()?;
     let out = lw.alloc(&x.shape, o.dtype)?;
