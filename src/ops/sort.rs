@@ -40,7 +40,7 @@ use crate::graph::Primitive;
 use crate::graph::primitive::{sort_padded, sort_work_pairs};
 use crate::ops::check_32bit_dtype;
 use crate::shape::rows_along;
-use crate::{Array, DType, Error, Result};
+use crate::{Array, Error, Result};
 
 impl Array {
     /// Record a sort node for op `op`: (values, indices) along `axis`, the

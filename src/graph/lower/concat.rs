@@ -3,10 +3,9 @@
 //! bytes, whole blocks at a time (`quant::byte_view`).
 
 use super::{Lowered, Lowering, NodeIo};
-use crate::array::Storage;
+use crate::DType;
 use crate::kernels::Operand;
 use crate::kernels::concat::{self as kernel, Part};
-use crate::{DType, Result};
 
 pub(super) fn concatenate(lw: &mut Lowering<'_>, io: &NodeIo<'_>, axis: usize) -> Lowered {
     let o = io.output()?;

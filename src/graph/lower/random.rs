@@ -1,8 +1,6 @@
 //! Lowering of random numbers: Philox blocks under the key input.
 
 use super::{Lowered, Lowering, NodeIo};
-use crate::Result;
-use crate::array::Storage;
 use crate::graph::primitive::Distribution;
 use crate::kernels::random as kernel;
 use crate::shape::numel;

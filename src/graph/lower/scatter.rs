@@ -6,8 +6,7 @@
 use std::sync::Arc;
 
 use super::{Lowered, Lowering, NodeIo};
-use crate::Result;
-use crate::array::{ArrayInner, Storage};
+use crate::array::ArrayInner;
 use crate::graph::Node;
 use crate::kernels::{Operand, scatter as kernel};
 

@@ -3,9 +3,8 @@
 
 use super::topk::RowOutputs;
 use super::{Lowered, Lowering, NodeIo};
-use crate::array::Storage;
+use crate::DType;
 use crate::kernels::sort as kernel;
-use crate::{DType, Result};
 
 /// The stable ascending sort of input 0 along `axis`: values and u32
 /// indices. The kernel writes dense `[rows.., len]`; the outputs see that

@@ -4,7 +4,6 @@
 
 use super::program::copy;
 use super::{Lowered, Lowering, NodeIo};
-use crate::Result;
 use crate::array::Storage;
 use crate::graph::primitive::View;
 use crate::shape::{broadcast_strides, contiguous_strides, is_contiguous};
