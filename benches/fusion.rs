@@ -9,7 +9,8 @@
 //!   place (arithmetic only), each fused and unfused, beside a raw wgpu
 //!   vec4 copy of the same bytes (criterion prints bytes per second:
 //!   compare them);
-//! - `softmax` and `layer_norm` on f32[4096, 1024], fused and unfused;
+//! - `softmax`, `layer_norm` and `rms_norm` on f32[4096, 1024], fused and
+//!   unfused (each is one kernel either way: the one-pass row kernel);
 //! - `mlp`: a transformer MLP block (`layer_norm(x + gelu(x W1 + b1) W2 + b2)`,
 //!   x f32[128, 384], W1 [384, 1536]), eager (with and without the GEMM
 //!   epilogues fused) and compiled.
@@ -170,6 +171,13 @@ fn normalisations(c: &mut Criterion, d: &Device) {
                     .unwrap()
                     .eval()
                     .unwrap();
+                d.synchronize().unwrap();
+            })
+        });
+        g.bench_function(format!("rms_norm {tag}"), |b| {
+            d.set_fusion(fusion);
+            b.iter(|| {
+                x.rms_norm(Some(&w), 1e-5).unwrap().eval().unwrap();
                 d.synchronize().unwrap();
             })
         });

@@ -135,10 +135,10 @@ fn a_held_intermediate_of_a_prologue_is_written_and_stays_readable() {
 }
 
 #[test]
-fn a_residual_add_folds_into_a_layer_norm_and_softmax_stays_two() {
+fn a_residual_add_before_a_layer_norm_and_softmax_is_two_kernels() {
     let d = device();
     let mut rng = Rng::new(11);
-    let (rows, cols) = (7, 1025);
+    let (rows, cols) = (256, 1025);
     let a = Array::from_slice(&rng.vec_f32(rows * cols), &[rows, cols], &d).unwrap();
     let b = Array::from_slice(&rng.vec_f32(rows * cols), &[rows, cols], &d).unwrap();
     let w = Array::from_slice(&rng.vec_f32(cols), &[cols], &d).unwrap();
@@ -153,13 +153,14 @@ fn a_residual_add_folds_into_a_layer_norm_and_softmax_stays_two() {
     let (unfused, y) = run(&d, false, &ln);
     assert_eq!(
         fused, 2,
-        "layer_norm(a + b): the sum written by the moments"
+        "layer_norm(a + b): the sum, then the one-pass layer norm"
     );
-    assert!(unfused > 3, "layer_norm(a + b) unfused: {unfused}");
+    assert_eq!(unfused, 2, "layer_norm(a + b) unfused: the add, the norm");
     for (i, (p, q)) in x.iter().zip(&y).enumerate() {
         assert!((p - q).abs() <= 1e-4 * q.abs().max(1.0), "{i}: {p} vs {q}");
     }
-    // softmax of a scaled, biased input: the scale and bias are its prologue.
+    // softmax of a scaled, biased input: one kernel computes it, the
+    // one-pass softmax reads it.
     let sm = || (&(&a * 0.5).unwrap() + &bias).unwrap().softmax(-1).unwrap();
     let (fused, x) = run(&d, true, &sm);
     let (_, y) = run(&d, false, &sm);
@@ -219,7 +220,7 @@ fn packed_and_f64_prologues_fall_back_correctly() {
 fn a_gemm_epilogue_keeps_the_adds_before_a_layer_norm() {
     let d = device();
     let mut rng = Rng::new(29);
-    let (m, k, n) = (7, 33, 65);
+    let (m, k, n) = (256, 33, 65);
     let x = Array::from_slice(&rng.vec_f32(m * k), &[m, k], &d).unwrap();
     let w = Array::from_slice(&rng.vec_f32(n * k), &[n, k], &d).unwrap();
     let b = Array::from_slice(&rng.vec_f32(n), &[n], &d).unwrap();
@@ -234,10 +235,7 @@ fn a_gemm_epilogue_keeps_the_adds_before_a_layer_norm() {
     assert!(text.contains("fused [matmul, add, add]"), "{text}");
     let (fused, p) = run(&d, true, &block);
     let (unfused, q) = run(&d, false, &block);
-    assert_eq!(
-        fused, 3,
-        "the GEMM with its adds, the moments, the normalising kernel"
-    );
+    assert_eq!(fused, 2, "the GEMM with its adds, the one-pass layer norm");
     assert!(unfused > fused);
     for (i, (a, c)) in p.iter().zip(&q).enumerate() {
         assert!((a - c).abs() <= 1e-4 * c.abs().max(1.0), "{i}: {a} vs {c}");

@@ -89,11 +89,66 @@ pub(crate) enum Primitive {
     /// The elements of quantized weights (see [`QuantMode`] for the
     /// inputs), in the output's dtype (f32, f16 or bf16).
     Dequantize(QuantMode),
+    /// A normalisation over the last axis in one pass over each row (the
+    /// row's statistics, then the normalised row, in one kernel): inputs
+    /// `x` (f32, f16 or bf16), then the weight and the bias that
+    /// [`Norm`] says it has (f32, of shape `[x.shape[-1]]`); output f32 of
+    /// `x`'s shape. Rows longer than [`MAX_ONE_PASS_ROW`] are composed from
+    /// a reduction and an elementwise kernel instead (`ops::nn`).
+    Normalize(Norm),
     /// `x @ w.T` (`transpose`) or `x @ w` with `w` quantized: inputs `x`
     /// (f32, `[batch.., m, k]`), then the weights as [`QuantMode`] says;
     /// output f32 `[batch.., m, n]`.
     QuantizedMatmul { mode: QuantMode, transpose: bool },
 }
+
+/// What [`Primitive::Normalize`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Norm {
+    pub kind: NormKind,
+    /// Whether a weight (input 1) multiplies the result.
+    pub weight: bool,
+    /// Whether a bias (the input after the weight) is added.
+    pub bias: bool,
+    /// The bits of the f32 epsilon of the norms (0 for the softmaxes).
+    pub eps_bits: u32,
+}
+
+/// The normalisations of [`Primitive::Normalize`], each over one row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum NormKind {
+    /// `exp(x - m) / s` (`m` the row's maximum, `s` the sum of
+    /// `exp(x - m)`).
+    Softmax,
+    /// `(x - m) - log1p(s - 1)`.
+    LogSoftmax,
+    /// `(x - mean) * rsqrt(var + eps) * weight + bias`, biased variance.
+    LayerNorm,
+    /// `x * rsqrt(mean(x^2) + eps) * weight`.
+    RmsNorm,
+}
+
+impl NormKind {
+    /// The op's name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            NormKind::Softmax => "softmax",
+            NormKind::LogSoftmax => "log_softmax",
+            NormKind::LayerNorm => "layer_norm",
+            NormKind::RmsNorm => "rms_norm",
+        }
+    }
+}
+
+/// The longest row [`Primitive::Normalize`] takes. A longer row is a
+/// reduction whose rows are cut into parts across workgroups (two
+/// dispatches), then an elementwise kernel: one workgroup per row would
+/// lose that parallelism when there are few rows, and every row of that
+/// length fills a storage binding's worth of memory in a few rows.
+pub(crate) const MAX_ONE_PASS_ROW: usize = 1 << 16;
+
+/// The fewest rows [`Primitive::Normalize`] takes (`ops::nn` says why).
+pub(crate) const MIN_ONE_PASS_ROWS: usize = 256;
 
 /// How the weights of [`Primitive::Dequantize`] and
 /// [`Primitive::QuantizedMatmul`] are stored.
@@ -674,6 +729,7 @@ impl Primitive {
             Primitive::Split { .. } => "split",
             Primitive::Take { .. } => "take",
             Primitive::Reduce { op, .. } => op.name(),
+            Primitive::Normalize(n) => n.kind.name(),
             Primitive::Random { dist, .. } => match dist {
                 Distribution::Bits => "random::bits",
                 Distribution::Uniform { .. } => "random::uniform",

@@ -565,6 +565,8 @@ pub(crate) enum QuickKey {
         mode: reduce::Mode,
         ranks: (u8, u8),
         program: program::Program,
+        /// A one-pass normalisation's epilogue.
+        epi: Option<crate::graph::primitive::Norm>,
     },
     /// The combine pass of a reduction whose rows were cut into parts.
     ReduceCombine {

@@ -26,6 +26,18 @@
 //! every other layout (a leading axis, a transposed view, several reduced
 //! axes that do not merge). Rows longer than a part are cut into parts
 //! whose partial accumulators a second dispatch combines in order.
+//!
+//! A one-pass normalisation ([`plan_rows`]: softmax, log_softmax,
+//! layer_norm, rms_norm over the last axis) is the same kernel with an
+//! epilogue: once a row's accumulator is whole (after the lane tree, which
+//! every lane of the row then reads), the same threads walk the row again
+//! (from cache) and write each normalised element as the one value stored
+//! at each element (`e{j}`, dense f32). Softmax folds the running maximum
+//! and sum of exponentials (Milakov & Gimelshein 2018); rms_norm the mean
+//! of squares; layer_norm the mean, then in a second walk the mean of
+//! squared deviations from it (the two-pass variance). Its rows are never
+//! cut into parts, and its walks together stay under llvmpipe's loop
+//! limit ([`ONE_PASS_LOOP_BUDGET`]).
 
 use super::elementwise::{bits_type, compute_type, encode};
 use super::program::{Bound, Def, Layout, Program, Source, coalesce, pw, unravel};
@@ -33,7 +45,7 @@ use super::{
     Context, Dispatch, Kernel, PARAMS_WORDS, Params, QuickKey, REDUCE, REDUCE_F64, REDUCE_PROLOGUE,
     Spec,
 };
-use crate::graph::primitive::ReduceOp;
+use crate::graph::primitive::{Norm, NormKind, ReduceOp};
 use crate::shape::contiguous_strides;
 use crate::{DType, Error, Result};
 
@@ -274,6 +286,15 @@ const MIN_SPLIT_CHUNKS: usize = 1 << 14;
 /// under llvmpipe's 65535 (each iteration loads `unroll` chunks).
 const MAX_PART_ITERATIONS: usize = 32768;
 
+/// Loop iterations all the walks of a one-pass normalisation may take per
+/// invocation, under llvmpipe's 65535 (every loop counts).
+const ONE_PASS_LOOP_BUDGET: usize = 60000;
+
+/// Rows from which a software adapter gives each row of a one-pass
+/// normalisation one lane (four workgroups of [`WG_ONE_LANE`]); with fewer
+/// rows a workgroup shares each row, so that every core has work.
+const ONE_LANE_ROWS: usize = 4 * WG_ONE_LANE;
+
 /// Values folded into one of the four block accumulators of a wide lane
 /// before the block joins the running accumulator (the rounding error of
 /// a sum grows with the block, the block count and the tree, not with R).
@@ -307,6 +328,8 @@ pub(crate) struct Plan {
     r: usize,
     /// Parts per output (wide mode; 1 otherwise).
     parts: usize,
+    /// The normalisation written after the statistics, if any.
+    epi: Option<Norm>,
 }
 
 impl Plan {
@@ -329,6 +352,34 @@ impl Plan {
     fn value_dtype(&self) -> DType {
         self.program.defs[self.program.outputs[0] as usize].dtype()
     }
+}
+
+impl NormKind {
+    /// The accumulator of the statistics the row's first walk folds.
+    fn stats_op(self) -> ReduceOp {
+        match self {
+            NormKind::Softmax | NormKind::LogSoftmax => ReduceOp::MaxSumExp,
+            NormKind::LayerNorm => ReduceOp::Sum,
+            NormKind::RmsNorm => ReduceOp::MeanSquare,
+        }
+    }
+
+    /// Walks over the row: the statistics, the deviations (layer_norm),
+    /// the result.
+    fn walks(self) -> usize {
+        if self == NormKind::LayerNorm { 3 } else { 2 }
+    }
+}
+
+/// The dtypes of the values a kernel of `program` stores at each element:
+/// the program's other outputs, then a one-pass normalisation's result
+/// (f32).
+fn written(program: &Program, epi: Option<Norm>) -> Vec<DType> {
+    program.outputs[1..]
+        .iter()
+        .map(|&v| program.defs[v as usize].dtype())
+        .chain(epi.map(|_| DType::F32))
+        .collect()
 }
 
 /// Whether `program` can be reduced by this kernel: its first output is
@@ -367,12 +418,41 @@ pub(crate) fn supported(program: &Program) -> bool {
 pub(crate) fn plan(
     cx: &Context,
     op: ReduceOp,
-    mut program: Program,
+    program: Program,
     bound: &Bound<'_>,
     axes: &[usize],
 ) -> Result<Option<Plan>> {
+    plan_with(cx, op, program, bound, axes, None)
+}
+
+/// Plan the one-pass normalisation `norm` of the rows along the reduced
+/// `axes` of `program`'s value (its first load; loads after it are the
+/// weight and the bias that `norm` has, f32, addressed like the row); the
+/// result is `bound.outputs[0]` (f32, dense over `bound.shape`). `None`
+/// when there is no row.
+///
+/// # Errors
+/// As [`plan`].
+pub(crate) fn plan_rows(
+    cx: &Context,
+    norm: Norm,
+    program: Program,
+    bound: &Bound<'_>,
+    axes: &[usize],
+) -> Result<Option<Plan>> {
+    plan_with(cx, norm.kind.stats_op(), program, bound, axes, Some(norm))
+}
+
+fn plan_with(
+    cx: &Context,
+    op: ReduceOp,
+    mut program: Program,
+    bound: &Bound<'_>,
+    axes: &[usize],
+    epi: Option<Norm>,
+) -> Result<Option<Plan>> {
     let shape = &bound.shape;
-    let extras = program.outputs.len() - 1;
+    let extras = written(&program, epi).len();
     // Extra outputs are dense over the shape: addressed like loads.
     let dense = contiguous_strides(shape);
     let split = |keep: bool| {
@@ -432,23 +512,49 @@ pub(crate) fn plan(
             *dense = false;
         }
     }
+    let walks = epi.map_or(1, |e| e.kind.walks());
+    // One thread per row walks it `walks` times, 257 loop iterations per
+    // 256 elements.
+    let thread_fits = walks * (r + r / WG + 2) <= ONE_PASS_LOOP_BUDGET;
+    let row = row_mode(r, n_out, cx.software) || (epi.is_some() && !thread_fits);
     let mut plan = Plan {
         op,
         program,
-        mode: Mode::Strided {
-            row: row_mode(r, n_out, cx.software),
-        },
+        mode: Mode::Strided { row },
         outer,
         inner,
         strides,
         n_out,
         r,
         parts: 1,
+        epi,
     };
     if let Some(unit) = wide_loads(&plan, bound) {
-        let k = elements(&plan.program, unit);
+        let k = elements(&plan.program, unit, epi);
         let chunks = (r + k - 1).div_ceil(k) + 1;
         let unroll = unroll(k);
+        if epi.is_some() {
+            // One row per lane group, never cut: one lane per row on a
+            // software adapter with enough rows whose walks fit, else a
+            // workgroup per row (as the GPU takes long rows).
+            let block = (BLOCK_ELEMENTS / k).max(unroll);
+            let one_lane =
+                walks * (chunks / unroll + chunks / block + 2 * k + 8) <= ONE_PASS_LOOP_BUDGET;
+            let lanes = if cx.software && n_out >= ONE_LANE_ROWS && one_lane {
+                1
+            } else if cx.software || chunks >= 16 * WG {
+                WG
+            } else {
+                32
+            };
+            plan.mode = Mode::Wide {
+                lanes: lanes as u16,
+                split: false,
+                unit,
+            };
+            plan.program.vec4 = true;
+            return Ok(Some(plan));
+        }
         let (lanes, aim) = if cx.software {
             (1, SOFTWARE_WORKERS)
         } else if chunks >= 16 * WG {
@@ -503,7 +609,7 @@ fn wide_loads(plan: &Plan, bound: &Bound<'_>) -> Option<u64> {
     if unit == 0 || plan.strides[loads..].iter().any(|s| s[ro] != 1) {
         return None;
     }
-    let k = elements(&plan.program, unit) as i64;
+    let k = elements(&plan.program, unit, plan.epi) as i64;
     // Offsets and kept strides of the unit loads and the extras.
     let stepped: Vec<(i64, &[isize])> = (0..loads)
         .filter(|li| unit >> li & 1 == 1)
@@ -526,7 +632,7 @@ fn width(d: DType) -> usize {
 }
 
 /// The unit loads' (bit per load in `unit`) and extra outputs' dtypes.
-fn unit_dtypes(program: &Program, unit: u64) -> Vec<DType> {
+fn unit_dtypes(program: &Program, unit: u64, epi: Option<Norm>) -> Vec<DType> {
     let loads = program.defs.iter().filter_map(|d| match d {
         Def::Load { dtype, .. } => Some(*dtype),
         _ => None,
@@ -535,19 +641,15 @@ fn unit_dtypes(program: &Program, unit: u64) -> Vec<DType> {
         .enumerate()
         .filter(|(li, _)| unit >> li & 1 == 1)
         .map(|(_, d)| d)
-        .chain(
-            program.outputs[1..]
-                .iter()
-                .map(|&v| program.defs[v as usize].dtype()),
-        )
+        .chain(written(program, epi))
         .collect()
 }
 
 /// `K`, the elements of one 16-byte chunk of the narrowest unit load or
 /// extra output (4 for f32, 8 for f16, 16 for u8, 2 for f64): what a lane
 /// folds per chunk.
-fn elements(program: &Program, unit: u64) -> usize {
-    16 / unit_dtypes(program, unit)
+fn elements(program: &Program, unit: u64, epi: Option<Norm>) -> usize {
+    16 / unit_dtypes(program, unit, epi)
         .into_iter()
         .map(width)
         .min()
@@ -622,11 +724,12 @@ fn partial_functions(acc: &str, store_it: bool) -> String {
     if store_it { store } else { load }
 }
 
-/// The kernel family for `program`'s helpers.
-fn kernel_for(program: &Program) -> &'static Kernel {
+/// The kernel family for `program`'s helpers (and a normalisation's
+/// `log1p_f`).
+fn kernel_for(program: &Program, epi: bool) -> &'static Kernel {
     if program.uses_f64() {
         &REDUCE_F64
-    } else if program.defs.iter().any(|d| matches!(d, Def::Op { .. })) {
+    } else if epi || program.defs.iter().any(|d| matches!(d, Def::Op { .. })) {
         &REDUCE_PROLOGUE
     } else {
         &REDUCE
@@ -644,9 +747,9 @@ struct Words {
     total: usize,
 }
 
-fn words(program: &Program, (ro, ri): (usize, usize)) -> Words {
+fn words(program: &Program, (ro, ri): (usize, usize), epi: Option<Norm>) -> Words {
     let layout = program.layout(ro + ri, &[ro, ri]);
-    let extras: Vec<usize> = (0..program.outputs.len() - 1)
+    let extras: Vec<usize> = (0..written(program, epi).len())
         .map(|j| layout.words + j * (1 + ro + ri))
         .collect();
     let total = (layout.words + extras.len() * (1 + ro + ri)).next_multiple_of(4);
@@ -667,14 +770,15 @@ pub(crate) fn spec(
     ranks: (usize, usize),
     mode: Mode,
     outs: usize,
+    epi: Option<Norm>,
 ) -> (Spec, &'static Kernel) {
     let ro = ranks.0;
     let v = program.outputs[0];
     let dtype = program.defs[v as usize].dtype();
     let ct = op.compute_type(dtype);
     let [acc, init, lift, comb, fin] = op.parts(ct);
-    let w = words(program, ranks);
-    let extras = program.outputs.len() - 1;
+    let w = words(program, ranks, epi);
+    let extras = written(program, epi).len();
     let wide = matches!(mode, Mode::Wide { .. });
     let split = matches!(mode, Mode::Wide { split: true, .. });
     let mut names: Vec<(String, &str)> = if split {
@@ -686,7 +790,7 @@ pub(crate) fn spec(
     names.extend((0..extras).map(|j| (format!("e{j}"), extra_ty)));
     let mut bindings = program.storage_bindings(1, &names);
     bindings.push_str(&program.functions());
-    let finish = if split {
+    let finish = if split || epi.is_some() {
         String::new()
     } else {
         format!("fn finish(o: u32, acc: Acc) {{\n{fin}\n}}\n")
@@ -698,17 +802,17 @@ pub(crate) fn spec(
     };
     let (value, main) = match mode {
         Mode::Strided { row } => (
-            strided_value(program, &w, ranks, ct),
-            strided_main(program, &w, row, ro, &init),
+            strided_value(program, &w, ranks, ct, epi),
+            strided_main(program, &w, row, ro, &init, epi),
         ),
         Mode::Wide { lanes, split, unit } => (
-            wide_value(program, &w, ct),
-            wide_main(program, &w, ro, lanes as usize, split, unit, &init),
+            wide_value(program, &w, ct, epi),
+            wide_main(program, &w, ro, (lanes as usize, split, unit), &init, epi),
         ),
     };
     let params = format!("    w: array<vec4<u32>, {}>,", (w.total / 4).max(1));
     let (mut spec, kernel) = fill(
-        kernel_for(program),
+        kernel_for(program, epi.is_some()),
         op,
         ct,
         [&acc, &init, &lift, &comb],
@@ -802,12 +906,23 @@ fn reduced_value(program: &Program, ct: &str) -> String {
 /// `r` of the row whose loads start at `b{li}` (the reduced index
 /// unravelled, each load through its strides); the extra outputs are
 /// stored there.
-fn strided_value(program: &Program, w: &Words, (ro, ri): (usize, usize), ct: &str) -> String {
+fn strided_value(
+    program: &Program,
+    w: &Words,
+    (ro, ri): (usize, usize),
+    ct: &str,
+    epi: Option<Norm>,
+) -> String {
     let params: String = (0..w.layout.loads.len())
         .map(|li| format!(", b{li}: u32"))
         .chain((0..program.outputs.len() - 1).map(|j| format!(", be{j}: u32")))
         .collect();
-    let mut s = format!("fn value(r: u32{params}) -> {ct} {{\n");
+    let mut s = match epi {
+        Some(_) => format!(
+            "struct Val {{\n    v: {ct},\n    a: f32,\n    b: f32,\n}}\n\nfn value(r: u32{params}) -> Val {{\n"
+        ),
+        None => format!("fn value(r: u32{params}) -> {ct} {{\n"),
+    };
     s.push_str(&unravel("r", "j", ro, ri));
     let address = |base: String, wd: usize| {
         let mut a = base;
@@ -825,7 +940,101 @@ fn strided_value(program: &Program, w: &Words, (ro, ri): (usize, usize), ct: &st
             encode(d, &format!("v{x}"), compute_type(d))
         ));
     }
-    s.push_str(&format!("    return {};\n}}\n", reduced_value(program, ct)));
+    let Some(norm) = epi else {
+        s.push_str(&format!("    return {};\n}}\n", reduced_value(program, ct)));
+        return s;
+    };
+    let (a, b) = norm_params(norm);
+    s.push_str(&format!(
+        "    return Val({}, {a}, {b});\n}}\n\n",
+        reduced_value(program, ct)
+    ));
+    // The normalised row's element r, dense f32 (the last value stored).
+    let j = w.extras.len() - 1;
+    s.push_str("fn store_y(r: u32, be: u32, y: f32) {\n");
+    s.push_str(&unravel("r", "j", ro, ri));
+    s.push_str(&format!(
+        "    e{j}[{}] = bitcast<u32>(y);\n}}\n",
+        address("be".to_string(), w.extras[j])
+    ));
+    s
+}
+
+/// A normalisation's weight and bias at an element: the values of the
+/// loads after the row's (`v1`, `v2`), or 1 and 0 where it has none.
+fn norm_params(norm: Norm) -> (String, String) {
+    let a = if norm.weight {
+        "v1".to_string()
+    } else {
+        "1.0".to_string()
+    };
+    let b = if norm.bias {
+        format!("v{}", 1 + norm.weight as usize)
+    } else {
+        "0.0".to_string()
+    };
+    (a, b)
+}
+
+/// A WGSL expression of one value `x` (what a walk folds).
+type Fold<'a> = &'a dyn Fn(&str) -> String;
+
+/// A WGSL expression of one value `x`, its weight and its bias (what a
+/// normalisation writes).
+type Out<'a> = &'a dyn Fn(&str, &str, &str) -> String;
+
+/// A one-pass normalisation's epilogue, after the row's first walk has
+/// folded `acc`: `gather(acc, tot)` makes the row's whole accumulator
+/// `tot` (after the lane tree where there is one), `walk(acc, f)` folds
+/// `f(x)` over the row's values into a new accumulator `acc`, and
+/// `write(f)` stores `f(x, weight, bias)` at each element.
+fn epilogue(
+    norm: Norm,
+    gather: &dyn Fn(&str, &str) -> String,
+    walk: &dyn Fn(&str, Fold<'_>) -> String,
+    write: &dyn Fn(Out<'_>) -> String,
+) -> String {
+    let mut s = gather("acc", "tot");
+    s.push_str("    let count = f32(big_r);\n    let eps = bitcast<f32>(p.misc.z);\n");
+    type Formula = Box<dyn Fn(&str, &str, &str) -> String>;
+    let y: Formula = match norm.kind {
+        NormKind::Softmax | NormKind::LogSoftmax => {
+            // As the statistics' finish: a row whose maximum is not
+            // finite has a NaN sum.
+            s.push_str(
+                "    let m = tot.m;\n\
+                 \x20   let finite = (bitcast<u32>(m) & 0x7f800000u) != 0x7f800000u;\n\
+                 \x20   let s = select(bitcast<f32>(0x7fc00000u), tot.s, finite);\n",
+            );
+            if norm.kind == NormKind::Softmax {
+                Box::new(|x, _, _| format!("exp({x} - m) / s"))
+            } else {
+                s.push_str("    let ls = log1p_f(s - 1.0);\n");
+                Box::new(|x, _, _| format!("({x} - m) - ls"))
+            }
+        }
+        NormKind::RmsNorm => {
+            s.push_str("    let rstd = inverseSqrt(tot.v / count + eps);\n");
+            if norm.weight {
+                Box::new(|x, a, _| format!("{x} * rstd * {a}"))
+            } else {
+                Box::new(|x, _, _| format!("{x} * rstd"))
+            }
+        }
+        NormKind::LayerNorm => {
+            s.push_str("    let mean = tot.v / count;\n");
+            s.push_str(&walk("dev", &|x| format!("({x} - mean) * ({x} - mean)")));
+            s.push_str(&gather("dev", "dtot"));
+            s.push_str("    let rstd = inverseSqrt(dtot.v / count + eps);\n");
+            match (norm.weight, norm.bias) {
+                (false, false) => Box::new(|x, _, _| format!("({x} - mean) * rstd")),
+                (true, false) => Box::new(|x, a, _| format!("({x} - mean) * rstd * {a}")),
+                (false, true) => Box::new(|x, _, b| format!("({x} - mean) * rstd + {b}")),
+                (true, true) => Box::new(|x, a, b| format!("({x} - mean) * rstd * {a} + {b}")),
+            }
+        }
+    };
+    s.push_str(&write(&*y));
     s
 }
 
@@ -847,8 +1056,18 @@ fn main_head(wg: usize) -> String {
 /// The strided mode's entry point: one workgroup per output (`row`: 256
 /// strided shares, eight per loop iteration, then a tree), or one thread
 /// per output folding blocks of 256 in order.
-fn strided_main(program: &Program, w: &Words, row: bool, ro: usize, init: &str) -> String {
+fn strided_main(
+    program: &Program,
+    w: &Words,
+    row: bool,
+    ro: usize,
+    init: &str,
+    epi: Option<Norm>,
+) -> String {
     let args = base_args(program, w);
+    // The value's field where value() returns a struct.
+    let dot = if epi.is_some() { ".v" } else { "" };
+    let jy = w.extras.len().saturating_sub(1);
     let mut s = if row {
         PARTIAL_MEMORY.to_string()
     } else {
@@ -868,16 +1087,41 @@ fn strided_main(program: &Program, w: &Words, row: bool, ro: usize, init: &str) 
         ));
         for k in 0..8 {
             s.push_str(&format!(
-                "        acc = fold(acc, value(r + {k}u * {WG}u{args}), r + {k}u * {WG}u);\n"
+                "        acc = fold(acc, value(r + {k}u * {WG}u{args}){dot}, r + {k}u * {WG}u);\n"
             ));
         }
         s.push_str(&format!(
-            "    }}\n    for (; r < big_r; r += {WG}u) {{\n        acc = fold(acc, value(r{args}), r);\n    }}\n"
+            "    }}\n    for (; r < big_r; r += {WG}u) {{\n        acc = fold(acc, value(r{args}){dot}, r);\n    }}\n"
         ));
-        s.push_str(&tree("lid.x", WG));
-        s.push_str(
-            "    if lid.x == 0u && o < n_out {\n        finish(o, partial[lid.x]);\n    }\n",
-        );
+        match epi {
+            None => {
+                s.push_str(&tree("acc", "lid.x", WG));
+                s.push_str(
+                    "    if lid.x == 0u && o < n_out {\n        finish(o, partial[lid.x]);\n    }\n",
+                );
+            }
+            Some(norm) => s.push_str(&epilogue(
+                norm,
+                &|acc, tot| {
+                    format!(
+                        "{}    let {tot} = partial[0];\n    workgroupBarrier();\n",
+                        tree(acc, "lid.x", WG)
+                    )
+                },
+                &|acc, f| {
+                    format!(
+                        "    var {acc} = {init};\n    for (var r = lid.x; r < big_r; r += {WG}u) {{\n        {acc} = fold({acc}, {}, r);\n    }}\n",
+                        f(&format!("value(r{args}).v"))
+                    )
+                },
+                &|y| {
+                    format!(
+                        "    if o < n_out {{\n        for (var r = lid.x; r < big_r; r += {WG}u) {{\n            let v = value(r{args});\n            store_y(r, be{jy}, {});\n        }}\n    }}\n",
+                        y("v.v", "v.a", "v.b")
+                    )
+                },
+            )),
+        }
     } else {
         s.push_str(&format!(
             "    let o = gid.x + gid.y * nwg.x * {WG}u;\n    if o >= n_out {{\n        return;\n    }}\n{}",
@@ -886,30 +1130,46 @@ fn strided_main(program: &Program, w: &Words, row: bool, ro: usize, init: &str) 
         // Blocks of 256 folded in order, then combined: the rounding error
         // of a sum grows with 256 + R / 256 terms, not R (every iteration
         // of both loops counts towards llvmpipe's limit: R stays below it).
-        s.push_str(&format!(
-            "    var acc = {init};\n\
-             \x20   for (var r0 = 0u; r0 < big_r; r0 += {WG}u) {{\n\
-             \x20       var block = {init};\n\
-             \x20       let end = min(r0 + {WG}u, big_r);\n\
-             \x20       for (var r = r0; r < end; r++) {{\n\
-             \x20           block = fold(block, value(r{args}), r);\n\
-             \x20       }}\n\
-             \x20       acc = combine(acc, block);\n\
-             \x20   }}\n\
-             \x20   finish(o, acc);\n"
-        ));
+        let blocks = |acc: &str, x: &str| {
+            format!(
+                "    var {acc} = {init};\n\
+                 \x20   for (var r0 = 0u; r0 < big_r; r0 += {WG}u) {{\n\
+                 \x20       var block = {init};\n\
+                 \x20       let end = min(r0 + {WG}u, big_r);\n\
+                 \x20       for (var r = r0; r < end; r++) {{\n\
+                 \x20           block = fold(block, {x}, r);\n\
+                 \x20       }}\n\
+                 \x20       {acc} = combine({acc}, block);\n\
+                 \x20   }}\n"
+            )
+        };
+        s.push_str(&blocks("acc", &format!("value(r{args}){dot}")));
+        match epi {
+            None => s.push_str("    finish(o, acc);\n"),
+            Some(norm) => s.push_str(&epilogue(
+                norm,
+                &|acc, tot| format!("    let {tot} = {acc};\n"),
+                &|acc, f| blocks(acc, &f(&format!("value(r{args}).v"))),
+                &|y| {
+                    format!(
+                        "    for (var r = 0u; r < big_r; r++) {{\n        let v = value(r{args});\n        store_y(r, be{jy}, {});\n    }}\n",
+                        y("v.v", "v.a", "v.b")
+                    )
+                },
+            )),
+        }
     }
     s.push_str("}\n");
     s
 }
 
-/// The lane tree: the `lanes` accumulators of each lane group (lane
+/// The lane tree: the `lanes` accumulators `acc` of each lane group (lane
 /// `lane`, the group's lane 0 at `lid.x - lane`) combined in workgroup
 /// memory, the result in the group's lane 0 slot. Every thread of the
 /// workgroup runs the same barriers.
-fn tree(lane: &str, lanes: usize) -> String {
+fn tree(acc: &str, lane: &str, lanes: usize) -> String {
     format!(
-        "    partial[lid.x] = acc;\n\
+        "    partial[lid.x] = {acc};\n\
          \x20   workgroupBarrier();\n\
          \x20   for (var s = {}u; s > 0u; s >>= 1u) {{\n\
          \x20       if {lane} < s {{\n\
@@ -924,11 +1184,14 @@ fn tree(lane: &str, lanes: usize) -> String {
 /// The wide mode's `value(l0, ..)`: the value and the extra outputs' words
 /// at one element, from each load's bits there (the program in its wide
 /// form decodes its loads from `l{li}`).
-fn wide_value(program: &Program, w: &Words, ct: &str) -> String {
+fn wide_value(program: &Program, w: &Words, ct: &str, epi: Option<Norm>) -> String {
     let extras = program.outputs.len() - 1;
     let mut s = format!("struct Val {{\n    v: {ct},\n");
     for j in 0..extras {
         s.push_str(&format!("    e{j}: u32,\n"));
+    }
+    if epi.is_some() {
+        s.push_str("    a: f32,\n    b: f32,\n");
     }
     s.push_str("}\n\n");
     let params: Vec<String> = program
@@ -948,6 +1211,10 @@ fn wide_value(program: &Program, w: &Words, ct: &str) -> String {
     for &x in &program.outputs[1..] {
         let d = program.defs[x as usize].dtype();
         fields.push(encode(d, &format!("v{x}"), compute_type(d)));
+    }
+    if let Some(norm) = epi {
+        let (a, b) = norm_params(norm);
+        fields.extend([a, b]);
     }
     s.push_str(&format!("    return Val({});\n}}\n", fields.join(", ")));
     s
@@ -986,12 +1253,11 @@ fn wide_main(
     program: &Program,
     w: &Words,
     ro: usize,
-    lanes: usize,
-    split: bool,
-    unit: u64,
+    (lanes, split, unit): (usize, bool, u64),
     init: &str,
+    epi: Option<Norm>,
 ) -> String {
-    let k = elements(program, unit);
+    let k = elements(program, unit, epi);
     let u = unroll(k);
     let block = (BLOCK_ELEMENTS / k).max(u);
     let loads: Vec<(usize, DType, u8)> = program
@@ -1010,7 +1276,10 @@ fn wide_main(
         .collect();
     let is_unit = |li: usize| unit >> li & 1 == 1;
     let first_unit = loads.iter().find(|l| is_unit(l.0)).map_or(0, |l| l.0);
-    let extras = program.outputs.len() - 1;
+    let extras = w.extras.len();
+    // The program's own extra outputs (a normalisation's result is the
+    // last value stored, written by its epilogue).
+    let own_extras = program.outputs.len() - 1;
     let wg = if lanes == 1 { WG_ONE_LANE } else { WG };
     let mut s = if lanes > 1 {
         PARTIAL_MEMORY.to_string()
@@ -1067,12 +1336,35 @@ fn wide_main(
     for j in 0..extras {
         s.push_str(&format!("    let vbe{j} = (be{j} - phase) / 4u;\n"));
     }
-    // One whole chunk at `cc` (tag `t` names its loads) into accumulator
-    // slots a0..a3.
-    let chunk = |cc: &str, t: usize| -> String {
+    // A normalisation's statistics read the row's value alone: its weight
+    // and bias are loaded by the walk that writes.
+    let needed = |li: usize, writes: bool| epi.is_none() || writes || li == 0;
+    // The value's arguments at one element: each load's bits (`bits` for a
+    // unit load), `0u` for a load the walk does not need.
+    let value_args = |bits: &dyn Fn(usize, DType, u8) -> String, writes: bool| -> String {
+        loads
+            .iter()
+            .map(|&(li, d, i)| {
+                if !needed(li, writes) {
+                    "0u".to_string()
+                } else if is_unit(li) {
+                    bits(li, d, i)
+                } else {
+                    format!("s{li}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // One whole chunk at `cc` (tag `t` names its loads): with `fold`,
+    // folded into accumulator slots a0..a3 (`fold(x)` of each value `x`,
+    // the program's extra outputs stored); else each element's `write(x,
+    // weight, bias)` stored as the last extra output.
+    let chunk = |cc: &str, t: usize, fold: Option<Fold<'_>>, write: Option<Out<'_>>| -> String {
+        let writes = write.is_some();
         let mut c = format!("        {{\n            let cc = {cc};\n");
         for &(li, d, i) in &loads {
-            if !is_unit(li) {
+            if !is_unit(li) || !needed(li, writes) {
                 continue;
             }
             let vecs = k * width(d) / 16;
@@ -1083,26 +1375,35 @@ fn wide_main(
             }
         }
         for q in 0..k {
-            let args: Vec<String> = loads
-                .iter()
-                .map(|&(li, d, _)| {
-                    if is_unit(li) {
-                        chunk_bits(d, &format!("{t}_{li}"), q)
-                    } else {
-                        format!("s{li}")
-                    }
-                })
-                .collect();
-            c.push_str(&format!(
-                "            let v{q} = value({});\n            a{} = fold(a{}, v{q}.v, cc * {k}u + {q}u - phase);\n",
-                args.join(", "),
-                (t * k + q) % 4,
-                (t * k + q) % 4
-            ));
+            let args = value_args(&|li, d, _| chunk_bits(d, &format!("{t}_{li}"), q), writes);
+            c.push_str(&format!("            let v{q} = value({args});\n"));
+            if let Some(f) = fold {
+                c.push_str(&format!(
+                    "            a{} = fold(a{}, {}, cc * {k}u + {q}u - phase);\n",
+                    (t * k + q) % 4,
+                    (t * k + q) % 4,
+                    f(&format!("v{q}.v"))
+                ));
+            }
+            if let Some(y) = write {
+                c.push_str(&format!(
+                    "            let y{q} = bitcast<u32>({});\n",
+                    y(&format!("v{q}.v"), &format!("v{q}.a"), &format!("v{q}.b"))
+                ));
+            }
         }
-        for j in 0..extras {
+        let stored: Vec<(usize, String)> = match write {
+            Some(_) => vec![(extras - 1, "y".to_string())],
+            None => (0..own_extras).map(|j| (j, format!("v.e{j}"))).collect(),
+        };
+        for (j, name) in stored {
             for m in 0..k / 4 {
-                let words: Vec<String> = (0..4).map(|c| format!("v{}.e{j}", 4 * m + c)).collect();
+                let words: Vec<String> = (0..4)
+                    .map(|c| match name.strip_prefix("v.") {
+                        Some(field) => format!("v{}.{field}", 4 * m + c),
+                        None => format!("{name}{}", 4 * m + c),
+                    })
+                    .collect();
                 c.push_str(&format!(
                     "            e{j}[vbe{j} + cc * {}u + {m}u] = vec4<u32>({});\n",
                     k / 4,
@@ -1113,78 +1414,134 @@ fn wide_main(
         c.push_str("        }\n");
         c
     };
-    // This lane's chunks: c0 + lane, c0 + lane + lanes, ..., in blocks of
-    // `block` per lane, each folded into four accumulators.
-    s.push_str(&format!(
-        "    var acc = {init};\n\
-         \x20   var c = c0 + lane;\n\
-         \x20   for (; c < c1; ) {{\n\
-         \x20       let stop = min(c + {}u, c1);\n\
-         \x20       var a0 = {init};\n\
-         \x20       var a1 = {init};\n\
-         \x20       var a2 = {init};\n\
-         \x20       var a3 = {init};\n",
-        block * lanes
-    ));
-    s.push_str(&format!(
-        "        for (; c + {}u < stop; c += {}u) {{\n",
-        (u - 1) * lanes,
-        u * lanes
-    ));
-    for t in 0..u {
-        s.push_str(&chunk(&format!("c + {}u", t * lanes), t));
-    }
-    s.push_str(&format!(
-        "        }}\n        for (; c < stop; c += {lanes}u) {{\n"
-    ));
-    s.push_str(&chunk("c", 0));
-    s.push_str(
-        "        }\n        acc = combine(acc, combine(combine(a0, a1), combine(a2, a3)));\n    }\n",
-    );
     // The partial chunks, element by element: the head by the first part,
-    // the tail by the last, each by its lane 0.
-    let args: Vec<String> = loads
-        .iter()
-        .map(|&(li, d, i)| {
-            if is_unit(li) {
-                vec4_element_bits(d, &format!("in{i}"), &format!("b{li} + r"))
-            } else {
-                format!("s{li}")
-            }
-        })
-        .collect();
-    s.push_str(&format!(
-        "    for (var t = 0u; t < 2u; t++) {{\n\
-         \x20       let cm = select(0u, nc - 1u, t == 1u);\n\
-         \x20       let take = lane == 0u && select(head && k == 0u, tail && cm >= lo && k == parts - 1u, t == 1u);\n\
-         \x20       if take {{\n\
-         \x20           for (var q = 0u; q < {k}u; q++) {{\n\
-         \x20               let r = cm * {k}u + q - phase;\n\
-         \x20               if r < big_r {{\n\
-         \x20                   let v = value({});\n\
-         \x20                   acc = fold(acc, v.v, r);\n",
-        args.join(", ")
-    ));
-    for j in 0..extras {
-        s.push_str(&format!(
-            "                    e{j}[(be{j} + r) >> 2u][(be{j} + r) & 3u] = v.e{j};\n"
-        ));
-    }
-    s.push_str("                }\n            }\n        }\n    }\n");
-    let store = if split {
-        "store_partial(worker, acc)"
-    } else {
-        "finish(o, acc)"
+    // the tail by the last, each by its lane 0; `body` of the value `v` at
+    // row index `r`.
+    let ends = |body: &str, writes: bool| -> String {
+        let args = value_args(
+            &|li, d, i| vec4_element_bits(d, &format!("in{i}"), &format!("b{li} + r")),
+            writes,
+        );
+        format!(
+            "    for (var t = 0u; t < 2u; t++) {{\n\
+             \x20       let cm = select(0u, nc - 1u, t == 1u);\n\
+             \x20       let take = lane == 0u && select(head && k == 0u, tail && cm >= lo && k == parts - 1u, t == 1u);\n\
+             \x20       if take {{\n\
+             \x20           for (var q = 0u; q < {k}u; q++) {{\n\
+             \x20               let r = cm * {k}u + q - phase;\n\
+             \x20               if r < big_r {{\n\
+             \x20                   let v = value({args});\n\
+             {body}\
+             \x20               }}\n\
+             \x20           }}\n\
+             \x20       }}\n\
+             \x20   }}\n"
+        )
     };
-    if lanes == 1 {
-        s.push_str(&format!("    {store};\n"));
-    } else {
-        s.push_str(&tree("lane", lanes));
+    // A walk folding `f(x)` of this lane's values into `acc`: chunks
+    // c0 + lane, c0 + lane + lanes, ..., in blocks of `block` per lane,
+    // each folded into four accumulators, then the partial chunks.
+    let walk = |acc: &str, f: Fold<'_>| -> String {
+        let mut s = format!(
+            "    var {acc} = {init};\n\
+             \x20   {{\n\
+             \x20   var c = c0 + lane;\n\
+             \x20   for (; c < c1; ) {{\n\
+             \x20       let stop = min(c + {}u, c1);\n\
+             \x20       var a0 = {init};\n\
+             \x20       var a1 = {init};\n\
+             \x20       var a2 = {init};\n\
+             \x20       var a3 = {init};\n",
+            block * lanes
+        );
         s.push_str(&format!(
-            "    if lane == 0u && worker < workers {{\n        {};\n    }}\n",
-            store.replace("acc", "partial[lid.x]")
+            "        for (; c + {}u < stop; c += {}u) {{\n",
+            (u - 1) * lanes,
+            u * lanes
         ));
-    }
+        for t in 0..u {
+            s.push_str(&chunk(&format!("c + {}u", t * lanes), t, Some(f), None));
+        }
+        s.push_str(&format!(
+            "        }}\n        for (; c < stop; c += {lanes}u) {{\n"
+        ));
+        s.push_str(&chunk("c", 0, Some(f), None));
+        s.push_str(&format!(
+            "        }}\n        {acc} = combine({acc}, combine(combine(a0, a1), combine(a2, a3)));\n    }}\n    }}\n"
+        ));
+        let mut body = format!(
+            "                    {acc} = fold({acc}, {}, r);\n",
+            f("v.v")
+        );
+        for j in 0..own_extras {
+            body.push_str(&format!(
+                "                    e{j}[(be{j} + r) >> 2u][(be{j} + r) & 3u] = v.e{j};\n"
+            ));
+        }
+        s.push_str(&ends(&body, false));
+        s
+    };
+    s.push_str(&walk("acc", &|x| x.to_string()));
+    let Some(norm) = epi else {
+        let store = if split {
+            "store_partial(worker, acc)"
+        } else {
+            "finish(o, acc)"
+        };
+        if lanes == 1 {
+            s.push_str(&format!("    {store};\n"));
+        } else {
+            s.push_str(&tree("acc", "lane", lanes));
+            s.push_str(&format!(
+                "    if lane == 0u && worker < workers {{\n        {};\n    }}\n",
+                store.replace("acc", "partial[lid.x]")
+            ));
+        }
+        s.push_str("}\n");
+        return s;
+    };
+    // The epilogue: every lane of the row reads its accumulator, walks the
+    // row again and writes its chunks (a group past the last row writes
+    // nothing).
+    let jy = extras - 1;
+    s.push_str(&epilogue(
+        norm,
+        &|acc, tot| {
+            if lanes == 1 {
+                format!("    let {tot} = {acc};\n")
+            } else {
+                format!(
+                    "{}    let {tot} = partial[lid.x - lane];\n    workgroupBarrier();\n",
+                    tree(acc, "lane", lanes)
+                )
+            }
+        },
+        &walk,
+        &|y| {
+            let mut s = format!(
+                "    if worker < workers {{\n\
+                 \x20   var c = c0 + lane;\n\
+                 \x20   for (; c + {}u < c1; c += {}u) {{\n",
+                (u - 1) * lanes,
+                u * lanes
+            );
+            for t in 0..u {
+                s.push_str(&chunk(&format!("c + {}u", t * lanes), t, None, Some(y)));
+            }
+            s.push_str(&format!("    }}\n    for (; c < c1; c += {lanes}u) {{\n"));
+            s.push_str(&chunk("c", 0, None, Some(y)));
+            s.push_str("    }\n");
+            s.push_str(&ends(
+                &format!(
+                    "                    e{jy}[(be{jy} + r) >> 2u][(be{jy} + r) & 3u] = bitcast<u32>({});\n",
+                    y("v.v", "v.a", "v.b")
+                ),
+                true,
+            ));
+            s.push_str("    }\n");
+            s
+        },
+    ));
     s.push_str("}\n");
     s
 }
@@ -1261,16 +1618,18 @@ pub(crate) fn dispatch(
         n_out,
         r,
         parts,
+        epi,
     } = plan;
     let (ro, ri) = (outer.len(), inner.len());
-    let extras = program.outputs.len() - 1;
+    let extras = written(&program, epi).len();
     let outs = bound.outputs.len() - extras;
     let ct = op.compute_type(program.defs[program.outputs[0] as usize].dtype());
-    let w = words(&program, (ro, ri));
+    let w = words(&program, (ro, ri), epi);
     let workers = n_out * parts;
     let mut p = Params::with_words("reduce", REDUCE_WORDS + w.total);
     p.put(0, [n_out as i64, r as i64, parts as i64, workers as i64])?;
     p.put(4, [0, ddof as i64])?;
+    p.put_bits(6, [epi.map_or(0, |e| e.eps_bits)]);
     let base = REDUCE_WORDS;
     p.put(base, outer.iter().chain(&inner).map(|&d| d as i64))?;
     for (li, &lw) in w.layout.loads.iter().enumerate() {
@@ -1304,8 +1663,9 @@ pub(crate) fn dispatch(
             mode,
             ranks: (ro as u8, ri as u8),
             program: program.clone(),
+            epi,
         },
-        || spec(op, &program, (ro, ri), mode, outs),
+        || spec(op, &program, (ro, ri), mode, outs, epi),
     )?;
     let threads = match mode {
         Mode::Strided { row: true } => n_out as u64 * WG as u64,
@@ -1404,14 +1764,14 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
             for mode in [modes[0], modes[2]] {
                 let wide = matches!(mode, Mode::Wide { .. });
                 let p = program(vec![load(d, 0)], 1, wide);
-                out.push(spec(op, &p, (1, 1), mode, op.out_dtypes(d).len()));
+                out.push(spec(op, &p, (1, 1), mode, op.out_dtypes(d).len(), None));
             }
             out.push(combine_spec(op, op.compute_type(d), op.out_dtypes(d).len()));
         }
         for mode in [modes[1], modes[3]] {
             let wide = matches!(mode, Mode::Wide { .. });
             let p = program(vec![load(DType::F32, 0)], 1, wide);
-            out.push(spec(op, &p, (2, 1), mode, outs));
+            out.push(spec(op, &p, (2, 1), mode, outs, None));
         }
     }
     let bin = |op, a, b| Def::Op {
@@ -1468,23 +1828,76 @@ pub(crate) fn specs() -> Vec<(Spec, &'static Kernel)> {
             (1, 1),
             unit_all(mode, 3),
             1,
+            None,
         ));
-        out.push(spec(ReduceOp::Mean, &centred(wide), (2, 1), mode, 1));
-        out.push(spec(ReduceOp::Max, &abs(wide), (0, 1), mode, 1));
+        out.push(spec(ReduceOp::Mean, &centred(wide), (2, 1), mode, 1, None));
+        out.push(spec(ReduceOp::Max, &abs(wide), (0, 1), mode, 1, None));
         out.push(spec(
             ReduceOp::Moments,
             &dot(wide),
             (1, 1),
             unit_all(mode, 3),
             2,
+            None,
         ));
-        out.push(spec(ReduceOp::Sum, &splat(wide), (1, 1), mode, 1));
+        out.push(spec(ReduceOp::Sum, &splat(wide), (1, 1), mode, 1, None));
         // The sum written beside its moments (a layer norm's residual add).
         let mut held = dot(wide);
         held.outputs.push(2);
-        out.push(spec(ReduceOp::Moments, &held, (1, 1), unit_all(mode, 3), 2));
+        out.push(spec(
+            ReduceOp::Moments,
+            &held,
+            (1, 1),
+            unit_all(mode, 3),
+            2,
+            None,
+        ));
         if !wide {
-            out.push(spec(ReduceOp::Max, &abs(false), (0, 2), mode, 1));
+            out.push(spec(ReduceOp::Max, &abs(false), (0, 2), mode, 1, None));
+        }
+    }
+    // One-pass normalisations: every kind, with a weight and a bias
+    // (f16 rows for layer_norm), in each mode they take.
+    let one_pass = [
+        modes[0],
+        modes[1],
+        Mode::Wide {
+            lanes: 1,
+            split: false,
+            unit: 7,
+        },
+        Mode::Wide {
+            lanes: 32,
+            split: false,
+            unit: 7,
+        },
+    ];
+    for kind in [
+        NormKind::Softmax,
+        NormKind::LogSoftmax,
+        NormKind::LayerNorm,
+        NormKind::RmsNorm,
+    ] {
+        let x = if kind == NormKind::LayerNorm {
+            DType::F16
+        } else {
+            DType::F32
+        };
+        let norm = Norm {
+            kind,
+            weight: true,
+            bias: true,
+            eps_bits: 0,
+        };
+        for mode in one_pass {
+            let wide = matches!(mode, Mode::Wide { .. });
+            let mut p = program(
+                vec![load(x, 0), load(DType::F32, 1), load(DType::F32, 2)],
+                3,
+                wide,
+            );
+            p.outputs = vec![0];
+            out.push(spec(kind.stats_op(), &p, (1, 1), mode, 0, Some(norm)));
         }
     }
     out

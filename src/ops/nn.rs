@@ -2,6 +2,7 @@
 //! log_softmax, layer_norm, rms_norm. Each computes in f32 for f16/bf16 input
 //! and rounds the result back.
 
+use crate::graph::primitive::{MAX_ONE_PASS_ROW, MIN_ONE_PASS_ROWS, Norm, NormKind, Primitive};
 use crate::ops::reduce::Axes;
 use crate::{Array, DType, Result, Scalar};
 
@@ -32,10 +33,12 @@ impl Array {
     /// Softmax over `axes` (one axis, several, or `None`:
     /// `x.softmax(-1)`, `x.softmax([0, 2])`): `exp(x - m) / s` with
     /// `m = max(x)` and `s = sum(exp(x - m))` over them (PyTorch/MLX
-    /// `softmax`), in two dispatches:
-    /// one pass computes `m` and `s` together with a running maximum
+    /// `softmax`). `m` and `s` come from one pass with a running maximum
     /// (Milakov & Gimelshein 2018, "Online normalizer calculation for
-    /// softmax"), and one fused elementwise kernel writes the result.
+    /// softmax"). Over the last axis of a float array with rows of at
+    /// most 65536 elements that pass and the result are one kernel (the
+    /// row is read twice, the second time from cache); otherwise two
+    /// dispatches (the statistics, then a fused elementwise kernel).
     /// Subtracting the maximum keeps `exp` from overflowing, and the row's
     /// largest element contributes exactly 1, so `n` equal values give
     /// exactly `1 / n` however large they are. Integer input gives f32; f16
@@ -47,7 +50,11 @@ impl Array {
     /// [`crate::Error::InvalidAxis`]; [`crate::Error::OpDType`] for f64.
     #[track_caller]
     pub fn softmax(&self, axes: impl Into<Axes>) -> Result<Array> {
-        let Some((shifted, sum)) = self.max_sum_exp("softmax", axes.into())? else {
+        let axes = axes.into();
+        if let Some(y) = self.one_pass(NormKind::Softmax, Some(&axes), &[], 0.0)? {
+            return Ok(y);
+        }
+        let Some((shifted, sum)) = self.max_sum_exp("softmax", axes)? else {
             return self.narrow_like(self.as_float()?);
         };
         let y = (&shifted.exp()? / &sum)?;
@@ -56,7 +63,7 @@ impl Array {
 
     /// `(x - m) - log(s)` over `axes` (one axis, several, or
     /// `None`), `m` and `s` as in [`Array::softmax`] (PyTorch/MLX
-    /// `log_softmax`), in two dispatches.
+    /// `log_softmax`), in one kernel or two as [`Array::softmax`].
     /// The log is `log1p(s - 1)` (`s` is at least 1, and `s - 1` is exact
     /// in f32), which is within 2 ulp where WGSL's `log` may be 3 ulp off:
     /// `n` equal values give `-ln n` to 1 ulp. Dtypes as [`Array::softmax`].
@@ -65,7 +72,11 @@ impl Array {
     /// [`crate::Error::InvalidAxis`]; [`crate::Error::OpDType`] for f64.
     #[track_caller]
     pub fn log_softmax(&self, axes: impl Into<Axes>) -> Result<Array> {
-        let Some((shifted, sum)) = self.max_sum_exp("log_softmax", axes.into())? else {
+        let axes = axes.into();
+        if let Some(y) = self.one_pass(NormKind::LogSoftmax, Some(&axes), &[], 0.0)? {
+            return Ok(y);
+        }
+        let Some((shifted, sum)) = self.max_sum_exp("log_softmax", axes)? else {
             return self.narrow_like(self.as_float()?);
         };
         let y = (&shifted - &(&sum - 1.0)?.log1p()?)?;
@@ -121,6 +132,15 @@ impl Array {
     /// scalar ([`crate::Scalar`]: `1e-5`, `1e-5f32`). Integer input gives
     /// f32; f16 and bf16 compute in f32 and round once.
     ///
+    /// Float rows of at most 65536 elements (at least 256 rows of 2 or more) are normalised in one kernel
+    /// that reads each row three times (the second and third time from
+    /// cache): its mean, then the mean of its squared deviations from that
+    /// mean (the two-pass variance, which unlike `E[x^2] - E[x]^2` loses
+    /// nothing to cancellation when the mean is large against the spread;
+    /// the sums within about `1e-6 * sqrt(n)` relative in f32), then the
+    /// result. Longer rows, f64 and integers take the moments of Welford's
+    /// algorithm in one reduction and a fused elementwise kernel.
+    ///
     /// # Errors
     /// [`crate::Error::DeviceMismatch`]; [`crate::Error::InvalidAxis`] for a
     /// 0-d input; [`crate::Error::ShapeMismatch`] naming `layer_norm` for a
@@ -133,6 +153,10 @@ impl Array {
         eps: impl Scalar,
     ) -> Result<Array> {
         self.check_norm("layer_norm", &[weight, bias])?;
+        let eps32 = eps.value().to_f64() as f32;
+        if let Some(y) = self.one_pass(NormKind::LayerNorm, None, &[weight, bias], eps32)? {
+            return Ok(y);
+        }
         // The statistics read the input as it is (f16 widens in the loads).
         let x = &self.widen()?;
         let mut mv = self.reduce(
@@ -155,15 +179,21 @@ impl Array {
     }
 
     /// RMS normalisation over the last axis (Zhang & Sennrich 2019; MLX
-    /// `rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`, in two
-    /// dispatches (the mean of squares in one reduction, the rest fused).
-    /// Shapes, dtypes and `eps` as [`Array::layer_norm`].
+    /// `rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`. Float rows of
+    /// at most 65536 elements (at least 256 of them) in one kernel (the mean of squares, then
+    /// the result, the row read twice, the second time from cache); other
+    /// arrays in two dispatches (the mean of squares in one reduction, the
+    /// rest fused). Shapes, dtypes and `eps` as [`Array::layer_norm`].
     ///
     /// # Errors
     /// As [`Array::layer_norm`], naming `rms_norm`.
     #[track_caller]
     pub fn rms_norm(&self, weight: Option<&Array>, eps: impl Scalar) -> Result<Array> {
         self.check_norm("rms_norm", &[weight])?;
+        let eps32 = eps.value().to_f64() as f32;
+        if let Some(y) = self.one_pass(NormKind::RmsNorm, None, &[weight], eps32)? {
+            return Ok(y);
+        }
         let x = &self.widen()?;
         let ms = self
             .reduce(
@@ -179,6 +209,67 @@ impl Array {
             y = (&y * &w.astype(DType::F32)?)?;
         }
         self.narrow_like(y)
+    }
+
+    /// `kind` over the last axis in one kernel (`Primitive::Normalize`,
+    /// with the present `params` cast to f32 and broadcast to the row), or
+    /// `None` where that kernel does not apply and the op composes a
+    /// reduction and an elementwise kernel instead: `axes` (the softmaxes';
+    /// `None` for the norms) other than the last axis alone (a leading
+    /// axis is strided in memory: the reduction's strided mode and the
+    /// wide elementwise kernel read it better than one thread per column
+    /// walking it twice), an empty array, a dtype other than f32, f16 and
+    /// bf16 (f64 and integers keep their own accumulators), rows longer
+    /// than [`MAX_ONE_PASS_ROW`] (see there), fewer than
+    /// [`MIN_ONE_PASS_ROWS`] rows or rows of one element. (With few rows
+    /// the reduction cuts each row into parts across workgroups, where
+    /// the one-pass kernel gives a row one workgroup: measured 6 to 15
+    /// times slower on f32[16, 65536] on lavapipe and llvmpipe; a row of
+    /// one element has nothing to reuse from cache.)
+    #[track_caller]
+    fn one_pass(
+        &self,
+        kind: NormKind,
+        axes: Option<&Axes>,
+        params: &[Option<&Array>],
+        eps: f32,
+    ) -> Result<Option<Array>> {
+        let n = self.ndim();
+        if let Some(axes) = axes
+            && axes.resolve(kind.name(), n)? != [n.wrapping_sub(1)]
+        {
+            return Ok(None);
+        }
+        if n == 0
+            || self.size() == 0
+            || !matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16)
+            || self.shape()[n - 1] > MAX_ONE_PASS_ROW
+            || self.shape()[n - 1] < 2
+            || self.size() / self.shape()[n - 1] < MIN_ONE_PASS_ROWS
+        {
+            return Ok(None);
+        }
+        let cols = self.shape()[n - 1];
+        self.device()
+            .check_array(kind.name(), self.shape(), DType::F32)?;
+        let mut inputs = vec![self.clone()];
+        for p in params.iter().flatten() {
+            inputs.push(p.astype(DType::F32)?.broadcast_to(&[cols])?);
+        }
+        let norm = Norm {
+            kind,
+            weight: params.first().is_some_and(Option::is_some),
+            bias: params.get(1).is_some_and(Option::is_some),
+            eps_bits: eps.to_bits(),
+        };
+        let y = Array::from_node1(
+            self.device(),
+            Primitive::Normalize(norm),
+            inputs,
+            self.shape().to_vec(),
+            DType::F32,
+        );
+        Ok(Some(self.narrow_like(y)?))
     }
 
     /// The checks of a normalisation over the last axis, in the house

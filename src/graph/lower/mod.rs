@@ -167,6 +167,7 @@ pub(crate) fn lower(
         Primitive::View(view) => view::view(lw, &io, view),
         Primitive::Matmul { alpha, beta } => matmul::matmul(lw, &io, *alpha, *beta),
         Primitive::Reduce { op, axes, ddof } => reduce::reduce(lw, &io, *op, axes, *ddof),
+        Primitive::Normalize(norm) => reduce::normalize(lw, &io, *norm),
         Primitive::Random { dist, stream } => random::random(lw, &io, *dist, *stream),
         Primitive::Concatenate { axis } => concat::concatenate(lw, &io, *axis),
         Primitive::TopK { axis, k } => topk::topk(lw, &io, *axis, *k),

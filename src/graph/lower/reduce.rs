@@ -1,7 +1,8 @@
 //! Lowering of reductions: one dispatch (two for rows cut into parts)
 //! writes every output over the kept axes, reading the input from memory
 //! (the program that loads it) or computing it in a fused elementwise
-//! prologue (`kernels::reduce`).
+//! prologue (`kernels::reduce`); and of the one-pass normalisations, the
+//! same kernel with an epilogue that writes each normalised row.
 
 use rustc_hash::FxHashSet as HashSet;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use super::{Lowered, Lowering, NodeIo};
 use crate::array::{ArrayInner, State, Storage};
 use crate::graph::Node;
-use crate::graph::primitive::{Primitive, ReduceOp};
+use crate::graph::primitive::{Norm, Primitive, ReduceOp};
 use crate::kernels::program::{Bound, Def, LoadData, Program, Source};
 use crate::kernels::reduce as kernel;
 use crate::{DType, Error, Result};
@@ -53,6 +54,65 @@ pub(super) fn reduce(
     run(lw, op, program, &bound, axes, ddof)?;
     drop(bound);
     Ok(storages.into_iter().map(Some).collect())
+}
+
+/// A normalisation over the last axis in one dispatch: the reduction
+/// kernel's program loads the row (and the weight and bias, f32, read
+/// through the row's strides: 0 along the kept axes), folds its
+/// statistics, and its epilogue writes the normalised row (f32, dense) as
+/// the one value the kernel stores at each element.
+pub(super) fn normalize(
+    lw: &mut Lowering<'_>,
+    io: &NodeIo<'_>,
+    norm: Norm,
+) -> Result<Vec<Option<Storage>>> {
+    let x = io.input(0);
+    let y = lw.alloc(&x.shape, DType::F32)?;
+    let n = io.storages.len();
+    let defs = (0..n)
+        .map(|i| Def::Load {
+            dtype: io.input(i).dtype,
+            source: Source::Input(i as u8),
+            dense: false,
+            gather: None,
+        })
+        .collect();
+    let program = Program {
+        defs,
+        outputs: vec![0],
+        inputs: n as u8,
+        rank: 0,
+        vec4: false,
+    };
+    let loads = io
+        .storages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| LoadData {
+            offset: s.offset,
+            strides: if i == 0 {
+                s.strides.clone()
+            } else {
+                crate::shape::broadcast_strides(&io.input(i).shape, &s.strides, &x.shape)
+            },
+            gather: None,
+        })
+        .collect();
+    let bound = Bound {
+        shape: x.shape.clone(),
+        loads,
+        consts: Vec::new(),
+        inputs: io.storages.iter().map(|s| s.buffer.buffer()).collect(),
+        outputs: vec![y.buffer.buffer()],
+    };
+    let axes = [x.shape.len() - 1];
+    let plan = kernel::plan_rows(lw.cx(), norm, program, &bound, &axes)?;
+    if let Some(plan) = plan {
+        let d = kernel::dispatch(lw.cx(), plan, &bound, 0, None)?;
+        lw.push(d);
+    }
+    drop(bound);
+    Ok(vec![Some(y)])
 }
 
 /// Plan `op` over `program` and `bound`, take the scratch buffer a cut
