@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{
+    BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
+};
 use wgarray::Array;
 
 /// `out = x @ y` on the CPU, one thread (`matrixmultiply::sgemm`): `x` an
@@ -125,14 +128,26 @@ fn first_call() {
     }
 }
 
+/// The group `"{what} f32 on {adapter} ({backend})"`: `samples` samples
+/// of 2 s each after 0.5 s of warm-up.
+fn group<'a>(
+    c: &'a mut Criterion,
+    what: &str,
+    device: &wgarray::Device,
+    samples: usize,
+) -> BenchmarkGroup<'a, WallTime> {
+    let name = format!("{} ({:?})", device.info().name, device.backend());
+    let mut group = c.benchmark_group(format!("{what} f32 on {name}"));
+    group.sample_size(samples);
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(2));
+    group
+}
+
 fn bench(c: &mut Criterion) {
     first_call(); // the process's first device, for its warm-up
     let device = common::device();
-    let name = format!("{} ({:?})", device.info().name, device.backend());
-    let mut group = c.benchmark_group(format!("matmul f32 on {name}"));
-    group.sample_size(10);
-    group.warm_up_time(Duration::from_millis(500));
-    group.measurement_time(Duration::from_secs(2));
+    let mut group = group(c, "matmul", &device, 10);
     for (m, k, n) in shapes() {
         let flop = 2 * m * k * n;
         group.throughput(Throughput::Elements(flop as u64));
@@ -179,11 +194,7 @@ fn bench(c: &mut Criterion) {
 fn gemv(c: &mut Criterion) {
     use wgarray::tuning::{GemmKernel, ShapeClass};
     let device = common::device();
-    let name = format!("{} ({:?})", device.info().name, device.backend());
-    let mut group = c.benchmark_group(format!("gemv f32 on {name}"));
-    group.sample_size(20);
-    group.warm_up_time(Duration::from_millis(500));
-    group.measurement_time(Duration::from_secs(2));
+    let mut group = group(c, "gemv", &device, 20);
     let previous: GemmKernel = "register 8 1 1 4".parse().unwrap();
     for (k, n) in [
         (384, 1152),

@@ -149,15 +149,7 @@ fn unload(model: MiniLm, device: &Device, log: bool) -> Result<Mem, Failure> {
 
 fn main() -> ExitCode {
     let args = parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
-    // A line on standard error while kernels compile or tune for long (a
-    // first run on a machine whose driver caches are empty).
-    wgarray::progress::report_to_stderr();
-    let result = run(
-        &args,
-        DeviceOptions::from_env(),
-        &mut std::io::stdout().lock(),
-    );
-    cli::exit_code(result)
+    cli::run_main(&args, run)
 }
 
 /// The example, with the device chosen by `device_options` (from the
@@ -182,19 +174,7 @@ fn run(
     let device = device_options
         .and_then(|o| Device::new(&o))
         .map_err(cli::device_failure)?;
-    let report = |out: &mut dyn Write, label: &str, m: &Mem| {
-        if say {
-            writeln!(
-                out,
-                "memory {label:<22} active {:>8.2} MiB  peak {:>8.2} MiB  cache {:>8.2} MiB",
-                mib(m.active),
-                mib(m.peak),
-                mib(m.cache)
-            )
-        } else {
-            Ok(())
-        }
-    };
+    let report = |out: &mut dyn Write, label: &str, m: &Mem| m.write_line(out, label, say);
     if say {
         writeln!(out, "device: {}", device.info())?;
         writeln!(out, "model:  {}", model_dir.display())?;
@@ -296,9 +276,7 @@ fn run(
                 "allocator_after_clear_cache_bytes": driver_after,
             },
         });
-        let json = serde_json::to_string_pretty(&json)
-            .map_err(|e| Failure::new("writing the JSON failed").cause(e))?;
-        writeln!(out, "{json}")?;
+        cli::write_json(out, &json)?;
         finish_tuning(&device);
         return Ok(());
     }

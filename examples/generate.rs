@@ -292,15 +292,7 @@ struct Generated {
 
 fn main() -> ExitCode {
     let args = parse_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
-    // A line on standard error while kernels compile or tune for long (a
-    // first run on a machine whose driver caches are empty).
-    wgarray::progress::report_to_stderr();
-    let result = run(
-        &args,
-        DeviceOptions::from_env(),
-        &mut std::io::stdout().lock(),
-    );
-    cli::exit_code(result)
+    cli::run_main(&args, run)
 }
 
 /// The rendered prompt for `text`: the chat template (default) or as is.
@@ -456,18 +448,7 @@ fn run(
         .and_then(|o| Device::new(&o))
         .map_err(cli::device_failure)?;
     let say = !args.json;
-    let report = |out: &mut dyn Write, label: &str, m: &Mem| -> std::io::Result<()> {
-        if say {
-            writeln!(
-                out,
-                "memory {label:<22} active {:>8.2} MiB  peak {:>8.2} MiB  cache {:>8.2} MiB",
-                mib(m.active),
-                mib(m.peak),
-                mib(m.cache)
-            )?;
-        }
-        Ok(())
-    };
+    let report = |out: &mut dyn Write, label: &str, m: &Mem| m.write_line(out, label, say);
     if say {
         writeln!(out, "device: {}", device.info())?;
         writeln!(out, "model:  {}", path.display())?;
@@ -496,6 +477,8 @@ fn run(
         let after_load = Mem::now(&device);
         let c = model.config.clone();
         layers = c.layers;
+        // Alike in shape to `embed.rs`'s load line, but left apart: another
+        // model's configuration.
         if say {
             writeln!(
                 out,
@@ -705,9 +688,7 @@ fn run(
                 "live_pipelines_after_each_drop": pipelines_after_drop,
             },
         });
-        let json = serde_json::to_string_pretty(&json)
-            .map_err(|e| Failure::new("writing the JSON failed").cause(e))?;
-        writeln!(out, "{json}")?;
+        cli::write_json(out, &json)?;
         return Ok(());
     }
     writeln!(out)?;

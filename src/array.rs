@@ -489,10 +489,22 @@ impl Array {
         dtype: DType,
         device: &Device,
     ) -> Result<Array> {
-        check_shape("full", shape)?;
-        let bits = value.value().bits("full", dtype)?;
-        device.check_dtype("full", dtype)?;
-        device.check_array("full", shape, dtype)?;
+        Array::filled("full", shape, value, dtype, device)
+    }
+
+    /// [`Array::full`], its errors naming `op`.
+    #[track_caller]
+    fn filled(
+        op: &'static str,
+        shape: &[usize],
+        value: impl Scalar,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Array> {
+        check_shape(op, shape)?;
+        let bits = value.value().bits(op, dtype)?;
+        device.check_dtype(op, dtype)?;
+        device.check_array(op, shape, dtype)?;
         Ok(Array::full_bits(shape, bits, dtype, device))
     }
 
@@ -561,11 +573,7 @@ impl Array {
     /// As [`Array::full`].
     #[track_caller]
     pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Result<Array> {
-        check_shape("ones", shape)?;
-        let bits = true.value().bits("ones", dtype)?;
-        device.check_dtype("ones", dtype)?;
-        device.check_array("ones", shape, dtype)?;
-        Ok(Array::full_bits(shape, bits, dtype, device))
+        Array::filled("ones", shape, true, dtype, device)
     }
 
     /// NumPy's `arange(start, stop, step)`: `ceil((stop - start) / step)`

@@ -209,10 +209,7 @@ fn fused_and_unfused_agree_on_random_graphs() {
 
 /// Dispatches one eval of `build`'s result costs on `d`.
 fn dispatches(d: &Device, build: impl Fn() -> Array) -> u64 {
-    let y = build();
-    let before = d.dispatches();
-    y.eval().unwrap();
-    d.dispatches() - before
+    common::eval_dispatches(d, &build())
 }
 
 #[test]

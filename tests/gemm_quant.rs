@@ -11,8 +11,9 @@
 
 mod common;
 
-use common::quant::{affine_dequantize, dequantize_blocks, random_blocks};
-use common::{Rng, device, poison_pool};
+use common::quant::{affine_dequantize_arrays, dequantize_blocks, random_blocks};
+use common::reference::{assert_close_scaled, weights_matmul_ref};
+use common::{Rng, device, eval_dispatches, poison_pool};
 use wgarray::tuning::GemmKernel;
 use wgarray::{Array, DType, Device, Slice, quantize, quantized_matmul};
 
@@ -68,15 +69,7 @@ fn weights(
                 .astype(scales)
                 .unwrap();
             let (wq, s, b) = quantize(&w, group, bits).unwrap();
-            let f = |a: &Array| a.astype(DType::F32).unwrap().to_vec::<f32>().unwrap();
-            let values = affine_dequantize(
-                &wq.to_vec::<u32>().unwrap(),
-                &f(&s),
-                &f(&b),
-                cols,
-                group,
-                bits,
-            );
+            let values = affine_dequantize_arrays(&wq, &s, &b, cols, group, bits);
             Weights {
                 w: wq,
                 scales: Some(s),
@@ -104,38 +97,6 @@ impl Weights {
             bits,
         )
         .unwrap()
-    }
-}
-
-/// `x [m, k] @ W^T` (`transpose`, W `[n, k]`) or `x @ W` (W `[k, n]`) in
-/// f64.
-fn reference(x: &[f32], m: usize, w: &[f32], k: usize, n: usize, transpose: bool) -> Vec<f64> {
-    let mut y = vec![0.0; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            y[i * n + j] = (0..k)
-                .map(|t| {
-                    let wv = if transpose {
-                        w[j * k + t]
-                    } else {
-                        w[t * n + j]
-                    };
-                    x[i * k + t] as f64 * wv as f64
-                })
-                .sum();
-        }
-    }
-    y
-}
-
-fn assert_close(got: &[f32], want: &[f64], tol: f64, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    let scale = want.iter().map(|v| v.abs()).fold(1.0, f64::max);
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g as f64 - w).abs() <= tol * scale,
-            "{what}: element {i}: {g} vs {w}"
-        );
     }
 }
 
@@ -176,9 +137,9 @@ fn every_format_matches_f64_at_odd_sizes() {
                 poison_pool(&d, m * n);
                 let y = w.matmul(&xa, true).astype(DType::F32).unwrap();
                 assert_eq!(y.shape(), &[m, n]);
-                let want = reference(&x, m, &w.values, k, n, true);
+                let want = weights_matmul_ref(&x, m, &w.values, k, n, true);
                 let tol = if scales == DType::F32 { 1e-5 } else { 4e-3 };
-                assert_close(
+                assert_close_scaled(
                     &y.to_vec::<f32>().unwrap(),
                     &want,
                     tol,
@@ -194,8 +155,8 @@ fn every_format_matches_f64_at_odd_sizes() {
         let x = rng.vec_f32(m * k);
         poison_pool(&d, m * n);
         let y = w.matmul(&Array::from_slice(&x, &[m, k], &d).unwrap(), false);
-        let want = reference(&x, m, &w.values, k, n, false);
-        assert_close(
+        let want = weights_matmul_ref(&x, m, &w.values, k, n, false);
+        assert_close_scaled(
             &y.to_vec::<f32>().unwrap(),
             &want,
             1e-5,
@@ -220,8 +181,8 @@ fn views_of_x_are_read_through_their_strides() {
             let x: Vec<f32> = (0..m * k).map(|i| xt[(i % k) * m + i / k]).collect();
             let xa = Array::from_slice(&xt, &[k, m], &d).unwrap().transpose();
             poison_pool(&d, m * n);
-            let want = reference(&x, m, &w.values, k, n, true);
-            assert_close(
+            let want = weights_matmul_ref(&x, m, &w.values, k, n, true);
+            assert_close_scaled(
                 &w.matmul(&xa, true).to_vec::<f32>().unwrap(),
                 &want,
                 1e-5,
@@ -236,8 +197,8 @@ fn views_of_x_are_read_through_their_strides() {
             .slice(&[Slice::FULL, Slice::step(2)])
             .unwrap();
         poison_pool(&d, 2 * n);
-        let want = reference(&x, 2, &w.values, k, n, true);
-        assert_close(
+        let want = weights_matmul_ref(&x, 2, &w.values, k, n, true);
+        assert_close_scaled(
             &w.matmul(&xa, true).to_vec::<f32>().unwrap(),
             &want,
             1e-5,
@@ -246,7 +207,7 @@ fn views_of_x_are_read_through_their_strides() {
         let xb = Array::from_slice(&x, &[2, 1, k], &d).unwrap();
         let y = w.matmul(&xb, true);
         assert_eq!(y.shape(), &[2, 1, n]);
-        assert_close(
+        assert_close_scaled(
             &y.to_vec::<f32>().unwrap(),
             &want,
             1e-5,
@@ -254,20 +215,13 @@ fn views_of_x_are_read_through_their_strides() {
         );
         let v = w.matmul(&Array::from_slice(&x[k..], &[k], &d).unwrap(), true);
         assert_eq!(v.shape(), &[n]);
-        assert_close(
+        assert_close_scaled(
             &v.to_vec::<f32>().unwrap(),
             &want[n..],
             1e-5,
             &format!("{format:?} 1-D x"),
         );
     }
-}
-
-/// Dispatches one eval of `y` costs on `d`.
-fn dispatches(d: &Device, y: &Array) -> u64 {
-    let before = d.dispatches();
-    y.eval().unwrap();
-    d.dispatches() - before
 }
 
 #[test]
@@ -294,12 +248,16 @@ fn the_epilogue_fuses_and_matches_the_unfused_product() {
             d.set_fusion(true);
             poison_pool(&d, m * n);
             let fused = build();
-            assert_eq!(dispatches(&d, &fused), 1, "{format:?} m {m}: one kernel");
+            assert_eq!(
+                eval_dispatches(&d, &fused),
+                1,
+                "{format:?} m {m}: one kernel"
+            );
             let fused = fused.astype(DType::F32).unwrap().to_vec::<f32>().unwrap();
             d.set_fusion(false);
             let unfused = build().astype(DType::F32).unwrap().to_vec::<f32>().unwrap();
             d.set_fusion(true);
-            let p = reference(&x, m, &w.values, k, n, true);
+            let p = weights_matmul_ref(&x, m, &w.values, k, n, true);
             let want: Vec<f64> = (0..m * n)
                 .map(|e| {
                     let h = p[e] + bias[e % n] as f64;
@@ -307,8 +265,8 @@ fn the_epilogue_fuses_and_matches_the_unfused_product() {
                 })
                 .collect();
             let what = format!("{format:?} m {m}");
-            assert_close(&fused, &want, 2e-3, &format!("{what} fused"));
-            assert_close(&unfused, &want, 2e-3, &format!("{what} unfused"));
+            assert_close_scaled(&fused, &want, 2e-3, &format!("{what} fused"));
+            assert_close_scaled(&unfused, &want, 2e-3, &format!("{what} unfused"));
         }
     }
 }

@@ -57,18 +57,28 @@ fn device_in(dir: &std::path::Path) -> Device {
     d
 }
 
+/// `x [m, k] @ y [k, n]` on `d`, read back; then wait for the class's
+/// timing, which runs on the device's background thread (at once on GL).
+fn product_then_wait(
+    d: &Device,
+    x: &[f32],
+    y: &[f32],
+    (m, k, n): (usize, usize, usize),
+) -> Vec<f32> {
+    let a = Array::from_slice(x, &[m, k], d).unwrap();
+    let b = Array::from_slice(y, &[k, n], d).unwrap();
+    let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+    d.wait_warm_up();
+    got
+}
+
 /// One matrix-vector f32 GEMM (1 x 48 @ 48 x 40), checked against the
 /// host's product.
 fn small_gemm(d: &Device) {
     let (m, k, n) = (1, 48, 40);
     let x: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
     let y: Vec<f32> = (0..k * n).map(|i| ((i * 5) % 11) as f32 - 5.0).collect();
-    let a = Array::from_slice(&x, &[m, k], d).unwrap();
-    let b = Array::from_slice(&y, &[k, n], d).unwrap();
-    let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
-    // The class's timing runs on the device's background thread (at once
-    // on GL): wait for the choice.
-    d.wait_warm_up();
+    let got = product_then_wait(d, &x, &y, (m, k, n));
     for i in 0..m {
         for j in 0..n {
             let want: f32 = (0..k).map(|p| x[i * k + p] * y[p * n + j]).sum();
@@ -551,11 +561,7 @@ fn wide_matrix_vector_products_are_their_own_classes() {
 fn checked_gemm(d: &Device, (m, k, n): (usize, usize, usize)) {
     let x = varied(m * k, (7, 13), 8.0, 0.7);
     let y = varied(k * n, (5, 11), 4.0, 1.3);
-    let a = Array::from_slice(&x, &[m, k], d).unwrap();
-    let b = Array::from_slice(&y, &[k, n], d).unwrap();
-    let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
-    // The class's timing runs in the background: wait for the choice.
-    d.wait_warm_up();
+    let got = product_then_wait(d, &x, &y, (m, k, n));
     for i in 0..m {
         for j in 0..n {
             let want: f64 = (0..k)

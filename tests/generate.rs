@@ -39,6 +39,16 @@ fn buffers_of(device: &Device, bytes: u64) -> HashSet<u64> {
         .collect()
 }
 
+/// The tiny llama model written into a fresh temporary folder (which the
+/// returned guard keeps), and a device whose warm-up has ended.
+fn tiny_llama() -> (tempfile::TempDir, std::path::PathBuf, Device) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_tiny(dir.path(), "tiny.gguf", "llama", None);
+    let device = common::device();
+    device.wait_warm_up();
+    (dir, path, device)
+}
+
 fn rendered(model: &Model, text: &str) -> Vec<u32> {
     let r = chat::render_chat(
         model.chat_template.as_deref().expect("a template"),
@@ -52,10 +62,7 @@ fn rendered(model: &Model, text: &str) -> Vec<u32> {
 
 #[test]
 fn tiny_model_decodes_in_place_and_gives_every_byte_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_tiny(dir.path(), "tiny.gguf", "llama", None);
-    let device = common::device();
-    device.wait_warm_up();
+    let (_dir, path, device) = tiny_llama();
     let pipelines_before = device.live_pipelines();
     // 600 positions: a K or V array of 5 pool pages (no weight has that
     // size), so the buffers holding the cache can be told apart.
@@ -180,10 +187,7 @@ fn tiny_model_decodes_in_place_and_gives_every_byte_back() {
 
 #[test]
 fn dropping_the_compiled_step_releases_its_pipelines() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_tiny(dir.path(), "tiny.gguf", "llama", None);
-    let device = common::device();
-    device.wait_warm_up();
+    let (_dir, path, device) = tiny_llama();
     let model = Model::load(&path, &device).unwrap();
     let mut cache = model.new_cache(64).unwrap();
     let before = device.live_pipelines();

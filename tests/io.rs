@@ -12,7 +12,7 @@ use safetensors::tensor::TensorView;
 use safetensors::{Dtype as FileDType, SafeTensors};
 use wgarray::half::{bf16, f16};
 use wgarray::io::{SafetensorsFile, load_safetensors, save_safetensors};
-use wgarray::{Array, DType, Device, Error, Slice};
+use wgarray::{Array, DType, Device, Element, Error, Slice};
 
 /// A directory under the system's temp dir, removed on drop.
 struct Scratch(PathBuf);
@@ -667,55 +667,29 @@ fn read_into_reuses_pooled_buffers_in_a_loop() {
 fn from_slice_round_trips_every_dtype_at_odd_sizes() {
     let device = device();
     let mut rng = Rng::new(9);
+    // `v` uploaded and read back: as it went in.
+    fn check<T: Element>(v: &[T], device: &Device) {
+        let back = Array::from_slice(v, &[v.len()], device).unwrap();
+        assert_eq!(
+            back.to_vec::<T>().unwrap(),
+            v,
+            "{}",
+            std::any::type_name::<T>()
+        );
+    }
     for n in [1, 7, 33, 1025] {
         let f = rng.vec_f32(n);
-        assert_eq!(
-            Array::from_slice(&f, &[n], &device)
-                .unwrap()
-                .to_vec::<f32>()
-                .unwrap(),
-            f
-        );
         let h: Vec<f16> = f.iter().map(|&v| f16::from_f32(v)).collect();
-        assert_eq!(
-            Array::from_slice(&h, &[n], &device)
-                .unwrap()
-                .to_vec::<f16>()
-                .unwrap(),
-            h
-        );
         let b: Vec<bf16> = f.iter().map(|&v| bf16::from_f32(v)).collect();
-        assert_eq!(
-            Array::from_slice(&b, &[n], &device)
-                .unwrap()
-                .to_vec::<bf16>()
-                .unwrap(),
-            b
-        );
         let i = rng.vec_i32(n, 1000);
-        assert_eq!(
-            Array::from_slice(&i, &[n], &device)
-                .unwrap()
-                .to_vec::<i32>()
-                .unwrap(),
-            i
-        );
         let u: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
-        assert_eq!(
-            Array::from_slice(&u, &[n], &device)
-                .unwrap()
-                .to_vec::<u32>()
-                .unwrap(),
-            u
-        );
         let t: Vec<bool> = (0..n).map(|_| rng.next_u64() & 1 == 1).collect();
-        assert_eq!(
-            Array::from_slice(&t, &[n], &device)
-                .unwrap()
-                .to_vec::<bool>()
-                .unwrap(),
-            t
-        );
+        check(&f, &device);
+        check(&h, &device);
+        check(&b, &device);
+        check(&i, &device);
+        check(&u, &device);
+        check(&t, &device);
     }
     common::assert_empty(&device);
 }
@@ -738,18 +712,23 @@ fn int64_tensors_narrow_with_a_range_check() {
     let loaded = load_safetensors(&path, &device).unwrap();
     let ids = &loaded["ids"];
     assert_eq!((ids.dtype(), ids.shape()), (DType::I32, &[3usize, 11][..]));
-    let want: Vec<i64> = ok[0]
-        .bytes
-        .chunks_exact(8)
-        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+    // The file's 8-byte little-endian values.
+    let words = |bytes: &[u8]| -> Vec<[u8; 8]> {
+        bytes
+            .chunks_exact(8)
+            .map(|c| c.try_into().unwrap())
+            .collect()
+    };
+    let want: Vec<i64> = words(&ok[0].bytes)
+        .into_iter()
+        .map(i64::from_le_bytes)
         .collect();
     assert_eq!(ids.to_vec::<i64>().unwrap(), want);
     let counts = &loaded["counts"];
     assert_eq!(counts.dtype(), DType::U32);
-    let want: Vec<u64> = ok[1]
-        .bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+    let want: Vec<u64> = words(&ok[1].bytes)
+        .into_iter()
+        .map(u64::from_le_bytes)
         .collect();
     assert_eq!(counts.to_vec::<u64>().unwrap(), want);
     drop(loaded);

@@ -7,8 +7,10 @@
 mod common;
 
 use common::quant::{
-    affine_dequantize, affine_quant, affine_quantize, dequantize_blocks, random_blocks, round_to,
+    affine_dequantize, affine_dequantize_arrays, affine_quant, affine_quantize, dequantize_blocks,
+    random_blocks, round_to,
 };
+use common::reference::{assert_close_scaled, weights_matmul_ref};
 use common::{Rng, assert_empty, device, poison_pool};
 use wgarray::{Array, DType, Device, Error, Slice, dequantize, quantize, quantized_matmul};
 
@@ -431,50 +433,6 @@ fn affine_views_and_leading_axes() {
     assert_bits(&f32s(&part), &want, "strided rows");
 }
 
-/// `x @ W.T` (`transpose`) or `x @ W` in f64, `W` given as `[rows, cols]`
-/// row-major values.
-fn reference(
-    x: &[f32],
-    m: usize,
-    w: &[f32],
-    rows: usize,
-    cols: usize,
-    transpose: bool,
-) -> Vec<f64> {
-    let (k, n) = if transpose {
-        (cols, rows)
-    } else {
-        (rows, cols)
-    };
-    let mut y = vec![0.0; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            y[i * n + j] = (0..k)
-                .map(|t| {
-                    let wv = if transpose {
-                        w[j * cols + t]
-                    } else {
-                        w[t * cols + j]
-                    };
-                    x[i * k + t] as f64 * wv as f64
-                })
-                .sum();
-        }
-    }
-    y
-}
-
-fn assert_close(got: &[f32], want: &[f64], tol: f64, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}");
-    let scale = want.iter().map(|v| v.abs()).fold(1.0, f64::max);
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g as f64 - w).abs() <= tol * scale,
-            "{what}: element {i}: {g} vs {w}"
-        );
-    }
-}
-
 #[test]
 fn quantized_matmul_of_block_formats_matches_f64() {
     let d = device();
@@ -491,8 +449,8 @@ fn quantized_matmul_of_block_formats_matches_f64() {
             poison_pool(&d, m * n);
             let y = quantized_matmul(&xa, &w, None, None, true, None, None).unwrap();
             assert_eq!((y.shape(), y.dtype()), (&[m, n][..], DType::F32));
-            let want = reference(&x, m, &wv, n, k, true);
-            assert_close(
+            let want = weights_matmul_ref(&x, m, &wv, k, n, true);
+            assert_close_scaled(
                 &y.to_vec::<f32>().unwrap(),
                 &want,
                 1e-5,
@@ -516,8 +474,8 @@ fn quantized_matmul_of_block_formats_matches_f64() {
         )
         .unwrap();
         assert_eq!(y.shape(), &[m, n]);
-        let want = reference(&x, m, &wv, k, n, false);
-        assert_close(
+        let want = weights_matmul_ref(&x, m, &wv, k, n, false);
+        assert_close_scaled(
             &y.to_vec::<f32>().unwrap(),
             &want,
             1e-5,
@@ -532,8 +490,8 @@ fn quantized_matmul_of_block_formats_matches_f64() {
         let x: Vec<f32> = (0..m * k).map(|i| xt[(i % k) * m + i / k]).collect();
         let xa = Array::from_slice(&xt, &[k, m], &d).unwrap().transpose();
         let y = quantized_matmul(&xa, &w, None, None, true, None, None).unwrap();
-        let want = reference(&x, m, &wv, n, k, true);
-        assert_close(
+        let want = weights_matmul_ref(&x, m, &wv, k, n, true);
+        assert_close_scaled(
             &y.to_vec::<f32>().unwrap(),
             &want,
             1e-5,
@@ -552,9 +510,9 @@ fn quantized_matmul_of_block_formats_matches_f64() {
             let (xa, xr) = float_array(&x, &[2, 3, k], xd, &d);
             let y = quantized_matmul(&xa, &w, None, None, true, None, None).unwrap();
             assert_eq!((y.shape(), y.dtype()), (&[2, 3, n][..], xd));
-            let want = reference(&xr, 6, &wv, n, k, true);
+            let want = weights_matmul_ref(&xr, 6, &wv, k, n, true);
             let tol = if xd == DType::F32 { 1e-5 } else { 1e-2 };
-            assert_close(&f32s(&y), &want, tol, &format!("{dtype} batched {xd}"));
+            assert_close_scaled(&f32s(&y), &want, tol, &format!("{dtype} batched {xd}"));
             let v = quantized_matmul(
                 &xa.slice(&[Slice::range(1, 2), Slice::range(2, 3)])
                     .unwrap()
@@ -569,7 +527,7 @@ fn quantized_matmul_of_block_formats_matches_f64() {
             )
             .unwrap();
             assert_eq!(v.shape(), &[n]);
-            assert_close(
+            assert_close_scaled(
                 &f32s(&v),
                 &want[5 * n..6 * n],
                 tol,
@@ -589,20 +547,13 @@ fn quantized_matmul_affine_matches_f64() {
                 let k = groups * gs;
                 let w = Array::from_slice(&rng.vec_f32(n * k), &[n, k], &d).unwrap();
                 let (wq, s, b) = quantize(&w, gs, bits).unwrap();
-                let wv = affine_dequantize(
-                    &wq.to_vec::<u32>().unwrap(),
-                    &f32s(&s),
-                    &f32s(&b),
-                    k,
-                    gs,
-                    bits,
-                );
+                let wv = affine_dequantize_arrays(&wq, &s, &b, k, gs, bits);
                 let x = rng.vec_f32(m * k);
                 let xa = Array::from_slice(&x, &[m, k], &d).unwrap();
                 poison_pool(&d, m * n);
                 let y = quantized_matmul(&xa, &wq, &s, &b, true, gs, bits).unwrap();
-                let want = reference(&x, m, &wv, n, k, true);
-                assert_close(
+                let want = weights_matmul_ref(&x, m, &wv, k, n, true);
+                assert_close_scaled(
                     &y.to_vec::<f32>().unwrap(),
                     &want,
                     1e-5,
@@ -619,22 +570,15 @@ fn quantized_matmul_affine_matches_f64() {
         .astype(DType::F16)
         .unwrap();
     let (wq, s, b) = quantize(&w, gs, bits).unwrap();
-    let wv = affine_dequantize(
-        &wq.to_vec::<u32>().unwrap(),
-        &f32s(&s),
-        &f32s(&b),
-        n,
-        gs,
-        bits,
-    );
+    let wv = affine_dequantize_arrays(&wq, &s, &b, n, gs, bits);
     let x = rng.vec_f32(2 * 3 * k);
     let (xa, xr) = float_array(&x, &[2, 3, k], DType::F16, &d);
     let y = quantized_matmul(&xa, &wq, &s, &b, false, gs, bits).unwrap();
     assert_eq!((y.shape(), y.dtype()), (&[2, 3, n][..], DType::F16));
     let got = f32s(&y);
     for bt in 0..2 {
-        let want = reference(&xr[bt * 3 * k..], 3, &wv[bt * k * n..], k, n, false);
-        assert_close(
+        let want = weights_matmul_ref(&xr[bt * 3 * k..], 3, &wv[bt * k * n..], k, n, false);
+        assert_close_scaled(
             &got[bt * 3 * n..(bt + 1) * 3 * n],
             &want,
             2e-3,
@@ -761,234 +705,145 @@ fn every_other_op_refuses_block_formats() {
         &'static str,
         Box<dyn Fn() -> wgarray::Result<Vec<Array>> + 'a>,
     );
+    // One line a case: the name, then what to call.
+    fn case<'a>(name: &'static str, f: impl Fn() -> wgarray::Result<Vec<Array>> + 'a) -> Case<'a> {
+        (name, Box::new(f))
+    }
+    let key = random::key(1, &d).unwrap();
     let mut cases: Vec<Case<'_>> = vec![
-        ("astype", Box::new(|| one(q.astype(DType::F32)))),
-        ("astype to", Box::new(|| one(x.astype(DType::Q4_0)))),
-        ("exp", Box::new(|| one(q.exp()))),
-        ("negative", Box::new(|| one(q.negative()))),
-        ("abs", Box::new(|| one(q.abs()))),
-        ("logical_not", Box::new(|| one(q.logical_not()))),
-        ("bitwise_invert", Box::new(|| one(q.bitwise_invert()))),
-        ("add", Box::new(|| one(&q + &x))),
-        ("add scalar", Box::new(|| one(&q + 1.0))),
-        ("add int", Box::new(|| one(&q + 1))),
-        ("multiply", Box::new(|| one(x.multiply(&q)))),
-        ("equal", Box::new(|| one(q.equal(&q)))),
-        ("bitwise_and", Box::new(|| one(q.bitwise_and(&q)))),
-        ("logaddexp", Box::new(|| one(q.logaddexp(&x)))),
-        ("arctan2", Box::new(|| one(q.arctan2(1.0)))),
-        ("divmod", Box::new(|| two(q.divmod(2.0)))),
-        ("where", Box::new(|| one(where_(&q, &x, &x)))),
-        ("where a", Box::new(|| one(where_(&x, &q, 0.0)))),
-        ("isnan", Box::new(|| one(q.isnan()))),
-        ("isfinite", Box::new(|| one(q.isfinite()))),
-        (
-            "nan_to_num",
-            Box::new(|| one(q.nan_to_num(0.0, None, None))),
-        ),
-        (
-            "isclose",
-            Box::new(|| one(q.isclose(&x, 1e-5, 1e-8, false))),
-        ),
-        (
-            "allclose",
-            Box::new(|| one(q.allclose(&x, 1e-5, 1e-8, false))),
-        ),
-        ("array_equal", Box::new(|| one(q.array_equal(&q, false)))),
-        ("round_decimals", Box::new(|| one(q.round_decimals(2)))),
-        ("clip", Box::new(|| one(q.clip(0.0, 1.0)))),
-        ("sum", Box::new(|| one(q.sum(Axes::All, false)))),
-        ("max", Box::new(|| one(q.max(-1isize, false)))),
-        ("mean", Box::new(|| one(q.mean(Axes::All, true)))),
-        ("all", Box::new(|| one(q.all(Axes::All, false)))),
-        ("var", Box::new(|| one(q.var(Axes::All, false, 0)))),
-        ("argmax", Box::new(|| one(q.argmax(Some(1), false)))),
-        ("moments", Box::new(|| two(q.moments(Axes::All, false, 0)))),
-        ("logsumexp", Box::new(|| one(q.logsumexp(-1isize, false)))),
-        ("softmax", Box::new(|| one(q.softmax(-1)))),
-        ("log_softmax", Box::new(|| one(q.log_softmax(-1)))),
-        (
-            "layer_norm",
-            Box::new(|| one(q.layer_norm(None, None, 1e-5))),
-        ),
-        ("rms_norm", Box::new(|| one(q.rms_norm(None, 1e-5)))),
-        ("cumsum", Box::new(|| one(q.cumsum(Some(1), false, true)))),
-        ("cummax", Box::new(|| one(q.cummax(Some(0), false, true)))),
-        ("sort", Box::new(|| one(q.sort(Some(0))))),
-        ("argsort", Box::new(|| one(q.argsort(Some(0))))),
-        ("partition", Box::new(|| one(q.partition(0, Some(0))))),
-        ("topk", Box::new(|| two(q.topk(2, 0)))),
-        (
-            "max_with_index",
-            Box::new(|| two(q.max_with_index(0, false))),
-        ),
-        ("matmul", Box::new(|| one(q.matmul(&x.transpose())))),
-        ("matmul b", Box::new(|| one(x.matmul(&q.transpose())))),
-        (
-            "addmm",
-            Box::new(|| {
-                one(Array::zeros(&[2, 2], DType::F32, &d).unwrap().addmm(
-                    &x,
-                    &q.transpose(),
-                    1.0,
-                    1.0,
-                ))
-            }),
-        ),
-        ("outer", Box::new(|| one(q.outer(&x)))),
-        ("inner", Box::new(|| one(q.inner(&x)))),
-        (
-            "tensordot",
-            Box::new(|| one(q.tensordot(&x.transpose(), 1))),
-        ),
-        (
-            "scatter_add",
-            Box::new(|| {
-                one(q.scatter_add(
-                    &idx,
-                    &x.slice(&[Slice::FULL, Slice::range(0, 1)]).unwrap(),
-                    1,
-                ))
-            }),
-        ),
-        (
-            "put_along_axis",
-            Box::new(|| {
-                one(q.put_along_axis(
-                    &idx,
-                    &x.slice(&[Slice::FULL, Slice::range(0, 1)]).unwrap(),
-                    1,
-                ))
-            }),
-        ),
-        (
-            "take_along_axis",
-            Box::new(|| one(q.take_along_axis(&idx, Some(1)))),
-        ),
-        (
-            "slice_update",
-            Box::new(|| one(q.slice_update(&x, &[0, 0], Axes::All))),
-        ),
-        (
-            "slice_assign",
-            Box::new(|| one(q.slice_assign(&[Slice::FULL], &x))),
-        ),
-        (
-            "put",
-            Box::new(|| one(q.put(&Array::from_slice(&[0i32], &[1], &d).unwrap(), &x))),
-        ),
-        (
-            "at set",
-            Box::new(|| {
-                let row = x.slice(&[Slice::range(0, 1)]).unwrap();
-                one(q
-                    .at(&Array::from_slice(&[0i32], &[1], &d).unwrap())
-                    .set(&row))
-            }),
-        ),
-        ("full_like", Box::new(|| one(q.full_like(1.0)))),
-        ("zeros_like", Box::new(|| one(Ok(q.zeros_like())))),
-        ("ones_like", Box::new(|| one(Ok(q.ones_like())))),
-        ("diagonal", Box::new(|| one(q.diagonal(0, 0, 1)))),
-        ("diag", Box::new(|| one(q.diag(0)))),
-        ("trace", Box::new(|| one(q.trace(0, 0, 1)))),
-        ("repeat", Box::new(|| one(q.repeat(2, Some(1))))),
-        (
-            "pad",
-            Box::new(|| one(q.pad(&[(1, 1), (0, 0)], PadMode::Constant(0.0)))),
-        ),
-        ("roll", Box::new(|| one(q.roll(1, Some(1))))),
-        ("tril", Box::new(|| one(q.tril(0)))),
-        ("triu", Box::new(|| one(q.triu(0)))),
-        ("view", Box::new(|| one(q.view(DType::U8)))),
-        ("transpose", Box::new(|| one(Ok(q.transpose())))),
-        ("atleast_3d", Box::new(|| one(Ok(q.atleast_3d())))),
-        (
-            "full",
-            Box::new(|| one(Array::full(&[2, 32], 1.0, DType::Q4_0, &d))),
-        ),
-        (
-            "zeros",
-            Box::new(|| one(Array::zeros(&[2, 32], DType::Q4_0, &d))),
-        ),
-        (
-            "empty",
-            Box::new(|| one(Array::empty(&[2, 32], DType::Q4_0, &d))),
-        ),
-        (
-            "scalar",
-            Box::new(|| one(Array::scalar(1.0, DType::Q8_0, &d))),
-        ),
-        (
-            "arange",
-            Box::new(|| one(Array::arange(0.0, 32.0, 1.0, DType::Q4_0, &d))),
-        ),
-        (
-            "eye",
-            Box::new(|| one(Array::eye(32, None, 0, DType::Q8_0, &d))),
-        ),
-        (
-            "linspace",
-            Box::new(|| one(Array::linspace(0.0, 1.0, 32, DType::Q8_0, &d))),
-        ),
-        (
-            "one_hot",
-            Box::new(|| one(Array::one_hot(&idx, 32, DType::Q8_0))),
-        ),
-        (
-            "uniform",
-            Box::new(|| {
-                one(random::uniform(
-                    &random::key(1, &d).unwrap(),
-                    &[32],
-                    0.0,
-                    1.0,
-                    DType::Q4_0,
-                ))
-            }),
-        ),
-        (
-            "normal",
-            Box::new(|| {
-                one(random::normal(
-                    &random::key(1, &d).unwrap(),
-                    &[32],
-                    0.0,
-                    1.0,
-                    DType::Q4_0,
-                ))
-            }),
-        ),
-        (
-            "randint",
-            Box::new(|| {
-                one(random::randint(
-                    &random::key(1, &d).unwrap(),
-                    &[32],
-                    0,
-                    3,
-                    DType::Q4_0,
-                ))
-            }),
-        ),
-        (
-            "quantize",
-            Box::new(|| quantize(&q, 32, 4).map(|(a, b, c)| vec![a, b, c])),
-        ),
-        ("to_vec", Box::new(|| q.to_vec::<u8>().map(|_| Vec::new()))),
-        (
-            "save_safetensors",
-            Box::new(|| {
-                let dir = tempfile::tempdir().unwrap();
-                wgarray::io::save_safetensors(dir.path().join("q.safetensors"), &[("q", &q)])
-                    .map(|_| Vec::new())
-            }),
-        ),
+        case("astype", || one(q.astype(DType::F32))),
+        case("astype to", || one(x.astype(DType::Q4_0))),
+        case("exp", || one(q.exp())),
+        case("negative", || one(q.negative())),
+        case("abs", || one(q.abs())),
+        case("logical_not", || one(q.logical_not())),
+        case("bitwise_invert", || one(q.bitwise_invert())),
+        case("add", || one(&q + &x)),
+        case("add scalar", || one(&q + 1.0)),
+        case("add int", || one(&q + 1)),
+        case("multiply", || one(x.multiply(&q))),
+        case("equal", || one(q.equal(&q))),
+        case("bitwise_and", || one(q.bitwise_and(&q))),
+        case("logaddexp", || one(q.logaddexp(&x))),
+        case("arctan2", || one(q.arctan2(1.0))),
+        case("divmod", || two(q.divmod(2.0))),
+        case("where", || one(where_(&q, &x, &x))),
+        case("where a", || one(where_(&x, &q, 0.0))),
+        case("isnan", || one(q.isnan())),
+        case("isfinite", || one(q.isfinite())),
+        case("nan_to_num", || one(q.nan_to_num(0.0, None, None))),
+        case("isclose", || one(q.isclose(&x, 1e-5, 1e-8, false))),
+        case("allclose", || one(q.allclose(&x, 1e-5, 1e-8, false))),
+        case("array_equal", || one(q.array_equal(&q, false))),
+        case("round_decimals", || one(q.round_decimals(2))),
+        case("clip", || one(q.clip(0.0, 1.0))),
+        case("sum", || one(q.sum(Axes::All, false))),
+        case("max", || one(q.max(-1isize, false))),
+        case("mean", || one(q.mean(Axes::All, true))),
+        case("all", || one(q.all(Axes::All, false))),
+        case("var", || one(q.var(Axes::All, false, 0))),
+        case("argmax", || one(q.argmax(Some(1), false))),
+        case("moments", || two(q.moments(Axes::All, false, 0))),
+        case("logsumexp", || one(q.logsumexp(-1isize, false))),
+        case("softmax", || one(q.softmax(-1))),
+        case("log_softmax", || one(q.log_softmax(-1))),
+        case("layer_norm", || one(q.layer_norm(None, None, 1e-5))),
+        case("rms_norm", || one(q.rms_norm(None, 1e-5))),
+        case("cumsum", || one(q.cumsum(Some(1), false, true))),
+        case("cummax", || one(q.cummax(Some(0), false, true))),
+        case("sort", || one(q.sort(Some(0)))),
+        case("argsort", || one(q.argsort(Some(0)))),
+        case("partition", || one(q.partition(0, Some(0)))),
+        case("topk", || two(q.topk(2, 0))),
+        case("max_with_index", || two(q.max_with_index(0, false))),
+        case("matmul", || one(q.matmul(&x.transpose()))),
+        case("matmul b", || one(x.matmul(&q.transpose()))),
+        case("addmm", || {
+            one(Array::zeros(&[2, 2], DType::F32, &d)
+                .unwrap()
+                .addmm(&x, &q.transpose(), 1.0, 1.0))
+        }),
+        case("outer", || one(q.outer(&x))),
+        case("inner", || one(q.inner(&x))),
+        case("tensordot", || one(q.tensordot(&x.transpose(), 1))),
+        case("scatter_add", || {
+            one(q.scatter_add(
+                &idx,
+                &x.slice(&[Slice::FULL, Slice::range(0, 1)]).unwrap(),
+                1,
+            ))
+        }),
+        case("put_along_axis", || {
+            one(q.put_along_axis(
+                &idx,
+                &x.slice(&[Slice::FULL, Slice::range(0, 1)]).unwrap(),
+                1,
+            ))
+        }),
+        case("take_along_axis", || one(q.take_along_axis(&idx, Some(1)))),
+        case("slice_update", || {
+            one(q.slice_update(&x, &[0, 0], Axes::All))
+        }),
+        case("slice_assign", || one(q.slice_assign(&[Slice::FULL], &x))),
+        case("put", || {
+            one(q.put(&Array::from_slice(&[0i32], &[1], &d).unwrap(), &x))
+        }),
+        case("at set", || {
+            let row = x.slice(&[Slice::range(0, 1)]).unwrap();
+            one(q
+                .at(&Array::from_slice(&[0i32], &[1], &d).unwrap())
+                .set(&row))
+        }),
+        case("full_like", || one(q.full_like(1.0))),
+        case("zeros_like", || one(Ok(q.zeros_like()))),
+        case("ones_like", || one(Ok(q.ones_like()))),
+        case("diagonal", || one(q.diagonal(0, 0, 1))),
+        case("diag", || one(q.diag(0))),
+        case("trace", || one(q.trace(0, 0, 1))),
+        case("repeat", || one(q.repeat(2, Some(1)))),
+        case("pad", || {
+            one(q.pad(&[(1, 1), (0, 0)], PadMode::Constant(0.0)))
+        }),
+        case("roll", || one(q.roll(1, Some(1)))),
+        case("tril", || one(q.tril(0))),
+        case("triu", || one(q.triu(0))),
+        case("view", || one(q.view(DType::U8))),
+        case("transpose", || one(Ok(q.transpose()))),
+        case("atleast_3d", || one(Ok(q.atleast_3d()))),
+        case("full", || one(Array::full(&[2, 32], 1.0, DType::Q4_0, &d))),
+        case("zeros", || one(Array::zeros(&[2, 32], DType::Q4_0, &d))),
+        case("empty", || one(Array::empty(&[2, 32], DType::Q4_0, &d))),
+        case("scalar", || one(Array::scalar(1.0, DType::Q8_0, &d))),
+        case("arange", || {
+            one(Array::arange(0.0, 32.0, 1.0, DType::Q4_0, &d))
+        }),
+        case("eye", || one(Array::eye(32, None, 0, DType::Q8_0, &d))),
+        case("linspace", || {
+            one(Array::linspace(0.0, 1.0, 32, DType::Q8_0, &d))
+        }),
+        case("one_hot", || one(Array::one_hot(&idx, 32, DType::Q8_0))),
+        case("uniform", || {
+            one(random::uniform(&key, &[32], 0.0, 1.0, DType::Q4_0))
+        }),
+        case("normal", || {
+            one(random::normal(&key, &[32], 0.0, 1.0, DType::Q4_0))
+        }),
+        case("randint", || {
+            one(random::randint(&key, &[32], 0, 3, DType::Q4_0))
+        }),
+        case("quantize", || {
+            quantize(&q, 32, 4).map(|(a, b, c)| vec![a, b, c])
+        }),
+        case("to_vec", || q.to_vec::<u8>().map(|_| Vec::new())),
+        case("save_safetensors", || {
+            let dir = tempfile::tempdir().unwrap();
+            wgarray::io::save_safetensors(dir.path().join("q.safetensors"), &[("q", &q)])
+                .map(|_| Vec::new())
+        }),
     ];
-    cases.push((
-        "to_blocks of an element dtype",
-        Box::new(|| x.to_blocks().map(|_| Vec::new())),
-    ));
+    cases.push(case("to_blocks of an element dtype", || {
+        x.to_blocks().map(|_| Vec::new())
+    }));
     let mut wrong = Vec::new();
     for (name, case) in &cases {
         let outcome = catch_unwind(AssertUnwindSafe(|| match case() {
@@ -1025,6 +880,6 @@ fn every_other_op_refuses_block_formats() {
     assert_bits(&deq(&tiled), &want, "tile");
     drop(tiled);
     drop(cases);
-    drop((q, x, idx));
+    drop((q, x, idx, key));
     assert_empty(&d);
 }

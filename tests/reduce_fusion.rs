@@ -16,9 +16,7 @@ use wgarray::{Array, DType, Device};
 fn run(d: &Device, fusion: bool, build: &dyn Fn() -> Array) -> (u64, Vec<f32>) {
     d.set_fusion(fusion);
     let y = build();
-    let before = d.dispatches();
-    y.eval().unwrap();
-    let n = d.dispatches() - before;
+    let n = common::eval_dispatches(d, &y);
     (n, y.to_vec::<f32>().unwrap())
 }
 

@@ -323,6 +323,37 @@ pub fn exit_code(result: Result<(), Failure>) -> std::process::ExitCode {
     }
 }
 
+/// An example's `main` once its arguments are parsed: a line on standard
+/// error while kernels compile or tune for long (a first run on a machine
+/// whose driver caches are empty), then `run` with the device options from
+/// the environment, writing to standard output; its exit status as
+/// [`exit_code`] says.
+pub fn run_main<A>(
+    args: &A,
+    run: impl FnOnce(
+        &A,
+        wgarray::Result<wgarray::DeviceOptions>,
+        &mut dyn io::Write,
+    ) -> Result<(), Failure>,
+) -> std::process::ExitCode {
+    wgarray::progress::report_to_stderr();
+    let result = run(
+        args,
+        wgarray::DeviceOptions::from_env(),
+        &mut io::stdout().lock(),
+    );
+    exit_code(result)
+}
+
+/// Write `value` to `out` as pretty-printed JSON, then a newline (the
+/// examples' `--json` output).
+pub fn write_json(out: &mut dyn io::Write, value: &serde_json::Value) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Failure::new("writing the JSON failed").cause(e))?;
+    writeln!(out, "{text}")?;
+    Ok(())
+}
+
 /// Opening the device failed. When no adapter was chosen (none matched, or
 /// `WGARRAY_BACKEND` named no backend) the report lists every adapter on
 /// the machine, with its backend and type, and says how to pick one.
@@ -381,6 +412,21 @@ impl Mem {
             cache_misses: s.cache_misses,
         }
     }
+    /// The line the examples print for these figures, `label` first
+    /// (nothing unless `say`: the JSON output has them instead).
+    pub fn write_line(&self, out: &mut dyn io::Write, label: &str, say: bool) -> io::Result<()> {
+        if !say {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "memory {label:<22} active {:>8.2} MiB  peak {:>8.2} MiB  cache {:>8.2} MiB",
+            mib(self.active),
+            mib(self.peak),
+            mib(self.cache)
+        )
+    }
+
     pub fn json(&self) -> serde_json::Value {
         json!({
             "active": self.active,

@@ -250,6 +250,44 @@ pub(super) fn exchange(comm: &Comm, mine: [u64; WORDS], timeout: Duration) -> Op
     }
 }
 
+/// Which nonblocking point-to-point call [`post_words`] posts.
+#[derive(Clone, Copy)]
+enum Post {
+    Send,
+    Receive,
+}
+
+/// Post a send (`MPI_Isend`) of the `WORDS` words at `buf` to `peer`, or
+/// a receive (`MPI_Irecv`) of as many from `peer` into `buf`, with `tag`;
+/// the request.
+///
+/// # Safety
+/// `buf` holds `WORDS` words and stays alive (and, for a receive, unread)
+/// until the request completes or is cancelled and waited for.
+unsafe fn post_words(
+    comm: &Comm,
+    peer: usize,
+    tag: c_int,
+    buf: *mut u64,
+    post: Post,
+) -> ffi::MPI_Request {
+    let mut request = std::mem::MaybeUninit::<ffi::MPI_Request>::uninit();
+    let (n, dt, peer) = (
+        WORDS as c_int,
+        u64::equivalent_datatype().as_raw(),
+        peer as c_int,
+    );
+    let (comm, r) = (comm.0.as_raw(), request.as_mut_ptr());
+    // SAFETY: as the caller promises; MPI writes the request.
+    unsafe {
+        match post {
+            Post::Send => ffi::MPI_Isend(buf as *const c_void, n, dt, peer, tag, comm, r),
+            Post::Receive => ffi::MPI_Irecv(buf as *mut c_void, n, dt, peer, tag, comm, r),
+        };
+        request.assume_init()
+    }
+}
+
 /// Send one call's words to `dest` with `tag` within `timeout`: `false`
 /// when the time passed first (the send is then kept until it completes,
 /// as in [`exchange`]; the caller marks the group broken).
@@ -261,21 +299,9 @@ pub(super) fn send_words(
     timeout: Duration,
 ) -> bool {
     let deadline = Instant::now() + timeout;
-    let send: Box<[u64]> = Box::new(words);
-    let mut request = std::mem::MaybeUninit::<ffi::MPI_Request>::uninit();
+    let mut send: Box<[u64]> = Box::new(words);
     // SAFETY: the buffer outlives the request (freed after it completes).
-    let mut request = unsafe {
-        ffi::MPI_Isend(
-            send.as_ptr() as *const c_void,
-            WORDS as c_int,
-            u64::equivalent_datatype().as_raw(),
-            dest as c_int,
-            tag,
-            comm.0.as_raw(),
-            request.as_mut_ptr(),
-        );
-        request.assume_init()
-    };
+    let mut request = unsafe { post_words(comm, dest, tag, send.as_mut_ptr(), Post::Send) };
     if wait_until(&mut request, deadline) {
         true
     } else {
@@ -298,21 +324,9 @@ pub(super) fn receive_words(
 ) -> Option<[u64; WORDS]> {
     let deadline = Instant::now() + timeout;
     let mut recv = Box::new([0u64; WORDS]);
-    let mut request = std::mem::MaybeUninit::<ffi::MPI_Request>::uninit();
     // SAFETY: the buffer outlives the request: it completes or is
     // cancelled and waited for before the buffer is freed.
-    let mut request = unsafe {
-        ffi::MPI_Irecv(
-            recv.as_mut_ptr() as *mut c_void,
-            WORDS as c_int,
-            u64::equivalent_datatype().as_raw(),
-            source as c_int,
-            tag,
-            comm.0.as_raw(),
-            request.as_mut_ptr(),
-        );
-        request.assume_init()
-    };
+    let mut request = unsafe { post_words(comm, source, tag, recv.as_mut_ptr(), Post::Receive) };
     if wait_until(&mut request, deadline) {
         return Some(*recv);
     }
@@ -444,46 +458,28 @@ trait FloatBits {
     fn bits(value: f64) -> Self::Bits;
 }
 
-struct F32Bits;
-struct F64Bits;
-struct F16Bits;
-struct BF16Bits;
+/// One unit struct a float type and its [`FloatBits`]: the bits' type,
+/// then the conversions from and to f64.
+macro_rules! float_bits {
+    ($($name:ident: $bits:ty, |$b:ident| $value:expr, |$v:ident| $to:expr;)*) => {$(
+        struct $name;
+        impl FloatBits for $name {
+            type Bits = $bits;
+            fn value($b: $bits) -> f64 {
+                $value
+            }
+            fn bits($v: f64) -> $bits {
+                $to
+            }
+        }
+    )*};
+}
 
-impl FloatBits for F32Bits {
-    type Bits = u32;
-    fn value(b: u32) -> f64 {
-        f32::from_bits(b) as f64
-    }
-    fn bits(v: f64) -> u32 {
-        (v as f32).to_bits()
-    }
-}
-impl FloatBits for F64Bits {
-    type Bits = u64;
-    fn value(b: u64) -> f64 {
-        f64::from_bits(b)
-    }
-    fn bits(v: f64) -> u64 {
-        v.to_bits()
-    }
-}
-impl FloatBits for F16Bits {
-    type Bits = u16;
-    fn value(b: u16) -> f64 {
-        half::f16::from_bits(b).to_f64()
-    }
-    fn bits(v: f64) -> u16 {
-        half::f16::from_f64(v).to_bits()
-    }
-}
-impl FloatBits for BF16Bits {
-    type Bits = u16;
-    fn value(b: u16) -> f64 {
-        half::bf16::from_bits(b).to_f64()
-    }
-    fn bits(v: f64) -> u16 {
-        half::bf16::from_f64(v).to_bits()
-    }
+float_bits! {
+    F32Bits: u32, |b| f32::from_bits(b) as f64, |v| (v as f32).to_bits();
+    F64Bits: u64, |b| f64::from_bits(b), |v| v.to_bits();
+    F16Bits: u16, |b| half::f16::from_bits(b).to_f64(), |v| half::f16::from_f64(v).to_bits();
+    BF16Bits: u16, |b| half::bf16::from_bits(b).to_f64(), |v| half::bf16::from_f64(v).to_bits();
 }
 
 /// A user operation's two buffers of `*len` elements of `T`.
@@ -616,15 +612,7 @@ pub(super) fn broadcast_from(comm: &Comm, root: usize, bytes: &[u8]) {
         return;
     }
     // SAFETY: MPI_Bcast only reads the root's buffer.
-    unsafe {
-        ffi::MPI_Bcast(
-            bytes.as_ptr() as *mut c_void,
-            bytes.len() as c_int,
-            u8::equivalent_datatype().as_raw(),
-            root as c_int,
-            comm.0.as_raw(),
-        );
-    }
+    unsafe { bcast(comm, root, bytes.as_ptr() as *mut c_void, bytes.len()) }
 }
 
 /// The other ranks' half of `MPI_Bcast`: `len` bytes from `root` into
@@ -634,14 +622,19 @@ pub(super) fn broadcast_into(comm: &Comm, root: usize, out: std::ptr::NonNull<u8
         return;
     }
     // SAFETY: `out` holds `len` bytes (the caller's mapped upload range).
+    unsafe { bcast(comm, root, out.as_ptr() as *mut c_void, len) }
+}
+
+/// `MPI_Bcast` of the `len` bytes at `buf` from `root`: the root's are
+/// read, the other ranks' written.
+///
+/// # Safety
+/// `buf` holds `len` bytes, writable on every rank but the root.
+unsafe fn bcast(comm: &Comm, root: usize, buf: *mut c_void, len: usize) {
+    let byte = u8::equivalent_datatype().as_raw();
+    // SAFETY: as the caller promises.
     unsafe {
-        ffi::MPI_Bcast(
-            out.as_ptr() as *mut c_void,
-            len as c_int,
-            u8::equivalent_datatype().as_raw(),
-            root as c_int,
-            comm.0.as_raw(),
-        );
+        ffi::MPI_Bcast(buf, len as c_int, byte, root as c_int, comm.0.as_raw());
     }
 }
 

@@ -37,15 +37,10 @@
 //! ([`Error::UnsupportedDType`]).
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::transfer;
 use crate::{Array, DType, Device, Error, Result};
-
-/// While loading, pending uploads are flushed every this many bytes (as
-/// `load_safetensors`), so that wgpu's staging memory stays bounded.
-const FLUSH_BYTES: u64 = 64 << 20;
 
 /// Arrays inside arrays deeper than this are refused (a file of nested
 /// array headers would otherwise recurse as deep as it is long).
@@ -459,12 +454,7 @@ impl GgufFile {
     /// `tensor` field) or the metadata key (in the message) at fault.
     pub fn open(path: impl AsRef<Path>) -> Result<GgufFile> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|e| Error::io(path, "cannot open", &e))?;
-        // SAFETY: the map is read-only and lives as long as `self`; it is
-        // sound as long as no one truncates or rewrites the file meanwhile,
-        // which the type's documentation asks for.
-        let map =
-            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, "cannot map", &e))?;
+        let map = super::map_file(path)?;
         let mut r = Reader {
             bytes: &map,
             at: 0,
@@ -782,17 +772,13 @@ impl GgufFile {
             .iter()
             .map(|t| self.plan(&t.name, device))
             .collect::<Result<Vec<_>>>()?;
-        let mut out = HashMap::with_capacity(planned.len());
-        let mut pending = 0u64;
-        for (dtype, t) in planned {
-            out.insert(t.name.clone(), self.upload(dtype, t, device)?);
-            pending += t.nbytes as u64;
-            if pending >= FLUSH_BYTES {
-                device.synchronize()?;
-                pending = 0;
-            }
-        }
-        Ok(out)
+        super::upload_all(planned.into_iter(), device, |(dtype, t)| {
+            Ok((
+                t.name.clone(),
+                self.upload(dtype, t, device)?,
+                t.nbytes as u64,
+            ))
+        })
     }
 }
 

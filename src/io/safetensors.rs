@@ -21,11 +21,6 @@ use ::safetensors::tensor::{Dtype as FileDType, Metadata, TensorInfo};
 use crate::transfer;
 use crate::{Array, DType, Device, Error, Result};
 
-/// While loading, pending uploads are flushed to the GPU (and wgpu's
-/// staging memory for them freed) each time this many bytes are queued, so
-/// that loading a file holds at most about this much staging memory.
-const FLUSH_BYTES: u64 = 64 << 20;
-
 /// The device dtype of a file dtype, if wgarray has one: I64 and U64
 /// (PyTorch's index dtype) load as I32 and U32, every value checked.
 fn device_dtype(d: FileDType) -> Option<DType> {
@@ -152,12 +147,7 @@ impl SafetensorsFile {
     /// the tensor at fault where one is.
     pub fn open(path: impl AsRef<Path>) -> Result<SafetensorsFile> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|e| Error::io(path, "cannot open", &e))?;
-        // SAFETY: the map is read-only and lives as long as `self`; it is
-        // sound as long as no one truncates or rewrites the file meanwhile,
-        // which the type's documentation asks for.
-        let map =
-            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, "cannot map", &e))?;
+        let map = super::map_file(path)?;
         let (header_len, metadata) =
             SafeTensors::read_metadata(&map).map_err(|e| format_error(path, &map, &e))?;
         let names = metadata.offset_keys();
@@ -305,17 +295,9 @@ impl SafetensorsFile {
             .iter()
             .map(|name| self.plan(name, device))
             .collect::<Result<Vec<_>>>()?;
-        let mut out = HashMap::with_capacity(planned.len());
-        let mut pending = 0u64;
-        for (name, t) in self.names.iter().zip(&planned) {
-            out.insert(name.clone(), self.upload(t, device)?);
-            pending += t.bytes.len() as u64;
-            if pending >= FLUSH_BYTES {
-                device.synchronize()?;
-                pending = 0;
-            }
-        }
-        Ok(out)
+        super::upload_all(self.names.iter().zip(&planned), device, |(name, t)| {
+            Ok((name.clone(), self.upload(t, device)?, t.bytes.len() as u64))
+        })
     }
 }
 

@@ -1,17 +1,11 @@
 //! The concatenation kernel (wgsl/concat.wgsl): one dispatch per group of
 //! up to [`MAX_GROUP`] inputs, each read through its own strides.
 
-use super::{Context, Dispatch, Kernel, Operand, PARAMS_WORDS, Params, Spec};
+use super::{CONVERT, Context, Dispatch, Kernel, Operand, PARAMS_WORDS, Params, Spec};
 use crate::{DType, Result};
 
 /// Concatenation of same-dtype inputs along an axis.
-pub(crate) static CONCAT: Kernel = Kernel {
-    name: "concat",
-    prelude: &[super::CONVERT],
-    source: include_str!("../../wgsl/concat.wgsl"),
-    reads: 1,
-    writes: 1,
-};
+pub(crate) static CONCAT: Kernel = Kernel::new("concat", &[CONVERT], wgsl!("concat"), 1, 1);
 
 /// Inputs one dispatch reads at most: WebGPU guarantees 8 storage buffers
 /// per shader stage, and the output takes one.

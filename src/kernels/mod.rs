@@ -9,6 +9,18 @@
 //! override constants in WGSL, and one source per family keeps kernels that
 //! differ by a constant from being copied.
 
+/// The text of `wgsl/<name>.wgsl`, for a [`Kernel`]'s source or prelude.
+macro_rules! wgsl {
+    ($name:literal) => {
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/wgsl/",
+            $name,
+            ".wgsl"
+        ))
+    };
+}
+
 pub(crate) mod attention;
 pub(crate) mod background;
 pub(crate) mod bits;
@@ -260,6 +272,26 @@ pub(crate) struct Kernel {
     pub writes: u32,
 }
 
+impl Kernel {
+    /// A kernel of one WGSL `source` after `prelude`, with `reads`
+    /// read-only then `writes` read-write storage bindings.
+    pub(crate) const fn new(
+        name: &'static str,
+        prelude: &'static [&'static str],
+        source: &'static str,
+        reads: u32,
+        writes: u32,
+    ) -> Kernel {
+        Kernel {
+            name,
+            prelude,
+            source,
+            reads,
+            writes,
+        }
+    }
+}
+
 const CONVERT: &str = include_str!("../../wgsl/convert.wgsl");
 const MATH: &str = include_str!("../../wgsl/math.wgsl");
 /// f64 helpers (word pairs, NaN tests, conversions): only for kernels that
@@ -272,32 +304,16 @@ pub(crate) const ORDER: &str = include_str!("../../wgsl/order.wgsl");
 
 /// Every plain reduction; accumulator, bindings and entry point generated
 /// per specialisation (`reduce.rs`).
-pub(crate) static REDUCE: Kernel = Kernel {
-    name: "reduce",
-    prelude: &[CONVERT],
-    source: include_str!("../../wgsl/reduce.wgsl"),
-    reads: 1,
-    writes: 1,
-};
+pub(crate) static REDUCE: Kernel = Kernel::new("reduce", &[CONVERT], wgsl!("reduce"), 1, 1);
 
 /// Reductions with a fused elementwise prologue (`reduce.rs`): the op
 /// functions' helpers too.
-pub(crate) static REDUCE_PROLOGUE: Kernel = Kernel {
-    name: "reduce_prologue",
-    prelude: &[CONVERT, MATH],
-    source: include_str!("../../wgsl/reduce.wgsl"),
-    reads: 1,
-    writes: 1,
-};
+pub(crate) static REDUCE_PROLOGUE: Kernel =
+    Kernel::new("reduce_prologue", &[CONVERT, MATH], wgsl!("reduce"), 1, 1);
 
 /// Reductions over f64: the f64 helpers too.
-pub(crate) static REDUCE_F64: Kernel = Kernel {
-    name: "reduce_f64",
-    prelude: &[CONVERT, MATH_F64],
-    source: include_str!("../../wgsl/reduce.wgsl"),
-    reads: 1,
-    writes: 1,
-};
+pub(crate) static REDUCE_F64: Kernel =
+    Kernel::new("reduce_f64", &[CONVERT, MATH_F64], wgsl!("reduce"), 1, 1);
 
 /// Every specialisation any kernel family can dispatch. Each family lists
 /// its own in a `specs()` next to its dispatch code, built from the same
@@ -1013,6 +1029,25 @@ pub(crate) struct Dispatch {
     /// Empty for every kernel but `GemmKernel::Uniform`.
     pub windows: Vec<Window>,
     pub workgroups: [u32; 3],
+}
+
+impl Dispatch {
+    /// A dispatch of `pipeline` over `workgroups` with `params` and
+    /// storage `buffers`, and no uniform windows.
+    pub(crate) fn new(
+        pipeline: Pipeline,
+        params: Vec<u32>,
+        buffers: Vec<wgpu::Buffer>,
+        workgroups: [u32; 3],
+    ) -> Dispatch {
+        Dispatch {
+            pipeline,
+            params,
+            buffers,
+            windows: Vec::new(),
+            workgroups,
+        }
+    }
 }
 
 /// One uniform-buffer binding of a dispatch: `size` bytes of `buffer` from

@@ -260,6 +260,24 @@ impl Program {
         s
     }
 
+    /// Definition `Op { op, args, dtype }`'s argument dtypes, the compute
+    /// type it works in, and its WGSL expression and that expression's
+    /// type (as [`op_wgsl`] gives them).
+    fn op_types(
+        &self,
+        op: ElementwiseOp,
+        args: &Args,
+        dtype: DType,
+    ) -> (Vec<DType>, &'static str, (String, &'static str)) {
+        let in_dtypes: Vec<DType> = args
+            .iter()
+            .map(|&a| self.defs[a as usize].dtype())
+            .collect();
+        let ct = op_compute_type(op, &in_dtypes, dtype);
+        let wgsl = op_wgsl(op, ct, &in_dtypes);
+        (in_dtypes, ct, wgsl)
+    }
+
     /// The helper functions the statements call: `gather_index` and one
     /// function per op, its arguments in the op's own types.
     pub(super) fn functions(&self) -> String {
@@ -270,12 +288,7 @@ impl Program {
         // One function per op: its arguments in the op's own types.
         for (k, d) in self.defs.iter().enumerate() {
             if let Def::Op { op, args, dtype } = d {
-                let in_dtypes: Vec<DType> = args
-                    .iter()
-                    .map(|&a| self.defs[a as usize].dtype())
-                    .collect();
-                let ct = op_compute_type(*op, &in_dtypes, *dtype);
-                let (expr, rt) = op_wgsl(*op, ct, &in_dtypes);
+                let (in_dtypes, ct, (expr, rt)) = self.op_types(*op, args, *dtype);
                 let params: Vec<String> = in_dtypes
                     .iter()
                     .enumerate()
@@ -366,12 +379,7 @@ impl Program {
                     s.push_str(&format!("    let v{k}: {ct} = {value};\n"));
                 }
                 Def::Op { op, args, dtype } => {
-                    let in_dtypes: Vec<DType> = args
-                        .iter()
-                        .map(|&a| self.defs[a as usize].dtype())
-                        .collect();
-                    let op_ct = op_compute_type(*op, &in_dtypes, *dtype);
-                    let (_, rt) = op_wgsl(*op, op_ct, &in_dtypes);
+                    let (in_dtypes, op_ct, (_, rt)) = self.op_types(*op, args, *dtype);
                     let call: Vec<String> = args
                         .iter()
                         .enumerate()

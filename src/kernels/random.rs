@@ -8,13 +8,7 @@ use crate::graph::primitive::Distribution;
 use crate::{DType, Result};
 
 /// Philox 4x32-10 under a key; output dtype chosen by the specialisation.
-pub(crate) static RANDOM: Kernel = Kernel {
-    name: "random",
-    prelude: &[CONVERT, MATH],
-    source: include_str!("../../wgsl/random.wgsl"),
-    reads: 1,
-    writes: 1,
-};
+pub(crate) static RANDOM: Kernel = Kernel::new("random", &[CONVERT, MATH], wgsl!("random"), 1, 1);
 
 impl Distribution {
     fn code(self) -> &'static str {

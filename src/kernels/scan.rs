@@ -3,18 +3,12 @@
 
 use super::bits::store_element;
 use super::elementwise::{compute_type, decode, element_bits, encode};
-use super::{Context, Dispatch, Kernel, Operand, Params, Spec, WORKGROUP};
+use super::{CONVERT, Context, Dispatch, Kernel, Operand, Params, Spec, UNRAVEL, WORKGROUP};
 use crate::graph::primitive::ReduceOp;
 use crate::{DType, Result};
 
 /// Every scan; accumulator, loads and stores generated per specialisation.
-pub(crate) static SCAN: Kernel = Kernel {
-    name: "scan",
-    prelude: &[super::CONVERT, super::UNRAVEL],
-    source: include_str!("../../wgsl/scan.wgsl"),
-    reads: 1,
-    writes: 2,
-};
+pub(crate) static SCAN: Kernel = Kernel::new("scan", &[CONVERT, UNRAVEL], wgsl!("scan"), 1, 2);
 
 /// Elements per block of the block passes (wgsl/scan.wgsl `BLOCK`).
 const BLOCK: usize = 1024;
@@ -125,13 +119,12 @@ pub(crate) fn scan(
     let dispatch = |pass: Pass, threads: usize| -> Result<Dispatch> {
         let mut p = p.clone();
         p.put(32, [pass as i64])?;
-        Ok(Dispatch {
-            windows: Vec::new(),
-            pipeline: pipeline.clone(),
-            params: p.words(),
-            buffers: buffers.clone(),
-            workgroups: cx.grid(threads as u64)?,
-        })
+        Ok(Dispatch::new(
+            pipeline.clone(),
+            p.words(),
+            buffers.clone(),
+            cx.grid(threads as u64)?,
+        ))
     };
     let wg = WORKGROUP as usize;
     if len <= SERIAL_MAX {

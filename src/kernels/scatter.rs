@@ -3,17 +3,12 @@
 
 use super::bits::store_element;
 use super::elementwise::element_bits;
-use super::{Context, Dispatch, Kernel, Operand, Params, Spec};
+use super::{CONVERT, Context, Dispatch, Kernel, Operand, Params, Spec, UNRAVEL};
 use crate::{DType, Error, Result};
 
 /// Every scatter-add; index decoding and the atomic add per specialisation.
-pub(crate) static SCATTER: Kernel = Kernel {
-    name: "scatter",
-    prelude: &[super::CONVERT, super::UNRAVEL],
-    source: include_str!("../../wgsl/scatter.wgsl"),
-    reads: 2,
-    writes: 1,
-};
+pub(crate) static SCATTER: Kernel =
+    Kernel::new("scatter", &[CONVERT, UNRAVEL], wgsl!("scatter"), 2, 1);
 
 /// What a scatter thread does with its update.
 #[derive(Clone, Copy)]

@@ -3,20 +3,17 @@
 
 use super::bits::{order_key, store_element};
 use super::elementwise::element_bits;
-use super::{Context, Dispatch, Kernel, Operand, Params, Spec, WORKGROUP};
+use super::{CONVERT, Context, Dispatch, Kernel, ORDER, Operand, Params, Spec, UNRAVEL, WORKGROUP};
 use crate::graph::primitive::{SORT_BLOCK as BLOCK, sort_padded};
 use crate::{DType, Result};
 
 /// Every sort; keys, loads and stores generated per dtype.
-pub(crate) static SORT: Kernel = Kernel {
-    name: "sort",
-    prelude: &[super::CONVERT, super::UNRAVEL, super::ORDER],
-    source: include_str!("../../wgsl/sort.wgsl"),
-    reads: 1,
-    writes: 3,
-};
+pub(crate) static SORT: Kernel =
+    Kernel::new("sort", &[CONVERT, UNRAVEL, ORDER], wgsl!("sort"), 1, 3);
 
 /// Which pass of wgsl/sort.wgsl.
+// Alike in shape to `scan.rs`'s `Pass`, but left apart: the passes of
+// another kernel, numbered as its WGSL reads them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pass {
     /// Rows of up to one block: the whole sort in workgroup memory.
@@ -100,13 +97,12 @@ pub(crate) fn sort(
         let mut p = p.clone();
         p.put(6, [pass as i64])?;
         p.put(24, [k as i64, j as i64])?;
-        Ok(Dispatch {
-            windows: Vec::new(),
-            pipeline: pipeline.clone(),
-            params: p.words(),
-            buffers: buffers.clone(),
-            workgroups: cx.grid(threads as u64)?,
-        })
+        Ok(Dispatch::new(
+            pipeline.clone(),
+            p.words(),
+            buffers.clone(),
+            cx.grid(threads as u64)?,
+        ))
     };
     if big <= BLOCK {
         return Ok(vec![dispatch(Pass::Whole, 0, 0, blocks * wg)?]);

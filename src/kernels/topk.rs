@@ -3,18 +3,13 @@
 
 use super::bits::{order_key, store_element};
 use super::elementwise::element_bits;
-use super::{Context, Dispatch, Kernel, Operand, Params, Spec, WORKGROUP};
+use super::{CONVERT, Context, Dispatch, Kernel, ORDER, Operand, Params, Spec, UNRAVEL, WORKGROUP};
 use crate::graph::primitive::MAX_TOPK;
 use crate::{DType, Error, Result};
 
 /// Top-k along an axis; two outputs (values, u32 indices).
-pub(crate) static TOPK: Kernel = Kernel {
-    name: "topk",
-    prelude: &[super::CONVERT, super::UNRAVEL, super::ORDER],
-    source: include_str!("../../wgsl/topk.wgsl"),
-    reads: 1,
-    writes: 2,
-};
+pub(crate) static TOPK: Kernel =
+    Kernel::new("topk", &[CONVERT, UNRAVEL, ORDER], wgsl!("topk"), 1, 2);
 
 /// The private list length for `k`: the next power of two.
 fn kmax(k: usize) -> usize {

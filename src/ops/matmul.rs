@@ -381,6 +381,17 @@ mod tests {
             .collect()
     }
 
+    /// The relative Frobenius error of `got` against `want`.
+    fn rel_error(got: &[f32], want: &[f64]) -> f64 {
+        let num: f64 = got
+            .iter()
+            .zip(want)
+            .map(|(g, w)| (*g as f64 - w).powi(2))
+            .sum();
+        let den: f64 = want.iter().map(|w| w * w).sum();
+        (num / den).sqrt()
+    }
+
     /// Transposed and offset operands (every load mode of the GEMM: vec4
     /// along the inner or the outer dimension, and scalar) against a dense
     /// host product, made with the public `slice`, `reshape` and `transpose`.
@@ -425,17 +436,8 @@ mod tests {
             for (a, b) in [(&a_cm, &b_cm), (&a_cm, &b_dense), (&a_dense, &b_cm)] {
                 let got = a.matmul(b).unwrap().to_vec::<f32>().unwrap();
                 assert_eq!(got.len(), m * n);
-                let num: f64 = got
-                    .iter()
-                    .zip(&want)
-                    .map(|(g, w)| (*g as f64 - w).powi(2))
-                    .sum();
-                let den: f64 = want.iter().map(|w| w * w).sum();
-                assert!(
-                    (num / den).sqrt() < 1e-5,
-                    "{m}x{k}x{n}: {}",
-                    (num / den).sqrt()
-                );
+                let e = rel_error(&got, &want);
+                assert!(e < 1e-5, "{m}x{k}x{n}: {e}");
             }
             // An unaligned offset forces scalar loads.
             let mut xs = vec![9.0f32; 1];
@@ -447,13 +449,8 @@ mod tests {
                 .reshape(&[m, k])
                 .unwrap();
             let got = a_off.matmul(&b_cm).unwrap().to_vec::<f32>().unwrap();
-            let num: f64 = got
-                .iter()
-                .zip(&want)
-                .map(|(g, w)| (*g as f64 - w).powi(2))
-                .sum();
-            let den: f64 = want.iter().map(|w| w * w).sum();
-            assert!((num / den).sqrt() < 1e-5);
+            let e = rel_error(&got, &want);
+            assert!(e < 1e-5, "{m}x{k}x{n} offset: {e}");
             assert_eq!(a_off.dtype(), DType::F32);
         }
     }

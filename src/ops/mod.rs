@@ -34,14 +34,10 @@ pub(crate) fn same_device(op: &'static str, a: &Array, b: &Array) -> Result<()> 
 /// The dtypes the scan, sort and scatter kernels take: their accumulators,
 /// order keys and atomics are 32-bit, so the packed i8/u8/i16/u16 and f64
 /// are refused (cast with `astype`).
-pub(crate) const WORD_DTYPES: [DType; 6] = [
-    DType::F32,
-    DType::F16,
-    DType::BF16,
-    DType::I32,
-    DType::U32,
-    DType::Bool,
-];
+pub(crate) const WORD_DTYPES: [DType; 6] = {
+    use DType::*;
+    [F32, F16, BF16, I32, U32, Bool]
+};
 
 /// [`Error::OpDType`] naming `op` for the first of `arrays` of a block
 /// format (`DType::is_quantized`): for the ops that take element dtypes

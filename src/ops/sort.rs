@@ -40,7 +40,7 @@ use crate::graph::Primitive;
 use crate::graph::primitive::{sort_padded, sort_work_pairs};
 use crate::ops::check_32bit_dtype;
 use crate::shape::rows_along;
-use crate::{Array, DType, Error, Result};
+use crate::{Array, Error, Result};
 
 impl Array {
     /// Record a sort node for op `op`: (values, indices) along `axis`, the
@@ -67,15 +67,11 @@ impl Array {
         }
         let work = sort_work_pairs(rows, shape[axis]) as u64;
         self.device().check_binding(op, work.saturating_mul(8))?;
-        let mut v = Array::from_node(
-            self.device(),
+        Ok(super::topk::values_and_indices(
+            &x,
             Primitive::Sort { axis },
-            vec![x.clone()],
-            vec![(shape.clone(), x.dtype()), (shape, DType::U32)],
-        );
-        let indices = v.pop().expect("two outputs");
-        let values = v.pop().expect("two outputs");
-        Ok((values, indices))
+            shape,
+        ))
     }
 
     /// The elements sorted ascending along `axis` (negative counts from the

@@ -67,15 +67,7 @@ impl Array {
         let mut shape = self.shape().to_vec();
         shape[axis] = k;
         self.device().check_array("topk", &shape, self.dtype())?;
-        let mut v = Array::from_node(
-            self.device(),
-            Primitive::TopK { axis, k },
-            vec![self.clone()],
-            vec![(shape.clone(), self.dtype()), (shape, DType::U32)],
-        );
-        let indices = v.pop().expect("two outputs");
-        let values = v.pop().expect("two outputs");
-        Ok((values, indices))
+        Ok(values_and_indices(self, Primitive::TopK { axis, k }, shape))
     }
 
     /// The maximum along `axis` and the index of its first occurrence, in one
@@ -112,4 +104,24 @@ impl Array {
 #[track_caller]
 pub fn topk(x: &Array, k: usize, axis: impl Into<Axis>) -> Result<(Array, Array)> {
     x.topk(k, axis)
+}
+
+/// The two outputs of `primitive` (top-k, sort) on `x`: values of `shape`
+/// in `x`'s dtype and their u32 indices, one node (recording the caller's
+/// location, as every op down to `Array::from_node`).
+#[track_caller]
+pub(super) fn values_and_indices(
+    x: &Array,
+    primitive: Primitive,
+    shape: Vec<usize>,
+) -> (Array, Array) {
+    let mut v = Array::from_node(
+        x.device(),
+        primitive,
+        vec![x.clone()],
+        vec![(shape.clone(), x.dtype()), (shape, DType::U32)],
+    );
+    let indices = v.pop().expect("two outputs");
+    let values = v.pop().expect("two outputs");
+    (values, indices)
 }

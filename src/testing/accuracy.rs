@@ -506,6 +506,24 @@ fn logaddexp64(a: f64, b: f64) -> f64 {
 
 const ALL_F32: (f32, f32) = (f32::NEG_INFINITY, f32::INFINITY);
 
+/// The probes of the three logarithms: 1 and the ends of the reduced range
+/// `[1/sqrt(2), sqrt(2)]`.
+const LOG_PROBES: &[f32] = &[
+    1.0,
+    std::f32::consts::FRAC_1_SQRT_2,
+    std::f32::consts::SQRT_2,
+];
+
+/// The probes of sine and cosine: multiples of pi/4, a tiny input, and a
+/// large one where the argument reduction matters.
+const SIN_COS_PROBES: &[f32] = &[
+    std::f32::consts::FRAC_PI_4,
+    std::f32::consts::FRAC_PI_2,
+    std::f32::consts::PI,
+    0.00024414062,
+    105414.36,
+];
+
 /// Every float function of wgarray with its reference, domain and bound
 /// (in ulp of f32), in the order of docs/ACCURACY.md.
 pub fn functions() -> Vec<Function> {
@@ -648,11 +666,7 @@ pub fn functions() -> Vec<Function> {
             f64::ln,
             ALL_F32,
             2.0,
-            &[
-                1.0,
-                std::f32::consts::FRAC_1_SQRT_2,
-                std::f32::consts::SQRT_2,
-            ],
+            LOG_PROBES,
             "within 2 ulp",
         ),
         u(
@@ -661,11 +675,7 @@ pub fn functions() -> Vec<Function> {
             f64::log2,
             ALL_F32,
             2.0,
-            &[
-                1.0,
-                std::f32::consts::FRAC_1_SQRT_2,
-                std::f32::consts::SQRT_2,
-            ],
+            LOG_PROBES,
             "within 2 ulp",
         ),
         u(
@@ -674,11 +684,7 @@ pub fn functions() -> Vec<Function> {
             f64::log10,
             ALL_F32,
             2.0,
-            &[
-                1.0,
-                std::f32::consts::FRAC_1_SQRT_2,
-                std::f32::consts::SQRT_2,
-            ],
+            LOG_PROBES,
             "within 2 ulp",
         ),
         u(
@@ -696,13 +702,7 @@ pub fn functions() -> Vec<Function> {
             f64::sin,
             ALL_F32,
             2.0,
-            &[
-                std::f32::consts::FRAC_PI_4,
-                std::f32::consts::FRAC_PI_2,
-                std::f32::consts::PI,
-                0.00024414062,
-                105414.36,
-            ],
+            SIN_COS_PROBES,
             "within 2 ulp for every finite f32",
         ),
         u(
@@ -711,13 +711,7 @@ pub fn functions() -> Vec<Function> {
             f64::cos,
             ALL_F32,
             2.0,
-            &[
-                std::f32::consts::FRAC_PI_4,
-                std::f32::consts::FRAC_PI_2,
-                std::f32::consts::PI,
-                0.00024414062,
-                105414.36,
-            ],
+            SIN_COS_PROBES,
             "within 2 ulp for every finite f32",
         ),
         u(

@@ -123,3 +123,10 @@ pub fn pollute(d: &Device) {
         a.eval().unwrap();
     }
 }
+
+/// The dispatches one eval of `y` costs on `d`.
+pub fn eval_dispatches(d: &Device, y: &Array) -> u64 {
+    let before = d.dispatches();
+    y.eval().unwrap();
+    d.dispatches() - before
+}

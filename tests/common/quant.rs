@@ -224,3 +224,24 @@ pub fn round_to(v: f32, dtype: DType) -> f32 {
         _ => v,
     }
 }
+
+/// [`affine_dequantize`] of device arrays: `wq` (u32 words), `scales` and
+/// `biases` (any float dtype) read back to the host first.
+pub fn affine_dequantize_arrays(
+    wq: &wgarray::Array,
+    scales: &wgarray::Array,
+    biases: &wgarray::Array,
+    k: usize,
+    group_size: usize,
+    bits: u32,
+) -> Vec<f32> {
+    let f32s = |a: &wgarray::Array| a.astype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    affine_dequantize(
+        &wq.to_vec::<u32>().unwrap(),
+        &f32s(scales),
+        &f32s(biases),
+        k,
+        group_size,
+        bits,
+    )
+}

@@ -110,3 +110,45 @@ pub fn max_error(
     }
     worst
 }
+
+/// `x [m, k] @ W^T` (`transpose`, `w` row-major `[n, k]`) or `x @ W` (`w`
+/// row-major `[k, n]`) in f64: the reference of the quantized products,
+/// with `w` the dequantized weights.
+pub fn weights_matmul_ref(
+    x: &[f32],
+    m: usize,
+    w: &[f32],
+    k: usize,
+    n: usize,
+    transpose: bool,
+) -> Vec<f64> {
+    let mut y = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            y[i * n + j] = (0..k)
+                .map(|t| {
+                    let wv = if transpose {
+                        w[j * k + t]
+                    } else {
+                        w[t * n + j]
+                    };
+                    x[i * k + t] as f64 * wv as f64
+                })
+                .sum();
+        }
+    }
+    y
+}
+
+/// Assert `got` equals `want` element by element within `tol` times the
+/// largest `|want|` (at least 1).
+pub fn assert_close_scaled(got: &[f32], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let scale = want.iter().map(|v| v.abs()).fold(1.0, f64::max);
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g as f64 - w).abs() <= tol * scale,
+            "{what}: element {i}: {g} vs {w}"
+        );
+    }
+}

@@ -2,17 +2,12 @@
 //! written at its place along the joined axis. A block format joins as
 //! bytes, whole blocks at a time (`quant::byte_view`).
 
-use super::{Lowering, NodeIo};
-use crate::array::Storage;
+use super::{Lowered, Lowering, NodeIo};
+use crate::DType;
 use crate::kernels::Operand;
 use crate::kernels::concat::{self as kernel, Part};
-use crate::{DType, Result};
 
-pub(super) fn concatenate(
-    lw: &mut Lowering<'_>,
-    io: &NodeIo<'_>,
-    axis: usize,
-) -> Result<Vec<Option<Storage>>> {
+pub(super) fn concatenate(lw: &mut Lowering<'_>, io: &NodeIo<'_>, axis: usize) -> Lowered {
     let o = io.output()?;
     let s = lw.alloc(&o.shape, o.dtype)?;
     let blocks = o.dtype.is_quantized();

@@ -5,7 +5,7 @@
 use rustc_hash::FxHashSet as HashSet;
 use std::sync::Arc;
 
-use super::{Lowering, NodeIo};
+use super::{Lowered, Lowering, NodeIo};
 use crate::array::{ArrayInner, State, Storage};
 use crate::graph::Node;
 use crate::graph::primitive::{MAX_MATMUL_BATCH_DIMS, Primitive};
@@ -19,12 +19,7 @@ use crate::{Error, Result};
 
 /// `alpha * (a @ b) + beta * c` over `[batch.., m, n]`; `c` (input 2, for
 /// addmm) already has the output's rank and broadcasts to it.
-pub(super) fn matmul(
-    lw: &mut Lowering<'_>,
-    io: &NodeIo<'_>,
-    alpha: f32,
-    beta: f32,
-) -> Result<Vec<Option<Storage>>> {
+pub(super) fn matmul(lw: &mut Lowering<'_>, io: &NodeIo<'_>, alpha: f32, beta: f32) -> Lowered {
     let o = io.output()?;
     let s = lw.alloc(&o.shape, o.dtype)?;
     let mut g = gemm(io, o, alpha, beta, s.buffer.buffer());

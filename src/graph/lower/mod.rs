@@ -123,6 +123,10 @@ impl NodeIo<'_> {
     }
 }
 
+/// What lowering a node gives: one storage per output (`None` for a dead
+/// output that needs none).
+pub(super) type Lowered = Result<Vec<Option<Storage>>>;
+
 /// Lower `node`: push its dispatches and return one storage per output
 /// (`None` for a dead output that needs none).
 pub(crate) fn lower(

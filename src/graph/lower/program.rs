@@ -12,7 +12,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::{SmallVec, smallvec};
 use std::sync::Arc;
 
-use super::{Lowering, NodeIo};
+use super::{Lowered, Lowering, NodeIo};
 use crate::array::{ArrayInner, State, Storage};
 use crate::graph::Node;
 use crate::graph::primitive::{BinaryOp, ElementwiseOp, Primitive, View};
@@ -788,7 +788,7 @@ pub(crate) fn node(
     lw: &mut Lowering<'_>,
     node: &Arc<Node>,
     outputs: &[Option<Arc<ArrayInner>>],
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let live: Vec<Arc<ArrayInner>> = outputs.iter().flatten().cloned().collect();
     if live.is_empty() {
         return Ok(outputs.iter().map(|_| None).collect());
@@ -828,7 +828,7 @@ pub(super) fn split(
     io: &NodeIo<'_>,
     axis: usize,
     starts: &[usize],
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let src = &io.storages[0];
     let dtype = io.input(0).dtype;
     let shape = &io.input(0).shape;
@@ -886,11 +886,7 @@ pub(super) fn split(
 /// NumPy `take` along `axis`. Over the output's axes `[pre.., index..,
 /// post..]`, `x` moves along pre and post and the indices along their own
 /// axes; the gather adds the clamped `index * x_stride[axis]`.
-pub(super) fn take(
-    lw: &mut Lowering<'_>,
-    io: &NodeIo<'_>,
-    axis: usize,
-) -> Result<Vec<Option<Storage>>> {
+pub(super) fn take(lw: &mut Lowering<'_>, io: &NodeIo<'_>, axis: usize) -> Lowered {
     let o = io.output()?;
     let (x, xs) = (io.input(0), &io.storages[0]);
     if x.dtype.is_quantized() {

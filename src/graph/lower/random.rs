@@ -1,8 +1,6 @@
 //! Lowering of random numbers: Philox blocks under the key input.
 
-use super::{Lowering, NodeIo};
-use crate::Result;
-use crate::array::Storage;
+use super::{Lowered, Lowering, NodeIo};
 use crate::graph::primitive::Distribution;
 use crate::kernels::random as kernel;
 use crate::shape::numel;
@@ -12,7 +10,7 @@ pub(super) fn random(
     io: &NodeIo<'_>,
     dist: Distribution,
     stream: u32,
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let o = io.output()?;
     let s = lw.alloc(&o.shape, o.dtype)?;
     let key = io.operand(0, io.storages[0].strides.clone());

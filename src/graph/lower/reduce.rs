@@ -7,7 +7,7 @@
 use rustc_hash::FxHashSet as HashSet;
 use std::sync::Arc;
 
-use super::{Lowering, NodeIo};
+use super::{Lowered, Lowering, NodeIo};
 use crate::array::{ArrayInner, State, Storage};
 use crate::graph::Node;
 use crate::graph::primitive::{Norm, Primitive, ReduceOp};
@@ -23,7 +23,7 @@ pub(super) fn reduce(
     op: ReduceOp,
     axes: &[usize],
     ddof: u32,
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let x = io.input(0);
     let storages = alloc_outputs(lw, x, op, axes)?;
     let s = &io.storages[0];

@@ -1,10 +1,9 @@
 //! Lowering of scans: one to three dispatches into a dense output.
 
-use super::{Lowering, NodeIo};
-use crate::array::Storage;
+use super::{Lowered, Lowering, NodeIo};
+use crate::DType;
 use crate::graph::primitive::ReduceOp;
 use crate::kernels::scan as kernel;
-use crate::{DType, Result};
 
 /// A scan with `op` of input 0 along `axis` (see [`kernel::scan`]); the
 /// block totals take a scratch buffer that goes back to the pool when the
@@ -16,7 +15,7 @@ pub(super) fn scan(
     axis: usize,
     reverse: bool,
     inclusive: bool,
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let x = io.input(0);
     let o = io.output()?;
     let out = lw.alloc(&x.shape, o.dtype)?;

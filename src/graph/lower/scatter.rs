@@ -5,21 +5,15 @@
 
 use std::sync::Arc;
 
-use super::{Lowering, NodeIo};
-use crate::Result;
-use crate::array::{ArrayInner, Storage};
+use super::{Lowered, Lowering, NodeIo};
+use crate::array::ArrayInner;
 use crate::graph::Node;
 use crate::kernels::{Operand, scatter as kernel};
 
 /// Input 1 (updates) added (`add`) or stored into a zeroed output of the
 /// node's shape at input 0's indices along `axis`; both inputs are read
 /// through their strides (broadcast views included).
-pub(super) fn scatter(
-    lw: &mut Lowering<'_>,
-    io: &NodeIo<'_>,
-    axis: usize,
-    add: bool,
-) -> Result<Vec<Option<Storage>>> {
+pub(super) fn scatter(lw: &mut Lowering<'_>, io: &NodeIo<'_>, axis: usize, add: bool) -> Lowered {
     let o = io.output()?;
     let (shape, dtype) = (o.shape.clone(), o.dtype);
     let out = lw.alloc(&shape, dtype)?;
@@ -62,7 +56,7 @@ pub(super) fn slice_update(
     starts: &[usize],
     steps: &[isize],
     dynamic: Option<usize>,
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let (src, update) = (&node.inputs[0].inner, &node.inputs[1].inner);
     let donate = Arc::strong_count(src) == 1 && src.is_sole_dense(&src.shape, src.dtype);
     if outputs.iter().all(Option::is_none) {

@@ -1,6 +1,6 @@
 //! Lowering of top-k: one dispatch writes values and indices.
 
-use super::{Lowering, NodeIo};
+use super::{Lowered, Lowering, NodeIo};
 use crate::array::Storage;
 use crate::kernels::topk as kernel;
 use crate::shape::contiguous_strides;
@@ -54,6 +54,11 @@ impl RowOutputs {
         })
     }
 
+    /// The buffers the kernel writes: values, then indices.
+    pub fn buffers(&self) -> (&wgpu::Buffer, &wgpu::Buffer) {
+        (self.vals.buffer.buffer(), self.idx.buffer.buffer())
+    }
+
     /// The node's outputs: values, then indices.
     pub fn outputs(self) -> Vec<Option<Storage>> {
         let strides = self.strides;
@@ -68,24 +73,12 @@ impl RowOutputs {
 /// `[rows.., k]`; the outputs see that buffer with the k axis back in place.
 /// It writes both outputs: a dead one gets a scratch buffer that goes back
 /// to the pool when this node is done.
-pub(super) fn topk(
-    lw: &mut Lowering<'_>,
-    io: &NodeIo<'_>,
-    axis: usize,
-    k: usize,
-) -> Result<Vec<Option<Storage>>> {
+pub(super) fn topk(lw: &mut Lowering<'_>, io: &NodeIo<'_>, axis: usize, k: usize) -> Lowered {
     let x = io.input(0);
     let out = RowOutputs::new(lw, &x.shape, x.dtype, axis, k)?;
     let src = io.operand(0, io.storages[0].strides.clone());
-    let d = kernel::topk(
-        lw.cx(),
-        &src,
-        &x.shape,
-        axis,
-        k,
-        out.vals.buffer.buffer(),
-        out.idx.buffer.buffer(),
-    )?;
+    let (vals, idx) = out.buffers();
+    let d = kernel::topk(lw.cx(), &src, &x.shape, axis, k, vals, idx)?;
     lw.push(d);
     Ok(out.outputs())
 }

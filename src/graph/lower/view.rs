@@ -3,17 +3,12 @@
 //! `contiguous` of a strided input, copy.
 
 use super::program::copy;
-use super::{Lowering, NodeIo};
-use crate::Result;
+use super::{Lowered, Lowering, NodeIo};
 use crate::array::Storage;
 use crate::graph::primitive::View;
 use crate::shape::{broadcast_strides, contiguous_strides, is_contiguous};
 
-pub(super) fn view(
-    lw: &mut Lowering<'_>,
-    io: &NodeIo<'_>,
-    view: &View,
-) -> Result<Vec<Option<Storage>>> {
+pub(super) fn view(lw: &mut Lowering<'_>, io: &NodeIo<'_>, view: &View) -> Lowered {
     let o = io.output()?;
     let x = io.input(0);
     let src = &io.storages[0];
@@ -53,7 +48,7 @@ pub(super) fn view(
 
 /// A bit-level view (`Primitive::Bitcast`): the same buffer, strides and
 /// offset, read as another dtype of the same size. No kernel.
-pub(super) fn bitcast(io: &NodeIo<'_>) -> Result<Vec<Option<Storage>>> {
+pub(super) fn bitcast(io: &NodeIo<'_>) -> Lowered {
     let src = &io.storages[0];
     Ok(vec![Some(src.view(src.strides.clone(), src.offset))])
 }

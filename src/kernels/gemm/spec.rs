@@ -75,6 +75,8 @@ impl GemmVariant {
                 b_mode,
                 epilogue.is_some() || looped_stores,
             ),
+            // Alike in shape to the matches in `tuning/kernel.rs`, but left
+            // apart: each takes the variant's fields for its own purpose.
             GemmKernel::Shared {
                 wg_x,
                 wg_y,

@@ -66,6 +66,9 @@ pub(crate) fn family(
             decls.push(format!("var acc_{r}_{v} = vec4<f32>(0.0);"));
         }
     }
+    // Alike in shape to the cooperative family's steps (`coop.rs`), but
+    // left apart: vec4 multiply-adds per thread there are fragment loads
+    // and `coopMultiplyAdd` per subgroup.
     let mut substeps = Vec::new();
     for kk in 0..bk {
         let mut c = vec![format!("let ka = (cur + {kk}u) * {}u + ty;", bm / 4)];

@@ -113,6 +113,8 @@ fn staging(s: Staging, a_mode: Mode, b_mode: Mode) -> StagingCode {
         wrap(&g, vec![l], &mut load);
         wrap(&g, st, &mut store);
     }
+    // B's loop is alike in shape to A's, but left apart: B's quads run
+    // along n or k where A's run along k or m, with their own indices.
     for i in 0..rounds(qb) {
         let vi = format!("(tid + {}u)", i * threads);
         let g = guard(qb, i, &format!("bv{i}"), &mut decls);
