@@ -19,16 +19,10 @@
 //! Two forms of the multiply-adds, by the rows of x per thread:
 //! - few rows (the matrix-vector classes, decode): per sub-block of
 //!   constant scale `d` and offset `m`, `d * sum(q x) + m * sum(x)`, so a
-//!   quantized element costs one multiply-add and its decode; Q4_0, Q4_1
-//!   and Q8_0 decode each quant as one mask (or shift) of its word and a
-//!   signed conversion, x multiplied beforehand by the power of two of
-//!   the quant's bit position ([`Fields`]);
+//!   quantized element costs one multiply-add and its decode;
 //! - many rows (prefill): each quad of `W` dequantized once (`q d + m`, as
 //!   the dequantize kernel computes it) and multiplied into every row of x,
-//!   as the register family's block does, in loops over the step's
-//!   sub-blocks and quads (straight-line code there compiled for minutes on
-//!   llvmpipe). Not routed yet (`plan::quant_supported` keeps m <= 8):
-//!   see [`step_dequant`].
+//!   as the register family's block does.
 //!
 //! On software adapters x is read through a uniform binding where its
 //! rows are dense and aligned (`GemmVariant::a_quads`): llvmpipe gathers a
@@ -359,8 +353,6 @@ fn load_row(row: u32, start: &str, step: &Step, words_unit: bool) -> Vec<String>
 struct Decode<'a> {
     source: Source,
     step: &'a Step,
-    /// The matrix-vector form's decode of the formats of [`Fields`].
-    fields: bool,
 }
 
 impl Decode<'_> {
@@ -368,14 +360,6 @@ impl Decode<'_> {
     /// (`col` its column of W, for affine scale loads).
     fn dm(&self, row: u32, e: u32, col: &str) -> String {
         match self.source {
-            Source::Blocks(d) if self.fields && Fields::of(d).is_some_and(|f| f.bias != 0) => {
-                let (base, j) = self.block(d, row, e);
-                let bias = Fields::of(d).expect("a field format").bias;
-                format!(
-                    "vec2<f32>(1.0, -{bias}.0) * dm_{}({base}u, {j}u).x",
-                    format_name(d).expect("a block format")
-                )
-            }
             Source::Blocks(d) => {
                 let (base, j) = self.block(d, row, e);
                 format!(
@@ -390,28 +374,9 @@ impl Decode<'_> {
         }
     }
 
-    /// The four quants from element `e` of row `row`'s step (for the
-    /// formats of [`Fields`], their fields: see [`Decode::scales`]).
+    /// The four quants from element `e` of row `row`'s step.
     fn quad(&self, row: u32, e: u32) -> String {
         match self.source {
-            Source::Blocks(d) if self.fields => {
-                let (base, j) = self.block(d, row, e);
-                let f = Fields::of(d).expect("a field format");
-                let v: Vec<String> = (j..j + 4)
-                    .map(|i| {
-                        let (word, field) = f.field(base, i);
-                        let w = match f.flip {
-                            0 => format!("q_word({word}u)"),
-                            x => format!("(q_word({word}u) ^ {x:#x}u)"),
-                        };
-                        match field {
-                            Field::Mask(m) => format!("({w} & {m:#x}u)"),
-                            Field::Shift(sh) => format!("({w} >> {sh}u)"),
-                        }
-                    })
-                    .collect();
-                format!("vec4<f32>(bitcast<vec4<i32>>(vec4<u32>({})))", v.join(", "))
-            }
             Source::Blocks(d) => {
                 let (base, j) = self.block(d, row, e);
                 format!(
@@ -433,153 +398,12 @@ impl Decode<'_> {
         }
     }
 
-    /// The factors that bring the fields of [`Decode::quad`] from element
-    /// `e` on to their quants (`x`'s factors: `2^-bits`, exact), or `None`
-    /// where the quad is the quants themselves.
-    fn scales(&self, e: u32) -> Option<String> {
-        let Source::Blocks(d) = self.source else {
-            return None;
-        };
-        let f = Fields::of(d).filter(|_| self.fields)?;
-        let (base, j) = self.block(d, 0, e);
-        let v: Vec<String> = (j..j + 4)
-            .map(|i| {
-                let bits = match f.field(base, i).1 {
-                    Field::Mask(m) => m.trailing_zeros(),
-                    Field::Shift(_) => 0,
-                };
-                format!("bitcast<f32>({:#x}u)", (127 - bits) << 23)
-            })
-            .collect();
-        Some(v.join(", "))
-    }
-
-    /// [`Decode::dm`] at an element `e` of the step that is a WGSL
-    /// expression (a loop's variable): the same decode functions, their
-    /// `qw` indices computed.
-    fn dm_at(&self, row: u32, e: &str, col: &str) -> String {
-        match self.source {
-            Source::Blocks(d) => {
-                let (base, j) = self.block_at(d, row, e);
-                format!(
-                    "dm_{}({base}, {j})",
-                    format_name(d).expect("a block format")
-                )
-            }
-            Source::Affine { group_size, .. } => format!(
-                "affine_dm({col}, (st * {}u + {e}) / {group_size}u)",
-                self.step.k
-            ),
-        }
-    }
-
-    /// [`Decode::quad`] at an element `e` that is a WGSL expression.
-    fn quad_at(&self, row: u32, e: &str) -> String {
-        match self.source {
-            Source::Blocks(d) => {
-                let (base, j) = self.block_at(d, row, e);
-                format!(
-                    "quad_{}({base}, {j})",
-                    format_name(d).expect("a block format")
-                )
-            }
-            Source::Affine { bits, .. } => {
-                let one = |i: u32| {
-                    let bit = format!("(({e}) + {i}u) * {bits}u");
-                    format!(
-                        "affine_q({}u + {bit} / 32u, {bit} % 32u)",
-                        row * self.step.qw()
-                    )
-                };
-                format!("vec4<f32>({}, {}, {}, {})", one(0), one(1), one(2), one(3))
-            }
-        }
-    }
-
-    /// [`Decode::block`] at an element `e` that is a WGSL expression.
-    fn block_at(&self, d: DType, row: u32, e: &str) -> (String, String) {
-        let be = d.block_size() as u32;
-        let base = format!(
-            "{}u + (({e}) / {be}u) * {}u",
-            4 * row * self.step.qw(),
-            d.size_in_bytes()
-        );
-        (base, format!("({e}) % {be}u"))
-    }
-
     /// The byte of `qw` where the block of element `e` of row `row`
     /// starts, and `e`'s index in its block.
     fn block(&self, d: DType, row: u32, e: u32) -> (u32, u32) {
         let be = d.block_size() as u32;
         let base = 4 * row * self.step.qw() + (e / be) * d.size_in_bytes() as u32;
         (base, e % be)
-    }
-}
-
-/// One quant of a block as a field of its word, so that it costs one
-/// integer op and a signed conversion (which CPUs vectorise in one
-/// instruction, unlike an unsigned one): the quant times `2^bits`, or the
-/// word's top bits.
-#[derive(Clone, Copy)]
-enum Field {
-    /// `w & mask`: the quant times 2 to the mask's trailing zeros.
-    Mask(u32),
-    /// `w >> shift`: the quant itself (the word's top bits, whose mask
-    /// would set the sign bit).
-    Shift(u32),
-}
-
-/// The matrix-vector form's decode of the 4- and 8-bit block formats:
-/// each quant a [`Field`] of its realigned word, read as unsigned with a
-/// bias (Q4_0's `q - 8`, Q8_0's signed bytes flipped to `q + 128`) that
-/// is folded into the block's offset (`m = -bias d`), so a block is
-/// `d sum(q x) + m sum(x)` with no shift, subtraction or sign extension
-/// per quant.
-struct Fields {
-    /// Bytes before the quants in a block (the f16 `d`, and `m`).
-    head: u32,
-    /// Bits per quant (4: the low nibbles of the 16 bytes are elements 0
-    /// to 15, the high ones 16 to 31, as ggml lays them out; 8: one byte
-    /// each).
-    bits: u32,
-    /// Xor'd into each word first (Q8_0: the sign bits).
-    flip: u32,
-    /// The unsigned quant minus `bias` is the format's quant.
-    bias: u32,
-}
-
-impl Fields {
-    fn of(d: DType) -> Option<Fields> {
-        let f = |head, bits, flip, bias| Fields {
-            head,
-            bits,
-            flip,
-            bias,
-        };
-        match d {
-            DType::Q4_0 => Some(f(2, 4, 0, 8)),
-            DType::Q4_1 => Some(f(4, 4, 0, 0)),
-            DType::Q8_0 => Some(f(2, 8, 0x8080_8080, 128)),
-            _ => None,
-        }
-    }
-
-    /// The word of `qw` (its index in the row's bytes from `base`'s row
-    /// start) and the field holding element `i` of the block starting at
-    /// byte `base`.
-    fn field(&self, base: u32, i: u32) -> (u32, Field) {
-        let (byte, high) = match self.bits {
-            4 => (i % 16, 4 * (i / 16)),
-            _ => (i, 0),
-        };
-        let at = base + self.head + byte;
-        let bit = 8 * (at % 4) + high;
-        let field = if bit + self.bits == 32 {
-            Field::Shift(bit)
-        } else {
-            Field::Mask(((1u32 << self.bits) - 1) << bit)
-        };
-        (at / 4, field)
     }
 }
 
@@ -603,33 +427,26 @@ fn load_rows(s: &Spec, step: &Step) -> Vec<String> {
 /// One K step, the matrix-vector form: per sub-block, the quants of each
 /// row of W multiplied into each row of x, then scaled once.
 fn step_factored(s: &Spec, step: &Step) -> Vec<String> {
-    let fields = matches!(s.source, Source::Blocks(d) if Fields::of(d).is_some());
     let dec = Decode {
         source: s.source,
         step,
-        fields,
     };
     let mut out = vec![format!("let kst = st * {}u;", step.k)];
     out.extend(load_rows(s, step));
     let nq = step.sub / 4;
-    let offset = step.has_min || fields;
     for sb in 0..step.k / step.sub {
         let e0 = sb * step.sub;
         out.push("{".into());
         for r in 0..s.tm {
             for i in 0..nq {
-                let x = x4(s.x, r, &format!("kst + {}u", e0 + 4 * i));
-                out.push(match dec.scales(e0 + 4 * i) {
-                    Some(sc) => format!(
-                        "    let xr{r}_{i} = {x};\n    let x{r}_{i} = xr{r}_{i} * vec4<f32>({sc});"
-                    ),
-                    None => format!("    let x{r}_{i} = {x};"),
-                });
+                out.push(format!(
+                    "    let x{r}_{i} = {};",
+                    x4(s.x, r, &format!("kst + {}u", e0 + 4 * i))
+                ));
             }
-            if offset {
-                let x = if fields { "xr" } else { "x" };
+            if step.has_min {
                 let sum = (0..nq)
-                    .map(|i| format!("{x}{r}_{i}"))
+                    .map(|i| format!("x{r}_{i}"))
                     .collect::<Vec<_>>()
                     .join(" + ");
                 out.push(format!("    let xs{r} = dot({sum}, vec4<f32>(1.0));"));
@@ -650,7 +467,7 @@ fn step_factored(s: &Spec, step: &Step) -> Vec<String> {
                 for i in 1..nq {
                     t = format!("fma(q{i}, x{r}_{i}, {t})");
                 }
-                let add = if offset {
+                let add = if step.has_min {
                     format!("fma(dm.x, dot({t}, vec4<f32>(1.0)), dm.y * xs{r})")
                 } else {
                     format!("dm.x * dot({t}, vec4<f32>(1.0))")
@@ -664,64 +481,59 @@ fn step_factored(s: &Spec, step: &Step) -> Vec<String> {
     out
 }
 
-/// One K step, the dequantizing form (prefill): each quad of each row of W
+/// One K step, the dequantizing form: each quad of each row of W
 /// dequantized once (`q d + m`) and multiplied into every row of x, four
-/// columns at a time as the register family does. The step's sub-blocks
-/// and their quads are loops (only the rows of x and W are unrolled), so
-/// that the kernel compiles quickly whatever the format (a fully unrolled
-/// step took 17 to 465 s on llvmpipe); its iterations per invocation are
-/// K / 4 and K / sub-block, far under llvmpipe's 65535. Unmeasured: the
-/// loops index `qw` with variables, which llvmpipe may lower to branches
-/// over the whole array; the tests of this form routed for m > 8 did not
-/// finish in 20 minutes on a machine at load 17, so it is not routed.
+/// columns at a time as the register family does.
 fn step_dequant(s: &Spec, step: &Step) -> Vec<String> {
     let dec = Decode {
         source: s.source,
         step,
-        fields: false,
     };
     let mut out = vec![format!("let kst = st * {}u;", step.k)];
     out.extend(load_rows(s, step));
-    out.push(format!(
-        "for (var e0 = 0u; e0 < {}u; e0 += {}u) {{",
-        step.k, step.sub
-    ));
-    for c in 0..s.nc {
-        out.push(format!(
-            "    let dm{c} = {};",
-            dec.dm_at(c, "e0", &format!("col_{c}"))
-        ));
-    }
-    out.push(format!(
-        "    for (var e = e0; e < e0 + {}u; e += 4u) {{",
-        step.sub
-    ));
-    for r in 0..s.tm {
-        out.push(format!("        let x{r} = {};", x4(s.x, r, "kst + e")));
-    }
-    for q in 0..s.nc / 4 {
-        out.push("        {".into());
-        for j in 0..4 {
-            let c = 4 * q + j;
+    for sb in 0..step.k / step.sub {
+        let e0 = sb * step.sub;
+        out.push("{".into());
+        for c in 0..s.nc {
             out.push(format!(
-                "            let w{j} = fma({}, vec4<f32>(dm{c}.x), vec4<f32>(dm{c}.y));",
-                dec.quad_at(c, "e")
+                "    let dm{c} = {};",
+                dec.dm(c, e0, &format!("col_{c}"))
             ));
         }
-        for kk in 0..4 {
-            out.push(format!(
-                "            let b{kk} = vec4<f32>(w0[{kk}], w1[{kk}], w2[{kk}], w3[{kk}]);"
-            ));
+        for i in 0..step.sub / 4 {
+            let e = e0 + 4 * i;
+            out.push("    {".into());
+            for r in 0..s.tm {
+                out.push(format!(
+                    "        let x{r} = {};",
+                    x4(s.x, r, &format!("kst + {e}u"))
+                ));
+            }
+            for q in 0..s.nc / 4 {
+                out.push("        {".into());
+                for j in 0..4 {
+                    let c = 4 * q + j;
+                    out.push(format!(
+                        "            let w{j} = fma({}, vec4<f32>(dm{c}.x), vec4<f32>(dm{c}.y));",
+                        dec.quad(c, e)
+                    ));
+                }
+                for kk in 0..4 {
+                    out.push(format!(
+                        "            let b{kk} = vec4<f32>(w0[{kk}], w1[{kk}], w2[{kk}], w3[{kk}]);"
+                    ));
+                }
+                for r in 0..s.tm {
+                    out.push(format!(
+                        "            acc_{r}_{q} = fma(vec4<f32>(x{r}.w), b3, fma(vec4<f32>(x{r}.z), b2, fma(vec4<f32>(x{r}.y), b1, fma(vec4<f32>(x{r}.x), b0, acc_{r}_{q}))));"
+                    ));
+                }
+                out.push("        }".into());
+            }
+            out.push("    }".into());
         }
-        for r in 0..s.tm {
-            out.push(format!(
-                "            acc_{r}_{q} = fma(vec4<f32>(x{r}.w), b3, fma(vec4<f32>(x{r}.z), b2, fma(vec4<f32>(x{r}.y), b1, fma(vec4<f32>(x{r}.x), b0, acc_{r}_{q}))));"
-            ));
-        }
-        out.push("        }".into());
+        out.push("}".into());
     }
-    out.push("    }".into());
-    out.push("}".into());
     out
 }
 
@@ -731,7 +543,6 @@ fn step_n(s: &Spec, step: &Step) -> Vec<String> {
     let dec = Decode {
         source: s.source,
         step,
-        fields: false,
     };
     let mut out = vec![format!("let kst = st * {}u;", s.g)];
     for kk in 0..s.g {
