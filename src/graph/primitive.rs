@@ -168,8 +168,15 @@ impl NormKind {
 /// length fills a storage binding's worth of memory in a few rows.
 pub(crate) const MAX_ONE_PASS_ROW: usize = 1 << 16;
 
-/// The fewest rows [`Primitive::Normalize`] takes (`ops::nn` says why).
+/// The fewest rows [`Primitive::Normalize`] takes when they are longer
+/// than [`SHORT_ONE_PASS_ROW`] (`ops::nn` says why).
 pub(crate) const MIN_ONE_PASS_ROWS: usize = 256;
+
+/// The longest row [`Primitive::Normalize`] takes however few the rows
+/// are: one workgroup walks such a row twice in about the time of a
+/// dispatch, so a decode step's single-row RMSNorm is one kernel, not
+/// the reduction's two.
+pub(crate) const SHORT_ONE_PASS_ROW: usize = 4096;
 
 /// How the weights of [`Primitive::Dequantize`] and
 /// [`Primitive::QuantizedMatmul`] are stored.

@@ -2,7 +2,9 @@
 //! log_softmax, layer_norm, rms_norm. Each computes in f32 for f16/bf16 input
 //! and rounds the result back.
 
-use crate::graph::primitive::{MAX_ONE_PASS_ROW, MIN_ONE_PASS_ROWS, Norm, NormKind, Primitive};
+use crate::graph::primitive::{
+    MAX_ONE_PASS_ROW, MIN_ONE_PASS_ROWS, Norm, NormKind, Primitive, SHORT_ONE_PASS_ROW,
+};
 use crate::ops::reduce::Axes;
 use crate::{Array, DType, Result, Scalar};
 
@@ -221,7 +223,8 @@ impl Array {
     /// walking it twice), an empty array, a dtype other than f32, f16 and
     /// bf16 (f64 and integers keep their own accumulators), rows longer
     /// than [`MAX_ONE_PASS_ROW`] (see there), fewer than
-    /// [`MIN_ONE_PASS_ROWS`] rows or rows of one element. (With few rows
+    /// [`MIN_ONE_PASS_ROWS`] rows longer than [`SHORT_ONE_PASS_ROW`], or
+    /// rows of one element. (With few long rows
     /// the reduction cuts each row into parts across workgroups, where
     /// the one-pass kernel gives a row one workgroup: measured 6 to 15
     /// times slower on f32[16, 65536] on lavapipe and llvmpipe; a row of
@@ -245,7 +248,8 @@ impl Array {
             || !matches!(self.dtype(), DType::F32 | DType::F16 | DType::BF16)
             || self.shape()[n - 1] > MAX_ONE_PASS_ROW
             || self.shape()[n - 1] < 2
-            || self.size() / self.shape()[n - 1] < MIN_ONE_PASS_ROWS
+            || (self.size() / self.shape()[n - 1] < MIN_ONE_PASS_ROWS
+                && self.shape()[n - 1] > SHORT_ONE_PASS_ROW)
         {
             return Ok(None);
         }

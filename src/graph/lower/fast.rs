@@ -3,9 +3,7 @@
 //! position embedding (`Primitive::Rope`); the inputs read through their
 //! strides, one dense output, one dispatch.
 
-use super::{Lowering, NodeIo};
-use crate::Result;
-use crate::array::Storage;
+use super::{Lowered, Lowering, NodeIo};
 use crate::kernels::attention as kernel;
 
 /// Inputs `q` `[b, heads, 1, d]`, `k` and `v` `[b, kv_heads, keys, d]`
@@ -15,7 +13,7 @@ pub(super) fn sdpa_vector(
     io: &NodeIo<'_>,
     scale: f32,
     length: bool,
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let o = io.output()?;
     let (shape, dtype) = (o.shape.clone(), o.dtype);
     let out = lw.alloc(&shape, dtype)?;
@@ -45,7 +43,7 @@ pub(super) fn rope(
     io: &NodeIo<'_>,
     r: &crate::kernels::rope::Rotation,
     dynamic: bool,
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let o = io.output()?;
     let (shape, dtype) = (o.shape.clone(), o.dtype);
     let out = lw.alloc(&shape, dtype)?;

@@ -133,7 +133,7 @@ pub(crate) fn lower(
     lw: &mut Lowering<'_>,
     node: &Arc<Node>,
     outputs: &[Option<Arc<ArrayInner>>],
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     if matches!(
         node.primitive,
         Primitive::Full { .. } | Primitive::Elementwise(_)

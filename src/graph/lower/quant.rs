@@ -9,7 +9,7 @@
 //! (see [`gemm_into`]); with a fused elementwise epilogue either way
 //! (`lower/matmul.rs::with_epilogue`).
 
-use super::{Lowering, NodeIo, matmul};
+use super::{Lowered, Lowering, NodeIo, matmul};
 use crate::array::{Array, Storage};
 use crate::graph::Node;
 use crate::graph::primitive::{Primitive, QuantMode};
@@ -204,7 +204,7 @@ pub(super) fn quantize(
     io: &NodeIo<'_>,
     group_size: u32,
     bits: u32,
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let x = io.input(0);
     let (gs, k) = (group_size as usize, x.shape.last().copied().unwrap_or(0));
     let mut wq_shape = x.shape.clone();
@@ -242,11 +242,7 @@ pub(super) fn quantize(
 }
 
 /// Dequantize: the weights' elements in the output's dtype, dense.
-pub(super) fn dequantize(
-    lw: &mut Lowering<'_>,
-    io: &NodeIo<'_>,
-    mode: QuantMode,
-) -> Result<Vec<Option<Storage>>> {
+pub(super) fn dequantize(lw: &mut Lowering<'_>, io: &NodeIo<'_>, mode: QuantMode) -> Lowered {
     let o = io.output()?;
     let out = lw.alloc(&o.shape, o.dtype)?;
     dequantize_into(lw, io, 0, mode, &out, o.dtype)?;
@@ -260,7 +256,7 @@ pub(super) fn quantized_matmul(
     io: &NodeIo<'_>,
     mode: QuantMode,
     transpose: bool,
-) -> Result<Vec<Option<Storage>>> {
+) -> Lowered {
     let o = io.output()?;
     let out = lw.alloc(&o.shape, o.dtype)?;
     gemm_into(lw, io, mode, transpose, out.buffer.buffer(), None)?;

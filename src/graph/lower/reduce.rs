@@ -61,11 +61,7 @@ pub(super) fn reduce(
 /// through the row's strides: 0 along the kept axes), folds its
 /// statistics, and its epilogue writes the normalised row (f32, dense) as
 /// the one value the kernel stores at each element.
-pub(super) fn normalize(
-    lw: &mut Lowering<'_>,
-    io: &NodeIo<'_>,
-    norm: Norm,
-) -> Result<Vec<Option<Storage>>> {
+pub(super) fn normalize(lw: &mut Lowering<'_>, io: &NodeIo<'_>, norm: Norm) -> Lowered {
     let x = io.input(0);
     let y = lw.alloc(&x.shape, DType::F32)?;
     let n = io.storages.len();
