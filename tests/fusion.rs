@@ -348,12 +348,15 @@ fn a_long_chain_splits_at_the_kernel_size_limit_and_stays_in_two_buffers() {
     assert_eq!(y.to_vec::<f32>().unwrap()[n - 1], 100.5);
 }
 
+/// Few rows longer than 4096 elements take the composed path (the
+/// reduction, then the wide elementwise kernel); tests/normalize.rs
+/// covers the one-pass kernel.
 #[test]
 fn normalisations_take_two_dispatches_each() {
     let d = device();
     d.set_fusion(true); // whatever WGARRAY_FUSION says
     let mut rng = Rng::new(9);
-    let (rows, cols) = (7, 1025);
+    let (rows, cols) = (7, 4099);
     let dtypes: &[DType] = if common::is_gl(&d) {
         &[DType::F32]
     } else {
